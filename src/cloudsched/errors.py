@@ -1,0 +1,116 @@
+"""Validation errors and the checks that raise them.
+
+Every public function validates its inputs at the boundary and raises
+:class:`ParameterError` (a :class:`ValueError`) whose message is one line naming the
+parameter, the offending value and the allowed range.  The CLI prints that line and
+exits with status 2.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "ParameterError",
+    "check_choice",
+    "check_int",
+    "check_loads",
+    "check_real",
+]
+
+
+class ParameterError(ValueError):
+    """A parameter is outside its allowed range; the message is a single line."""
+
+    def __init__(self, name: str, value: Any, allowed: str) -> None:
+        self.name = name
+        self.value = value
+        self.allowed = allowed
+        super().__init__(f"{name} must be {allowed} (got {value!r})")
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+) -> float:
+    """Return ``value`` as a finite float inside the given interval, or raise.
+
+    Parameters
+    ----------
+    name : str
+        Parameter name used in the error message.
+    value : Any
+        The value to check.
+    low, high : float or None
+        Interval bounds (None for unbounded).
+    low_open, high_open : bool
+        Whether the corresponding bound is excluded.
+
+    Returns
+    -------
+    float
+        The validated value.
+    """
+    allowed = _interval(low, high, low_open, high_open)
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(name, value, f"a number in {allowed}") from None
+    if not math.isfinite(x):
+        raise ParameterError(name, value, f"a finite number in {allowed}")
+    if low is not None and (x < low or (low_open and x == low)):
+        raise ParameterError(name, value, f"in {allowed}")
+    if high is not None and (x > high or (high_open and x == high)):
+        raise ParameterError(name, value, f"in {allowed}")
+    return x
+
+
+def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
+    """Return ``value`` as an int inside ``[low, high]``, or raise :class:`ParameterError`."""
+    allowed = _interval(low, high, False, False)
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        if isinstance(value, float | np.floating) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise ParameterError(name, value, f"an integer in {allowed}")
+    v = int(value)
+    if (low is not None and v < low) or (high is not None and v > high):
+        raise ParameterError(name, value, f"an integer in {allowed}")
+    return v
+
+
+def check_loads(name: str, loads: Any, *, high: float = 1.0, high_open: bool = True) -> np.ndarray:
+    """Validate a scalar or sequence of loads in ``(0, high)`` and return a 1-d float array."""
+    arr = np.atleast_1d(np.asarray(loads, dtype=object))
+    if arr.ndim != 1 or arr.size == 0:
+        raise ParameterError(name, loads, "a non-empty 1-d sequence of numbers")
+    out = np.array(
+        [check_real(name, x, low=0.0, high=high, low_open=True, high_open=high_open) for x in arr],
+        dtype=np.float64,
+    )
+    return out
+
+
+def check_choice(name: str, value: str, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``choices``, else raise."""
+    options = list(choices)
+    if value not in options:
+        raise ParameterError(name, value, "one of " + ", ".join(options))
+    return value
+
+
+def _interval(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
+    left = "(" if (low is None or low_open) else "["
+    right = ")" if (high is None or high_open) else "]"
+    lo = "-inf" if low is None else f"{low:g}"
+    hi = "inf" if high is None else f"{high:g}"
+    return f"{left}{lo}, {hi}{right}"

@@ -1,0 +1,54 @@
+"""Atomic file output: write to a temporary file in the same folder, then rename.
+
+A crash or a validation error half-way never leaves a truncated file behind, and an
+earlier result at the same path stays intact until the new one is complete.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO
+
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text"]
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
+    """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
+
+    Use for writers that want a file name (``savefig``, ``to_parquet``).  If the body
+    raises, the temporary file is removed and ``path`` is untouched.
+    """
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.replace(tmp_path, target)
+    except BaseException:
+        tmp_path.unlink(missing_ok=True)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` (UTF-8) to ``path`` atomically and return the path."""
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically and return the path."""
+    with atomic_path(path) as tmp, open(tmp, "wb") as fh:
+        _write_all(fh, data)
+    return Path(path)
+
+
+def _write_all(fh: IO[bytes], data: bytes) -> None:
+    fh.write(data)
+    fh.flush()
+    os.fsync(fh.fileno())
