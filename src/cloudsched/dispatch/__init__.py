@@ -1,0 +1,33 @@
+"""Task dispatch in server farms: mean-field predictions and fluid trajectories.
+
+Policies (see :mod:`cloudsched.dispatch.policies`): ``random``, ``round-robin``, ``jsq``,
+``pod``, ``jiq``, ``jiq-original``, ``jiq-pod``, ``jiq-threshold``, ``jiq-sq``.
+"""
+
+from cloudsched.dispatch.fluid import FluidTrajectory, fluid_steady_state, fluid_trajectory
+from cloudsched.dispatch.meanfield import (
+    MeanFieldPrediction,
+    iqueue_distribution,
+    jiq_p0,
+    predict,
+    tail_probabilities,
+)
+from cloudsched.dispatch.policies import (
+    MEANFIELD_POLICIES,
+    POLICIES,
+    NoMeanFieldModelError,
+)
+
+__all__ = [
+    "MEANFIELD_POLICIES",
+    "POLICIES",
+    "FluidTrajectory",
+    "MeanFieldPrediction",
+    "NoMeanFieldModelError",
+    "fluid_steady_state",
+    "fluid_trajectory",
+    "iqueue_distribution",
+    "jiq_p0",
+    "predict",
+    "tail_probabilities",
+]

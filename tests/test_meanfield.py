@@ -1,0 +1,181 @@
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cloudsched.dispatch import NoMeanFieldModelError, jiq_p0, predict, tail_probabilities
+from cloudsched.dispatch.reference import reference_p0, reference_response_time
+from cloudsched.errors import ParameterError
+
+# The design note's table (r = 10, d = 2), to 3 decimals (4 for p0 as printed there).
+TABLE = [
+    # load, JIQ p0, JIQ T, JIQ-Po2 T, Po2 T
+    (0.5, 0.1325, 1.071, 1.031, 1.266),
+    (0.9, 0.4817, 1.765, 1.438, 2.614),
+    (0.98, 0.8311, 5.389, 2.540, 4.516),
+]
+
+
+@pytest.mark.parametrize(("lam", "p0", "t_jiq", "t_jiqpod", "t_pod"), TABLE)
+def test_design_note_table(lam, p0, t_jiq, t_jiqpod, t_pod):
+    jiq = predict("jiq", lam, r=10)
+    assert jiq.p0[0] == pytest.approx(p0, abs=5e-5)
+    assert jiq.mean_response_time[0] == pytest.approx(t_jiq, abs=5e-4)
+    assert predict("jiq-pod", lam, r=10, d=2).mean_response_time[0] == pytest.approx(
+        t_jiqpod, abs=5e-4
+    )
+    assert predict("pod", lam, d=2).mean_response_time[0] == pytest.approx(t_pod, abs=5e-4)
+
+
+def test_delete_share_at_0_9_is_about_8_percent():
+    jiq = predict("jiq", 0.9, r=10)
+    share = jiq.delete_rate[0] / (jiq.delete_rate[0] + jiq.join_rate[0])
+    assert share == pytest.approx(0.078, abs=5e-4)
+
+
+@pytest.mark.parametrize("r", [0.05, 1.0, 10.0, 300.0])
+@pytest.mark.parametrize("d", [1, 2, 5])
+def test_iqueue_distribution_identities(r, d):
+    loads = np.array([0.1, 0.5, 0.9, 0.99])
+    pred = predict("jiq-pod", loads, r=r, d=d)
+    for k, lam in enumerate(loads):
+        p = pred.iqueue(k)
+        j = np.arange(p.size)
+        assert p[0] == pytest.approx(pred.p0[k], rel=1e-12)
+        assert p.sum() == pytest.approx(1.0, abs=1e-10)
+        assert (j * p).sum() == pytest.approx(r * (1 - lam), rel=1e-8)
+
+
+@given(
+    lam=st.floats(0.01, 0.99),
+    r=st.floats(0.05, 200.0),
+    d=st.integers(1, 6),
+)
+def test_jiq_response_time_identity_and_tail(lam, r, d):
+    pred = predict("jiq", lam, r=r)
+    assert pred.mean_response_time[0] == pytest.approx(1 / (1 - lam * pred.p0[0]), rel=1e-12)
+    both = predict("jiq-pod", lam, r=r, d=d)
+    s = tail_probabilities("jiq-pod", lam, 400, r=r, d=d)
+    p0 = both.p0[0]
+    assert s[0] == pytest.approx(lam)
+    # s_{i+1} = lam * p0 * s_i^d, and T = 1 + p0 * sum s_i^d = (1/lam) sum s_i
+    assert np.allclose(s[1:], lam * p0 * s[:-1] ** d, rtol=1e-9, atol=1e-300)
+    assert both.mean_response_time[0] == pytest.approx(1 + p0 * np.sum(s**d), rel=1e-9)
+    assert both.mean_response_time[0] == pytest.approx(s.sum() / lam, rel=1e-9)
+
+
+def test_response_time_monotone_in_load_r_and_d():
+    loads = np.linspace(0.05, 0.99, 40)
+    for policy in ("jiq", "jiq-pod", "pod", "random"):
+        t = predict(policy, loads, r=10, d=2).mean_response_time
+        assert np.all(np.diff(t) > 0), policy
+    rs = [0.1, 1, 10, 100, 1000]
+    for policy in ("jiq", "jiq-pod"):
+        t = np.array([predict(policy, [0.5, 0.9], r=r, d=2).mean_response_time for r in rs])
+        assert np.all(np.diff(t, axis=0) < 0), policy
+    for policy in ("pod", "jiq-pod"):
+        t = np.array(
+            [predict(policy, [0.5, 0.9], r=10, d=d).mean_response_time for d in range(1, 7)]
+        )
+        assert np.all(np.diff(t, axis=0) < 0), policy
+
+
+def test_limits_in_r():
+    loads = np.array([0.3, 0.7, 0.95])
+    small = predict("jiq", loads, r=1e-3)
+    assert np.allclose(
+        small.mean_response_time, predict("random", loads).mean_response_time, rtol=1e-2
+    )
+    small_pod = predict("jiq-pod", loads, r=1e-3, d=2)
+    assert np.allclose(
+        small_pod.mean_response_time, predict("pod", loads, d=2).mean_response_time, rtol=1e-2
+    )
+    for policy in ("jiq", "jiq-pod"):
+        excess = np.array(
+            [
+                predict(policy, loads, r=r, d=2).mean_response_time - 1
+                for r in (10, 100, 1e3, 1e4, 1e5)
+            ]
+        )
+        assert np.all(np.diff(excess, axis=0) < 0)
+        assert np.all(excess[-1] < 0.005 * excess[0])
+    assert np.all(np.diff([predict("jiq", loads, r=r).p0 for r in (1, 10, 100, 1e4)], axis=0) < 0)
+
+
+@pytest.mark.parametrize("r", [0.01, 0.1, 1.0, 10.0, 1e3, 1e4])
+@pytest.mark.parametrize("d", [1, 2, 16, 64])
+def test_numerically_robust_over_documented_range(r, d):
+    loads = np.concatenate([np.geomspace(1e-6, 0.5, 20), np.linspace(0.5, 0.9999, 40)])
+    for policy in ("jiq", "jiq-pod", "pod", "random", "jsq"):
+        pred = predict(policy, loads, r=r, d=d)
+        for name in ("p0", "mean_response_time", "join_rate", "delete_rate", "probe_rate"):
+            values = getattr(pred, name)
+            assert np.all(np.isfinite(values)), (policy, name)
+        assert np.all((pred.p0 > 0) & (pred.p0 <= 1))
+        if policy in ("jiq", "jiq-pod"):
+            assert np.all(pred.p0 < 1)
+        assert np.all(pred.mean_response_time >= 1)
+        assert all(np.all(np.isfinite(t)) and t.size >= 1 for t in pred.tails)
+
+
+@pytest.mark.parametrize("lam", [0.05, 0.3, 0.6, 0.9, 0.97])
+@pytest.mark.parametrize(("r", "d"), [(0.5, 1), (4.0, 2), (10.0, 1), (10.0, 3), (60.0, 2)])
+def test_matches_slow_reference(lam, r, d):
+    assert jiq_p0(lam, r, d)[0] == pytest.approx(reference_p0(lam, r, d), rel=1e-9)
+    for policy in ("jiq", "jiq-pod", "pod", "random", "jsq"):
+        fast = predict(policy, lam, r=r, d=d).mean_response_time[0]
+        assert fast == pytest.approx(reference_response_time(policy, lam, r, d), rel=1e-9)
+
+
+def test_message_rates():
+    lam = np.array([0.5, 0.9])
+    jiq = predict("jiq-pod", lam, r=10, d=3)
+    q1 = jiq.occupancy(0)[1], jiq.occupancy(1)[1]
+    assert np.allclose(jiq.join_rate, q1)
+    assert np.allclose(jiq.delete_rate, lam * jiq.p0 * (1 - lam**3))
+    assert np.allclose(jiq.probe_rate, 3 * lam * jiq.p0)
+    pod = predict("pod", lam, d=2)
+    assert np.allclose(pod.probe_rate, 2 * lam)
+    assert np.all(pod.join_rate == 0) and np.all(pod.delete_rate == 0) and np.all(pod.p0 == 1)
+    assert np.all(predict("jiq", lam).probe_rate == 0)
+
+
+def test_jsq_and_random_closed_forms():
+    lam = np.array([0.2, 0.8])
+    assert np.allclose(predict("jsq", lam).mean_response_time, 1.0)
+    assert [t.tolist() for t in predict("jsq", lam).tails] == [[0.2], [0.8]]
+    assert np.allclose(predict("random", lam).mean_response_time, 1 / (1 - lam))
+    assert np.allclose(predict("pod", lam, d=1).mean_response_time, 1 / (1 - lam))
+
+
+def test_occupancy_sums_to_one():
+    pred = predict("jiq-pod", [0.9], r=10, d=2, tail_tol=1e-300)
+    q = pred.occupancy(0)
+    assert q.sum() == pytest.approx(1.0)
+    assert q[0] == pytest.approx(0.1)
+
+
+@pytest.mark.parametrize("policy", ["jiq-original", "jiq-threshold", "jiq-sq", "round-robin"])
+def test_policies_without_model_raise_clear_error(policy):
+    with pytest.raises(NoMeanFieldModelError, match=f"no mean-field model for {policy}"):
+        predict(policy, 0.5)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "name"),
+    [
+        ({"loads": 1.0}, "load"),
+        ({"loads": 0.0}, "load"),
+        ({"loads": -0.1}, "load"),
+        ({"loads": float("nan")}, "load"),
+        ({"loads": 0.5, "r": 0.0}, "r"),
+        ({"loads": 0.5, "r": -1.0}, "r"),
+        ({"loads": 0.5, "d": 0}, "d"),
+        ({"loads": 0.5, "d": 1.5}, "d"),
+    ],
+)
+def test_bad_parameters(kwargs, name):
+    with pytest.raises(ParameterError, match=f"^{name} must be"):
+        predict("jiq", **kwargs)
+    with pytest.raises(ParameterError, match="policy must be one of"):
+        predict("nope", 0.5)
