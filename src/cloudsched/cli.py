@@ -1,0 +1,222 @@
+"""Command-line interface (``cloudsched``): parse, build the spec, call the API, write files.
+
+Bad input prints one line ``error: ...`` naming the parameter and its allowed range on
+standard error and exits with status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from cloudsched.dispatch.policies import NoMeanFieldModelError
+from cloudsched.errors import ParameterError, check_choice, check_int, check_loads
+from cloudsched.io import atomic_write_text
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="cloudsched",
+    help="Choose and tune schedulers for cloud services by analysis and simulation.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+FORMATS = ("table", "csv", "json")
+
+
+def _parse_loads(load: Sequence[str] | None, loads: str | None) -> np.ndarray:
+    """Combine ``--load`` values and a ``--loads START:STOP:COUNT`` range."""
+    if load and loads:
+        raise ParameterError(
+            "--load/--loads", loads, "given alone: use --load or --loads, not both"
+        )
+    if loads is not None:
+        allowed = "START:STOP:COUNT with 0 < START <= STOP < 1 and an integer COUNT >= 1"
+        parts = loads.split(":")
+        try:
+            start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
+        except (ValueError, IndexError):
+            raise ParameterError("--loads", loads, allowed) from None
+        if (
+            len(parts) != 3
+            or not (0 < start <= stop < 1)
+            or count < 1
+            or (count == 1 and start != stop)
+        ):
+            raise ParameterError("--loads", loads, allowed)
+        return np.linspace(start, stop, count)
+    if not load:
+        raise ParameterError(
+            "--load", None, "given at least once (or use --loads START:STOP:COUNT)"
+        )
+    return check_loads("--load", list(load))
+
+
+def _emit(text: str, out: Path | None) -> None:
+    """Write ``text`` to ``out`` atomically, or print it to standard output."""
+    if out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        atomic_write_text(out, text if text.endswith("\n") else text + "\n")
+
+
+def _render_table(df: pd.DataFrame, title: str) -> str:
+    table = Table(title=title)
+    for col in df.columns:
+        table.add_column(str(col), justify="right")
+    for row in df.itertuples(index=False):
+        table.add_row(*[f"{v:.6g}" if isinstance(v, float) else str(v) for v in row])
+    buf = io.StringIO()
+    Console(file=buf, width=200, force_terminal=False, color_system=None).print(table)
+    return buf.getvalue()
+
+
+def _format_frame(df: pd.DataFrame, fmt: str, title: str, payload: dict[str, Any]) -> str:
+    if fmt == "json":
+        return json.dumps(payload, indent=2)
+    if fmt == "csv":
+        return df.to_csv(index=False)
+    return _render_table(df, title)
+
+
+@app.command()
+def predict(
+    policy: str = typer.Argument(..., help="random, pod, jsq, jiq or jiq-pod."),
+    load: list[str] = typer.Option(
+        None, "--load", help="Load (arrival rate per server) in (0, 1); repeatable."
+    ),
+    loads: str = typer.Option(
+        None, "--loads", help="A load range START:STOP:COUNT (evenly spaced)."
+    ),
+    r: float = typer.Option(10.0, "--r", help="Servers per dispatcher, N/M (> 0)."),
+    d: int = typer.Option(2, "--d", help="Servers probed per decision (pod, jiq-pod; >= 1)."),
+    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    tail: int = typer.Option(6, "--tail", help="Tail columns s_1..s_K shown in table/csv output."),
+    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
+    plot: Path = typer.Option(None, "--plot", help="Also plot T against load to this PNG."),
+) -> None:
+    """Mean-field prediction of a dispatch policy: p0, response time, tail, message rates."""
+    from cloudsched.dispatch.meanfield import predict as mf_predict
+
+    fmt = check_choice("--format", fmt, FORMATS)
+    tail = check_int("--tail", tail, low=0, high=1000)
+    grid = _parse_loads(load, loads)
+    pred = mf_predict(policy, grid, r=r, d=d)
+    points = pred.records()
+    df = pd.DataFrame(
+        {
+            "load": pred.loads,
+            "p0": pred.p0,
+            "mean_response_time": pred.mean_response_time,
+            "join_rate": pred.join_rate,
+            "delete_rate": pred.delete_rate,
+            "probe_rate": pred.probe_rate,
+        }
+    )
+    for i in range(tail):
+        df[f"s_{i + 1}"] = [t[i] if i < t.size else 0.0 for t in pred.tails]
+    payload = {"policy": policy, "params": {"r": pred.r, "d": pred.d}, "points": points}
+    title = f"mean field: {policy} (r={pred.r}, d={pred.d})"
+    _emit(_format_frame(df, fmt, title, payload), out)
+    if plot is not None:
+        from cloudsched.plotting import plot_response_time
+
+        plot_response_time({policy: (pred.loads, pred.mean_response_time)}, plot, title=title)
+
+
+@app.command()
+def fluid(
+    policy: str = typer.Argument(..., help="random, pod, jiq or jiq-pod."),
+    load: float = typer.Option(..., "--load", help="Load after time 0, in (0, 1)."),
+    r: float = typer.Option(10.0, "--r", help="Servers per dispatcher, N/M (> 0)."),
+    d: int = typer.Option(2, "--d", help="Servers probed per decision (pod, jiq-pod)."),
+    horizon: float = typer.Option(50.0, "--horizon", help="End time, in mean service times."),
+    points: int = typer.Option(51, "--points", help="Number of output times."),
+    initial_tasks: int = typer.Option(
+        0, "--initial-tasks", help="Every server starts with this many tasks."
+    ),
+    initial_load: float = typer.Option(
+        None, "--initial-load", help="Start from the steady state at this load."
+    ),
+    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
+    plot: Path = typer.Option(None, "--plot", help="Also plot mean tasks per server against time."),
+) -> None:
+    """Transient mean-field (fluid ODE) trajectory, e.g. recovery after a burst."""
+    from cloudsched.dispatch.fluid import fluid_trajectory
+
+    fmt = check_choice("--format", fmt, FORMATS)
+    traj = fluid_trajectory(
+        policy,
+        load,
+        r=r,
+        d=d,
+        horizon=horizon,
+        num_points=points,
+        initial_tasks=initial_tasks,
+        initial_load=initial_load,
+    )
+    df = pd.DataFrame({"t": traj.t, "p0": traj.p0, "mean_tasks": traj.mean_tasks})
+    for i in range(min(3, traj.tail.shape[1])):
+        df[f"s_{i + 1}"] = traj.tail[:, i]
+    payload = {
+        "policy": policy,
+        "params": {"load": traj.load, "r": traj.r, "d": traj.d},
+        "points": df.to_dict(orient="records"),
+    }
+    _emit(_format_frame(df, fmt, f"fluid ODE: {policy}", payload), out)
+    if plot is not None:
+        from cloudsched.plotting.dispatch import plot_trajectory
+
+        plot_trajectory(traj.t, traj.mean_tasks, plot, title=f"fluid ODE: {policy}, load {load:g}")
+
+
+@app.command()
+def demo(
+    out: Path = typer.Option(Path("cloudsched-report"), "--out", help="Report folder."),
+) -> None:
+    """Write a short report with figures and tables on built-in defaults."""
+    from cloudsched.experiments.demo import run_demo
+
+    path = run_demo(out)
+    Console(stderr=True).print(f"report written to {path}")
+
+
+def _one_line(message: str) -> str:
+    return " ".join(part.strip() for part in message.strip().splitlines() if part.strip())
+
+
+def _cli_name(error: ParameterError) -> str:
+    if isinstance(error, NoMeanFieldModelError) or error.name.startswith("-"):
+        return str(error)
+    name = "POLICY" if error.name == "policy" else "--" + error.name.replace("_", "-")
+    return str(ParameterError(name, error.value, error.allowed))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``cloudsched`` console script."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="cloudsched", standalone_mode=False)
+    except ParameterError as exc:
+        sys.stderr.write(f"error: {_one_line(_cli_name(exc))}\n")
+        sys.exit(2)
+    except typer.TyperException as exc:  # usage errors (exit code 2) and other CLI errors
+        sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        sys.stderr.write("aborted\n")
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)

@@ -1,0 +1,72 @@
+"""Figures for task dispatch: response time against load."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import numpy as np
+from numpy.typing import ArrayLike
+
+from cloudsched.plotting._mpl import pyplot, save
+
+__all__ = ["plot_response_time", "plot_trajectory"]
+
+
+def plot_response_time(
+    curves: Mapping[str, tuple[ArrayLike, ArrayLike]],
+    path: str | os.PathLike[str],
+    *,
+    title: str = "",
+    points: Mapping[str, tuple[ArrayLike, ArrayLike, ArrayLike]] | None = None,
+    log_y: bool = True,
+) -> None:
+    """Plot mean response time against load and save a PNG.
+
+    Parameters
+    ----------
+    curves : mapping of label to (loads, T)
+        Lines (mean-field predictions).
+    path : path-like
+        Output PNG file (written atomically).
+    title : str
+        Figure title.
+    points : mapping of label to (loads, T, half-width of the 95% CI), optional
+        Markers with error bars (simulations).
+    log_y : bool
+        Use a logarithmic response-time axis.
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for label, (x, y) in curves.items():
+        ax.plot(np.asarray(x), np.asarray(y), label=label, lw=1.8)
+    for label, (x, y, err) in (points or {}).items():
+        ax.errorbar(x, y, yerr=err, fmt="o", ms=4, capsize=3, label=label)
+    ax.set_xlabel("load λ (arrival rate per server)")
+    ax.set_ylabel("mean response time T")
+    if log_y:
+        ax.set_yscale("log")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    if title:
+        ax.set_title(title)
+    save(fig, path)
+
+
+def plot_trajectory(
+    t: ArrayLike,
+    mean_tasks: ArrayLike,
+    path: str | os.PathLike[str],
+    *,
+    title: str = "",
+) -> None:
+    """Plot the mean number of tasks per server against time and save a PNG."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.plot(np.asarray(t), np.asarray(mean_tasks), lw=1.8)
+    ax.set_xlabel("time (mean service times)")
+    ax.set_ylabel("mean tasks per server")
+    ax.grid(True, alpha=0.3)
+    if title:
+        ax.set_title(title)
+    save(fig, path)

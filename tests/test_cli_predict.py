@@ -1,0 +1,163 @@
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from cloudsched.cli import main
+from cloudsched.dispatch import predict
+
+
+def run(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def test_predict_json_schema(capsys):
+    code, out, _ = run(
+        capsys,
+        "predict",
+        "jiq-pod",
+        "--loads",
+        "0.5:0.9:3",
+        "--r",
+        "10",
+        "--d",
+        "2",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["policy"] == "jiq-pod"
+    assert doc["params"] == {"r": 10.0, "d": 2}
+    assert [p["load"] for p in doc["points"]] == pytest.approx([0.5, 0.7, 0.9])
+    ref = predict("jiq-pod", [0.5, 0.7, 0.9], r=10, d=2)
+    for k, point in enumerate(doc["points"]):
+        assert set(point) == {
+            "load",
+            "p0",
+            "mean_response_time",
+            "tail",
+            "join_rate",
+            "delete_rate",
+            "probe_rate",
+        }
+        assert point["mean_response_time"] == pytest.approx(ref.mean_response_time[k])
+        assert point["tail"][0] == pytest.approx(point["load"])
+        assert np.all(np.diff(point["tail"]) < 0)
+
+
+def test_predict_random_reports_p0_one(capsys):
+    code, out, _ = run(capsys, "predict", "random", "--load", "0.5", "--format", "json")
+    assert code == 0
+    point = json.loads(out)["points"][0]
+    assert point["p0"] == 1.0
+    assert point["mean_response_time"] == pytest.approx(2.0)
+
+
+def test_predict_csv_and_table(capsys, tmp_path):
+    code, out, _ = run(
+        capsys, "predict", "pod", "--load", "0.9", "--load", "0.5", "--format", "csv"
+    )
+    assert code == 0
+    lines = out.strip().splitlines()
+    assert lines[0].startswith("load,p0,mean_response_time,join_rate,delete_rate,probe_rate,s_1")
+    assert len(lines) == 3
+    code, out, _ = run(capsys, "predict", "jiq", "--load", "0.9")
+    assert code == 0 and "1.76537" in out
+
+
+def test_predict_writes_out_and_plot(capsys, tmp_path):
+    out_file = tmp_path / "pred.json"
+    png = tmp_path / "t.png"
+    code, out, _ = run(
+        capsys,
+        "predict",
+        "jiq",
+        "--loads",
+        "0.1:0.9:9",
+        "--format",
+        "json",
+        "--out",
+        str(out_file),
+        "--plot",
+        str(png),
+    )
+    assert code == 0 and out == ""
+    assert len(json.loads(out_file.read_text())["points"]) == 9
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+BAD = [
+    (["predict", "jiq", "--load", "1.0"], "--load", "(0, 1)"),
+    (["predict", "jiq", "--load", "0"], "--load", "(0, 1)"),
+    (["predict", "jiq", "--load", "-3"], "--load", "(0, 1)"),
+    (["predict", "jiq", "--load", "abc"], "--load", "(0, 1)"),
+    (["predict", "jiq", "--load", "0.5", "--r", "0"], "--r", "(0, "),
+    (["predict", "jiq", "--load", "0.5", "--r", "-2"], "--r", "(0, "),
+    (["predict", "pod", "--load", "0.5", "--d", "0"], "--d", "[1, "),
+    (["predict", "jiq", "--loads", "0.1:0.5"], "--loads", "START:STOP:COUNT"),
+    (["predict", "jiq", "--loads", "0.5:0.1:3"], "--loads", "START:STOP:COUNT"),
+    (["predict", "jiq", "--loads", "0.1:1.5:3"], "--loads", "START:STOP:COUNT"),
+    (["predict", "jiq", "--loads", "0.1:0.5:x"], "--loads", "START:STOP:COUNT"),
+    (["predict", "nosuch", "--load", "0.5"], "POLICY", "jiq-pod"),
+    (["predict", "jiq-threshold", "--load", "0.5"], "no mean-field model for jiq-threshold", ""),
+    (["predict", "jiq", "--load", "0.5", "--format", "xml"], "--format", "table, csv, json"),
+]
+
+
+@pytest.mark.parametrize(("args", "name", "allowed"), BAD)
+def test_bad_input_exits_2_with_one_line(capsys, args, name, allowed):
+    code, out, err = run(capsys, *args)
+    assert code == 2
+    assert out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert name in lines[0] and allowed in lines[0]
+
+
+def test_bad_input_does_not_touch_existing_output(capsys, tmp_path):
+    target = tmp_path / "keep.json"
+    target.write_text("earlier result")
+    code, _, _ = run(capsys, "predict", "jiq", "--load", "1.5", "--out", str(target))
+    assert code == 2
+    assert target.read_text() == "earlier result"
+
+
+def test_console_script_no_traceback():
+    proc = subprocess.run(
+        [sys.executable, "-m", "cloudsched", "predict", "jiq", "--load", "2"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert proc.stderr.strip() == "error: --load must be in (0, 1) (got '2')"
+
+
+def test_fluid_command(capsys, tmp_path):
+    code, out, _ = run(
+        capsys,
+        "fluid",
+        "jiq-pod",
+        "--load",
+        "0.9",
+        "--initial-tasks",
+        "3",
+        "--horizon",
+        "5",
+        "--points",
+        "6",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    points = json.loads(out)["points"]
+    assert len(points) == 6
+    assert points[0]["mean_tasks"] == pytest.approx(3.0)
+    assert points[-1]["mean_tasks"] < points[0]["mean_tasks"]
