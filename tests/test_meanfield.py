@@ -175,7 +175,7 @@ def test_policies_without_model_raise_clear_error(policy):
     ],
 )
 def test_bad_parameters(kwargs, name):
-    with pytest.raises(ParameterError, match=f"^{name} must be"):
+    with pytest.raises(ParameterError, match=rf"^{name} must be"):
         predict("jiq", **kwargs)
     with pytest.raises(ParameterError, match="policy must be one of"):
         predict("nope", 0.5)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import json
 import sys
+import time
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -17,10 +19,19 @@ import numpy as np
 import pandas as pd
 import typer
 from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskID,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
 from rich.table import Table
 
 from cloudsched.dispatch.policies import NoMeanFieldModelError
-from cloudsched.errors import ParameterError, check_choice, check_int, check_loads
+from cloudsched.dispatch.simulation import SimulationResult
+from cloudsched.errors import ParameterError, check_choice, check_int, check_loads, check_real
 from cloudsched.io import atomic_write_text
 
 __all__ = ["app", "main"]
@@ -181,6 +192,123 @@ def fluid(
         from cloudsched.plotting.dispatch import plot_trajectory
 
         plot_trajectory(traj.t, traj.mean_tasks, plot, title=f"fluid ODE: {policy}, load {load:g}")
+
+
+class _LazyProgress:
+    """A rich progress bar that appears only once a run has taken more than ``delay`` seconds."""
+
+    def __init__(self, description: str, delay: float = 2.0) -> None:
+        self.description = description
+        self.delay = delay
+        self.start = time.perf_counter()
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+
+    def __call__(self, fraction: float) -> None:
+        if self.bar is None:
+            if time.perf_counter() - self.start < self.delay:
+                return
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(self.description, total=1.0)
+        assert self.task is not None
+        self.bar.update(self.task, completed=fraction)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _simulation_frame(res: SimulationResult, tail: int) -> pd.DataFrame:
+    row: dict[str, Any] = {
+        k: v
+        for k, v in res.to_dict().items()
+        if k not in ("ci95", "percentiles", "tail", "occupancy", "messages")
+    }
+    row["ci95_low"], row["ci95_high"] = res.ci95
+    row.update(res.percentiles)
+    row.update({f"msg_{k}": v for k, v in res.messages.items()})
+    for i in range(tail):
+        row[f"s_{i + 1}"] = res.tail[i] if i < len(res.tail) else 0.0
+    return pd.DataFrame([row])
+
+
+@app.command()
+def simulate(
+    policy: str = typer.Argument(
+        ...,
+        help="random, round-robin, jsq, pod, jiq, jiq-original, jiq-pod, jiq-threshold, jiq-sq.",
+    ),
+    servers: int = typer.Option(..., "--servers", help="Number of servers N (>= 1)."),
+    load: str = typer.Option(
+        ..., "--load", help="Arrival rate per server (> 0; >= 1 has no steady state)."
+    ),
+    dispatchers: int = typer.Option(
+        None, "--dispatchers", help="Number of dispatchers M in [1, N]."
+    ),
+    r: float = typer.Option(
+        None, "--r", help="Servers per dispatcher N/M (alternative to --dispatchers)."
+    ),
+    d: int = typer.Option(2, "--d", help="Probes (pod, jiq-pod) or I-queues sampled (jiq-sq)."),
+    threshold: int = typer.Option(1, "--threshold", help="z of jiq-threshold (>= 0)."),
+    with_replacement: bool = typer.Option(
+        False, "--with-replacement", help="Probe with replacement (supermarket model)."
+    ),
+    tasks: int = typer.Option(
+        None, "--tasks", help="Run length in arrivals (default max(1e6, 100 N))."
+    ),
+    horizon: float = typer.Option(
+        None, "--horizon", help="Run length in time (mean service times)."
+    ),
+    warmup: float = typer.Option(
+        0.2, "--warmup", help="Fraction of the run discarded, in [0, 0.9]."
+    ),
+    seed: int = typer.Option(
+        None, "--seed", help="Root seed (default: fresh, reported in the output)."
+    ),
+    replications: int = typer.Option(
+        1, "--replications", help="Independent replications (CI from their means)."
+    ),
+    batches: int = typer.Option(20, "--batches", help="Batches for the batch-means CI (>= 2)."),
+    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    tail: int = typer.Option(6, "--tail", help="Tail columns s_1..s_K in table/csv output."),
+    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
+) -> None:
+    """Simulate a dispatch policy (Poisson arrivals, exponential service of mean 1)."""
+    from cloudsched.dispatch.simulation import simulate as run_simulation
+
+    fmt = check_choice("--format", fmt, FORMATS)
+    tail = check_int("--tail", tail, low=0, high=1000)
+    lam = check_real("--load", load, low=0.0, low_open=True)
+    bar = _LazyProgress(f"{policy} N={servers}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            res = run_simulation(
+                policy, servers=servers, load=lam, dispatchers=dispatchers, r=r, d=d,
+                threshold=threshold, with_replacement=with_replacement, tasks=tasks,
+                horizon=horizon, warmup=warmup, replications=replications, batches=batches,
+                rng=seed, progress=bar,
+            )  # fmt: skip
+        finally:
+            bar.close()
+    for w in caught:
+        sys.stderr.write(f"warning: {_one_line(str(w.message))}\n")
+    df = _simulation_frame(res, tail)
+    if fmt == "table":
+        text = _render_table(
+            df.T.reset_index().set_axis(["field", "value"], axis=1), f"simulation: {policy}"
+        )
+    else:
+        text = _format_frame(df, fmt, "", res.to_dict())
+    _emit(text, out)
 
 
 @app.command()

@@ -1,4 +1,4 @@
-"""Task dispatch in server farms: mean-field predictions and fluid trajectories.
+"""Task dispatch in server farms: mean-field predictions, fluid trajectories, simulation.
 
 Policies (see :mod:`cloudsched.dispatch.policies`): ``random``, ``round-robin``, ``jsq``,
 ``pod``, ``jiq``, ``jiq-original``, ``jiq-pod``, ``jiq-threshold``, ``jiq-sq``.
@@ -17,6 +17,7 @@ from cloudsched.dispatch.policies import (
     POLICIES,
     NoMeanFieldModelError,
 )
+from cloudsched.dispatch.simulation import SimulationResult, simulate
 
 __all__ = [
     "MEANFIELD_POLICIES",
@@ -24,10 +25,12 @@ __all__ = [
     "FluidTrajectory",
     "MeanFieldPrediction",
     "NoMeanFieldModelError",
+    "SimulationResult",
     "fluid_steady_state",
     "fluid_trajectory",
     "iqueue_distribution",
     "jiq_p0",
     "predict",
+    "simulate",
     "tail_probabilities",
 ]

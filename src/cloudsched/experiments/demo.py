@@ -1,7 +1,9 @@
 """``cloudsched demo``: a short report on built-in defaults.
 
 Contents: the task-dispatch seed's Figure 4 (mean response time against load for Random,
-Pod(2), JIQ and JIQ-Pod(2) at r = 10, mean field) and its table of values.
+Pod(2), JIQ and JIQ-Pod(2) at r = 10, mean field) and its table of values; Figure 5
+(predicted against simulated response time, N = 1000, r = 10) and Table II (predicted
+against simulated occupancy q_i, N = 500).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import pandas as pd
 from numpy.typing import ArrayLike
 
 from cloudsched.dispatch.meanfield import predict
+from cloudsched.dispatch.simulation import simulate
 from cloudsched.experiments.report import Report, ensure_dir
 from cloudsched.io import atomic_write_text
 from cloudsched.plotting import plot_response_time
@@ -70,7 +73,63 @@ def figure4_table(r: float = 10.0, loads: ArrayLike = (0.5, 0.9, 0.98)) -> pd.Da
     )
 
 
-def run_demo(out: str | os.PathLike[str] = DEFAULT_OUT) -> Path:
+def figure5_data(
+    seed: int, servers: int = 1000, r: float = 10.0, tasks: int = 1_000_000
+) -> pd.DataFrame:
+    """Predicted and simulated T against load for JIQ and JIQ-Pod(2) (one row per point)."""
+    loads = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95)
+    policies = (("JIQ", "jiq"), ("JIQ-Pod(2)", "jiq-pod"))
+    streams = iter(np.random.SeedSequence(seed).spawn(len(loads) * len(policies)))
+    rows = []
+    for label, policy in policies:
+        pred = predict(policy, loads, r=r, d=2)
+        for k, lam in enumerate(loads):
+            res = simulate(
+                policy, servers=servers, r=r, load=lam, d=2, tasks=tasks,
+                rng=np.random.default_rng(next(streams)),
+            )  # fmt: skip
+            rows.append(
+                {
+                    "policy": label,
+                    "load": lam,
+                    "predicted": float(pred.mean_response_time[k]),
+                    "simulated": res.mean_response_time,
+                    "ci95_low": res.ci95[0],
+                    "ci95_high": res.ci95[1],
+                    "relative_error": res.mean_response_time / pred.mean_response_time[k] - 1,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def table2_data(
+    seed: int, servers: int = 500, r: float = 10.0, load: float = 0.9, tasks: int = 2_000_000
+) -> pd.DataFrame:
+    """Predicted and simulated occupancy q_i (fraction of servers with i tasks), i = 0..5."""
+    streams = iter(np.random.SeedSequence(seed).spawn(2))
+    rows = []
+    for label, policy in (("JIQ", "jiq"), ("JIQ-Pod(2)", "jiq-pod")):
+        pred = predict(policy, [load], r=r, d=2, tail_tol=1e-300).occupancy(0)
+        res = simulate(
+            policy, servers=servers, r=r, load=load, d=2, tasks=tasks,
+            rng=np.random.default_rng(next(streams)),
+        )  # fmt: skip
+        for i in range(6):
+            q_pred = float(pred[i]) if i < pred.size else 0.0
+            q_sim = res.occupancy[i] if i < len(res.occupancy) else 0.0
+            rows.append(
+                {
+                    "policy": label,
+                    "i": i,
+                    "q_i predicted": q_pred,
+                    "q_i simulated": q_sim,
+                    "relative_error": q_sim / q_pred - 1 if q_pred > 0 else float("nan"),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def run_demo(out: str | os.PathLike[str] = DEFAULT_OUT, seed: int = 2026) -> Path:
     """Write the demo report (Markdown, PNG figures, CSV data) into ``out``.
 
     Returns
@@ -106,4 +165,39 @@ def run_demo(out: str | os.PathLike[str] = DEFAULT_OUT) -> Path:
         f"Mean-field values at r = {r:g}, d = 2; 'JIQ delete share' is delete requests "
         "among join + delete messages",
     )
-    return report.write({"r": r, "d": 2, "command": "cloudsched demo"})
+
+    report.heading("Task dispatch: prediction against simulation (seed Figure 5)")
+    fig5 = figure5_data(seed)
+    atomic_write_text(out_dir / "figure5.csv", fig5.to_csv(index=False))
+    grid = np.linspace(0.05, 0.96, 60)
+    curves5 = {
+        f"{label} (mean field)": (grid, predict(policy, grid, r=r, d=2).mean_response_time)
+        for label, policy in (("JIQ", "jiq"), ("JIQ-Pod(2)", "jiq-pod"))
+    }
+    points5 = {
+        f"{label} (simulation, N = 1000)": (
+            g["load"].to_numpy(),
+            g["simulated"].to_numpy(),
+            (g["ci95_high"] - g["ci95_low"]).to_numpy() / 2,
+        )
+        for label, g in fig5.groupby("policy", sort=False)
+    }
+    plot_response_time(
+        curves5,
+        out_dir / "figure5.png",
+        points={str(k): v for k, v in points5.items()},
+        title=f"N = 1000, r = {r:g}: simulation (95% CI) against mean field",
+    )
+    report.figure("figure5.png", "Mean response time, simulated (N = 1000) and predicted")
+    report.table(
+        fig5,
+        "figure5_table.csv",
+        "Simulated (N = 1000, 1,000,000 tasks per point, 20% warm-up) against predicted T",
+    )
+    report.heading("Task dispatch: occupancy q_i (seed Table II)")
+    report.table(
+        table2_data(seed + 1),
+        "table2.csv",
+        "Fraction of servers with exactly i tasks, N = 500, r = 10, load 0.9, 2,000,000 tasks",
+    )
+    return report.write({"r": r, "d": 2, "seed": seed, "command": "cloudsched demo"})

@@ -1,0 +1,162 @@
+"""Speed of the compiled dispatch engine against other ways of simulating the same model.
+
+Model: N = 1000 servers, load 0.9, exponential service of mean 1, Poisson arrivals; Random
+and Pod(2).  In one run this script times
+
+* the compiled engine (``cloudsched.dispatch.simulate``, every task's response recorded);
+* the pure-Python reference of the same algorithm (``sim_reference``);
+* a plain-Python event-list simulator with ``heapq`` (one event per arrival and departure);
+* SimPy (one process per task, a ``Resource`` per server), if installed;
+
+and prints events per second and the ratios to the engine.  Then it times every policy of
+the engine at N = 1000 and a run with N = 1,000,000 servers in a subprocess (peak memory
+from ``resource.getrusage``).
+
+Run: ``python benchmarks/bench_simulate.py [--quick]``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+from cloudsched.dispatch import _kernel as K
+from cloudsched.dispatch import simulate
+from cloudsched.dispatch.sim_reference import reference_run
+
+N, LOAD = 1000, 0.9
+
+
+def engine_rate(policy: str, tasks: int, **kw) -> float:
+    res = simulate(policy, servers=N, load=LOAD, tasks=tasks, rng=1, d=2, **kw)
+    return res.events_per_second
+
+
+def reference_rate(policy: str, tasks: int) -> float:
+    code = K.POLICY_CODES[policy]
+    t0 = time.perf_counter()
+    raw = reference_run(
+        code, N, 1, LOAD, 2, 0, False, tasks // 5, tasks, -1.0, -1.0, np.random.default_rng(1)
+    )
+    return raw.events / (time.perf_counter() - t0)
+
+
+def heapq_rate(policy: str, tasks: int) -> float:
+    """Event-list simulation in plain Python: arrivals and departures in a binary heap."""
+    rng = np.random.default_rng(1)
+    qlen = [0] * N
+    heap: list[tuple[float, int, int]] = [(rng.exponential(1 / (LOAD * N)), 0, -1)]
+    seq = events = arrivals = 0
+    t0 = time.perf_counter()
+    while arrivals < tasks:
+        now, _, server = heapq.heappop(heap)
+        events += 1
+        if server < 0:
+            arrivals += 1
+            if policy == "random":
+                s = int(rng.integers(N))
+            else:
+                a, b = rng.choice(N, 2, replace=False)
+                s = int(a) if qlen[a] <= qlen[b] else int(b)
+            qlen[s] += 1
+            if qlen[s] == 1:
+                seq += 1
+                heapq.heappush(heap, (now + rng.exponential(), seq, s))
+            seq += 1
+            heapq.heappush(heap, (now + rng.exponential(1 / (LOAD * N)), seq, -1))
+        else:
+            qlen[server] -= 1
+            if qlen[server] > 0:
+                seq += 1
+                heapq.heappush(heap, (now + rng.exponential(), seq, server))
+    return events / (time.perf_counter() - t0)
+
+
+def simpy_rate(policy: str, tasks: int) -> float | None:
+    try:
+        import simpy
+    except ImportError:
+        return None
+    rng = np.random.default_rng(1)
+    env = simpy.Environment()
+    servers = [simpy.Resource(env, capacity=1) for _ in range(N)]
+    counter = {"events": 0}
+
+    def task(res):
+        with res.request() as req:
+            yield req
+            yield env.timeout(rng.exponential())
+        counter["events"] += 1
+
+    def source():
+        for _ in range(tasks):
+            yield env.timeout(rng.exponential(1 / (LOAD * N)))
+            counter["events"] += 1
+            if policy == "random":
+                s = servers[int(rng.integers(N))]
+            else:
+                a, b = rng.choice(N, 2, replace=False)
+                la = len(servers[a].queue) + servers[a].count
+                lb = len(servers[b].queue) + servers[b].count
+                s = servers[a] if la <= lb else servers[b]
+            env.process(task(s))
+
+    env.process(source())
+    t0 = time.perf_counter()
+    env.run()
+    return counter["events"] / (time.perf_counter() - t0)
+
+
+BIG = """
+import resource, json
+from cloudsched.dispatch import simulate
+res = simulate("{policy}", servers=1_000_000, r=10, load=0.9, tasks={tasks}, rng=1)
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+out = {{"eps": res.events_per_second, "peak_mb": peak, "T": res.mean_response_time}}
+print(json.dumps(out))
+"""
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    scale = 10 if quick else 1
+    engine_tasks, slow_tasks = 2_000_000 // scale, 50_000 // scale
+    simulate("random", servers=10, load=0.5, tasks=100, rng=0)  # compile outside the timings
+    print(f"N = {N}, load = {LOAD}: events per second (ratio = engine / other)")
+    print(
+        f"{'policy':<8}{'engine':>12}{'reference':>12}{'heapq':>12}{'SimPy':>12}"
+        "   ratios ref/heapq/SimPy"
+    )
+    for policy in ("random", "pod"):
+        fast = engine_rate(policy, engine_tasks)
+        ref = reference_rate(policy, slow_tasks)
+        hq = heapq_rate(policy, slow_tasks)
+        sp = simpy_rate(policy, slow_tasks // 2)
+        sp_txt = f"{sp:>12.3g}" if sp else f"{'n/a':>12}"
+        ratios = f"{fast / ref:.0f}x / {fast / hq:.0f}x / " + (f"{fast / sp:.0f}x" if sp else "n/a")
+        print(f"{policy:<8}{fast:>12.3g}{ref:>12.3g}{hq:>12.3g}{sp_txt}   {ratios}")
+    print("\nengine, every policy (N = 1000, r = 10, load 0.9, d = 2, z = 1):")
+    for policy in K.POLICY_CODES:
+        kw = {"r": 10} if policy == "round-robin" or policy.startswith("jiq") else {}
+        print(f"  {policy:<14}{engine_rate(policy, engine_tasks, **kw) / 1e6:6.2f} M events/s")
+    big_tasks = 2_000_000 if quick else 20_000_000
+    for policy in ("jiq-pod", "random"):
+        out = subprocess.run(
+            [sys.executable, "-c", BIG.format(policy=policy, tasks=big_tasks)],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        big = json.loads(out.stdout)
+        print(
+            f"\nN = 1,000,000 ({policy}, r = 10, load 0.9, {big_tasks:,} tasks): "
+            f"{big['eps'] / 1e6:.2f} M events/s, peak memory {big['peak_mb']:.0f} MB, "
+            f"T = {big['T']:.3f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

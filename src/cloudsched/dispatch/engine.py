@@ -1,0 +1,246 @@
+"""Run the compiled dispatch kernel: allocate state, resume after growth requests, collect.
+
+:func:`run_once` is one replication; :mod:`cloudsched.dispatch.simulate` builds the public
+result from one or several of them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from cloudsched.dispatch import _kernel as K
+
+__all__ = ["Engine", "RawRun", "run_once"]
+
+_CHUNK_EVENTS = 1 << 22
+_BUFFER = 1 << 20
+
+
+@dataclass
+class RawRun:
+    """What one replication measured (before summarising)."""
+
+    response_times: np.ndarray  # float32, completion order
+    batch_sum: np.ndarray  # per batch (by arrival), float64
+    batch_count: np.ndarray
+    tail_area: np.ndarray  # integral of (number of servers with >= i tasks), i = 0..L-1
+    p0_area: float  # integral of (number of empty I-queues)
+    t_warm: float
+    t_end: float
+    messages: np.ndarray  # join, delete, probe, stale
+    events: int
+    wall_seconds: float
+
+
+def _grow(a: np.ndarray, size: int, fill: float | int) -> np.ndarray:
+    out = np.full(size, fill, dtype=a.dtype)
+    out[: a.size] = a
+    return out
+
+
+def _initial_iq_cap(r: float) -> int:
+    cap = 4
+    while cap < 2 * r:
+        cap *= 2
+    return cap
+
+
+_compiled = False
+
+
+def _ensure_compiled() -> None:
+    """Compile (or load from the cache) the kernels once, outside the timed region."""
+    global _compiled
+    if not _compiled:
+        run_once(K.JIQ_POD, 4, 2, 0.5, 2, 0, False, 1, 2, -1.0, -1.0, np.random.default_rng(0))
+        _compiled = True
+
+
+class Engine:
+    """State of one replication of the compiled kernel, resumable event by event.
+
+    ``advance(budget)`` runs at most ``budget`` events, enlarging the pool, the I-queue
+    arena, the per-level arrays or the response buffer whenever the kernel asks, and returns
+    ``True`` once the run is complete.  Tests use it to inspect the state between events.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        n: int,
+        m: int,
+        load: float,
+        d: int,
+        z: int,
+        replace: bool,
+        warm_tasks: int,
+        end_tasks: int,
+        t_warm: float,
+        t_end: float,
+        rng: np.random.Generator,
+        batches: int = 20,
+    ) -> None:
+        i64 = np.int64
+        self.n, self.m, self.rng = n, m, rng
+        pool, levels = n + 1024, 64
+        iq = code >= K.JIQ
+        cap0 = _initial_iq_cap(n / m)
+        self.qlen = np.empty(n, i64)
+        self.head = np.empty(n, i64)
+        self.tailq = np.empty(n, i64)
+        self.pool_next = np.empty(pool, i64)
+        self.pool_arr = np.zeros(pool)
+        self.pool_meas = np.zeros(pool, np.int32)
+        self.busy_list = np.zeros(n, i64)
+        self.busy_pos = np.empty(n, i64)
+        self.cnt = np.zeros(levels)
+        self.area = np.zeros(levels)
+        self.last = np.zeros(levels)
+        self.bstart = np.empty(levels + 1, i64)
+        self.jperm = np.empty(n, i64)
+        self.jpos = np.empty(n, i64)
+        self.perm = np.empty(n, i64)
+        self.dperm = np.empty(m, i64)
+        self.rr = np.zeros(m, i64)
+        self.arena = np.zeros((m * cap0 + 2 * n + 1024) if iq else 1, i64)
+        self.iq_start = np.zeros(m, i64)
+        self.iq_cap = np.full(m, cap0, i64)
+        self.iq_size = np.zeros(m, i64)
+        self.iq_of = np.empty(n, i64)
+        self.iq_pos = np.empty(n, i64)
+        self.free_head = np.empty(64, i64)
+        self.ist = np.zeros(K.N_IST, i64)
+        self.fst = np.zeros(K.N_FST)
+        self.msg = np.zeros(4, i64)
+        if end_tasks >= 0:
+            expected_tasks = end_tasks - warm_tasks
+            self.expected_events = 2.0 * end_tasks
+        else:
+            expected_tasks = int(load * n * (t_end - t_warm))
+            self.expected_events = 2.0 * load * n * t_end
+        self.buf = np.empty(int(min(_BUFFER, max(1024, 1.05 * expected_tasks + 1024))), np.float32)
+        self.bsum = np.zeros(batches)
+        self.bcnt = np.zeros(batches, i64)
+        self.ipar = np.array(
+            [code, n, m, d, z, int(replace), warm_tasks, end_tasks, 0, batches], i64
+        )
+        self.fpar = np.array([load * n, t_warm, t_end])
+        self.chunks: list[np.ndarray] = []
+        self.wall = 0.0
+        K.init_state(
+            rng, self.ipar, self.qlen, self.head, self.tailq, self.pool_next, self.busy_pos,
+            self.cnt, self.bstart, self.jperm, self.jpos, self.perm, self.dperm, self.rr,
+            self.arena, self.iq_start, self.iq_cap, self.iq_size, self.iq_of, self.iq_pos,
+            self.free_head, self.ist, self.fst,
+        )  # fmt: skip
+
+    def advance(self, budget: int) -> bool:
+        """Run at most ``budget`` events; return True when the run is complete."""
+        self.ipar[8] = budget
+        while True:
+            t0 = time.perf_counter()
+            status = K.run(
+                self.rng, self.ipar, self.fpar, self.qlen, self.head, self.tailq,
+                self.pool_next, self.pool_arr, self.pool_meas, self.busy_list, self.busy_pos,
+                self.cnt, self.area, self.last, self.bstart, self.jperm, self.jpos, self.perm,
+                self.dperm, self.rr, self.arena, self.iq_start, self.iq_cap, self.iq_size,
+                self.iq_of, self.iq_pos, self.free_head, self.ist, self.fst, self.msg, self.buf,
+                self.bsum, self.bcnt,
+            )  # fmt: skip
+            self.wall += time.perf_counter() - t0
+            if status == K.DONE:
+                return True
+            if status == K.CHUNK:
+                return False
+            self._grow(status)
+
+    def _grow(self, status: int) -> None:
+        ist = self.ist
+        if status == K.NEED_POOL:
+            old = self.pool_next.size
+            self.pool_next = _grow(self.pool_next, 2 * old, -1)
+            self.pool_next[old:-1] = np.arange(old + 1, 2 * old)
+            self.pool_arr = _grow(self.pool_arr, 2 * old, 0.0)
+            self.pool_meas = _grow(self.pool_meas, 2 * old, 0)
+            ist[K.I_POOL_FREE] = old
+        elif status == K.NEED_ARENA:
+            self.arena = _grow(self.arena, 2 * self.arena.size + 4 * int(ist[K.I_MAXCAP]), 0)
+        elif status == K.NEED_LEVELS:
+            new = 2 * self.cnt.size
+            self.cnt = _grow(self.cnt, new, 0.0)
+            self.area = _grow(self.area, new, 0.0)
+            self.last = _grow(self.last, new, self.fst[K.F_NOW])
+            self.bstart = _grow(self.bstart, new + 1, self.n)
+        elif status == K.BUFFER_FULL:
+            self.chunks.append(self.buf[: ist[K.I_NREC]].copy())
+            ist[K.I_NREC] = 0
+        else:  # pragma: no cover - the kernel returns only the codes above
+            raise RuntimeError(f"unknown kernel status {status}")
+
+    def result(self) -> RawRun:
+        """Collect what was measured (call once the run is complete)."""
+        times = np.concatenate([*self.chunks, self.buf[: self.ist[K.I_NREC]]])
+        return RawRun(
+            response_times=times,
+            batch_sum=self.bsum.copy(),
+            batch_count=self.bcnt.copy(),
+            tail_area=self.area.copy(),
+            p0_area=float(self.fst[K.F_AREA_P0]),
+            t_warm=float(self.fst[K.F_TWARM]),
+            t_end=float(self.fst[K.F_TEND]),
+            messages=self.msg.copy(),
+            events=int(self.ist[K.I_EVENTS]),
+            wall_seconds=self.wall,
+        )
+
+    # -- views for tests -------------------------------------------------------------
+    def iqueues(self) -> list[np.ndarray]:
+        """Members of each I-queue, in storage order."""
+        return [
+            self.arena[self.iq_start[m] : self.iq_start[m] + self.iq_size[m]].copy()
+            for m in range(self.m)
+        ]
+
+    def tasks_in_pool(self) -> int:
+        """Count the pool slots in use (walks the free list)."""
+        free, k = 0, int(self.ist[K.I_POOL_FREE])
+        while k >= 0:
+            free += 1
+            k = int(self.pool_next[k])
+        return self.pool_next.size - free
+
+
+def run_once(
+    code: int,
+    n: int,
+    m: int,
+    load: float,
+    d: int,
+    z: int,
+    replace: bool,
+    warm_tasks: int,
+    end_tasks: int,
+    t_warm: float,
+    t_end: float,
+    rng: np.random.Generator,
+    batches: int = 20,
+    progress: Callable[[float], None] | None = None,
+) -> RawRun:
+    """Simulate one replication to completion.
+
+    Run length is either in tasks (``end_tasks >= 0``: arrivals ``warm_tasks`` to
+    ``end_tasks - 1`` are measured) or in time (``end_tasks = -1``: ``[t_warm, t_end]``).
+    """
+    engine = Engine(
+        code, n, m, load, d, z, replace, warm_tasks, end_tasks, t_warm, t_end, rng, batches
+    )
+    while not engine.advance(_CHUNK_EVENTS):
+        if progress is not None:
+            progress(min(1.0, engine.ist[K.I_EVENTS] / engine.expected_events))
+    if progress is not None:
+        progress(1.0)
+    return engine.result()

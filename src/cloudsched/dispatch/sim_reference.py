@@ -1,0 +1,271 @@
+"""Slow pure-Python reference of the dispatch simulator, for differential tests.
+
+Same algorithm and same random draws in the same order as the compiled kernel
+(:mod:`cloudsched.dispatch._kernel`), written plainly: Python lists and deques, and time
+averages accumulated over every level at every event (not lazily).  For the same seed it
+gives bit-identical response times and message counts; time averages agree to rounding.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import numpy as np
+
+from cloudsched.dispatch import _kernel as K
+from cloudsched.dispatch.engine import RawRun
+
+__all__ = ["reference_run"]
+
+
+def _index(rng: np.random.Generator, n: int) -> int:
+    return min(int(rng.random() * n), n - 1)
+
+
+class _Reference:
+    def __init__(
+        self, code: int, n: int, m: int, d: int, z: int, replace: bool, rng: np.random.Generator
+    ) -> None:
+        self.code, self.n, self.m, self.d, self.rng = code, n, m, d, rng
+        self.replace = replace
+        self.thresh = z if code == K.JIQ_THRESHOLD else 0
+        self.queues: list[deque[tuple[float, int]]] = [deque() for _ in range(n)]
+        self.busy: list[int] = []
+        self.busy_pos = [-1] * n
+        self.perm = list(range(n))
+        self.dperm = list(range(m))
+        # JSQ buckets: servers ordered by queue length; bucket L is order[start[L]:start[L+1]]
+        self.order = list(range(n))
+        self.where = list(range(n))
+        self.start = [0] + [n] * 4
+        self.jsq_min = 0
+        self.iq: list[list[int]] = [[] for _ in range(m)]
+        self.listed_in = [-1] * n
+        self.rr = [0] * m
+        if code == K.ROUND_ROBIN:
+            self.rr = [_index(rng, n) for _ in range(m)]
+        if code >= K.JIQ:
+            for s in range(n):
+                self._join(s, count=False)
+        self.messages = [0, 0, 0, 0]
+
+    # I-queues ---------------------------------------------------------------------------
+    def _choose_iqueue(self) -> int:
+        if self.code != K.JIQ_SQ:
+            m = _index(self.rng, self.m)
+        else:
+            m = -1
+            for k in range(self.d):
+                j = k + _index(self.rng, self.m - k)
+                self.dperm[j], self.dperm[k] = self.dperm[k], self.dperm[j]
+                cand = self.dperm[k]
+                if m < 0 or len(self.iq[cand]) < len(self.iq[m]):
+                    m = cand
+        return m
+
+    def _unlist(self, s: int) -> None:
+        members = self.iq[self.listed_in[s]]
+        p = members.index(s)
+        members[p] = members[-1]
+        members.pop()
+        self.listed_in[s] = -1
+
+    def _join(self, s: int, count: bool) -> None:
+        m = self._choose_iqueue()
+        self.iq[m].append(s)
+        self.listed_in[s] = m
+        if count:
+            self.messages[K.M_JOIN] += 1
+            if self.code == K.JIQ_SQ:
+                self.messages[K.M_PROBE] += self.d
+
+    # probing ----------------------------------------------------------------------------
+    def _probe(self) -> int:
+        best = -1
+        for k in range(self.d):
+            if self.replace:
+                s = _index(self.rng, self.n)
+            else:
+                j = k + _index(self.rng, self.n - k)
+                self.perm[j], self.perm[k] = self.perm[k], self.perm[j]
+                s = self.perm[k]
+            if best < 0 or len(self.queues[s]) < len(self.queues[best]):
+                best = s
+        return best
+
+    # JSQ buckets --------------------------------------------------------------------------
+    def _swap(self, s: int, slot: int) -> None:
+        other = self.order[slot]
+        p = self.where[s]
+        self.order[p], self.where[other] = other, p
+        self.order[slot], self.where[s] = s, slot
+
+    def _bucket_up(self, s: int, old: int) -> None:
+        while len(self.start) <= old + 2:
+            self.start.append(self.n)
+        self._swap(s, self.start[old + 1] - 1)
+        self.start[old + 1] -= 1
+        if old == self.jsq_min and self.start[old] == self.start[old + 1]:
+            self.jsq_min = old + 1
+
+    def _bucket_down(self, s: int, old: int) -> None:
+        self._swap(s, self.start[old])
+        self.start[old] += 1
+        self.jsq_min = min(self.jsq_min, old - 1)
+
+    # events -------------------------------------------------------------------------------
+    def arrival(self, now: float, u_arrival: float, measuring: bool, batch: int) -> None:
+        code, rng = self.code, self.rng
+        m = min(int(u_arrival * self.m), self.m - 1)
+        from_iq = False
+        if code == K.RANDOM:
+            s = _index(rng, self.n)
+        elif code == K.ROUND_ROBIN:
+            s = self.rr[m]
+            self.rr[m] = (s + 1) % self.n
+        elif code == K.JSQ:
+            lo, hi = self.start[self.jsq_min], self.start[self.jsq_min + 1]
+            s = self.order[lo + _index(rng, hi - lo)]
+        elif code == K.POD:
+            s = self._probe()
+            self.messages[K.M_PROBE] += self.d if measuring else 0
+        elif self.iq[m]:
+            s = self.iq[m][_index(rng, len(self.iq[m]))]
+            self._unlist(s)
+            from_iq = True
+            if code == K.JIQ_ORIGINAL and self.queues[s] and measuring:
+                self.messages[K.M_STALE] += 1
+        elif code == K.JIQ_POD:
+            s = self._probe()
+            self.messages[K.M_PROBE] += self.d if measuring else 0
+        else:
+            s = _index(rng, self.n)
+        old = len(self.queues[s])
+        self.queues[s].append((now, batch))
+        if old == 0:
+            self.busy_pos[s] = len(self.busy)
+            self.busy.append(s)
+        if code == K.JSQ:
+            self._bucket_up(s, old)
+        if code >= K.JIQ and code != K.JIQ_ORIGINAL:
+            if self.listed_in[s] >= 0 and old + 1 > self.thresh:
+                self._unlist(s)
+                self.messages[K.M_DELETE] += 1 if measuring else 0
+            elif from_iq and old + 1 <= self.thresh:
+                self._join(s, measuring)
+
+    def departure(self, k: int, now: float, measuring: bool) -> tuple[float, int]:
+        s = self.busy[k]
+        arrived, batch = self.queues[s].popleft()
+        old = len(self.queues[s]) + 1
+        if old == 1:
+            last = self.busy.pop()
+            if last != s:
+                p = self.busy_pos[s]
+                self.busy[p] = last
+                self.busy_pos[last] = p
+            self.busy_pos[s] = -1
+        if self.code == K.JSQ:
+            self._bucket_down(s, old)
+        if self.code >= K.JIQ and self.listed_in[s] < 0 and old - 1 <= self.thresh:
+            self._join(s, measuring)
+        return now - arrived, batch
+
+
+def reference_run(
+    code: int,
+    n: int,
+    m: int,
+    load: float,
+    d: int,
+    z: int,
+    replace: bool,
+    warm_tasks: int,
+    end_tasks: int,
+    t_warm: float,
+    t_end: float,
+    rng: np.random.Generator,
+    batches: int = 20,
+) -> RawRun:
+    """Run the reference simulator; same arguments and result as ``engine.run_once``."""
+    ref = _Reference(code, n, m, d, z, replace, rng)
+    lam_n = load * n
+    now, arrivals, events, phase = 0.0, 0, 0, K.WARMUP
+    in_system_measured = 0
+    times: list[float] = []
+    bsum = [0.0] * batches
+    bcnt = [0] * batches
+    area: list[float] = []
+    p0_area = 0.0
+    tw = te = 0.0
+
+    def levels() -> list[int]:
+        top = max((len(q) for q in ref.queues), default=0)
+        return [sum(1 for q in ref.queues if len(q) >= i) for i in range(top + 1)]
+
+    def accumulate(until: float) -> None:
+        nonlocal p0_area
+        dt = until - now
+        for i, c in enumerate(levels()):
+            if i >= len(area):
+                area.append(0.0)
+            area[i] += c * dt
+        p0_area += sum(1 for q in ref.iq if not q) * dt
+
+    while not (phase == K.DRAIN and in_system_measured == 0):
+        rate = lam_n + len(ref.busy)
+        nxt = now + rng.standard_exponential() / rate
+        u = rng.random() * rate
+        is_arrival = u < lam_n
+        if phase == K.WARMUP and (
+            (end_tasks < 0 and nxt >= t_warm)
+            or (end_tasks >= 0 and is_arrival and arrivals == warm_tasks)
+        ):
+            phase, tw, now = (
+                K.MEASURE,
+                (t_warm if end_tasks < 0 else nxt),
+                (t_warm if end_tasks < 0 else nxt),
+            )
+        if phase == K.MEASURE and (
+            (end_tasks < 0 and nxt >= t_end)
+            or (end_tasks >= 0 and is_arrival and arrivals == end_tasks)
+        ):
+            te = t_end if end_tasks < 0 else nxt
+            accumulate(te)
+            phase = K.DRAIN
+        elif phase == K.MEASURE:
+            accumulate(nxt)
+        now = nxt
+        events += 1
+        measuring = phase == K.MEASURE
+        if is_arrival:
+            arrivals += 1
+            batch = -1
+            if measuring and end_tasks >= 0:
+                batch = min(
+                    (arrivals - 1 - warm_tasks) * batches // (end_tasks - warm_tasks), batches - 1
+                )
+            elif measuring:
+                batch = min(int((now - t_warm) / (t_end - t_warm) * batches), batches - 1)
+            ref.arrival(now, u / lam_n, measuring, batch)
+            in_system_measured += 1 if measuring else 0
+        else:
+            k = min(int(u - lam_n), len(ref.busy) - 1)
+            rt, batch = ref.departure(k, now, measuring)
+            if batch >= 0:
+                times.append(rt)
+                bsum[batch] += rt
+                bcnt[batch] += 1
+                in_system_measured -= 1
+    return RawRun(
+        response_times=np.array(times, dtype=np.float32),
+        batch_sum=np.array(bsum),
+        batch_count=np.array(bcnt, dtype=np.int64),
+        tail_area=np.array(area),
+        p0_area=p0_area,
+        t_warm=tw,
+        t_end=te,
+        messages=np.array(ref.messages, dtype=np.int64),
+        events=events,
+        wall_seconds=0.0,
+    )

@@ -1,0 +1,344 @@
+"""Simulate task dispatch: the public API (:func:`simulate`) and its result record.
+
+Bookkeeping of each policy (the seed leaves these open; ``CHOICE`` marks our rules):
+
+* ``random``: a uniform server.  ``round-robin``: each dispatcher cycles over all N servers
+  on its own, starting at a uniformly drawn server (CHOICE).  ``jsq``: a uniform server
+  among the shortest queues (bucket structure, O(1)).
+* ``pod``: probe ``d`` distinct servers (``with_replacement=True``: independent draws, the
+  classic supermarket model) and join the first least loaded in the random sample order,
+  i.e. ties are broken uniformly.  ``d`` probes are counted per task.
+* ``jiq``: I-queues with delete requests; a server that becomes idle joins a uniform
+  I-queue (one join message).  A dispatcher with a non-empty I-queue takes a uniform entry
+  and removes it; otherwise it picks a uniform server, and if that server is idle it sends a
+  delete request to the server's I-queue.  So listed <=> idle, and no server is listed twice.
+* ``jiq-pod``: as ``jiq`` but an empty I-queue probes ``d`` servers as ``pod`` does.
+* ``jiq-original``: no delete requests.  A listed server that receives a task from a random
+  dispatch stays listed (a stale entry); a dispatcher that takes a stale entry sends the task
+  to a busy server (counted as ``stale``).  CHOICE: a server that becomes idle while still
+  listed does not join again (it knows its entry was never consumed), so every server is in
+  at most one I-queue.
+* ``jiq-threshold`` (z): CHOICE: a server is listed exactly while it holds at most ``z``
+  tasks.  It joins a uniform I-queue when its queue drops to ``z``; a dispatcher removes the
+  entry it uses and the server joins again if it still holds at most ``z`` tasks; a listed
+  server pushed above ``z`` by a random dispatch sends a delete request.  ``z = 0`` is ``jiq``.
+* ``jiq-sq`` (d): as ``jiq``, but a server that becomes idle samples ``d`` distinct I-queues
+  and joins the shortest (first in sample order on ties); those ``d`` queries are counted as
+  probe messages.
+
+Measurement (CHOICE): the first ``warmup`` fraction of the run (of the tasks, or of the
+horizon) is discarded; time averages cover the rest of the run; tasks that arrive in the
+measured window are followed until they leave (the simulation continues, with arrivals,
+until they have all left), so no measured task is censored.  The 95% confidence interval of
+the mean response time comes from ``batches`` batch means, batches formed by arrival
+(consecutive arrival indices, or equal slices of the measured time window), with Student's
+t; or from the replication means when ``replications > 1``.  Percentiles come from every
+measured response time (kept as float32, 4 bytes per task).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from cloudsched.dispatch import _kernel as K
+from cloudsched.dispatch.engine import RawRun, _ensure_compiled, run_once
+from cloudsched.dispatch.policies import check_policy
+from cloudsched.errors import ParameterError, check_int, check_real
+
+__all__ = ["SimulationResult", "simulate"]
+
+PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99.9": 99.9}
+#: Default warm-up fraction of the run.
+DEFAULT_WARMUP = 0.2
+#: Default number of batches for batch means.
+DEFAULT_BATCHES = 20
+
+
+@dataclass(frozen=True)
+class SimulationResult:
+    """Summary of one simulation (one or several replications).
+
+    Rates (``messages``) are per server per unit time; ``tail[i-1]`` is the time-average
+    fraction of servers with at least ``i`` tasks and ``occupancy[i]`` the fraction with
+    exactly ``i``; ``p0`` is the time-average fraction of empty I-queues (1 without I-queues).
+    """
+
+    policy: str
+    servers: int
+    dispatchers: int
+    load: float
+    d: int
+    threshold: int
+    with_replacement: bool
+    tasks: int | None
+    horizon: float | None
+    warmup: float
+    replications: int
+    seed: int | None
+    mean_response_time: float
+    ci95: tuple[float, float]
+    ci_method: str
+    percentiles: dict[str, float]
+    tail: list[float]
+    occupancy: list[float]
+    p0: float
+    messages: dict[str, float]
+    measured_tasks: int
+    measured_time: float
+    events: int
+    wall_seconds: float
+    events_per_second: float
+    response_times: np.ndarray | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def r(self) -> float:
+        """Servers per dispatcher."""
+        return self.servers / self.dispatchers
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (field names as in ``cloudsched simulate --format json``)."""
+        out = asdict(self)
+        out.pop("response_times")
+        out["ci95"] = list(self.ci95)
+        out["r"] = self.r
+        return out
+
+
+def _t_interval(means: np.ndarray) -> tuple[float, float]:
+    k = means.size
+    centre = float(means.mean())
+    if k < 2:
+        return (math.nan, math.nan)
+    half = float(stats.t.ppf(0.975, k - 1) * means.std(ddof=1) / math.sqrt(k))
+    return (centre - half, centre + half)
+
+
+def _resolve_dispatchers(servers: int, dispatchers: int | None, r: float | None) -> int:
+    if dispatchers is not None and r is not None:
+        raise ParameterError(
+            "dispatchers", dispatchers, "given alone (use dispatchers or r, not both)"
+        )
+    if dispatchers is None and r is None:
+        raise ParameterError("dispatchers", None, f"an integer in [1, {servers}] (or give r)")
+    if r is not None:
+        r = check_real("r", r, low=1.0, high=float(servers))
+        return max(1, min(servers, round(servers / r)))  # CHOICE: M = round(N / r)
+    return check_int("dispatchers", dispatchers, low=1, high=servers)
+
+
+def simulate(
+    policy: str,
+    *,
+    servers: int,
+    load: float,
+    dispatchers: int | None = None,
+    r: float | None = None,
+    d: int = 2,
+    threshold: int = 1,
+    with_replacement: bool = False,
+    tasks: int | None = None,
+    horizon: float | None = None,
+    warmup: float = DEFAULT_WARMUP,
+    replications: int = 1,
+    batches: int = DEFAULT_BATCHES,
+    rng: int | np.random.Generator | None = None,
+    keep_response_times: bool = False,
+    progress: Callable[[float], None] | None = None,
+) -> SimulationResult:
+    """Simulate a dispatch policy with Poisson arrivals and exponential service (mean 1).
+
+    Parameters
+    ----------
+    policy : str
+        One of :data:`cloudsched.dispatch.POLICIES`.
+    servers : int
+        Number of servers N (>= 1).
+    load : float
+        Arrival rate per server (> 0).  Loads >= 1 have no steady state: a warning is
+        issued and the run is bounded by ``tasks`` or ``horizon`` as usual.
+    dispatchers, r : int or float
+        Number of dispatchers M in [1, N], or servers per dispatcher (M = round(N / r)).
+        Needed by ``round-robin`` and the JIQ family; defaults to M = 1 for the others.
+    d : int
+        Probes per decision (``pod``, ``jiq-pod``: 1..N; ``jiq-sq``: I-queues sampled, 1..M).
+    threshold : int
+        ``z`` of ``jiq-threshold`` (>= 0).
+    with_replacement : bool
+        ``pod``/``jiq-pod`` probe with replacement instead of ``d`` distinct servers.
+    tasks : int, optional
+        Run length in arrivals (default ``max(10**6, 100 * N)`` when ``horizon`` is not given).
+    horizon : float, optional
+        Run length in time (mean service times).
+    warmup : float
+        Fraction of the run discarded before measuring, in [0, 0.9].
+    replications : int
+        Independent replications, streams ``SeedSequence(seed).spawn(replications)``.
+    batches : int
+        Batches for the batch-means confidence interval (>= 2).
+    rng : int, numpy.random.Generator or None
+        Root seed.  An int (or None: fresh entropy, recorded in the result as ``seed``) seeds
+        a :class:`numpy.random.SeedSequence`; a Generator is used directly (``seed`` is None).
+    keep_response_times : bool
+        Keep every measured response time in the result (``response_times``).
+    progress : callable, optional
+        Called with the fraction done (0..1) between chunks of events.
+
+    Returns
+    -------
+    SimulationResult
+        The summary record.
+    """
+    check_policy(policy)
+    servers = check_int("servers", servers, low=1)
+    load = check_real("load", load, low=0.0, low_open=True)
+    needs_m = policy == "round-robin" or policy.startswith("jiq")
+    if needs_m or dispatchers is not None or r is not None:
+        m = _resolve_dispatchers(servers, dispatchers, r)
+    else:
+        m = 1
+    if policy == "jiq-sq":
+        d = check_int("d", d, low=1, high=m)
+    elif policy in ("pod", "jiq-pod"):
+        d = check_int("d", d, low=1, high=servers)
+    else:
+        d = check_int("d", d, low=1)
+    threshold = check_int("threshold", threshold, low=0)
+    if tasks is not None and horizon is not None:
+        raise ParameterError("tasks", tasks, "given alone (use tasks or horizon, not both)")
+    if tasks is not None:
+        tasks = check_int("tasks", tasks, low=1)
+    elif horizon is not None:
+        horizon = check_real("horizon", horizon, low=0.0, low_open=True)
+    else:
+        tasks = max(10**6, 100 * servers)
+    warmup = check_real("warmup", warmup, low=0.0, high=0.9)
+    replications = check_int("replications", replications, low=1)
+    batches = check_int("batches", batches, low=2)
+    if load >= 1.0:
+        warnings.warn(
+            f"load {load:g} >= 1: no steady state exists; results describe a run bounded by "
+            + (f"{tasks} tasks" if tasks is not None else f"horizon {horizon:g}"),
+            RuntimeWarning,
+            stacklevel=2,
+        )
+
+    if isinstance(rng, np.random.Generator):
+        seed = None
+        gens = [rng] if replications == 1 else list(rng.spawn(replications))
+    else:
+        root = np.random.SeedSequence(rng)
+        seed = int(root.entropy)  # type: ignore[arg-type]
+        gens = (
+            [np.random.default_rng(root)]
+            if replications == 1
+            else [np.random.default_rng(s) for s in root.spawn(replications)]
+        )
+
+    if tasks is not None:
+        warm_tasks, end_tasks, t_warm, t_end = int(warmup * tasks), tasks, -1.0, -1.0
+    else:
+        assert horizon is not None
+        warm_tasks, end_tasks, t_warm, t_end = 0, -1, warmup * horizon, horizon
+    code = K.POLICY_CODES[policy]
+    _ensure_compiled()
+    runs: list[RawRun] = []
+    for k, gen in enumerate(gens):
+        sub = None
+        if progress is not None:
+            sub = lambda f, k=k: progress((k + f) / len(gens))  # noqa: E731
+        runs.append(
+            run_once(code, servers, m, load, d, threshold, with_replacement, warm_tasks,
+                     end_tasks, t_warm, t_end, gen, batches, sub)
+        )  # fmt: skip
+    return _summarise(
+        runs, policy, servers, m, load, d, threshold, with_replacement, tasks, horizon,
+        warmup, seed, batches, keep_response_times,
+    )  # fmt: skip
+
+
+def _summarise(
+    runs: list[RawRun],
+    policy: str,
+    n: int,
+    m: int,
+    load: float,
+    d: int,
+    threshold: int,
+    with_replacement: bool,
+    tasks: int | None,
+    horizon: float | None,
+    warmup: float,
+    seed: int | None,
+    batches: int,
+    keep: bool,
+) -> SimulationResult:
+    if any(run.response_times.size == 0 for run in runs):
+        raise ParameterError(
+            "horizon", horizon, "long enough for a task to arrive after the warm-up"
+        )
+    times = np.concatenate([run.response_times for run in runs])
+    total = sum(float(run.batch_sum.sum()) for run in runs)
+    count = sum(int(run.batch_count.sum()) for run in runs)
+    if len(runs) > 1:
+        means = np.array([run.batch_sum.sum() / run.batch_count.sum() for run in runs])
+        ci, method = _t_interval(means), f"replications ({len(runs)})"
+    else:
+        filled = runs[0].batch_count > 0
+        bm = runs[0].batch_sum[filled] / runs[0].batch_count[filled]
+        ci, method = _t_interval(bm), f"batch means ({bm.size} batches by arrival)"
+    duration = sum(run.t_end - run.t_warm for run in runs)
+    levels = max(run.tail_area.size for run in runs)
+    area = np.zeros(levels)
+    for run in runs:
+        area[: run.tail_area.size] += run.tail_area
+    s = area / (n * duration)
+    s[0] = 1.0
+    nz = np.flatnonzero(s > 0)
+    s = s[: nz[-1] + 1]
+    occupancy = s - np.append(s[1:], 0.0)
+    msgs = np.sum([run.messages for run in runs], axis=0) / (n * duration)
+    is_iq = policy.startswith("jiq")
+    p0 = sum(run.p0_area for run in runs) / (m * duration) if is_iq else 1.0
+    events = sum(run.events for run in runs)
+    wall = sum(run.wall_seconds for run in runs)
+    pct = np.percentile(times, list(PERCENTILES.values()))
+    return SimulationResult(
+        policy=policy,
+        servers=n,
+        dispatchers=m,
+        load=load,
+        d=d,
+        threshold=threshold,
+        with_replacement=with_replacement,
+        tasks=tasks,
+        horizon=horizon,
+        warmup=warmup,
+        replications=len(runs),
+        seed=seed,
+        mean_response_time=total / count,
+        ci95=ci,
+        ci_method=method,
+        percentiles={k: float(v) for k, v in zip(PERCENTILES, pct, strict=True)},
+        tail=[float(x) for x in s[1:]],
+        occupancy=[float(x) for x in occupancy],
+        p0=float(p0),
+        messages={
+            "join": float(msgs[K.M_JOIN]),
+            "delete": float(msgs[K.M_DELETE]),
+            "probe": float(msgs[K.M_PROBE]),
+            "stale": float(msgs[K.M_STALE]),
+        },
+        measured_tasks=int(times.size),
+        measured_time=float(duration),
+        events=events,
+        wall_seconds=wall,
+        events_per_second=events / wall if wall > 0 else math.inf,
+        response_times=times if keep else None,
+    )
