@@ -55,7 +55,8 @@ class NoMeanFieldModelError(ParameterError):
         super().__init__("policy", policy, "one of " + ", ".join(MEANFIELD_POLICIES))
         self.args = (
             f"no mean-field model for {policy}; policies with a model: "
-            + ", ".join(MEANFIELD_POLICIES),
+            + ", ".join(MEANFIELD_POLICIES)
+            + " (simulate it instead: cloudsched simulate)",
         )
 
     def __str__(self) -> str:
