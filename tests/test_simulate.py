@@ -64,25 +64,31 @@ def check_invariants(engine: Engine, policy: str, z: int, arrivals_before: int) 
     # busy list holds exactly the busy servers
     nbusy = int(engine.ist[K.I_NBUSY])
     assert sorted(engine.busy_list[:nbusy]) == sorted(np.flatnonzero(qlen > 0))
+    assert np.array_equal(engine.srv[engine.busy_list[:nbusy], K.S_BUSY], np.arange(nbusy))
     # FIFO lists have the recorded lengths
     for s in range(n):
-        k, length = int(engine.head[s]), 0
+        k, length = int(engine.srv[s, K.S_HEAD]), 0
         while k >= 0:
             length += 1
-            k = int(engine.pool_next[k])
+            k = int(engine.pool[k, K.P_NEXT])
         assert length == qlen[s]
+        tail = int(engine.srv[s, K.S_TAIL])
+        assert tail == -1 if qlen[s] == 0 else engine.pool[tail, K.P_NEXT] == -1
     if policy == "jsq":
         order = engine.jperm
         assert sorted(order) == list(range(n))
+        assert np.array_equal(engine.srv[order, K.S_JPOS], np.arange(n))
         assert np.all(np.diff(qlen[order]) >= 0)
         assert qlen.min() == engine.ist[K.I_JSQ_MIN]
     if policy.startswith("jiq"):
         queues = engine.iqueues()
         listed = np.concatenate(queues) if queues else np.array([], dtype=np.int64)
         assert len(set(listed.tolist())) == listed.size  # no server listed twice
+        iq_of = engine.srv[:, K.S_IQ]
         for m, members in enumerate(queues):
-            assert np.all(engine.iq_of[members] == m)
-        assert int((engine.iq_of >= 0).sum()) == listed.size
+            assert np.all(iq_of[members] == m)
+            assert np.array_equal(engine.srv[members, K.S_IQPOS], np.arange(members.size))
+        assert int((iq_of >= 0).sum()) == listed.size
         assert engine.ist[K.I_NEMPTY] == sum(1 for q in queues if q.size == 0)
         flags = np.zeros(n, bool)
         flags[listed] = True

@@ -9,9 +9,11 @@ server, arrival times in one shared pool), so response times are exact per task.
 Work per event is O(1) (O(d) for probing policies).  Memory is O(N + M + tasks in system):
 tasks live in one pool shared by all servers (a free list, no per-server capacity) and the
 I-queues live in one arena of power-of-two blocks (one block per dispatcher, doubled when
-full, freed blocks reused by size class).  When the pool, the arena or the per-level arrays
-run short, the kernel returns a status asking the caller to enlarge them, then resumes:
-no event is ever half applied.
+full, freed blocks reused by size class).  Per-server and per-dispatcher fields are stored
+as rows of one int64 table each (``srv``: N x 8, ``dsp``: M x 4), so an event touches one
+cache line per server: at N = 10^6 the loop is bound by memory latency, not arithmetic.
+When the pool, the arena or the per-level arrays run short, the kernel returns a status
+asking the caller to enlarge them, then resumes: no event is ever half applied.
 
 Random draws, in order, per event: ``standard_exponential`` (time step), ``random`` (event
 type; it also picks the busy server of a departure and the dispatcher of an arrival, both
@@ -46,6 +48,15 @@ DONE, CHUNK, NEED_POOL, NEED_ARENA, NEED_LEVELS, BUFFER_FULL = range(6)
 # Phases.
 WARMUP, MEASURE, DRAIN = range(3)
 
+# Columns of the per-server table ``srv`` (N x SRV_COLS, int64).
+S_QLEN, S_HEAD, S_TAIL, S_BUSY, S_IQ, S_IQPOS, S_JPOS = range(7)
+SRV_COLS = 8
+# Columns of the per-dispatcher table ``dsp`` (M x DSP_COLS, int64).
+D_START, D_SIZE, D_CAP, D_RR = range(4)
+DSP_COLS = 4
+# Columns of the task pool ``pool`` (P x 2, int64); arrival times are in ``pool_arr``.
+P_NEXT, P_BATCH = range(2)
+
 # Indices into the int64 scalar state ``ist``.
 (
     I_NBUSY,
@@ -78,13 +89,6 @@ def _uniform_index(rng: np.random.Generator, n: int) -> int:
 
 
 @kernel
-def _touch_level(i, now, ist, cnt, area, last):
-    if ist[I_PHASE] == MEASURE:
-        area[i] += cnt[i] * (now - last[i])
-        last[i] = now
-
-
-@kernel
 def _touch_p0(now, ist, fst):
     if ist[I_PHASE] == MEASURE:
         fst[F_AREA_P0] += ist[I_NEMPTY] * (now - fst[F_LAST_P0])
@@ -92,12 +96,11 @@ def _touch_p0(now, ist, fst):
 
 
 @kernel
-def _iq_add(m, s, now, ist, fst, arena, iq_start, iq_cap, iq_size, iq_of, iq_pos, free_head):
+def _iq_add(m, s, now, srv, dsp, arena, free_head, ist, fst):
     """Append server ``s`` to I-queue ``m`` (the arena has room: checked before the event)."""
-    size = iq_size[m]
-    if size == iq_cap[m]:
-        cap = iq_cap[m]
-        new_cap = 2 * cap
+    size = dsp[m, D_SIZE]
+    if size == dsp[m, D_CAP]:
+        new_cap = 2 * dsp[m, D_CAP]
         cls = 0
         while (1 << cls) < new_cap:
             cls += 1
@@ -107,44 +110,44 @@ def _iq_add(m, s, now, ist, fst, arena, iq_start, iq_cap, iq_size, iq_of, iq_pos
         else:
             start = ist[I_ARENA_TOP]
             ist[I_ARENA_TOP] += new_cap
-        old = iq_start[m]
+        old = dsp[m, D_START]
         for k in range(size):
             arena[start + k] = arena[old + k]
-        old_cls = cls - 1
-        arena[old] = free_head[old_cls]
-        free_head[old_cls] = old
-        iq_start[m] = start
-        iq_cap[m] = new_cap
+        arena[old] = free_head[cls - 1]
+        free_head[cls - 1] = old
+        dsp[m, D_START] = start
+        dsp[m, D_CAP] = new_cap
         if new_cap > ist[I_MAXCAP]:
             ist[I_MAXCAP] = new_cap
     if size == 0:
         _touch_p0(now, ist, fst)
         ist[I_NEMPTY] -= 1
-    arena[iq_start[m] + size] = s
-    iq_pos[s] = size
-    iq_of[s] = m
-    iq_size[m] = size + 1
+    arena[dsp[m, D_START] + size] = s
+    srv[s, S_IQPOS] = size
+    srv[s, S_IQ] = m
+    dsp[m, D_SIZE] = size + 1
 
 
 @kernel
-def _iq_remove(s, now, ist, fst, arena, iq_start, iq_size, iq_of, iq_pos):
+def _iq_remove(s, now, srv, dsp, arena, ist, fst):
     """Remove server ``s`` from its I-queue (swap with the last entry)."""
-    m = iq_of[s]
-    p = iq_pos[s]
-    last_idx = iq_size[m] - 1
-    moved = arena[iq_start[m] + last_idx]
-    arena[iq_start[m] + p] = moved
-    iq_pos[moved] = p
-    iq_size[m] = last_idx
-    iq_of[s] = -1
-    iq_pos[s] = -1
+    m = srv[s, S_IQ]
+    p = srv[s, S_IQPOS]
+    start = dsp[m, D_START]
+    last_idx = dsp[m, D_SIZE] - 1
+    moved = arena[start + last_idx]
+    arena[start + p] = moved
+    srv[moved, S_IQPOS] = p
+    dsp[m, D_SIZE] = last_idx
+    srv[s, S_IQ] = -1
+    srv[s, S_IQPOS] = -1
     if last_idx == 0:
         _touch_p0(now, ist, fst)
         ist[I_NEMPTY] += 1
 
 
 @kernel
-def _probe(rng, n, d, replace, qlen, perm):
+def _probe(rng, n, d, replace, srv, perm):
     """Sample ``d`` servers (distinct unless ``replace``); return the first least loaded.
 
     The sample order is uniformly random, so the first minimum is a uniform choice among
@@ -160,14 +163,14 @@ def _probe(rng, n, d, replace, qlen, perm):
             s = perm[j]
             perm[j] = perm[k]
             perm[k] = s
-        if best < 0 or qlen[s] < best_len:
+        if best < 0 or srv[s, S_QLEN] < best_len:
             best = s
-            best_len = qlen[s]
+            best_len = srv[s, S_QLEN]
     return best
 
 
 @kernel
-def _choose_iqueue(rng, policy, m_count, d, iq_size, dperm):
+def _choose_iqueue(rng, policy, m_count, d, dsp, dperm):
     """I-queue that a server joins: uniform, or the shortest of ``d`` distinct (JIQ-SQ(d))."""
     if policy != JIQ_SQ:
         return _uniform_index(rng, m_count)
@@ -177,7 +180,7 @@ def _choose_iqueue(rng, policy, m_count, d, iq_size, dperm):
         m = dperm[j]
         dperm[j] = dperm[k]
         dperm[k] = m
-        if best < 0 or iq_size[m] < iq_size[best]:
+        if best < 0 or dsp[m, D_SIZE] < dsp[best, D_SIZE]:
             best = m
     return best
 
@@ -206,48 +209,28 @@ def _finish_measure(te, ist, fst, cnt, area, last):
 
 @kernel
 def init_state(
-    rng,
-    ipar,
-    qlen,
-    head,
-    tailq,
-    pool_next,
-    busy_pos,
-    cnt,
-    bstart,
-    jperm,
-    jpos,
-    perm,
-    dperm,
-    rr,
-    arena,
-    iq_start,
-    iq_cap,
-    iq_size,
-    iq_of,
-    iq_pos,
-    free_head,
-    ist,
-    fst,
+    rng, ipar, srv, dsp, pool, cnt, bstart, jperm, perm, dperm, arena, free_head, ist, fst
 ):
     """Empty system at time 0; I-queue policies list every server (the initial joins are free).
 
-    Round-robin dispatchers start at uniformly drawn servers.  Array shapes: per server
-    ``(N,)``, per dispatcher ``(M,)``; all int64 except as noted in ``simulate``.
+    Round-robin dispatchers start at uniformly drawn servers.  ``dsp[:, D_CAP]`` must hold
+    the initial I-queue capacity on entry.
     """
     policy, n, m_count, d = ipar[0], ipar[1], ipar[2], ipar[3]
     for s in range(n):
-        qlen[s] = 0
-        head[s] = -1
-        tailq[s] = -1
-        busy_pos[s] = -1
+        srv[s, S_QLEN] = 0
+        srv[s, S_HEAD] = -1
+        srv[s, S_TAIL] = -1
+        srv[s, S_BUSY] = -1
+        srv[s, S_IQ] = -1
+        srv[s, S_IQPOS] = -1
+        srv[s, S_JPOS] = s
         jperm[s] = s
-        jpos[s] = s
         perm[s] = s
-        iq_of[s] = -1
-        iq_pos[s] = -1
-    for k in range(pool_next.shape[0]):
-        pool_next[k] = k + 1 if k + 1 < pool_next.shape[0] else -1
+    size = pool.shape[0]
+    for k in range(size):
+        pool[k, P_NEXT] = k + 1 if k + 1 < size else -1
+        pool[k, P_BATCH] = 0
     for i in range(cnt.shape[0]):
         cnt[i] = 0
     cnt[0] = n
@@ -260,24 +243,23 @@ def init_state(
         ist[k] = 0
     for k in range(fst.shape[0]):
         fst[k] = 0.0
-    ist[I_POOL_FREE] = 0
     ist[I_NEMPTY] = m_count
+    cap0 = dsp[0, D_CAP]
     for m in range(m_count):
         dperm[m] = m
-        iq_size[m] = 0
+        dsp[m, D_SIZE] = 0
+        dsp[m, D_START] = m * cap0
+        dsp[m, D_CAP] = cap0
+        dsp[m, D_RR] = 0
     if policy == ROUND_ROBIN:
         for m in range(m_count):
-            rr[m] = _uniform_index(rng, n)
+            dsp[m, D_RR] = _uniform_index(rng, n)
     if policy >= JIQ:
-        cap0 = iq_cap[0]
-        for m in range(m_count):
-            iq_start[m] = m * cap0
-            iq_cap[m] = cap0
         ist[I_ARENA_TOP] = m_count * cap0
         ist[I_MAXCAP] = cap0
         for s in range(n):
-            m = _choose_iqueue(rng, policy, m_count, d, iq_size, dperm)
-            _iq_add(m, s, 0.0, ist, fst, arena, iq_start, iq_cap, iq_size, iq_of, iq_pos, free_head)
+            m = _choose_iqueue(rng, policy, m_count, d, dsp, dperm)
+            _iq_add(m, s, 0.0, srv, dsp, arena, free_head, ist, fst)
 
 
 @kernel
@@ -285,29 +267,19 @@ def run(
     rng,
     ipar,
     fpar,
-    qlen,
-    head,
-    tailq,
-    pool_next,
+    srv,
+    dsp,
+    pool,
     pool_arr,
-    pool_meas,
     busy_list,
-    busy_pos,
     cnt,
     area,
     last,
     bstart,
     jperm,
-    jpos,
     perm,
     dperm,
-    rr,
     arena,
-    iq_start,
-    iq_cap,
-    iq_size,
-    iq_of,
-    iq_pos,
     free_head,
     ist,
     fst,
@@ -321,52 +293,74 @@ def run(
     ``ipar`` = [policy, N, M, d, z, with_replacement, warm-up arrivals, end arrivals (-1 in
     horizon mode), event budget, batches B]; ``fpar`` = [lam * N, warm-up time, end time].
     A measured task belongs to batch ``b`` by its arrival (index in tasks mode, time in
-    horizon mode); ``pool_meas`` holds ``b + 1`` (0: not measured).  At its departure its
-    response time is added to ``bsum[b]`` / ``bcnt[b]`` (float64 / int64, shape ``(B,)``)
-    and appended to ``buf`` (float32) at ``ist[I_NREC]``.
+    horizon mode); ``pool[:, P_BATCH]`` holds ``b + 1`` (0: not measured).  At its departure
+    its response time is added to ``bsum[b]`` / ``bcnt[b]`` (float64 / int64, shape
+    ``(B,)``) and appended to ``buf`` (float32) at ``ist[I_NREC]``.  Per-level arrays
+    ``cnt``, ``area``, ``last`` (float64, shape ``(L,)``) hold the number of servers with at
+    least i tasks and its integral; ``bstart`` (int64, ``(L + 1,)``) the JSQ buckets.
     """
     policy, n, m_count, d, z = ipar[0], ipar[1], ipar[2], ipar[3], ipar[4]
     replace = ipar[5] == 1
     arr_warm, arr_end, budget, nbatch = ipar[6], ipar[7], ipar[8], ipar[9]
     lam_n, t_warm, t_end = fpar[0], fpar[1], fpar[2]
     iq_policy = policy >= JIQ
+    deletes = iq_policy and policy != JIQ_ORIGINAL
     thresh = z if policy == JIQ_THRESHOLD else 0
     nlev = cnt.shape[0]
+    # hot scalars live in locals and are written back on exit
+    now = fst[F_NOW]
+    nbusy = ist[I_NBUSY]
+    pool_free = ist[I_POOL_FREE]
+    arrivals = ist[I_ARRIVALS]
+    meas_in_sys = ist[I_MEAS_IN_SYS]
+    nrec = ist[I_NREC]
+    maxlen = ist[I_MAXLEN]
+    jsq_min = ist[I_JSQ_MIN]
+    phase = ist[I_PHASE]
+    buf_size = buf.shape[0]
     done = 0
+    status = CHUNK
     while True:
-        if ist[I_PHASE] == DRAIN and ist[I_MEAS_IN_SYS] == 0:
-            return DONE
+        if phase == DRAIN and meas_in_sys == 0:
+            status = DONE
+            break
         if done >= budget:
-            return CHUNK
-        if ist[I_POOL_FREE] < 0:
-            return NEED_POOL
+            status = CHUNK
+            break
+        if pool_free < 0:
+            status = NEED_POOL
+            break
         if iq_policy and ist[I_ARENA_TOP] + 2 * ist[I_MAXCAP] > arena.shape[0]:
-            return NEED_ARENA
-        if ist[I_MAXLEN] + 2 >= nlev:
-            return NEED_LEVELS
-        if ist[I_NREC] >= buf.shape[0]:
-            return BUFFER_FULL
-        nbusy = ist[I_NBUSY]
+            status = NEED_ARENA
+            break
+        if maxlen + 2 >= nlev:
+            status = NEED_LEVELS
+            break
+        if nrec >= buf_size:
+            status = BUFFER_FULL
+            break
         rate = lam_n + nbusy
-        now = fst[F_NOW] + rng.standard_exponential() / rate
+        now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        if ist[I_PHASE] == WARMUP:
+        if phase == WARMUP:
             if arr_end < 0 and now >= t_warm:
                 _start_measure(t_warm, ist, fst, area, last)
-            elif arr_end >= 0 and is_arrival and ist[I_ARRIVALS] == arr_warm:
+                phase = MEASURE
+            elif arr_end >= 0 and is_arrival and arrivals == arr_warm:
                 _start_measure(now, ist, fst, area, last)
-        if ist[I_PHASE] == MEASURE:
+                phase = MEASURE
+        if phase == MEASURE:
             if arr_end < 0 and now >= t_end:
                 _finish_measure(t_end, ist, fst, cnt, area, last)
-            elif arr_end >= 0 and is_arrival and ist[I_ARRIVALS] == arr_end:
+                phase = DRAIN
+            elif arr_end >= 0 and is_arrival and arrivals == arr_end:
                 _finish_measure(now, ist, fst, cnt, area, last)
-        measuring = ist[I_PHASE] == MEASURE
-        fst[F_NOW] = now
-        ist[I_EVENTS] += 1
+                phase = DRAIN
+        measuring = phase == MEASURE
         done += 1
         if is_arrival:
-            ist[I_ARRIVALS] += 1
+            arrivals += 1
             # Given an arrival, u / lam_n is uniform on [0, 1): it picks the dispatcher.
             m = int(u / lam_n * m_count)
             if m >= m_count:
@@ -375,89 +369,78 @@ def run(
             if policy == RANDOM:
                 s = _uniform_index(rng, n)
             elif policy == ROUND_ROBIN:
-                s = rr[m]
-                rr[m] = s + 1 if s + 1 < n else 0
+                s = dsp[m, D_RR]
+                dsp[m, D_RR] = s + 1 if s + 1 < n else 0
             elif policy == JSQ:
-                lo = ist[I_JSQ_MIN]
-                s = jperm[bstart[lo] + _uniform_index(rng, bstart[lo + 1] - bstart[lo])]
+                s = jperm[
+                    bstart[jsq_min] + _uniform_index(rng, bstart[jsq_min + 1] - bstart[jsq_min])
+                ]
             elif policy == POD:
-                s = _probe(rng, n, d, replace, qlen, perm)
+                s = _probe(rng, n, d, replace, srv, perm)
                 if measuring:
                     msg[M_PROBE] += d
-            elif iq_size[m] > 0:
-                s = arena[iq_start[m] + _uniform_index(rng, iq_size[m])]
-                _iq_remove(s, now, ist, fst, arena, iq_start, iq_size, iq_of, iq_pos)
+            elif dsp[m, D_SIZE] > 0:
+                s = arena[dsp[m, D_START] + _uniform_index(rng, dsp[m, D_SIZE])]
+                _iq_remove(s, now, srv, dsp, arena, ist, fst)
                 from_iq = True
-                if policy == JIQ_ORIGINAL and qlen[s] > 0 and measuring:
+                if policy == JIQ_ORIGINAL and srv[s, S_QLEN] > 0 and measuring:
                     msg[M_STALE] += 1
             elif policy == JIQ_POD:
-                s = _probe(rng, n, d, replace, qlen, perm)
+                s = _probe(rng, n, d, replace, srv, perm)
                 if measuring:
                     msg[M_PROBE] += d
             else:
                 s = _uniform_index(rng, n)
-            idx = ist[I_POOL_FREE]
-            ist[I_POOL_FREE] = pool_next[idx]
-            pool_next[idx] = -1
+            idx = pool_free
+            pool_free = pool[idx, P_NEXT]
+            pool[idx, P_NEXT] = -1
             pool_arr[idx] = now
             if measuring:
                 if arr_end >= 0:
-                    b = (ist[I_ARRIVALS] - 1 - arr_warm) * nbatch // (arr_end - arr_warm)
+                    b = (arrivals - 1 - arr_warm) * nbatch // (arr_end - arr_warm)
                 else:
                     b = int((now - t_warm) / (t_end - t_warm) * nbatch)
-                pool_meas[idx] = min(b, nbatch - 1) + 1
+                pool[idx, P_BATCH] = min(b, nbatch - 1) + 1
+                meas_in_sys += 1
             else:
-                pool_meas[idx] = 0
-            if head[s] < 0:
-                head[s] = idx
+                pool[idx, P_BATCH] = 0
+            if srv[s, S_HEAD] < 0:
+                srv[s, S_HEAD] = idx
             else:
-                pool_next[tailq[s]] = idx
-            tailq[s] = idx
-            old = qlen[s]
+                pool[srv[s, S_TAIL], P_NEXT] = idx
+            srv[s, S_TAIL] = idx
+            old = srv[s, S_QLEN]
             new = old + 1
-            qlen[s] = new
-            _touch_level(new, now, ist, cnt, area, last)
+            srv[s, S_QLEN] = new
+            if measuring:
+                area[new] += cnt[new] * (now - last[new])
+                last[new] = now
             cnt[new] += 1
-            if new > ist[I_MAXLEN]:
-                ist[I_MAXLEN] = new
+            if new > maxlen:
+                maxlen = new
             if old == 0:
-                busy_pos[s] = nbusy
+                srv[s, S_BUSY] = nbusy
                 busy_list[nbusy] = s
-                ist[I_NBUSY] = nbusy + 1
+                nbusy += 1
             if policy == JSQ:
                 j = bstart[new] - 1  # last slot of bucket `old`
                 other = jperm[j]
-                p = jpos[s]
+                p = srv[s, S_JPOS]
                 jperm[p] = other
-                jpos[other] = p
+                srv[other, S_JPOS] = p
                 jperm[j] = s
-                jpos[s] = j
+                srv[s, S_JPOS] = j
                 bstart[new] -= 1
-                if old == ist[I_JSQ_MIN] and bstart[old] == bstart[new]:
-                    ist[I_JSQ_MIN] = new
-            if measuring:
-                ist[I_MEAS_IN_SYS] += 1
-            if iq_policy and policy != JIQ_ORIGINAL:
-                if iq_of[s] >= 0 and new > thresh:
-                    _iq_remove(s, now, ist, fst, arena, iq_start, iq_size, iq_of, iq_pos)
+                if old == jsq_min and bstart[old] == bstart[new]:
+                    jsq_min = new
+            if deletes:
+                if srv[s, S_IQ] >= 0 and new > thresh:
+                    _iq_remove(s, now, srv, dsp, arena, ist, fst)
                     if measuring:
                         msg[M_DELETE] += 1
                 elif from_iq and new <= thresh:
-                    m2 = _choose_iqueue(rng, policy, m_count, d, iq_size, dperm)
-                    _iq_add(
-                        m2,
-                        s,
-                        now,
-                        ist,
-                        fst,
-                        arena,
-                        iq_start,
-                        iq_cap,
-                        iq_size,
-                        iq_of,
-                        iq_pos,
-                        free_head,
-                    )
+                    m2 = _choose_iqueue(rng, policy, m_count, d, dsp, dperm)
+                    _iq_add(m2, s, now, srv, dsp, arena, free_head, ist, fst)
                     if measuring:
                         msg[M_JOIN] += 1
         else:
@@ -465,50 +448,61 @@ def run(
             if k >= nbusy:
                 k = nbusy - 1
             s = busy_list[k]
-            idx = head[s]
-            head[s] = pool_next[idx]
-            if head[s] < 0:
-                tailq[s] = -1
-            if pool_meas[idx] > 0:
+            idx = srv[s, S_HEAD]
+            nxt = pool[idx, P_NEXT]
+            srv[s, S_HEAD] = nxt
+            if nxt < 0:
+                srv[s, S_TAIL] = -1
+            b = pool[idx, P_BATCH]
+            if b > 0:
                 rt = now - pool_arr[idx]
-                b = pool_meas[idx] - 1
-                bsum[b] += rt
-                bcnt[b] += 1
-                buf[ist[I_NREC]] = rt
-                ist[I_NREC] += 1
-                ist[I_MEAS_IN_SYS] -= 1
-            pool_next[idx] = ist[I_POOL_FREE]
-            ist[I_POOL_FREE] = idx
-            old = qlen[s]
+                bsum[b - 1] += rt
+                bcnt[b - 1] += 1
+                buf[nrec] = rt
+                nrec += 1
+                meas_in_sys -= 1
+            pool[idx, P_NEXT] = pool_free
+            pool_free = idx
+            old = srv[s, S_QLEN]
             new = old - 1
-            _touch_level(old, now, ist, cnt, area, last)
+            if measuring:
+                area[old] += cnt[old] * (now - last[old])
+                last[old] = now
             cnt[old] -= 1
-            qlen[s] = new
+            srv[s, S_QLEN] = new
             if new == 0:
-                p = busy_pos[s]
-                moved = busy_list[nbusy - 1]
+                p = srv[s, S_BUSY]
+                nbusy -= 1
+                moved = busy_list[nbusy]
                 busy_list[p] = moved
-                busy_pos[moved] = p
-                busy_pos[s] = -1
-                ist[I_NBUSY] = nbusy - 1
+                srv[moved, S_BUSY] = p
+                srv[s, S_BUSY] = -1
             if policy == JSQ:
                 j = bstart[old]  # first slot of bucket `old`
                 other = jperm[j]
-                p = jpos[s]
+                p = srv[s, S_JPOS]
                 jperm[p] = other
-                jpos[other] = p
+                srv[other, S_JPOS] = p
                 jperm[j] = s
-                jpos[s] = j
+                srv[s, S_JPOS] = j
                 bstart[old] += 1
-                if new < ist[I_JSQ_MIN]:
-                    ist[I_JSQ_MIN] = new
-            if iq_policy and iq_of[s] < 0 and new <= thresh:
+                if new < jsq_min:
+                    jsq_min = new
+            if iq_policy and srv[s, S_IQ] < 0 and new <= thresh:
                 # JIQ-Original: a server still listed (stale entry) does not join again.
-                m2 = _choose_iqueue(rng, policy, m_count, d, iq_size, dperm)
-                _iq_add(
-                    m2, s, now, ist, fst, arena, iq_start, iq_cap, iq_size, iq_of, iq_pos, free_head
-                )
+                m2 = _choose_iqueue(rng, policy, m_count, d, dsp, dperm)
+                _iq_add(m2, s, now, srv, dsp, arena, free_head, ist, fst)
                 if measuring:
                     msg[M_JOIN] += 1
                     if policy == JIQ_SQ:
                         msg[M_PROBE] += d
+    fst[F_NOW] = now
+    ist[I_NBUSY] = nbusy
+    ist[I_POOL_FREE] = pool_free
+    ist[I_ARRIVALS] = arrivals
+    ist[I_EVENTS] += done
+    ist[I_MEAS_IN_SYS] = meas_in_sys
+    ist[I_NREC] = nrec
+    ist[I_MAXLEN] = maxlen
+    ist[I_JSQ_MIN] = jsq_min
+    return status

@@ -89,29 +89,20 @@ class Engine:
         pool, levels = n + 1024, 64
         iq = code >= K.JIQ
         cap0 = _initial_iq_cap(n / m)
-        self.qlen = np.empty(n, i64)
-        self.head = np.empty(n, i64)
-        self.tailq = np.empty(n, i64)
-        self.pool_next = np.empty(pool, i64)
+        self.srv = np.empty((n, K.SRV_COLS), i64)
+        self.dsp = np.zeros((m, K.DSP_COLS), i64)
+        self.dsp[:, K.D_CAP] = cap0
+        self.pool = np.empty((pool, 2), i64)
         self.pool_arr = np.zeros(pool)
-        self.pool_meas = np.zeros(pool, np.int32)
         self.busy_list = np.zeros(n, i64)
-        self.busy_pos = np.empty(n, i64)
         self.cnt = np.zeros(levels)
         self.area = np.zeros(levels)
         self.last = np.zeros(levels)
         self.bstart = np.empty(levels + 1, i64)
         self.jperm = np.empty(n, i64)
-        self.jpos = np.empty(n, i64)
         self.perm = np.empty(n, i64)
         self.dperm = np.empty(m, i64)
-        self.rr = np.zeros(m, i64)
         self.arena = np.zeros((m * cap0 + 2 * n + 1024) if iq else 1, i64)
-        self.iq_start = np.zeros(m, i64)
-        self.iq_cap = np.full(m, cap0, i64)
-        self.iq_size = np.zeros(m, i64)
-        self.iq_of = np.empty(n, i64)
-        self.iq_pos = np.empty(n, i64)
         self.free_head = np.empty(64, i64)
         self.ist = np.zeros(K.N_IST, i64)
         self.fst = np.zeros(K.N_FST)
@@ -132,10 +123,8 @@ class Engine:
         self.chunks: list[np.ndarray] = []
         self.wall = 0.0
         K.init_state(
-            rng, self.ipar, self.qlen, self.head, self.tailq, self.pool_next, self.busy_pos,
-            self.cnt, self.bstart, self.jperm, self.jpos, self.perm, self.dperm, self.rr,
-            self.arena, self.iq_start, self.iq_cap, self.iq_size, self.iq_of, self.iq_pos,
-            self.free_head, self.ist, self.fst,
+            rng, self.ipar, self.srv, self.dsp, self.pool, self.cnt, self.bstart, self.jperm,
+            self.perm, self.dperm, self.arena, self.free_head, self.ist, self.fst,
         )  # fmt: skip
 
     def advance(self, budget: int) -> bool:
@@ -144,12 +133,10 @@ class Engine:
         while True:
             t0 = time.perf_counter()
             status = K.run(
-                self.rng, self.ipar, self.fpar, self.qlen, self.head, self.tailq,
-                self.pool_next, self.pool_arr, self.pool_meas, self.busy_list, self.busy_pos,
-                self.cnt, self.area, self.last, self.bstart, self.jperm, self.jpos, self.perm,
-                self.dperm, self.rr, self.arena, self.iq_start, self.iq_cap, self.iq_size,
-                self.iq_of, self.iq_pos, self.free_head, self.ist, self.fst, self.msg, self.buf,
-                self.bsum, self.bcnt,
+                self.rng, self.ipar, self.fpar, self.srv, self.dsp, self.pool, self.pool_arr,
+                self.busy_list, self.cnt, self.area, self.last, self.bstart, self.jperm,
+                self.perm, self.dperm, self.arena, self.free_head, self.ist, self.fst, self.msg,
+                self.buf, self.bsum, self.bcnt,
             )  # fmt: skip
             self.wall += time.perf_counter() - t0
             if status == K.DONE:
@@ -161,11 +148,13 @@ class Engine:
     def _grow(self, status: int) -> None:
         ist = self.ist
         if status == K.NEED_POOL:
-            old = self.pool_next.size
-            self.pool_next = _grow(self.pool_next, 2 * old, -1)
-            self.pool_next[old:-1] = np.arange(old + 1, 2 * old)
+            old = self.pool.shape[0]
+            grown = np.zeros((2 * old, 2), np.int64)
+            grown[:old] = self.pool
+            grown[old:, K.P_NEXT] = np.arange(old + 1, 2 * old + 1)
+            grown[-1, K.P_NEXT] = -1
+            self.pool = grown
             self.pool_arr = _grow(self.pool_arr, 2 * old, 0.0)
-            self.pool_meas = _grow(self.pool_meas, 2 * old, 0)
             ist[K.I_POOL_FREE] = old
         elif status == K.NEED_ARENA:
             self.arena = _grow(self.arena, 2 * self.arena.size + 4 * int(ist[K.I_MAXCAP]), 0)
@@ -198,20 +187,23 @@ class Engine:
         )
 
     # -- views for tests -------------------------------------------------------------
+    @property
+    def qlen(self) -> np.ndarray:
+        """Number of tasks at each server, shape ``(N,)``."""
+        return self.srv[:, K.S_QLEN]
+
     def iqueues(self) -> list[np.ndarray]:
         """Members of each I-queue, in storage order."""
-        return [
-            self.arena[self.iq_start[m] : self.iq_start[m] + self.iq_size[m]].copy()
-            for m in range(self.m)
-        ]
+        start, size = self.dsp[:, K.D_START], self.dsp[:, K.D_SIZE]
+        return [self.arena[start[m] : start[m] + size[m]].copy() for m in range(self.m)]
 
     def tasks_in_pool(self) -> int:
         """Count the pool slots in use (walks the free list)."""
         free, k = 0, int(self.ist[K.I_POOL_FREE])
         while k >= 0:
             free += 1
-            k = int(self.pool_next[k])
-        return self.pool_next.size - free
+            k = int(self.pool[k, K.P_NEXT])
+        return self.pool.shape[0] - free
 
 
 def run_once(
