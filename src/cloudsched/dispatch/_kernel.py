@@ -54,8 +54,10 @@ SRV_COLS = 8
 # Columns of the per-dispatcher table ``dsp`` (M x DSP_COLS, int64).
 D_START, D_SIZE, D_CAP, D_RR = range(4)
 DSP_COLS = 4
-# Columns of the task pool ``pool`` (P x 2, int64); arrival times are in ``pool_arr``.
-P_NEXT, P_BATCH = range(2)
+# Columns of the task pool ``pool`` (P x 4, float64: one row of 32 bytes per task): next slot
+# in the server's FIFO (-1: none), batch + 1 (0: not measured), arrival time.
+P_NEXT, P_BATCH, P_ARR = range(3)
+POOL_COLS = 4
 
 # Indices into the int64 scalar state ``ist``.
 (
@@ -230,7 +232,8 @@ def init_state(
     size = pool.shape[0]
     for k in range(size):
         pool[k, P_NEXT] = k + 1 if k + 1 < size else -1
-        pool[k, P_BATCH] = 0
+        pool[k, P_BATCH] = 0.0
+        pool[k, P_ARR] = 0.0
     for i in range(cnt.shape[0]):
         cnt[i] = 0
     cnt[0] = n
@@ -270,7 +273,6 @@ def run(
     srv,
     dsp,
     pool,
-    pool_arr,
     busy_list,
     cnt,
     area,
@@ -392,18 +394,18 @@ def run(
             else:
                 s = _uniform_index(rng, n)
             idx = pool_free
-            pool_free = pool[idx, P_NEXT]
-            pool[idx, P_NEXT] = -1
-            pool_arr[idx] = now
+            pool_free = int(pool[idx, P_NEXT])
+            pool[idx, P_NEXT] = -1.0
+            pool[idx, P_ARR] = now
             if measuring:
                 if arr_end >= 0:
                     b = (arrivals - 1 - arr_warm) * nbatch // (arr_end - arr_warm)
                 else:
                     b = int((now - t_warm) / (t_end - t_warm) * nbatch)
-                pool[idx, P_BATCH] = min(b, nbatch - 1) + 1
+                pool[idx, P_BATCH] = min(b, nbatch - 1) + 1.0
                 meas_in_sys += 1
             else:
-                pool[idx, P_BATCH] = 0
+                pool[idx, P_BATCH] = 0.0
             if srv[s, S_HEAD] < 0:
                 srv[s, S_HEAD] = idx
             else:
@@ -449,13 +451,13 @@ def run(
                 k = nbusy - 1
             s = busy_list[k]
             idx = srv[s, S_HEAD]
-            nxt = pool[idx, P_NEXT]
+            nxt = int(pool[idx, P_NEXT])
             srv[s, S_HEAD] = nxt
             if nxt < 0:
                 srv[s, S_TAIL] = -1
-            b = pool[idx, P_BATCH]
+            b = int(pool[idx, P_BATCH])
             if b > 0:
-                rt = now - pool_arr[idx]
+                rt = now - pool[idx, P_ARR]
                 bsum[b - 1] += rt
                 bcnt[b - 1] += 1
                 buf[nrec] = rt

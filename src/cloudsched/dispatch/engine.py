@@ -92,8 +92,7 @@ class Engine:
         self.srv = np.empty((n, K.SRV_COLS), i64)
         self.dsp = np.zeros((m, K.DSP_COLS), i64)
         self.dsp[:, K.D_CAP] = cap0
-        self.pool = np.empty((pool, 2), i64)
-        self.pool_arr = np.zeros(pool)
+        self.pool = np.empty((pool, K.POOL_COLS))
         self.busy_list = np.zeros(n, i64)
         self.cnt = np.zeros(levels)
         self.area = np.zeros(levels)
@@ -133,7 +132,7 @@ class Engine:
         while True:
             t0 = time.perf_counter()
             status = K.run(
-                self.rng, self.ipar, self.fpar, self.srv, self.dsp, self.pool, self.pool_arr,
+                self.rng, self.ipar, self.fpar, self.srv, self.dsp, self.pool,
                 self.busy_list, self.cnt, self.area, self.last, self.bstart, self.jperm,
                 self.perm, self.dperm, self.arena, self.free_head, self.ist, self.fst, self.msg,
                 self.buf, self.bsum, self.bcnt,
@@ -149,12 +148,11 @@ class Engine:
         ist = self.ist
         if status == K.NEED_POOL:
             old = self.pool.shape[0]
-            grown = np.zeros((2 * old, 2), np.int64)
+            grown = np.zeros((2 * old, K.POOL_COLS))
             grown[:old] = self.pool
             grown[old:, K.P_NEXT] = np.arange(old + 1, 2 * old + 1)
             grown[-1, K.P_NEXT] = -1
             self.pool = grown
-            self.pool_arr = _grow(self.pool_arr, 2 * old, 0.0)
             ist[K.I_POOL_FREE] = old
         elif status == K.NEED_ARENA:
             self.arena = _grow(self.arena, 2 * self.arena.size + 4 * int(ist[K.I_MAXCAP]), 0)
