@@ -19,3 +19,12 @@ def test_failed_write_keeps_previous_content(tmp_path):
         raise RuntimeError("boom")
     assert p.read_text() == "old"
     assert [q.name for q in tmp_path.iterdir()] == ["b.txt"]
+
+
+def test_written_files_follow_the_umask(tmp_path):
+    import os
+
+    p = atomic_write_text(tmp_path / "c.txt", "x")
+    mask = os.umask(0)
+    os.umask(mask)
+    assert (p.stat().st_mode & 0o777) == 0o666 & ~mask

@@ -30,7 +30,6 @@ from rich.progress import (
 from rich.table import Table
 
 from cloudsched.dispatch.policies import NoMeanFieldModelError
-from cloudsched.dispatch.simulation import SimulationResult
 from cloudsched.errors import ParameterError, check_choice, check_int, check_loads, check_real
 from cloudsched.io import atomic_write_text
 
@@ -226,20 +225,6 @@ class _LazyProgress:
             self.bar.stop()
 
 
-def _simulation_frame(res: SimulationResult, tail: int) -> pd.DataFrame:
-    row: dict[str, Any] = {
-        k: v
-        for k, v in res.to_dict().items()
-        if k not in ("ci95", "percentiles", "tail", "occupancy", "messages")
-    }
-    row["ci95_low"], row["ci95_high"] = res.ci95
-    row.update(res.percentiles)
-    row.update({f"msg_{k}": v for k, v in res.messages.items()})
-    for i in range(tail):
-        row[f"s_{i + 1}"] = res.tail[i] if i < len(res.tail) else 0.0
-    return pd.DataFrame([row])
-
-
 @app.command()
 def simulate(
     policy: str = typer.Argument(
@@ -301,7 +286,7 @@ def simulate(
             bar.close()
     for w in caught:
         sys.stderr.write(f"warning: {_one_line(str(w.message))}\n")
-    df = _simulation_frame(res, tail)
+    df = pd.DataFrame([res.to_row(tail)])
     if fmt == "table":
         text = _render_table(
             df.T.reset_index().set_axis(["field", "value"], axis=1), f"simulation: {policy}"

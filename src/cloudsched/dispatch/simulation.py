@@ -102,6 +102,21 @@ class SimulationResult:
         """Servers per dispatcher."""
         return self.servers / self.dispatchers
 
+    def to_row(self, tail: int = 6) -> dict[str, Any]:
+        """Flatten the result into one row for pandas or CSV.
+
+        Scalars, ``ci95_low``/``ci95_high``, the percentiles, ``msg_*`` rates and the first
+        ``tail`` entries ``s_1, s_2, ...`` of the tail (0 beyond the last measured level).
+        """
+        nested = ("ci95", "percentiles", "tail", "occupancy", "messages")
+        row = {k: v for k, v in self.to_dict().items() if k not in nested}
+        row["ci95_low"], row["ci95_high"] = self.ci95
+        row.update(self.percentiles)
+        row.update({f"msg_{k}": v for k, v in self.messages.items()})
+        for i in range(tail):
+            row[f"s_{i + 1}"] = self.tail[i] if i < len(self.tail) else 0.0
+        return row
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (field names as in ``cloudsched simulate --format json``)."""
         out = asdict(self)

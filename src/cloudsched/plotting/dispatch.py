@@ -32,16 +32,20 @@ def plot_response_time(
     title : str
         Figure title.
     points : mapping of label to (loads, T, half-width of the 95% CI), optional
-        Markers with error bars (simulations).
+        Markers with error bars (simulations); the k-th series takes the k-th curve's colour.
     log_y : bool
         Use a logarithmic response-time axis.
     """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    colors = []
     for label, (x, y) in curves.items():
-        ax.plot(np.asarray(x), np.asarray(y), label=label, lw=1.8)
-    for label, (x, y, err) in (points or {}).items():
-        ax.errorbar(x, y, yerr=err, fmt="o", ms=4, capsize=3, label=label)
+        (line,) = ax.plot(np.asarray(x), np.asarray(y), label=label, lw=1.8)
+        colors.append(line.get_color())
+    for k, (label, (x, y, err)) in enumerate((points or {}).items()):
+        # the k-th series of points shares the colour of the k-th curve
+        color = colors[k] if k < len(colors) else None
+        ax.errorbar(x, y, yerr=err, fmt="o", ms=4, capsize=3, label=label, color=color)
     ax.set_xlabel("load λ (arrival rate per server)")
     ax.set_ylabel("mean response time T")
     if log_y:

@@ -161,3 +161,111 @@ def test_fluid_command(capsys, tmp_path):
     assert len(points) == 6
     assert points[0]["mean_tasks"] == pytest.approx(3.0)
     assert points[-1]["mean_tasks"] < points[0]["mean_tasks"]
+
+
+def test_simulate_json(capsys):
+    code, out, _ = run(
+        capsys,
+        "simulate",
+        "jiq-pod",
+        "--servers",
+        "200",
+        "--r",
+        "10",
+        "--load",
+        "0.8",
+        "--tasks",
+        "50000",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    doc = json.loads(out)
+    for key in (
+        "mean_response_time",
+        "ci95",
+        "percentiles",
+        "tail",
+        "p0",
+        "messages",
+        "events",
+        "wall_seconds",
+        "events_per_second",
+        "seed",
+    ):
+        assert key in doc
+    assert doc["seed"] == 3 and doc["dispatchers"] == 20
+    assert set(doc["messages"]) >= {"join", "delete", "probe"}
+    assert doc["ci95"][0] < doc["mean_response_time"] < doc["ci95"][1]
+
+
+def test_simulate_csv_is_one_row(capsys, tmp_path):
+    target = tmp_path / "sim.csv"
+    code, _, _ = run(
+        capsys,
+        "simulate",
+        "pod",
+        "--servers",
+        "50",
+        "--load",
+        "0.5",
+        "--tasks",
+        "5000",
+        "--seed",
+        "1",
+        "--format",
+        "csv",
+        "--out",
+        str(target),
+    )
+    assert code == 0
+    lines = target.read_text().strip().splitlines()
+    assert len(lines) == 2 and "mean_response_time" in lines[0] and "msg_probe" in lines[0]
+
+
+def test_simulate_overload_warns_in_one_line(capsys):
+    code, _out, err = run(
+        capsys,
+        "simulate",
+        "random",
+        "--servers",
+        "5",
+        "--load",
+        "1.2",
+        "--tasks",
+        "2000",
+        "--seed",
+        "1",
+    )
+    assert code == 0
+    assert err.strip().startswith("warning: load 1.2 >= 1: no steady state")
+    assert len(err.strip().splitlines()) == 1
+
+
+SIM_BAD = [
+    (["--servers", "0", "--load", "0.5"], "--servers", "[1, inf)"),
+    (["--servers", "10", "--load", "0", "--r", "2"], "--load", "(0, inf)"),
+    (["--servers", "10", "--load", "0.5"], "--dispatchers", "[1, 10]"),
+    (["--servers", "10", "--load", "0.5", "--dispatchers", "0"], "--dispatchers", "[1, 10]"),
+    (["--servers", "10", "--load", "0.5", "--dispatchers", "11"], "--dispatchers", "[1, 10]"),
+    (["--servers", "10", "--load", "0.5", "--r", "2", "--d", "0"], "--d", "[1, 10]"),
+    (["--servers", "10", "--load", "0.5", "--r", "2", "--d", "11"], "--d", "[1, 10]"),
+    (
+        ["--servers", "10", "--load", "0.5", "--r", "2", "--threshold", "-1"],
+        "--threshold",
+        "[0, inf)",
+    ),
+    (["--servers", "10", "--load", "0.5", "--r", "2", "--tasks", "0"], "--tasks", "[1, inf)"),
+    (["--servers", "10", "--load", "0.5", "--r", "2", "--warmup", "1"], "--warmup", "[0, 0.9]"),
+]
+
+
+@pytest.mark.parametrize(("args", "name", "allowed"), SIM_BAD)
+def test_simulate_bad_input_exits_2_with_one_line(capsys, args, name, allowed):
+    code, out, err = run(capsys, "simulate", "jiq-pod", *args)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert name in lines[0] and allowed in lines[0]
