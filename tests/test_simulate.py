@@ -7,15 +7,33 @@ from hypothesis import strategies as st
 
 from cloudsched.dispatch import _kernel as K
 from cloudsched.dispatch import predict, simulate
+from cloudsched.dispatch.distributions import (
+    BoundedPareto,
+    Exponential,
+    HyperExponential,
+    LogNormal,
+    Uniform,
+)
 from cloudsched.dispatch.engine import Engine, run_once
 from cloudsched.dispatch.sim_reference import reference_run
+from cloudsched.dispatch.workload import RenewalSource, Trace, TraceSource
 from cloudsched.errors import ParameterError
 
 POLICIES = list(K.POLICY_CODES)
 
 
+SERVICE_LAWS = [
+    Exponential(1.0),
+    LogNormal(1.0, 1.5),
+    HyperExponential(1.0, 2.0),
+    Uniform(1.0, 0.3),
+    BoundedPareto(1.0, 1.5, 50.0),
+]
+GAP_LAWS = [Exponential(1.0), HyperExponential(1.0, 3.0), LogNormal(1.0, 0.5), Uniform(1.0)]
+
+
 @st.composite
-def small_systems(draw):
+def small_systems(draw, general=False):
     policy = draw(st.sampled_from(POLICIES))
     n = draw(st.integers(1, 12))
     m = draw(st.integers(1, n))
@@ -32,16 +50,40 @@ def small_systems(draw):
         lengths = (draw(st.integers(0, tasks - 1)), tasks, -1.0, -1.0)
     seed = draw(st.integers(0, 2**32 - 1))
     batches = draw(st.integers(2, 8))
-    return policy, n, m, load, d, z, replace, lengths, seed, batches
+    workload = None
+    if general:
+        service = draw(st.sampled_from(SERVICE_LAWS))
+        gap = draw(st.sampled_from(GAP_LAWS))
+        speeds = np.random.default_rng(seed).uniform(0.5, 2.0, n) if draw(st.booleans()) else None
+        trace_len = draw(st.one_of(st.none(), st.integers(2, 500)))
+        chunk = draw(st.integers(1, 64))
+        workload = (service, gap, speeds, trace_len, chunk)
+    return policy, n, m, load, d, z, replace, lengths, seed, batches, workload
 
 
-@settings(max_examples=120)
-@given(small_systems())
+def make_source(system):
+    """Return a fresh task source and speeds for a drawn system (None on the fast path)."""
+    _, n, _, load, *_, seed, _, workload = system
+    if workload is None:
+        return None, None
+    service, gap, speeds, trace_len, chunk = workload
+    if trace_len is None:
+        arr_rng, svc_rng = np.random.default_rng(seed + 1), np.random.default_rng(seed + 2)
+        return RenewalSource(gap, service, load * n, arr_rng, svc_rng, chunk), speeds
+    rng = np.random.default_rng(seed + 3)
+    times = np.cumsum(gap.scaled(1 / (load * n)).sample(rng, trace_len))
+    return TraceSource(Trace(times, service.sample(rng, trace_len)), chunk), speeds
+
+
+@settings(max_examples=150)
+@given(st.one_of(small_systems(), small_systems(general=True)))
 def test_compiled_kernel_matches_reference_bit_for_bit(system):
-    policy, n, m, load, d, z, replace, lengths, seed, batches = system
+    policy, n, m, load, d, z, replace, lengths, seed, batches, _ = system
     args = (K.POLICY_CODES[policy], n, m, load, d, z, replace, *lengths)
-    fast = run_once(*args, np.random.default_rng(seed), batches)
-    slow = reference_run(*args, np.random.default_rng(seed), batches)
+    source, speeds = make_source(system)
+    fast = run_once(*args, np.random.default_rng(seed), batches, None, source, speeds)
+    source, speeds = make_source(system)
+    slow = reference_run(*args, np.random.default_rng(seed), batches, source, speeds)
     assert fast.events == slow.events
     assert np.array_equal(fast.response_times, slow.response_times)
     assert np.array_equal(fast.batch_sum, slow.batch_sum)
@@ -101,12 +143,14 @@ def check_invariants(engine: Engine, policy: str, z: int, arrivals_before: int) 
             assert np.all(flags[qlen == 0])
 
 
-@settings(max_examples=60)
-@given(small_systems())
+@settings(max_examples=80)
+@given(st.one_of(small_systems(), small_systems(general=True)))
 def test_invariants_hold_after_every_event(system):
-    policy, n, m, load, d, z, replace, lengths, seed, batches = system
+    policy, n, m, load, d, z, replace, lengths, seed, batches, _ = system
+    source, speeds = make_source(system)
+    code = K.POLICY_CODES[policy]
     engine = Engine(
-        K.POLICY_CODES[policy],
+        code,
         n,
         m,
         load,
@@ -116,15 +160,36 @@ def test_invariants_hold_after_every_event(system):
         *lengths,
         np.random.default_rng(seed),
         batches,
+        source,
+        speeds,
     )
     check_invariants(engine, policy, z, 0)
     for _ in range(400):
         done = engine.advance(1)
         check_invariants(engine, policy, z, 0)
+        if source is not None:
+            check_heap(engine)
         if done:
             break
     raw = engine.result()
-    assert np.all(raw.response_times > 0)  # waits + service, never negative
+    assert np.all(raw.response_times > 0)
+
+
+def check_heap(engine: Engine) -> None:
+    """Event list: exactly the busy servers, heap-ordered; no task waits a negative time."""
+    size = int(engine.ist[K.I_HEAP_N])
+    heap, keys = engine.heap[:size], engine.hkey[:size]
+    assert sorted(heap) == sorted(np.flatnonzero(engine.qlen > 0))
+    for i in range(1, size):
+        assert keys[(i - 1) // 2] <= keys[i]
+    assert np.array_equal(engine.srv[heap, K.S_HPOS], np.arange(size))
+    now = engine.fst[K.F_NOW]
+    for s, key in zip(heap, keys, strict=True):
+        task = int(engine.srv[s, K.S_HEAD])
+        start = key - engine.pool[task, K.P_SVC] / engine.speed[s]
+        # service started after the task arrived (wait >= 0) and not after now
+        assert engine.pool[task, K.P_ARR] <= start + 1e-9
+        assert start <= now + 1e-9
 
 
 def test_single_server_policies_coincide():

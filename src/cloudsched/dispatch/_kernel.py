@@ -43,20 +43,20 @@ POLICY_CODES = {
 }
 
 # Status codes returned by ``run``.
-DONE, CHUNK, NEED_POOL, NEED_ARENA, NEED_LEVELS, BUFFER_FULL = range(6)
+DONE, CHUNK, NEED_POOL, NEED_ARENA, NEED_LEVELS, BUFFER_FULL, NEED_TASKS = range(7)
 
 # Phases.
 WARMUP, MEASURE, DRAIN = range(3)
 
 # Columns of the per-server table ``srv`` (N x SRV_COLS, int64).
-S_QLEN, S_HEAD, S_TAIL, S_BUSY, S_IQ, S_IQPOS, S_JPOS = range(7)
+S_QLEN, S_HEAD, S_TAIL, S_BUSY, S_IQ, S_IQPOS, S_JPOS, S_HPOS = range(8)
 SRV_COLS = 8
 # Columns of the per-dispatcher table ``dsp`` (M x DSP_COLS, int64).
 D_START, D_SIZE, D_CAP, D_RR = range(4)
 DSP_COLS = 4
 # Columns of the task pool ``pool`` (P x 4, float64: one row of 32 bytes per task): next slot
-# in the server's FIFO (-1: none), batch + 1 (0: not measured), arrival time.
-P_NEXT, P_BATCH, P_ARR = range(3)
+# in the server's FIFO (-1: none), batch + 1 (0: not measured), arrival time, service size.
+P_NEXT, P_BATCH, P_ARR, P_SVC = range(4)
 POOL_COLS = 4
 
 # Indices into the int64 scalar state ``ist``.
@@ -73,8 +73,10 @@ POOL_COLS = 4
     I_NREC,
     I_PHASE,
     I_MAXLEN,
-) = range(12)
-N_IST = 12
+    I_TASK_PTR,
+    I_HEAP_N,
+) = range(14)
+N_IST = 14
 
 # Indices into the float64 scalar state ``fst``.
 F_NOW, F_TWARM, F_TEND, F_AREA_P0, F_LAST_P0 = range(5)
@@ -188,6 +190,46 @@ def _choose_iqueue(rng, policy, m_count, d, dsp, dperm):
 
 
 @kernel
+def _sift_up(i, heap, hkey, srv):
+    """Move entry ``i`` of the completion-time heap up to its place."""
+    s = heap[i]
+    key = hkey[i]
+    while i > 0:
+        p = (i - 1) // 2
+        if hkey[p] <= key:
+            break
+        heap[i] = heap[p]
+        hkey[i] = hkey[p]
+        srv[heap[i], S_HPOS] = i
+        i = p
+    heap[i] = s
+    hkey[i] = key
+    srv[s, S_HPOS] = i
+
+
+@kernel
+def _sift_down(i, size, heap, hkey, srv):
+    """Move entry ``i`` of the completion-time heap down to its place."""
+    s = heap[i]
+    key = hkey[i]
+    while True:
+        c = 2 * i + 1
+        if c >= size:
+            break
+        if c + 1 < size and hkey[c + 1] < hkey[c]:
+            c += 1
+        if hkey[c] >= key:
+            break
+        heap[i] = heap[c]
+        hkey[i] = hkey[c]
+        srv[heap[i], S_HPOS] = i
+        i = c
+    heap[i] = s
+    hkey[i] = key
+    srv[s, S_HPOS] = i
+
+
+@kernel
 def _start_measure(tw, ist, fst, area, last):
     ist[I_PHASE] = MEASURE
     fst[F_TWARM] = tw
@@ -227,6 +269,7 @@ def init_state(
         srv[s, S_IQ] = -1
         srv[s, S_IQPOS] = -1
         srv[s, S_JPOS] = s
+        srv[s, S_HPOS] = -1
         jperm[s] = s
         perm[s] = s
     size = pool.shape[0]
@@ -234,6 +277,7 @@ def init_state(
         pool[k, P_NEXT] = k + 1 if k + 1 < size else -1
         pool[k, P_BATCH] = 0.0
         pool[k, P_ARR] = 0.0
+        pool[k, P_SVC] = 0.0
     for i in range(cnt.shape[0]):
         cnt[i] = 0
     cnt[0] = n
@@ -289,6 +333,11 @@ def run(
     buf,
     bsum,
     bcnt,
+    arr_times,
+    svc,
+    speed,
+    heap,
+    hkey,
 ):
     """Advance the simulation until done, or until the caller must act (see status codes).
 
@@ -300,10 +349,21 @@ def run(
     ``(B,)``) and appended to ``buf`` (float32) at ``ist[I_NREC]``.  Per-level arrays
     ``cnt``, ``area``, ``last`` (float64, shape ``(L,)``) hold the number of servers with at
     least i tasks and its integral; ``bstart`` (int64, ``(L + 1,)``) the JSQ buckets.
+
+    General mode (``ipar[10] = 1``): instead of the Markov chain, a discrete-event
+    simulation of given tasks.  ``arr_times`` / ``svc`` (float64, one chunk) hold arrival
+    times and service sizes, consumed from ``ist[I_TASK_PTR]``; ``ipar[11] = 1`` marks the
+    last chunk (otherwise the kernel returns ``NEED_TASKS`` at its end).  A task of size x
+    at server s takes x / ``speed[s]``; completions are kept in a binary heap (``heap``:
+    servers, ``hkey``: completion times, shape ``(N,)``).  An arrival comes before a
+    completion at the same instant.
     """
     policy, n, m_count, d, z = ipar[0], ipar[1], ipar[2], ipar[3], ipar[4]
     replace = ipar[5] == 1
     arr_warm, arr_end, budget, nbatch = ipar[6], ipar[7], ipar[8], ipar[9]
+    general = ipar[10] == 1
+    last_chunk = ipar[11] == 1
+    chunk_len = arr_times.shape[0]
     lam_n, t_warm, t_end = fpar[0], fpar[1], fpar[2]
     iq_policy = policy >= JIQ
     deletes = iq_policy and policy != JIQ_ORIGINAL
@@ -319,7 +379,10 @@ def run(
     maxlen = ist[I_MAXLEN]
     jsq_min = ist[I_JSQ_MIN]
     phase = ist[I_PHASE]
+    ptr = ist[I_TASK_PTR]
+    heap_n = ist[I_HEAP_N]
     buf_size = buf.shape[0]
+    task_svc = 0.0
     done = 0
     status = CHUNK
     while True:
@@ -341,10 +404,29 @@ def run(
         if nrec >= buf_size:
             status = BUFFER_FULL
             break
-        rate = lam_n + nbusy
-        now = now + rng.standard_exponential() / rate
-        u = rng.random() * rate
-        is_arrival = u < lam_n
+        u = 0.0
+        if general:
+            if ptr >= chunk_len and not last_chunk:
+                status = NEED_TASKS
+                break
+            na = arr_times[ptr] if ptr < chunk_len else np.inf
+            nd = hkey[0] if heap_n > 0 else np.inf
+            if na == np.inf and nd == np.inf:  # no task left anywhere
+                if phase == WARMUP:
+                    _start_measure(now, ist, fst, area, last)
+                    phase = MEASURE
+                if phase == MEASURE:
+                    _finish_measure(now, ist, fst, cnt, area, last)
+                    phase = DRAIN
+                status = DONE
+                break
+            is_arrival = na <= nd
+            now = na if is_arrival else nd
+        else:
+            rate = lam_n + nbusy
+            now = now + rng.standard_exponential() / rate
+            u = rng.random() * rate
+            is_arrival = u < lam_n
         if phase == WARMUP:
             if arr_end < 0 and now >= t_warm:
                 _start_measure(t_warm, ist, fst, area, last)
@@ -363,10 +445,17 @@ def run(
         done += 1
         if is_arrival:
             arrivals += 1
-            # Given an arrival, u / lam_n is uniform on [0, 1): it picks the dispatcher.
-            m = int(u / lam_n * m_count)
-            if m >= m_count:
-                m = m_count - 1
+            if general:
+                task_svc = svc[ptr]
+                ptr += 1
+                m = 0
+                if policy == ROUND_ROBIN or iq_policy:
+                    m = _uniform_index(rng, m_count)
+            else:
+                # Given an arrival, u / lam_n is uniform on [0, 1): it picks the dispatcher.
+                m = int(u / lam_n * m_count)
+                if m >= m_count:
+                    m = m_count - 1
             from_iq = False
             if policy == RANDOM:
                 s = _uniform_index(rng, n)
@@ -397,6 +486,7 @@ def run(
             pool_free = int(pool[idx, P_NEXT])
             pool[idx, P_NEXT] = -1.0
             pool[idx, P_ARR] = now
+            pool[idx, P_SVC] = task_svc
             if measuring:
                 if arr_end >= 0:
                     b = (arrivals - 1 - arr_warm) * nbatch // (arr_end - arr_warm)
@@ -424,6 +514,11 @@ def run(
                 srv[s, S_BUSY] = nbusy
                 busy_list[nbusy] = s
                 nbusy += 1
+                if general:
+                    heap[heap_n] = s
+                    hkey[heap_n] = now + task_svc / speed[s]
+                    _sift_up(heap_n, heap, hkey, srv)
+                    heap_n += 1
             if policy == JSQ:
                 j = bstart[new] - 1  # last slot of bucket `old`
                 other = jperm[j]
@@ -446,10 +541,13 @@ def run(
                     if measuring:
                         msg[M_JOIN] += 1
         else:
-            k = int(u - lam_n)
-            if k >= nbusy:
-                k = nbusy - 1
-            s = busy_list[k]
+            if general:
+                s = heap[0]
+            else:
+                k = int(u - lam_n)
+                if k >= nbusy:
+                    k = nbusy - 1
+                s = busy_list[k]
             idx = srv[s, S_HEAD]
             nxt = int(pool[idx, P_NEXT])
             srv[s, S_HEAD] = nxt
@@ -472,6 +570,17 @@ def run(
                 last[old] = now
             cnt[old] -= 1
             srv[s, S_QLEN] = new
+            if general:
+                if new > 0:  # the next task starts service at once
+                    hkey[0] = now + pool[srv[s, S_HEAD], P_SVC] / speed[s]
+                    _sift_down(0, heap_n, heap, hkey, srv)
+                else:
+                    heap_n -= 1
+                    srv[s, S_HPOS] = -1
+                    if heap_n > 0:
+                        heap[0] = heap[heap_n]
+                        hkey[0] = hkey[heap_n]
+                        _sift_down(0, heap_n, heap, hkey, srv)
             if new == 0:
                 p = srv[s, S_BUSY]
                 nbusy -= 1
@@ -507,4 +616,6 @@ def run(
     ist[I_NREC] = nrec
     ist[I_MAXLEN] = maxlen
     ist[I_JSQ_MIN] = jsq_min
+    ist[I_TASK_PTR] = ptr
+    ist[I_HEAP_N] = heap_n
     return status

@@ -9,12 +9,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 
 from cloudsched.dispatch import _kernel as K
 
-__all__ = ["Engine", "RawRun", "run_once"]
+__all__ = ["Engine", "RawRun", "TaskSource", "run_once"]
 
 _CHUNK_EVENTS = 1 << 22
 _BUFFER = 1 << 20
@@ -34,6 +35,14 @@ class RawRun:
     messages: np.ndarray  # join, delete, probe, stale
     events: int
     wall_seconds: float
+
+
+class TaskSource(Protocol):
+    """Supplies tasks to the general (event-list) mode in chunks."""
+
+    def next_chunk(self) -> tuple[np.ndarray, np.ndarray, bool]:
+        """Return arrival times and service sizes (float64) and whether this is the last chunk."""
+        ...
 
 
 def _grow(a: np.ndarray, size: int, fill: float | int) -> np.ndarray:
@@ -83,6 +92,8 @@ class Engine:
         t_end: float,
         rng: np.random.Generator,
         batches: int = 20,
+        source: TaskSource | None = None,
+        speeds: np.ndarray | None = None,
     ) -> None:
         i64 = np.int64
         self.n, self.m, self.rng = n, m, rng
@@ -106,6 +117,14 @@ class Engine:
         self.ist = np.zeros(K.N_IST, i64)
         self.fst = np.zeros(K.N_FST)
         self.msg = np.zeros(4, i64)
+        # general mode (discrete-event simulation of given tasks) when a task source is given
+        self.source = source
+        general = source is not None
+        self.arr_times = np.zeros(0)  # empty: the first event asks for a chunk
+        self.svc = np.zeros(0)
+        self.speed = np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64)
+        self.heap = np.zeros(n if general else 1, i64)
+        self.hkey = np.zeros(n if general else 1)
         if end_tasks >= 0:
             expected_tasks = end_tasks - warm_tasks
             self.expected_events = 2.0 * end_tasks
@@ -116,7 +135,8 @@ class Engine:
         self.bsum = np.zeros(batches)
         self.bcnt = np.zeros(batches, i64)
         self.ipar = np.array(
-            [code, n, m, d, z, int(replace), warm_tasks, end_tasks, 0, batches], i64
+            [code, n, m, d, z, int(replace), warm_tasks, end_tasks, 0, batches, int(general), 0],
+            i64,
         )
         self.fpar = np.array([load * n, t_warm, t_end])
         self.chunks: list[np.ndarray] = []
@@ -135,7 +155,8 @@ class Engine:
                 self.rng, self.ipar, self.fpar, self.srv, self.dsp, self.pool,
                 self.busy_list, self.cnt, self.area, self.last, self.bstart, self.jperm,
                 self.perm, self.dperm, self.arena, self.free_head, self.ist, self.fst, self.msg,
-                self.buf, self.bsum, self.bcnt,
+                self.buf, self.bsum, self.bcnt, self.arr_times, self.svc, self.speed, self.heap,
+                self.hkey,
             )  # fmt: skip
             self.wall += time.perf_counter() - t0
             if status == K.DONE:
@@ -162,6 +183,11 @@ class Engine:
             self.area = _grow(self.area, new, 0.0)
             self.last = _grow(self.last, new, self.fst[K.F_NOW])
             self.bstart = _grow(self.bstart, new + 1, self.n)
+        elif status == K.NEED_TASKS:
+            assert self.source is not None
+            self.arr_times, self.svc, last = self.source.next_chunk()
+            ist[K.I_TASK_PTR] = 0
+            self.ipar[11] = int(last)
         elif status == K.BUFFER_FULL:
             self.chunks.append(self.buf[: ist[K.I_NREC]].copy())
             ist[K.I_NREC] = 0
@@ -219,6 +245,8 @@ def run_once(
     rng: np.random.Generator,
     batches: int = 20,
     progress: Callable[[float], None] | None = None,
+    source: TaskSource | None = None,
+    speeds: np.ndarray | None = None,
 ) -> RawRun:
     """Simulate one replication to completion.
 
@@ -226,8 +254,9 @@ def run_once(
     ``end_tasks - 1`` are measured) or in time (``end_tasks = -1``: ``[t_warm, t_end]``).
     """
     engine = Engine(
-        code, n, m, load, d, z, replace, warm_tasks, end_tasks, t_warm, t_end, rng, batches
-    )
+        code, n, m, load, d, z, replace, warm_tasks, end_tasks, t_warm, t_end, rng, batches,
+        source, speeds,
+    )  # fmt: skip
     while not engine.advance(_CHUNK_EVENTS):
         if progress is not None:
             progress(min(1.0, engine.ist[K.I_EVENTS] / engine.expected_events))

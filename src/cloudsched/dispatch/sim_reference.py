@@ -13,7 +13,7 @@ from collections import deque
 import numpy as np
 
 from cloudsched.dispatch import _kernel as K
-from cloudsched.dispatch.engine import RawRun
+from cloudsched.dispatch.engine import RawRun, TaskSource
 
 __all__ = ["reference_run"]
 
@@ -24,12 +24,15 @@ def _index(rng: np.random.Generator, n: int) -> int:
 
 class _Reference:
     def __init__(
-        self, code: int, n: int, m: int, d: int, z: int, replace: bool, rng: np.random.Generator
-    ) -> None:
+        self, code: int, n: int, m: int, d: int, z: int, replace: bool, rng: np.random.Generator,
+        speeds: np.ndarray | None = None,
+    ) -> None:  # fmt: skip
         self.code, self.n, self.m, self.d, self.rng = code, n, m, d, rng
         self.replace = replace
         self.thresh = z if code == K.JIQ_THRESHOLD else 0
-        self.queues: list[deque[tuple[float, int]]] = [deque() for _ in range(n)]
+        self.queues: list[deque[tuple[float, int, float]]] = [deque() for _ in range(n)]
+        self.speeds = speeds
+        self.done_at: dict[int, float] = {}  # general mode: completion time of each busy server
         self.busy: list[int] = []
         self.busy_pos = [-1] * n
         self.perm = list(range(n))
@@ -114,9 +117,16 @@ class _Reference:
         self.jsq_min = min(self.jsq_min, old - 1)
 
     # events -------------------------------------------------------------------------------
-    def arrival(self, now: float, u_arrival: float, measuring: bool, batch: int) -> None:
+    def arrival(
+        self, now: float, u_arrival: float | None, measuring: bool, batch: int, size: float = 0.0
+    ) -> None:
         code, rng = self.code, self.rng
-        m = min(int(u_arrival * self.m), self.m - 1)
+        if u_arrival is not None:
+            m = min(int(u_arrival * self.m), self.m - 1)
+        elif code == K.ROUND_ROBIN or code >= K.JIQ:
+            m = _index(rng, self.m)
+        else:
+            m = 0
         from_iq = False
         if code == K.RANDOM:
             s = _index(rng, self.n)
@@ -141,10 +151,12 @@ class _Reference:
         else:
             s = _index(rng, self.n)
         old = len(self.queues[s])
-        self.queues[s].append((now, batch))
+        self.queues[s].append((now, batch, size))
         if old == 0:
             self.busy_pos[s] = len(self.busy)
             self.busy.append(s)
+            if self.speeds is not None:
+                self.done_at[s] = now + size / self.speeds[s]
         if code == K.JSQ:
             self._bucket_up(s, old)
         if code >= K.JIQ and code != K.JIQ_ORIGINAL:
@@ -154,10 +166,14 @@ class _Reference:
             elif from_iq and old + 1 <= self.thresh:
                 self._join(s, measuring)
 
-    def departure(self, k: int, now: float, measuring: bool) -> tuple[float, int]:
-        s = self.busy[k]
-        arrived, batch = self.queues[s].popleft()
+    def departure(self, s: int, now: float, measuring: bool) -> tuple[float, int]:
+        arrived, batch, _ = self.queues[s].popleft()
         old = len(self.queues[s]) + 1
+        if self.speeds is not None:
+            if self.queues[s]:
+                self.done_at[s] = now + self.queues[s][0][2] / self.speeds[s]
+            else:
+                del self.done_at[s]
         if old == 1:
             last = self.busy.pop()
             if last != s:
@@ -186,9 +202,19 @@ def reference_run(
     t_end: float,
     rng: np.random.Generator,
     batches: int = 20,
+    source: TaskSource | None = None,
+    speeds: np.ndarray | None = None,
 ) -> RawRun:
-    """Run the reference simulator; same arguments and result as ``engine.run_once``."""
-    ref = _Reference(code, n, m, d, z, replace, rng)
+    """Run the reference simulator; same arguments and result as ``engine.run_once``.
+
+    With a task ``source`` it is the event-list (general) mode: the next event is the
+    earlier of the next arrival and the earliest completion (found by a scan).
+    """
+    general = source is not None
+    if general:
+        speeds = np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64)
+    ref = _Reference(code, n, m, d, z, replace, rng, speeds if general else None)
+    chunk_arr, chunk_svc, last, ptr = np.zeros(0), np.zeros(0), False, 0
     lam_n = load * n
     now, arrivals, events, phase = 0.0, 0, 0, K.WARMUP
     in_system_measured = 0
@@ -213,10 +239,26 @@ def reference_run(
         p0_area += sum(1 for q in ref.iq if not q) * dt
 
     while not (phase == K.DRAIN and in_system_measured == 0):
-        rate = lam_n + len(ref.busy)
-        nxt = now + rng.standard_exponential() / rate
-        u = rng.random() * rate
-        is_arrival = u < lam_n
+        u, dep = 0.0, -1
+        if source is not None:
+            if ptr >= chunk_arr.size and not last:
+                chunk_arr, chunk_svc, last = source.next_chunk()
+                ptr = 0
+            na = chunk_arr[ptr] if ptr < chunk_arr.size else np.inf
+            dep, nd = min(ref.done_at.items(), key=lambda kv: kv[1], default=(-1, np.inf))
+            if na == np.inf and nd == np.inf:
+                if phase == K.WARMUP:
+                    phase, tw = K.MEASURE, now
+                if phase == K.MEASURE:
+                    te, phase = now, K.DRAIN
+                break
+            is_arrival = bool(na <= nd)
+            nxt = float(na if is_arrival else nd)
+        else:
+            rate = lam_n + len(ref.busy)
+            nxt = now + rng.standard_exponential() / rate
+            u = rng.random() * rate
+            is_arrival = u < lam_n
         if phase == K.WARMUP and (
             (end_tasks < 0 and nxt >= t_warm)
             or (end_tasks >= 0 and is_arrival and arrivals == warm_tasks)
@@ -247,11 +289,16 @@ def reference_run(
                 )
             elif measuring:
                 batch = min(int((now - t_warm) / (t_end - t_warm) * batches), batches - 1)
-            ref.arrival(now, u / lam_n, measuring, batch)
+            if source is not None:
+                ref.arrival(now, None, measuring, batch, float(chunk_svc[ptr]))
+                ptr += 1
+            else:
+                ref.arrival(now, u / lam_n, measuring, batch)
             in_system_measured += 1 if measuring else 0
         else:
-            k = min(int(u - lam_n), len(ref.busy) - 1)
-            rt, batch = ref.departure(k, now, measuring)
+            if source is None:
+                dep = ref.busy[min(int(u - lam_n), len(ref.busy) - 1)]
+            rt, batch = ref.departure(dep, now, measuring)
             if batch >= 0:
                 times.append(rt)
                 bsum[batch] += rt

@@ -45,12 +45,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import stats
 
 from cloudsched.dispatch import _kernel as K
-from cloudsched.dispatch.engine import RawRun, _ensure_compiled, run_once
+from cloudsched.dispatch.distributions import Distribution, Exponential, parse_spec
+from cloudsched.dispatch.engine import RawRun, TaskSource, _ensure_compiled, run_once
 from cloudsched.dispatch.policies import check_policy
-from cloudsched.errors import ParameterError, check_int, check_real
+from cloudsched.dispatch.workload import RenewalSource, Trace, TraceSource
+from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 
 __all__ = ["SimulationResult", "simulate"]
 
@@ -95,6 +98,7 @@ class SimulationResult:
     events: int
     wall_seconds: float
     events_per_second: float
+    engine: str
     response_times: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -148,11 +152,81 @@ def _resolve_dispatchers(servers: int, dispatchers: int | None, r: float | None)
     return check_int("dispatchers", dispatchers, low=1, high=servers)
 
 
+@dataclass(frozen=True)
+class _Workload:
+    """Resolved arrivals and services: the fast path, or task sources for the event list."""
+
+    general: bool
+    rate_per_server: float  # arrivals per server per unit time
+    load: float  # offered load per unit of capacity
+    interarrival: Distribution
+    service: Distribution
+    trace: Trace | None
+    speeds: np.ndarray | None
+
+    def source(self, rng: np.random.Generator, n: int) -> TaskSource | None:
+        if not self.general:
+            return None
+        if self.trace is not None:
+            return TraceSource(self.trace)
+        arr_rng, svc_rng = rng.spawn(2)
+        return RenewalSource(
+            self.interarrival, self.service, self.rate_per_server * n, arr_rng, svc_rng
+        )
+
+
+def _resolve_workload(
+    servers: int,
+    load: float | None,
+    service: Distribution | str | None,
+    arrivals: Distribution | str | None,
+    speeds: ArrayLike | None,
+    trace: Trace | None,
+    service_scale: float,
+    engine: str,
+) -> _Workload:
+    check_choice("engine", engine, ("auto", "exponential", "general"))
+    svc = parse_spec(service, "service") if isinstance(service, str) else service or Exponential()
+    gap = (
+        parse_spec(arrivals, "arrivals") if isinstance(arrivals, str) else arrivals or Exponential()
+    )
+    speed = None
+    if speeds is not None:
+        speed = np.asarray(speeds, dtype=np.float64)
+        if speed.shape != (servers,) or not np.all(np.isfinite(speed)) or np.any(speed <= 0):
+            raise ParameterError("speeds", f"{speed.size} values", f"{servers} positive numbers")
+    capacity = float(speed.sum()) if speed is not None else float(servers)
+    service_scale = check_real("service_scale", service_scale, low=0.0, low_open=True)
+    if trace is not None:
+        if service is not None or arrivals is not None:
+            raise ParameterError("trace", trace.source, "given without service or arrivals laws")
+        if load is not None:
+            load = check_real("load", load, low=0.0, low_open=True)
+        replay = trace.replay(capacity, load, service_scale)
+        offered = float(replay.services.sum() / (max(replay.span, 1e-300) * capacity))
+        rate = (replay.arrivals.size - 1) / max(replay.span, 1e-300) / servers
+        return _Workload(True, rate, offered, gap, svc, replay, speed)
+    if load is None:
+        raise ParameterError("load", None, "a number > 0 (it may be left out only with a trace)")
+    load = check_real("load", load, low=0.0, low_open=True)
+    fast = (
+        isinstance(svc, Exponential) and svc.mean == 1.0 and isinstance(gap, Exponential)
+        and speed is None
+    )  # fmt: skip
+    if engine == "exponential" and not fast:
+        raise ParameterError(
+            "engine", engine, "'general' or 'auto' unless arrivals are Poisson and service exp(1)"
+        )
+    general = engine == "general" or not fast
+    rate = load * capacity / svc.mean / servers
+    return _Workload(general, rate, load, gap, svc, None, speed)
+
+
 def simulate(
     policy: str,
     *,
     servers: int,
-    load: float,
+    load: float | None,
     dispatchers: int | None = None,
     r: float | None = None,
     d: int = 2,
@@ -164,10 +238,21 @@ def simulate(
     replications: int = 1,
     batches: int = DEFAULT_BATCHES,
     rng: int | np.random.Generator | None = None,
+    service: Distribution | str | None = None,
+    arrivals: Distribution | str | None = None,
+    speeds: ArrayLike | None = None,
+    trace: Trace | None = None,
+    service_scale: float = 1.0,
+    engine: str = "auto",
     keep_response_times: bool = False,
     progress: Callable[[float], None] | None = None,
 ) -> SimulationResult:
-    """Simulate a dispatch policy with Poisson arrivals and exponential service (mean 1).
+    """Simulate a dispatch policy.
+
+    By default arrivals are Poisson and service times exponential with mean 1, simulated
+    by the compiled Markov-chain engine (the fast path).  Other service or inter-arrival
+    laws, per-server speeds or a trace switch to the compiled event-list engine, which has
+    the same policies, measurements and result record.
 
     Parameters
     ----------
@@ -175,9 +260,12 @@ def simulate(
         One of :data:`cloudsched.dispatch.POLICIES`.
     servers : int
         Number of servers N (>= 1).
-    load : float
-        Arrival rate per server (> 0).  Loads >= 1 have no steady state: a warning is
-        issued and the run is bounded by ``tasks`` or ``horizon`` as usual.
+    load : float or None
+        Offered load per unit of capacity (> 0): the arrival rate is
+        ``load * sum(speeds) / E[service]`` (``load * N`` by default).  Loads >= 1 have no
+        steady state: a warning is issued and the run is bounded by ``tasks`` or
+        ``horizon`` as usual.  With a trace, None replays its own times, and a number
+        rescales its inter-arrival times by one common factor (service times untouched).
     dispatchers, r : int or float
         Number of dispatchers M in [1, N], or servers per dispatcher (M = round(N / r)).
         Needed by ``round-robin`` and the JIQ family; defaults to M = 1 for the others.
@@ -188,9 +276,10 @@ def simulate(
     with_replacement : bool
         ``pod``/``jiq-pod`` probe with replacement instead of ``d`` distinct servers.
     tasks : int, optional
-        Run length in arrivals (default ``max(10**6, 100 * N)`` when ``horizon`` is not given).
+        Run length in arrivals (default ``max(10**6, 100 * N)`` when ``horizon`` is not
+        given; with a trace, all its tasks).
     horizon : float, optional
-        Run length in time (mean service times).
+        Run length in time (mean service times; trace replays start at time 0).
     warmup : float
         Fraction of the run discarded before measuring, in [0, 0.9].
     replications : int
@@ -200,6 +289,16 @@ def simulate(
     rng : int, numpy.random.Generator or None
         Root seed.  An int (or None: fresh entropy, recorded in the result as ``seed``) seeds
         a :class:`numpy.random.SeedSequence`; a Generator is used directly (``seed`` is None).
+    service, arrivals : Distribution or str, optional
+        Service-time law and inter-arrival shape (see :func:`parse_spec`); default ``exp``.
+    speeds : array_like, optional
+        Speed of each server (a task of size x takes x / speed).
+    trace : Trace, optional
+        Replay these tasks instead of drawing them.
+    service_scale : float
+        Multiplies trace service times (unit conversion).
+    engine : str
+        ``auto`` (fast path when it applies), ``exponential`` or ``general``.
     keep_response_times : bool
         Keep every measured response time in the result (``response_times``).
     progress : callable, optional
@@ -212,7 +311,7 @@ def simulate(
     """
     check_policy(policy)
     servers = check_int("servers", servers, low=1)
-    load = check_real("load", load, low=0.0, low_open=True)
+    work = _resolve_workload(servers, load, service, arrivals, speeds, trace, service_scale, engine)
     needs_m = policy == "round-robin" or policy.startswith("jiq")
     if needs_m or dispatchers is not None or r is not None:
         m = _resolve_dispatchers(servers, dispatchers, r)
@@ -228,17 +327,20 @@ def simulate(
     if tasks is not None and horizon is not None:
         raise ParameterError("tasks", tasks, "given alone (use tasks or horizon, not both)")
     if tasks is not None:
-        tasks = check_int("tasks", tasks, low=1)
+        high = work.trace.arrivals.size - 1 if work.trace is not None else None
+        tasks = check_int("tasks", tasks, low=1, high=high)
     elif horizon is not None:
         horizon = check_real("horizon", horizon, low=0.0, low_open=True)
+    elif work.trace is not None:
+        tasks = work.trace.arrivals.size - 1  # the last arrival closes the window
     else:
         tasks = max(10**6, 100 * servers)
     warmup = check_real("warmup", warmup, low=0.0, high=0.9)
     replications = check_int("replications", replications, low=1)
     batches = check_int("batches", batches, low=2)
-    if load >= 1.0:
+    if work.load >= 1.0:
         warnings.warn(
-            f"load {load:g} >= 1: no steady state exists; results describe a run bounded by "
+            f"load {work.load:g} >= 1: no steady state exists; results describe a run bounded by "
             + (f"{tasks} tasks" if tasks is not None else f"horizon {horizon:g}"),
             RuntimeWarning,
             stacklevel=2,
@@ -268,13 +370,14 @@ def simulate(
         sub = None
         if progress is not None:
             sub = lambda f, k=k: progress((k + f) / len(gens))  # noqa: E731
+        source = work.source(gen, servers)
         runs.append(
-            run_once(code, servers, m, load, d, threshold, with_replacement, warm_tasks,
-                     end_tasks, t_warm, t_end, gen, batches, sub)
+            run_once(code, servers, m, work.rate_per_server, d, threshold, with_replacement,
+                     warm_tasks, end_tasks, t_warm, t_end, gen, batches, sub, source, work.speeds)
         )  # fmt: skip
     return _summarise(
-        runs, policy, servers, m, load, d, threshold, with_replacement, tasks, horizon,
-        warmup, seed, batches, keep_response_times,
+        runs, policy, servers, m, work.load, d, threshold, with_replacement, tasks, horizon,
+        warmup, seed, batches, keep_response_times, work.general,
     )  # fmt: skip
 
 
@@ -293,6 +396,7 @@ def _summarise(
     seed: int | None,
     batches: int,
     keep: bool,
+    general: bool,
 ) -> SimulationResult:
     if any(run.response_times.size == 0 for run in runs):
         raise ParameterError(
@@ -355,5 +459,6 @@ def _summarise(
         events=events,
         wall_seconds=wall,
         events_per_second=events / wall if wall > 0 else math.inf,
+        engine="general" if general else "exponential",
         response_times=times if keep else None,
     )

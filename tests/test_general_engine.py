@@ -1,0 +1,109 @@
+"""The event-list (general) engine: queueing theory oracles, equivalence with the fast path."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from cloudsched.dispatch import simulate
+from cloudsched.dispatch.distributions import Deterministic, LogNormal, Uniform
+from cloudsched.dispatch.workload import Trace
+from cloudsched.errors import ParameterError
+
+
+def within(res, value, level=0.999):
+    """True when ``value`` lies in the ``level`` t-interval of the replication means."""
+    k = res.replications
+    half95 = (res.ci95[1] - res.ci95[0]) / 2
+    se = half95 / stats.t.ppf(0.975, k - 1)
+    half = stats.t.ppf(0.5 + level / 2, k - 1) * se
+    centre = (res.ci95[0] + res.ci95[1]) / 2
+    return abs(centre - value) <= half
+
+
+@pytest.mark.parametrize(
+    "service", [Deterministic(1.0), LogNormal(1.0, 1.5), Uniform(1.0)], ids=repr
+)
+def test_mg1_matches_pollaczek_khinchine(service):
+    load = 0.6
+    res = simulate(
+        "random", servers=1, load=load, service=service, tasks=200_000, replications=10, rng=4
+    )
+    es2 = service.variance + service.mean**2
+    pk = service.mean + load / service.mean * es2 / (2 * (1 - load))
+    assert res.engine == "general"
+    assert within(res, pk)
+
+
+def test_mm1_through_general_engine():
+    res = simulate(
+        "random", servers=4, load=0.8, engine="general", tasks=400_000, replications=8, rng=6
+    )
+    assert res.engine == "general"
+    assert within(res, 5.0)
+
+
+def test_general_and_exponential_engines_agree_on_exponential_input():
+    kw = dict(servers=300, r=10, load=0.9, d=2, tasks=600_000, replications=6)
+    fast = simulate("jiq-pod", engine="exponential", rng=1, **kw)
+    slow = simulate("jiq-pod", engine="general", rng=2, **kw)
+    assert fast.engine == "exponential" and slow.engine == "general"
+    half = math.hypot(fast.ci95[1] - fast.ci95[0], slow.ci95[1] - slow.ci95[0]) / 2
+    assert abs(fast.mean_response_time - slow.mean_response_time) < 1.6 * half + 1e-3
+    assert fast.p0 == pytest.approx(slow.p0, abs=0.01)
+    assert np.allclose(fast.tail[:3], slow.tail[:3], atol=0.01)
+    for key in ("join", "delete", "probe"):
+        assert fast.messages[key] == pytest.approx(slow.messages[key], rel=0.03)
+
+
+def test_heterogeneous_speeds():
+    # random dispatch: server i is an M/M/1 queue with arrival rate 0.75 and speed i
+    res = simulate(
+        "random", servers=2, load=0.5, speeds=[1.0, 2.0], tasks=400_000, replications=8, rng=3
+    )
+    expected = 0.5 / (1 - 0.75) + 0.5 / (2 - 0.75)
+    assert within(res, expected)
+
+
+def test_deterministic_trace_has_no_queueing():
+    times = np.arange(0.0, 200.0, 2.0)
+    res = simulate(
+        "jiq",
+        servers=1,
+        dispatchers=1,
+        load=None,
+        trace=Trace(times, np.ones(times.size)),
+        warmup=0.0,
+    )
+    assert res.mean_response_time == pytest.approx(1.0)
+    assert res.percentiles["p99.9"] == pytest.approx(1.0)
+    assert res.measured_tasks == times.size - 1  # the last arrival closes the window
+    assert res.load == pytest.approx(0.5, rel=0.02)
+
+
+def test_trace_load_rescaling():
+    rng = np.random.default_rng(0)
+    times = np.cumsum(rng.exponential(3.0, 50_000))
+    trace = Trace(times, rng.exponential(2.0, 50_000))
+    res = simulate("pod", servers=10, load=0.7, trace=trace, rng=1)
+    assert res.load == pytest.approx(0.7, rel=1e-9)
+    raw = simulate("pod", servers=10, load=None, trace=trace, rng=1)
+    assert raw.load == pytest.approx(trace.services.sum() / (trace.span * 10), rel=1e-9)
+    slow = simulate("pod", servers=10, load=0.7, trace=trace, rng=1, service_scale=2.0)
+    assert slow.mean_response_time > 1.9 * res.mean_response_time * 0.9
+
+
+def test_bad_general_inputs():
+    with pytest.raises(ParameterError, match=r"^speeds "):
+        simulate("random", servers=3, load=0.5, speeds=[1.0, 2.0])
+    with pytest.raises(ParameterError, match=r"^speeds "):
+        simulate("random", servers=2, load=0.5, speeds=[1.0, 0.0])
+    with pytest.raises(ParameterError, match=r"^engine "):
+        simulate("random", servers=2, load=0.5, service="det", engine="exponential")
+    with pytest.raises(ParameterError, match=r"^load "):
+        simulate("random", servers=2, load=None)
+    with pytest.raises(ParameterError, match=r"^trace "):
+        Trace(np.array([1.0, 0.5]), np.array([1.0, 1.0]))
+    with pytest.raises(ParameterError, match=r"^service "):
+        simulate("random", servers=2, load=0.5, service="weibull")
