@@ -1,0 +1,144 @@
+import gzip
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cloudsched.dispatch.traces import TraceError, read_trace
+
+TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
+GOOGLE = [TRACES / "google2011" / f"part-0000{i}-of-00500.csv.gz" for i in (0, 1)]
+KTH = TRACES / "swf" / "KTH-SP2-1996-2.1-cln.swf.gz"
+LANL = TRACES / "swf" / "LANL-CM5-1994-4.1-cln.swf.gz"
+needs_traces = pytest.mark.skipif(not GOOGLE[0].exists(), reason="shared/traces not present")
+
+
+@needs_traces
+def test_google_parts_in_sequence_match_the_readme():
+    log = read_trace(GOOGLE, "google2011")
+    assert 63_000 <= log.submitted <= 65_000  # "about 64,000 tasks first submitted in the window"
+    assert log.first_submit == pytest.approx(604, abs=1)
+    assert log.last_submit == pytest.approx(10_621, abs=1)
+    t = log.trace
+    assert t.services.mean() == pytest.approx(630, rel=0.02)  # finished tasks run ~630 s
+    assert np.median(t.services) == pytest.approx(363, rel=0.02)
+    assert log.dropped == log.submitted - t.arrivals.size > 0
+    censored = read_trace(GOOGLE, "google2011", unfinished="censor")
+    assert censored.submitted == log.submitted
+    assert censored.trace.arrivals.size == t.arrivals.size + censored.censored
+    assert np.all(np.diff(censored.trace.arrivals) >= 0)
+
+
+@needs_traces
+@pytest.mark.parametrize(("path", "jobs"), [(KTH, 28_476), (LANL, 122_060)])
+def test_swf_job_counts(path, jobs):
+    log = read_trace(path, "swf")
+    assert log.records == jobs
+    assert log.trace.arrivals.size == jobs - log.dropped
+    assert log.header["MaxNodes"] in ("100", "1024")
+
+
+def test_csv(tmp_path):
+    f = tmp_path / "log.csv"
+    f.write_text("arrival,service,user\n0,2.5,a\n1.5,1,b\n1.5,3,c\n")
+    log = read_trace(f, "csv")
+    assert log.trace.arrivals.tolist() == [0, 1.5, 1.5]
+    assert log.trace.services.tolist() == [2.5, 1, 3]
+
+
+GOOD_GOOGLE = [
+    "0,,1,0,,0,u,0,0,,,,",
+    "700000000,,2,0,,0,u,0,0,,,,",
+    "700000100,,2,0,5,1,u,0,0,,,,",
+    "705000100,,2,0,5,4,u,0,0,,,,",
+    "800000000,,3,7,,0,u,0,0,,,,",
+    "800000500,,3,7,6,1,u,0,0,,,,",
+    "900000500,,3,7,6,4,u,0,0,,,,",
+]
+
+
+def write_gz(path, lines):
+    with gzip.open(path, "wt") as fh:
+        fh.write("\n".join(lines) + "\n")
+    return path
+
+
+def test_google_small_log_rules(tmp_path):
+    log = read_trace(write_gz(tmp_path / "g.csv.gz", GOOD_GOOGLE), "google2011")
+    assert log.trace.arrivals.tolist() == [700.0, 800.0]
+    assert log.trace.services.tolist() == pytest.approx([5.0, 100.0])
+    assert log.submitted == 2  # the task at time 0 was present before the window
+
+
+MALFORMED = {
+    "wrong column count": (
+        [*GOOD_GOOGLE[:3], "700000200,,2,0,5,1,u,0,0,,,"],
+        "google2011",
+        ":4: expected 13",
+    ),
+    "non-numeric": (
+        [*GOOD_GOOGLE[:2], "soon,,2,0,5,1,u,0,0,,,,"],
+        "google2011",
+        ":3: time must be a number",
+    ),
+    "negative time": (
+        [*GOOD_GOOGLE[:2], "-5,,2,0,5,1,u,0,0,,,,"],
+        "google2011",
+        ":3: time must be >= 0",
+    ),
+    "unsorted": (
+        [*GOOD_GOOGLE[:3], "600000000,,2,0,5,4,u,0,0,,,,"],
+        "google2011",
+        ":4: events out of time order",
+    ),
+    "bad event": ([*GOOD_GOOGLE[:2], "700000200,,2,0,5,12,u,0,0,,,,"], "google2011", "event_type"),
+    "swf fields": (
+        ["; MaxJobs: 2", "1 0 0 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1"],
+        "swf",
+        ":2: expected 18",
+    ),
+    "swf number": (
+        ["1 0 0 ten 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1"],
+        "swf",
+        "run time must be a number",
+    ),
+    "swf negative": (
+        ["1 -4 0 10 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1"],
+        "swf",
+        "submit time must be >= 0",
+    ),
+    "csv header": (["time,size", "0,1"], "csv", ":1: the header must name"),
+    "csv unsorted": (["arrival,service", "5,1", "4,1"], "csv", ":3: arrivals out of order"),
+    "csv service": (["arrival,service", "5,0"], "csv", ":2: arrival must be >= 0 and service > 0"),
+    "csv columns": (["arrival,service", "5,1,7"], "csv", ":2: expected 2 fields"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MALFORMED))
+def test_malformed_files_name_file_and_line(tmp_path, case):
+    lines, fmt, fragment = MALFORMED[case]
+    path = write_gz(tmp_path / "bad.gz", lines)
+    with pytest.raises(TraceError) as exc:
+        read_trace(path, fmt)
+    message = str(exc.value)
+    assert str(path) in message and fragment in message
+    assert "\n" not in message
+
+
+def test_truncated_gzip(tmp_path):
+    lines = [f"{700_000_000 + k},,{k},0,,0,u,0,0,,,," for k in range(20_000)]
+    good = write_gz(tmp_path / "g.gz", lines)
+    data = good.read_bytes()
+    cut = tmp_path / "cut.gz"
+    cut.write_bytes(data[: len(data) // 2])
+    with pytest.raises(TraceError, match="truncated or corrupt"):
+        read_trace(cut, "google2011")
+
+
+def test_missing_file_and_binary(tmp_path):
+    with pytest.raises(TraceError, match="cannot open"):
+        read_trace(tmp_path / "nope.csv", "csv")
+    junk = tmp_path / "junk.csv"
+    junk.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(TraceError):
+        read_trace(junk, "csv")
