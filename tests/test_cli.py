@@ -1,6 +1,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -269,3 +270,107 @@ def test_simulate_bad_input_exits_2_with_one_line(capsys, args, name, allowed):
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert name in lines[0] and allowed in lines[0]
+
+
+GOOGLE_PART = (
+    Path(__file__).resolve().parents[2] / "shared/traces/google2011/part-00000-of-00500.csv.gz"
+)
+
+
+def test_simulate_with_service_and_arrival_laws(capsys):
+    code, out, _ = run(
+        capsys,
+        "simulate",
+        "pod",
+        "--servers",
+        "100",
+        "--load",
+        "0.7",
+        "--service",
+        "lognormal:cv=2",
+        "--arrivals",
+        "h2:cv=2",
+        "--tasks",
+        "50000",
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["engine"] == "general" and doc["load"] == 0.7
+
+
+def test_simulate_trace_csv(capsys, tmp_path):
+    log = tmp_path / "log.csv"
+    log.write_text("arrival,service\n" + "".join(f"{2 * k},1\n" for k in range(100)))
+    code, out, _ = run(
+        capsys,
+        "simulate",
+        "jiq",
+        "--servers",
+        "1",
+        "--dispatchers",
+        "1",
+        "--trace",
+        str(log),
+        "--trace-format",
+        "csv",
+        "--warmup",
+        "0",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["mean_response_time"] == pytest.approx(1.0)
+    assert doc["measured_tasks"] == 99
+
+
+@pytest.mark.skipif(not GOOGLE_PART.exists(), reason="shared/traces not present")
+def test_trace_stats_google(capsys, tmp_path):
+    png = tmp_path / "h.png"
+    code, out, _ = run(
+        capsys, "trace", "stats", str(GOOGLE_PART), "--format", "json", "--plot", str(png)
+    )
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["tasks_found"] > 30_000 and doc["service_mean_s"] > 0
+    assert png.stat().st_size > 1000
+
+
+TRACE_BAD = [
+    (
+        ["--trace-format", "csv"],
+        "bad.csv",
+        "arrival,service\n1,1\n0,1\n",
+        ":3: arrivals out of order",
+    ),
+    (["--trace-format", "csv"], "bad.csv", "a,b\n1,1\n", ":1: the header must name"),
+    (["--trace-format", "swf"], "bad.swf", "1 2 3\n", ":1: expected 18"),
+    (["--trace-format", "google2011"], "bad.csv", "1,2,3\n", ":1: expected 13"),
+    (["--trace-format", "xml"], "bad.csv", "1\n", "--trace-format must be one of"),
+]
+
+
+@pytest.mark.parametrize(("args", "name", "text", "fragment"), TRACE_BAD)
+def test_malformed_traces_exit_2_with_one_line(capsys, tmp_path, args, name, text, fragment):
+    path = tmp_path / name
+    path.write_text(text)
+    for command in (
+        ["trace", "stats", str(path)],
+        ["simulate", "jiq", "--servers", "2", "--r", "1", "--trace", str(path)],
+    ):
+        code, out, err = run(capsys, *command, *args)
+        assert code == 2 and out == ""
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and fragment in lines[0], err
+
+
+def test_bad_service_spec_exits_2(capsys):
+    code, _, err = run(
+        capsys, "simulate", "pod", "--servers", "10", "--load", "0.5", "--service", "weibull"
+    )
+    assert code == 2
+    assert err.startswith("error: --service must be") and len(err.strip().splitlines()) == 1

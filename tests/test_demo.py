@@ -1,20 +1,36 @@
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 from cloudsched.cli import main
 
+GOOGLE_PART = (
+    Path(__file__).resolve().parents[2] / "shared/traces/google2011/part-00000-of-00500.csv.gz"
+)
 
-def test_demo_writes_report(tmp_path, capsys):
+
+def test_demo_writes_report(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
     out = tmp_path / "report"
     with pytest.raises(SystemExit) as exc:
         main(["demo", "--out", str(out)])
     assert exc.value.code == 0
     report = (out / "report.md").read_text()
-    assert "figure4.png" in report
-    assert (out / "figure4.png").stat().st_size > 1000
+    for name in ("figure4.png", "figure5.png"):
+        assert name in report
+        assert (out / name).stat().st_size > 1000
     data = pd.read_csv(out / "figure4.csv")
     assert set(data["policy"]) == {"Random", "Pod(2)", "JIQ", "JIQ-Pod(2)"}
     table = pd.read_csv(out / "figure4_table.csv")
     row = table[table["load"] == 0.98].iloc[0]
     assert row["JIQ-Pod(2) T"] == pytest.approx(2.540, abs=5e-4)
+    fig5 = pd.read_csv(out / "figure5.csv")
+    assert (fig5["relative_error"].abs() < 0.1).all()
+    table2 = pd.read_csv(out / "table2.csv")
+    assert set(table2["i"]) == set(range(6))
+    if GOOGLE_PART.exists():
+        assert (out / "figure9.png").stat().st_size > 1000
+        fig9 = pd.read_csv(out / "figure9.csv")
+        assert set(fig9["policy"]) == {"Random", "Pod(2)", "JIQ", "JIQ-Pod(2)", "JSQ"}
     assert not list(out.glob(".*.tmp"))

@@ -29,7 +29,6 @@ from rich.progress import (
 )
 from rich.table import Table
 
-from cloudsched.dispatch.policies import NoMeanFieldModelError
 from cloudsched.errors import ParameterError, check_choice, check_int, check_loads, check_real
 from cloudsched.io import atomic_write_text
 
@@ -233,7 +232,10 @@ def simulate(
     ),
     servers: int = typer.Option(..., "--servers", help="Number of servers N (>= 1)."),
     load: str = typer.Option(
-        ..., "--load", help="Arrival rate per server (> 0; >= 1 has no steady state)."
+        None,
+        "--load",
+        help="Offered load per server (> 0; >= 1 has no steady state). With --trace: "
+        "rescale its inter-arrival times to this load (default: the trace's own times).",
     ),
     dispatchers: int = typer.Option(
         None, "--dispatchers", help="Number of dispatchers M in [1, N]."
@@ -263,15 +265,41 @@ def simulate(
     ),
     batches: int = typer.Option(20, "--batches", help="Batches for the batch-means CI (>= 2)."),
     fmt: str = typer.Option("table", "--format", help="table, csv or json."),
+    service: str = typer.Option(
+        None,
+        "--service",
+        help="Service-time law: exp, det, uniform, lognormal:cv=2, h2:cv=3, "
+        "pareto:alpha=1.5,max=1000, empirical:FILE (mean 1 unless mean= is given).",
+    ),
+    arrivals: str = typer.Option(
+        None, "--arrivals", help="Inter-arrival law (same SPEC forms); --load sets its rate."
+    ),
+    trace: list[Path] = typer.Option(
+        None, "--trace", help="Replay this log (repeatable: files are read in order, as one log)."
+    ),
+    trace_format: str = typer.Option(
+        "google2011", "--trace-format", help="google2011, swf or csv."
+    ),
+    unfinished: str = typer.Option(
+        "drop", "--unfinished", help="Google trace tasks that never finish: drop or censor."
+    ),
+    service_scale: float = typer.Option(
+        1.0, "--service-scale", help="Multiply trace service times (unit conversion)."
+    ),
+    engine: str = typer.Option(
+        "auto", "--engine", help="auto, exponential (Markov chain) or general (event list)."
+    ),
     tail: int = typer.Option(6, "--tail", help="Tail columns s_1..s_K in table/csv output."),
     out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
 ) -> None:
-    """Simulate a dispatch policy (Poisson arrivals, exponential service of mean 1)."""
+    """Simulate a dispatch policy: Poisson/exp(1) by default, any laws, or a replayed trace."""
     from cloudsched.dispatch.simulation import simulate as run_simulation
+    from cloudsched.dispatch.traces import read_trace
 
     fmt = check_choice("--format", fmt, FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)
-    lam = check_real("--load", load, low=0.0, low_open=True)
+    lam = None if load is None else check_real("--load", load, low=0.0, low_open=True)
+    log = read_trace(trace, trace_format, unfinished=unfinished) if trace else None
     bar = _LazyProgress(f"{policy} N={servers}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
@@ -280,7 +308,8 @@ def simulate(
                 policy, servers=servers, load=lam, dispatchers=dispatchers, r=r, d=d,
                 threshold=threshold, with_replacement=with_replacement, tasks=tasks,
                 horizon=horizon, warmup=warmup, replications=replications, batches=batches,
-                rng=seed, progress=bar,
+                rng=seed, progress=bar, service=service, arrivals=arrivals,
+                trace=log.trace if log else None, service_scale=service_scale, engine=engine,
             )  # fmt: skip
         finally:
             bar.close()
@@ -294,6 +323,44 @@ def simulate(
     else:
         text = _format_frame(df, fmt, "", res.to_dict())
     _emit(text, out)
+
+
+trace_app = typer.Typer(help="Inspect workload logs.", no_args_is_help=True)
+app.add_typer(trace_app, name="trace")
+
+
+@trace_app.command("stats")
+def trace_stats(
+    files: list[Path] = typer.Argument(..., help="Log files, read in order as one log."),
+    trace_format: str = typer.Option(
+        "google2011", "--trace-format", help="google2011, swf or csv."
+    ),
+    unfinished: str = typer.Option("drop", "--unfinished", help="Google trace: drop or censor."),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+    plot: Path = typer.Option(None, "--plot", help="Histogram of service times to this PNG."),
+    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
+) -> None:
+    """Task count, time span, arrival rate and service-time statistics of a log."""
+    from cloudsched.dispatch.traces import read_trace, trace_summary
+
+    fmt = check_choice("--format", fmt, ("table", "json"))
+    log = read_trace(files, trace_format, unfinished=unfinished)
+    summary = trace_summary(log)
+    if fmt == "json":
+        text = json.dumps(summary, indent=2)
+    else:
+        rows = pd.DataFrame({"field": list(summary), "value": [str(v) for v in summary.values()]})
+        text = _render_table(rows, f"trace: {', '.join(log.files)}")
+    _emit(text, out)
+    if plot is not None:
+        from cloudsched.plotting.dispatch import plot_histogram
+
+        plot_histogram(
+            log.trace.services,
+            plot,
+            xlabel="service time (s)",
+            title=", ".join(Path(f).name for f in log.files),
+        )
 
 
 @app.command()
@@ -312,7 +379,7 @@ def _one_line(message: str) -> str:
 
 
 def _cli_name(error: ParameterError) -> str:
-    if isinstance(error, NoMeanFieldModelError) or error.name.startswith("-"):
+    if error.verbatim or error.name.startswith("-"):
         return str(error)
     name = "POLICY" if error.name == "policy" else "--" + error.name.replace("_", "-")
     return str(ParameterError(name, error.value, error.allowed))

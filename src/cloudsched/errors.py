@@ -24,7 +24,13 @@ __all__ = [
 
 
 class ParameterError(ValueError):
-    """A parameter is outside its allowed range; the message is a single line."""
+    """A parameter is outside its allowed range; the message is a single line.
+
+    Subclasses whose message is complete as it stands (it names a file and line, say) set
+    ``verbatim = True``: front ends then show it unchanged.
+    """
+
+    verbatim = False
 
     def __init__(self, name: str, value: Any, allowed: str) -> None:
         self.name = name

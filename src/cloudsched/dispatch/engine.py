@@ -149,8 +149,15 @@ class Engine:
     def advance(self, budget: int) -> bool:
         """Run at most ``budget`` events; return True when the run is complete."""
         self.ipar[8] = budget
+        t0 = time.perf_counter()
+        try:
+            return self._advance()
+        finally:
+            # wall time covers the kernel, array growth and drawing new tasks
+            self.wall += time.perf_counter() - t0
+
+    def _advance(self) -> bool:
         while True:
-            t0 = time.perf_counter()
             status = K.run(
                 self.rng, self.ipar, self.fpar, self.srv, self.dsp, self.pool,
                 self.busy_list, self.cnt, self.area, self.last, self.bstart, self.jperm,
@@ -158,7 +165,6 @@ class Engine:
                 self.buf, self.bsum, self.bcnt, self.arr_times, self.svc, self.speed, self.heap,
                 self.hkey,
             )  # fmt: skip
-            self.wall += time.perf_counter() - t0
             if status == K.DONE:
                 return True
             if status == K.CHUNK:

@@ -37,7 +37,7 @@ import numpy as np
 from cloudsched.dispatch.workload import Trace
 from cloudsched.errors import ParameterError
 
-__all__ = ["FORMATS", "TraceError", "TraceLog", "read_trace"]
+__all__ = ["FORMATS", "TraceError", "TraceLog", "read_trace", "trace_summary"]
 
 FORMATS = ("google2011", "swf", "csv")
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST = range(7)
@@ -45,6 +45,8 @@ SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST = range(7)
 
 class TraceError(ParameterError):
     """A trace file is missing or malformed; the message names the file and the line."""
+
+    verbatim = True
 
     def __init__(self, where: str, problem: str) -> None:
         super().__init__("trace", where, problem)
@@ -302,3 +304,30 @@ def read_trace(
     if fmt == "swf":
         return _read_swf(files)
     return _read_csv(files)
+
+
+def trace_summary(log: TraceLog) -> dict[str, object]:
+    """Summarise a log: counts, span, arrival rate, service-time statistics (JSON-ready)."""
+    t = log.trace
+    svc = t.services
+    pct = np.percentile(svc, [50, 90, 99])
+    return {
+        "format": log.format,
+        "files": list(log.files),
+        "records": log.records,
+        "tasks_found": log.submitted,
+        "tasks_used": int(t.arrivals.size),
+        "dropped": log.dropped,
+        "censored": log.censored,
+        "first_arrival_s": float(t.arrivals[0]),
+        "last_arrival_s": float(t.arrivals[-1]),
+        "span_s": t.span,
+        "arrival_rate_per_s": (t.arrivals.size - 1) / t.span if t.span > 0 else float("inf"),
+        "service_mean_s": float(svc.mean()),
+        "service_cv": float(svc.std() / svc.mean()),
+        "service_p50_s": float(pct[0]),
+        "service_p90_s": float(pct[1]),
+        "service_p99_s": float(pct[2]),
+        "service_max_s": float(svc.max()),
+        "offered_work_s_per_s": float(svc.sum() / t.span) if t.span > 0 else float("inf"),
+    }

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 
 from cloudsched.plotting._mpl import pyplot, save
 
-__all__ = ["plot_response_time", "plot_trajectory"]
+__all__ = ["plot_cdf", "plot_histogram", "plot_response_time", "plot_trajectory"]
 
 
 def plot_response_time(
@@ -71,6 +71,48 @@ def plot_trajectory(
     ax.set_xlabel("time (mean service times)")
     ax.set_ylabel("mean tasks per server")
     ax.grid(True, alpha=0.3)
+    if title:
+        ax.set_title(title)
+    save(fig, path)
+
+
+def plot_histogram(
+    values: ArrayLike, path: str | os.PathLike[str], *, xlabel: str, title: str = ""
+) -> None:
+    """Histogram on logarithmic bins (values > 0) saved as PNG."""
+    x = np.asarray(values, dtype=np.float64)
+    x = x[x > 0]
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    bins = np.geomspace(x.min(), x.max(), 60) if x.min() < x.max() else 10
+    ax.hist(x, bins=bins)
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("count")
+    ax.grid(True, alpha=0.3)
+    if title:
+        ax.set_title(title)
+    save(fig, path)
+
+
+def plot_cdf(
+    samples: Mapping[str, ArrayLike],
+    path: str | os.PathLike[str],
+    *,
+    xlabel: str = "response time",
+    title: str = "",
+) -> None:
+    """Empirical CDFs of several samples (logarithmic x axis) saved as PNG."""
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    for label, values in samples.items():
+        x = np.sort(np.asarray(values, dtype=np.float64))
+        ax.plot(x, np.arange(1, x.size + 1) / x.size, label=label, lw=1.6)
+    ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel("fraction of tasks")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
     if title:
         ax.set_title(title)
     save(fig, path)
