@@ -3,8 +3,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cloudsched.dispatch.traces import TraceError, read_trace
+from cloudsched.errors import ParameterError
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
 GOOGLE = [TRACES / "google2011" / f"part-0000{i}-of-00500.csv.gz" for i in (0, 1)]
@@ -142,3 +145,39 @@ def test_missing_file_and_binary(tmp_path):
     junk.write_bytes(bytes(range(256)) * 4)
     with pytest.raises(TraceError):
         read_trace(junk, "csv")
+
+
+VALID_CSV = "arrival,service\n" + "".join(f"{k * 0.5},{1 + k % 3}\n" for k in range(40))
+VALID_SWF = "; MaxJobs: 40\n" + "".join(
+    f"{k} {k * 10} 0 {5 + k % 4} 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n" for k in range(1, 41)
+)
+VALID_GOOGLE = "\n".join(GOOD_GOOGLE) + "\n"
+
+
+@settings(max_examples=150)
+@given(
+    fmt=st.sampled_from(["csv", "swf", "google2011"]),
+    cut=st.integers(0, 10_000),
+    junk=st.text(alphabet=",;-. 0123456789xe\n\t", max_size=12),
+    at=st.integers(0, 10_000),
+    gz=st.booleans(),
+    truncate_gz=st.booleans(),
+)
+def test_fuzzed_files_fail_cleanly_or_parse(tmp_path_factory, fmt, cut, junk, at, gz, truncate_gz):
+    text = {"csv": VALID_CSV, "swf": VALID_SWF, "google2011": VALID_GOOGLE}[fmt]
+    at = at % (len(text) + 1)
+    mutated = (text[:at] + junk + text[at:])[: max(1, cut % (len(text) + 20))]
+    path = tmp_path_factory.mktemp("fuzz") / "log"
+    data = mutated.encode()
+    if gz:
+        data = gzip.compress(data)
+        if truncate_gz:
+            data = data[: max(2, len(data) * cut // 10_001)]
+    path.write_bytes(data)
+    try:
+        log = read_trace(path, fmt)
+    except ParameterError as exc:  # TraceError or a too-short trace: one line, names the file
+        assert "\n" not in str(exc) and str(path) in str(exc)
+        return
+    t = log.trace
+    assert t.arrivals.size >= 2 and np.all(np.diff(t.arrivals) >= 0) and np.all(t.services > 0)

@@ -73,6 +73,18 @@ def _parse_loads(load: Sequence[str] | None, loads: str | None) -> np.ndarray:
     return check_loads("--load", list(load))
 
 
+def _parse_speeds(value: str) -> np.ndarray:
+    """``--speeds``: a comma-separated list, or the name of a file of numbers."""
+    path = Path(value)
+    text = path.read_text() if path.is_file() else value
+    try:
+        return np.array([float(t) for t in text.replace(",", " ").split()])
+    except ValueError:
+        raise ParameterError(
+            "--speeds", value, "positive numbers separated by commas, or a file of numbers"
+        ) from None
+
+
 def _emit(text: str, out: Path | None) -> None:
     """Write ``text`` to ``out`` atomically, or print it to standard output."""
     if out is None:
@@ -289,6 +301,9 @@ def simulate(
     engine: str = typer.Option(
         "auto", "--engine", help="auto, exponential (Markov chain) or general (event list)."
     ),
+    speeds: str = typer.Option(
+        None, "--speeds", help="Server speeds: N comma-separated numbers, or a file of N numbers."
+    ),
     tail: int = typer.Option(6, "--tail", help="Tail columns s_1..s_K in table/csv output."),
     out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
 ) -> None:
@@ -300,6 +315,7 @@ def simulate(
     tail = check_int("--tail", tail, low=0, high=1000)
     lam = None if load is None else check_real("--load", load, low=0.0, low_open=True)
     log = read_trace(trace, trace_format, unfinished=unfinished) if trace else None
+    speed = _parse_speeds(speeds) if speeds is not None else None
     bar = _LazyProgress(f"{policy} N={servers}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
@@ -310,6 +326,7 @@ def simulate(
                 horizon=horizon, warmup=warmup, replications=replications, batches=batches,
                 rng=seed, progress=bar, service=service, arrivals=arrivals,
                 trace=log.trace if log else None, service_scale=service_scale, engine=engine,
+                speeds=speed,
             )  # fmt: skip
         finally:
             bar.close()
