@@ -27,6 +27,7 @@ import numpy as np
 
 from cloudsched.dispatch import _kernel as K
 from cloudsched.dispatch import simulate
+from cloudsched.dispatch.engine import RunSpec
 from cloudsched.dispatch.sim_reference import reference_run
 
 N, LOAD = 1000, 0.9
@@ -40,9 +41,8 @@ def engine_rate(policy: str, tasks: int, **kw) -> float:
 def reference_rate(policy: str, tasks: int) -> float:
     code = K.POLICY_CODES[policy]
     t0 = time.perf_counter()
-    raw = reference_run(
-        code, N, 1, LOAD, 2, 0, False, tasks // 5, tasks, -1.0, -1.0, np.random.default_rng(1)
-    )
+    spec = RunSpec(code, N, 1, LOAD, 2, warm_tasks=tasks // 5, end_tasks=tasks)
+    raw = reference_run(spec, np.random.default_rng(1))
     return raw.events / (time.perf_counter() - t0)
 
 

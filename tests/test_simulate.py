@@ -14,7 +14,7 @@ from cloudsched.dispatch.distributions import (
     LogNormal,
     Uniform,
 )
-from cloudsched.dispatch.engine import Engine, run_once
+from cloudsched.dispatch.engine import Engine, RunSpec, run_once
 from cloudsched.dispatch.sim_reference import reference_run
 from cloudsched.dispatch.workload import RenewalSource, Trace, TraceSource
 from cloudsched.errors import ParameterError
@@ -61,6 +61,13 @@ def small_systems(draw, general=False):
     return policy, n, m, load, d, z, replace, lengths, seed, batches, workload
 
 
+def run_spec(system) -> RunSpec:
+    policy, n, m, load, d, z, replace, (warm, end, t_warm, t_end), _, batches, _ = system
+    return RunSpec(
+        K.POLICY_CODES[policy], n, m, load, d, z, replace, warm, end, t_warm, t_end, batches
+    )
+
+
 def make_source(system):
     """Return a fresh task source and speeds for a drawn system (None on the fast path)."""
     _, n, _, load, *_, seed, _, workload = system
@@ -78,12 +85,11 @@ def make_source(system):
 @settings(max_examples=150)
 @given(st.one_of(small_systems(), small_systems(general=True)))
 def test_compiled_kernel_matches_reference_bit_for_bit(system):
-    policy, n, m, load, d, z, replace, lengths, seed, batches, _ = system
-    args = (K.POLICY_CODES[policy], n, m, load, d, z, replace, *lengths)
+    seed, spec = system[8], run_spec(system)
     source, speeds = make_source(system)
-    fast = run_once(*args, np.random.default_rng(seed), batches, None, source, speeds)
+    fast = run_once(spec, np.random.default_rng(seed), None, source, speeds)
     source, speeds = make_source(system)
-    slow = reference_run(*args, np.random.default_rng(seed), batches, source, speeds)
+    slow = reference_run(spec, np.random.default_rng(seed), source, speeds)
     assert fast.events == slow.events
     assert np.array_equal(fast.response_times, slow.response_times)
     assert np.array_equal(fast.batch_sum, slow.batch_sum)
@@ -146,23 +152,9 @@ def check_invariants(engine: Engine, policy: str, z: int, arrivals_before: int) 
 @settings(max_examples=80)
 @given(st.one_of(small_systems(), small_systems(general=True)))
 def test_invariants_hold_after_every_event(system):
-    policy, n, m, load, d, z, replace, lengths, seed, batches, _ = system
+    policy, z, seed = system[0], system[5], system[8]
     source, speeds = make_source(system)
-    code = K.POLICY_CODES[policy]
-    engine = Engine(
-        code,
-        n,
-        m,
-        load,
-        d,
-        z,
-        replace,
-        *lengths,
-        np.random.default_rng(seed),
-        batches,
-        source,
-        speeds,
-    )
+    engine = Engine(run_spec(system), np.random.default_rng(seed), source, speeds)
     check_invariants(engine, policy, z, 0)
     for _ in range(400):
         done = engine.advance(1)

@@ -15,7 +15,7 @@ import numpy as np
 
 from cloudsched.dispatch import _kernel as K
 
-__all__ = ["Engine", "RawRun", "TaskSource", "run_once"]
+__all__ = ["Engine", "RawRun", "RunSpec", "TaskSource", "run_once"]
 
 _CHUNK_EVENTS = 1 << 22
 _BUFFER = 1 << 20
@@ -35,6 +35,30 @@ class RawRun:
     messages: np.ndarray  # join, delete, probe, stale
     events: int
     wall_seconds: float
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Parameters of one replication, as the kernel sees them.
+
+    Run length is either in tasks (``end_tasks >= 0``: arrivals ``warm_tasks`` to
+    ``end_tasks - 1`` are measured, arrival ``end_tasks`` closes the window) or in time
+    (``end_tasks = -1``: the window is ``[t_warm, t_end]``).  ``rate`` is the arrival rate
+    per server (the load, in the Markov-chain mode).
+    """
+
+    code: int
+    n: int
+    m: int
+    rate: float
+    d: int = 1
+    z: int = 0
+    replace: bool = False
+    warm_tasks: int = 0
+    end_tasks: int = -1
+    t_warm: float = -1.0
+    t_end: float = -1.0
+    batches: int = 20
 
 
 class TaskSource(Protocol):
@@ -65,7 +89,9 @@ def _ensure_compiled() -> None:
     """Compile (or load from the cache) the kernels once, outside the timed region."""
     global _compiled
     if not _compiled:
-        run_once(K.JIQ_POD, 4, 2, 0.5, 2, 0, False, 1, 2, -1.0, -1.0, np.random.default_rng(0))
+        run_once(
+            RunSpec(K.JIQ_POD, 4, 2, 0.5, 2, warm_tasks=1, end_tasks=2), np.random.default_rng(0)
+        )
         _compiled = True
 
 
@@ -79,24 +105,14 @@ class Engine:
 
     def __init__(
         self,
-        code: int,
-        n: int,
-        m: int,
-        load: float,
-        d: int,
-        z: int,
-        replace: bool,
-        warm_tasks: int,
-        end_tasks: int,
-        t_warm: float,
-        t_end: float,
+        spec: RunSpec,
         rng: np.random.Generator,
-        batches: int = 20,
         source: TaskSource | None = None,
         speeds: np.ndarray | None = None,
     ) -> None:
         i64 = np.int64
-        self.n, self.m, self.rng = n, m, rng
+        n, m, code, batches = spec.n, spec.m, spec.code, spec.batches
+        self.spec, self.n, self.m, self.rng = spec, n, m, rng
         pool, levels = n + 1024, 64
         iq = code >= K.JIQ
         cap0 = _initial_iq_cap(n / m)
@@ -125,20 +141,21 @@ class Engine:
         self.speed = np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64)
         self.heap = np.zeros(n if general else 1, i64)
         self.hkey = np.zeros(n if general else 1)
-        if end_tasks >= 0:
-            expected_tasks = end_tasks - warm_tasks
-            self.expected_events = 2.0 * end_tasks
+        if spec.end_tasks >= 0:
+            expected_tasks = spec.end_tasks - spec.warm_tasks
+            self.expected_events = 2.0 * spec.end_tasks
         else:
-            expected_tasks = int(load * n * (t_end - t_warm))
-            self.expected_events = 2.0 * load * n * t_end
+            expected_tasks = int(spec.rate * n * (spec.t_end - spec.t_warm))
+            self.expected_events = 2.0 * spec.rate * n * spec.t_end
         self.buf = np.empty(int(min(_BUFFER, max(1024, 1.05 * expected_tasks + 1024))), np.float32)
         self.bsum = np.zeros(batches)
         self.bcnt = np.zeros(batches, i64)
         self.ipar = np.array(
-            [code, n, m, d, z, int(replace), warm_tasks, end_tasks, 0, batches, int(general), 0],
+            [code, n, m, spec.d, spec.z, int(spec.replace), spec.warm_tasks, spec.end_tasks,
+             0, batches, int(general), 0],
             i64,
-        )
-        self.fpar = np.array([load * n, t_warm, t_end])
+        )  # fmt: skip
+        self.fpar = np.array([spec.rate * n, spec.t_warm, spec.t_end])
         self.chunks: list[np.ndarray] = []
         self.wall = 0.0
         K.init_state(
@@ -237,32 +254,14 @@ class Engine:
 
 
 def run_once(
-    code: int,
-    n: int,
-    m: int,
-    load: float,
-    d: int,
-    z: int,
-    replace: bool,
-    warm_tasks: int,
-    end_tasks: int,
-    t_warm: float,
-    t_end: float,
+    spec: RunSpec,
     rng: np.random.Generator,
-    batches: int = 20,
     progress: Callable[[float], None] | None = None,
     source: TaskSource | None = None,
     speeds: np.ndarray | None = None,
 ) -> RawRun:
-    """Simulate one replication to completion.
-
-    Run length is either in tasks (``end_tasks >= 0``: arrivals ``warm_tasks`` to
-    ``end_tasks - 1`` are measured) or in time (``end_tasks = -1``: ``[t_warm, t_end]``).
-    """
-    engine = Engine(
-        code, n, m, load, d, z, replace, warm_tasks, end_tasks, t_warm, t_end, rng, batches,
-        source, speeds,
-    )  # fmt: skip
+    """Simulate one replication to completion (see :class:`RunSpec` for the run length)."""
+    engine = Engine(spec, rng, source, speeds)
     while not engine.advance(_CHUNK_EVENTS):
         if progress is not None:
             progress(min(1.0, engine.ist[K.I_EVENTS] / engine.expected_events))

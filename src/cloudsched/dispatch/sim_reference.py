@@ -13,7 +13,7 @@ from collections import deque
 import numpy as np
 
 from cloudsched.dispatch import _kernel as K
-from cloudsched.dispatch.engine import RawRun, TaskSource
+from cloudsched.dispatch.engine import RawRun, RunSpec, TaskSource
 
 __all__ = ["reference_run"]
 
@@ -189,19 +189,8 @@ class _Reference:
 
 
 def reference_run(
-    code: int,
-    n: int,
-    m: int,
-    load: float,
-    d: int,
-    z: int,
-    replace: bool,
-    warm_tasks: int,
-    end_tasks: int,
-    t_warm: float,
-    t_end: float,
+    spec: RunSpec,
     rng: np.random.Generator,
-    batches: int = 20,
     source: TaskSource | None = None,
     speeds: np.ndarray | None = None,
 ) -> RawRun:
@@ -210,12 +199,14 @@ def reference_run(
     With a task ``source`` it is the event-list (general) mode: the next event is the
     earlier of the next arrival and the earliest completion (found by a scan).
     """
+    code, n, m, batches = spec.code, spec.n, spec.m, spec.batches
+    warm_tasks, end_tasks, t_warm, t_end = spec.warm_tasks, spec.end_tasks, spec.t_warm, spec.t_end
     general = source is not None
     if general:
         speeds = np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64)
-    ref = _Reference(code, n, m, d, z, replace, rng, speeds if general else None)
+    ref = _Reference(code, n, m, spec.d, spec.z, spec.replace, rng, speeds if general else None)
     chunk_arr, chunk_svc, last, ptr = np.zeros(0), np.zeros(0), False, 0
-    lam_n = load * n
+    lam_n = spec.rate * n
     now, arrivals, events, phase = 0.0, 0, 0, K.WARMUP
     in_system_measured = 0
     times: list[float] = []

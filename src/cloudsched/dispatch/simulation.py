@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -50,7 +50,7 @@ from scipy import stats
 
 from cloudsched.dispatch import _kernel as K
 from cloudsched.dispatch.distributions import Distribution, Exponential, parse_spec
-from cloudsched.dispatch.engine import RawRun, TaskSource, _ensure_compiled, run_once
+from cloudsched.dispatch.engine import RawRun, RunSpec, TaskSource, _ensure_compiled, run_once
 from cloudsched.dispatch.policies import check_policy
 from cloudsched.dispatch.workload import RenewalSource, Trace, TraceSource
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
@@ -358,23 +358,22 @@ def simulate(
             else [np.random.default_rng(s) for s in root.spawn(replications)]
         )
 
+    spec = RunSpec(
+        K.POLICY_CODES[policy], servers, m, work.rate_per_server, d, threshold, with_replacement,
+        batches=batches,
+    )  # fmt: skip
     if tasks is not None:
-        warm_tasks, end_tasks, t_warm, t_end = int(warmup * tasks), tasks, -1.0, -1.0
+        spec = replace(spec, warm_tasks=int(warmup * tasks), end_tasks=tasks)
     else:
         assert horizon is not None
-        warm_tasks, end_tasks, t_warm, t_end = 0, -1, warmup * horizon, horizon
-    code = K.POLICY_CODES[policy]
+        spec = replace(spec, t_warm=warmup * horizon, t_end=horizon)
     _ensure_compiled()
     runs: list[RawRun] = []
     for k, gen in enumerate(gens):
         sub = None
         if progress is not None:
             sub = lambda f, k=k: progress((k + f) / len(gens))  # noqa: E731
-        source = work.source(gen, servers)
-        runs.append(
-            run_once(code, servers, m, work.rate_per_server, d, threshold, with_replacement,
-                     warm_tasks, end_tasks, t_warm, t_end, gen, batches, sub, source, work.speeds)
-        )  # fmt: skip
+        runs.append(run_once(spec, gen, sub, work.source(gen, servers), work.speeds))
     return _summarise(
         runs, policy, servers, m, work.load, d, threshold, with_replacement, tasks, horizon,
         warmup, seed, batches, keep_response_times, work.general,
