@@ -32,7 +32,7 @@ def main() -> None:
         slow = best_of(
             lambda p=policy: [reference_response_time(p, x, r, d) for x in loads], repeats=1
         )
-        print(f"{policy:<10}{fast * 1e3:>17.2f} ms{slow * 1e3:>11.1f} ms{slow / fast:>9.0f}x")
+        print(f"{policy:<10}{fast * 1e3:>17.2f} ms{slow * 1e3:>11.1f} ms{slow / fast:>9.3g}x")
     for big_r in (1e3, 1e4):
         fast = best_of(lambda rr=big_r: predict("jiq-pod", loads, r=rr, d=d), repeats=2)
         print(f"jiq-pod r={big_r:g}: predict 100 loads {fast * 1e3:.1f} ms")

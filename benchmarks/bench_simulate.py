@@ -117,7 +117,7 @@ import resource, json
 from cloudsched.dispatch import simulate
 res = simulate("{policy}", servers=1_000_000, r=10, load=0.9, tasks={tasks}, rng=1)
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-out = {{"eps": res.events_per_second, "peak_mb": peak, "T": res.mean_response_time}}
+out = {{"eps": res.events_per_second, "peak_mb": peak}}
 print(json.dumps(out))
 """
 
@@ -153,8 +153,8 @@ def main() -> None:
         big = json.loads(out.stdout)
         print(
             f"\nN = 1,000,000 ({policy}, r = 10, load 0.9, {big_tasks:,} tasks): "
-            f"{big['eps'] / 1e6:.2f} M events/s, peak memory {big['peak_mb']:.0f} MB, "
-            f"T = {big['T']:.3f}"
+            f"{big['eps'] / 1e6:.2f} M events/s, peak memory {big['peak_mb']:.0f} MB "
+            f"(a speed test: {big_tasks // 1_000_000} tasks per server is far from steady state)"
         )
 
 

@@ -198,6 +198,8 @@ def _resolve_workload(
     capacity = float(speed.sum()) if speed is not None else float(servers)
     service_scale = check_real("service_scale", service_scale, low=0.0, low_open=True)
     if trace is not None:
+        if engine == "exponential":
+            raise ParameterError("engine", engine, "'general' or 'auto' when a trace is replayed")
         if service is not None or arrivals is not None:
             raise ParameterError("trace", trace.source, "given without service or arrivals laws")
         if load is not None:
