@@ -1,6 +1,6 @@
 """Run the compiled dispatch kernel: allocate state, resume after growth requests, collect.
 
-:func:`run_once` is one replication; :mod:`cloudsched.dispatch.simulate` builds the public
+:func:`run_once` is one replication; :mod:`cloudsched.dispatch.simulation` builds the public
 result from one or several of them.
 """
 
