@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "InputError",
     "ParameterError",
     "check_choice",
     "check_int",
@@ -37,6 +38,19 @@ class ParameterError(ValueError):
         self.value = value
         self.allowed = allowed
         super().__init__(f"{name} must be {allowed} (got {value!r})")
+
+
+class InputError(ParameterError):
+    """An input file is missing or malformed; the message names the file (and line)."""
+
+    verbatim = True
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__("input", where, problem)
+        self.args = (f"{where}: {problem}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 def check_real(

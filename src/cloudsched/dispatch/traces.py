@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from cloudsched.dispatch.workload import Trace
-from cloudsched.errors import ParameterError
+from cloudsched.errors import InputError, ParameterError
 
 __all__ = ["FORMATS", "TraceError", "TraceLog", "read_trace", "trace_summary"]
 
@@ -43,17 +43,8 @@ FORMATS = ("google2011", "swf", "csv")
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST = range(7)
 
 
-class TraceError(ParameterError):
+class TraceError(InputError):
     """A trace file is missing or malformed; the message names the file and the line."""
-
-    verbatim = True
-
-    def __init__(self, where: str, problem: str) -> None:
-        super().__init__("trace", where, problem)
-        self.args = (f"{where}: {problem}",)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
 
 
 @dataclass(frozen=True)
