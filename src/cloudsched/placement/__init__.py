@@ -1,9 +1,13 @@
 """Graph-job placement for stream processing (Storm topologies).
 
-So far: job graphs (:mod:`cloudsched.placement.topology`): generators, inline graphs and
-Apache Storm Flux files expanded to executors.
+So far: job graphs (:mod:`cloudsched.placement.topology`: generators, inline graphs and
+Apache Storm Flux files expanded to executors), clusters and partitioning cost
+(:mod:`cloudsched.placement.cluster`), and the Storm default and greedy placements
+(:mod:`cloudsched.placement.baselines`).
 """
 
+from cloudsched.placement.baselines import greedy, storm_default
+from cloudsched.placement.cluster import Cluster, parse_cluster
 from cloudsched.placement.topology import (
     GENERATORS,
     GROUPINGS,
@@ -21,13 +25,17 @@ from cloudsched.placement.topology import (
 __all__ = [
     "GENERATORS",
     "GROUPINGS",
+    "Cluster",
     "Topology",
     "chain",
     "complete",
     "from_edges",
+    "greedy",
     "load_flux",
+    "parse_cluster",
     "random_graph",
     "star",
+    "storm_default",
     "topology_from_spec",
     "tree",
 ]
