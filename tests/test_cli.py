@@ -374,3 +374,26 @@ def test_bad_service_spec_exits_2(capsys):
     )
     assert code == 2
     assert err.startswith("error: --service must be") and len(err.strip().splitlines()) == 1
+
+
+def test_simulate_json_is_standard_even_with_one_measured_task(capsys):
+    code, out, _ = run(
+        capsys,
+        "simulate",
+        "random",
+        "--servers",
+        "3",
+        "--load",
+        "0.5",
+        "--tasks",
+        "1",
+        "--warmup",
+        "0",
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
+    assert code == 0
+    doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
+    assert doc["ci95"] == [None, None] and doc["measured_tasks"] == 1

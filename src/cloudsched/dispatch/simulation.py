@@ -122,10 +122,14 @@ class SimulationResult:
         return row
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (field names as in ``cloudsched simulate --format json``)."""
+        """JSON-ready dict (field names as in ``cloudsched simulate --format json``).
+
+        An undefined number (the interval of a run with a single measured batch) is None,
+        so the JSON stays standard (``null``, never ``NaN``).
+        """
         out = asdict(self)
         out.pop("response_times")
-        out["ci95"] = list(self.ci95)
+        out["ci95"] = [None if math.isnan(x) else x for x in self.ci95]
         out["r"] = self.r
         return out
 
