@@ -3,7 +3,8 @@
 So far: job graphs (:mod:`cloudsched.placement.topology`: generators, inline graphs and
 Apache Storm Flux files expanded to executors), clusters and partitioning cost
 (:mod:`cloudsched.placement.cluster`), and the Storm default and greedy placements
-(:mod:`cloudsched.placement.baselines`).
+(:mod:`cloudsched.placement.baselines`), and job types read from a workload file
+(:mod:`cloudsched.placement.workload`).
 """
 
 from cloudsched.placement.baselines import greedy, storm_default
@@ -21,17 +22,20 @@ from cloudsched.placement.topology import (
     topology_from_spec,
     tree,
 )
+from cloudsched.placement.workload import JobType, load_workload
 
 __all__ = [
     "GENERATORS",
     "GROUPINGS",
     "Cluster",
+    "JobType",
     "Topology",
     "chain",
     "complete",
     "from_edges",
     "greedy",
     "load_flux",
+    "load_workload",
     "parse_cluster",
     "random_graph",
     "star",

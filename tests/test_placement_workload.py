@@ -1,0 +1,46 @@
+from pathlib import Path
+
+import pytest
+
+from cloudsched.errors import InputError
+from cloudsched.placement import load_workload
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def test_example_workload():
+    jobs = load_workload(EXAMPLES / "workload.yaml", 1)
+    assert [j.name for j in jobs] == ["exclamation", "rolling-top-words", "pipeline"]
+    assert [j.topology.nodes for j in jobs] == [15, 14, 4]
+    assert jobs[2].load == pytest.approx(2.0)
+
+
+CHAIN = "topology: {generator: chain, nodes: 2}"
+
+
+def job(name="a", rate=1, duration=1, topology=CHAIN):
+    return f"{{name: {name}, arrival_rate: {rate}, mean_duration: {duration}, {topology}}}"
+
+
+BAD = {
+    "rate": (f"job_types: [{job(rate=0)}]", "a.arrival_rate must be in (0, inf)"),
+    "duration": (f"job_types: [{job(duration=-2)}]", "a.mean_duration"),
+    "generator": (
+        f"job_types: [{job(topology='topology: {generator: cube, nodes: 2}')}]",
+        "generator must be one of",
+    ),
+    "empty": ("job_types: []", "non-empty list"),
+    "yaml": ("job_types: [{name: a", "malformed YAML"),
+    "flux": (f"job_types: [{job(topology='topology: {flux: nope.yaml}')}]", "cannot open"),
+    "names": (f"job_types: [{job()}, {job()}]", "distinct"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_workloads_give_one_line(tmp_path, case):
+    text, fragment = BAD[case]
+    path = tmp_path / "w.yaml"
+    path.write_text(text + "\n")
+    with pytest.raises(InputError) as exc:
+        load_workload(path)
+    assert fragment in str(exc.value) and "\n" not in str(exc.value)
