@@ -1,7 +1,9 @@
-"""Atomic file output: write to a temporary file in the same folder, then rename.
+"""File input and output.
 
-A crash or a validation error half-way never leaves a truncated file behind, and an
-earlier result at the same path stays intact until the new one is complete.
+Output is atomic: write to a temporary file in the same folder, then rename.  A crash or a
+validation error half-way never leaves a truncated file behind, and an earlier result at
+the same path stays intact until the new one is complete.  Input helpers turn unreadable or
+malformed files into one-line :class:`~cloudsched.errors.InputError` messages.
 """
 
 from __future__ import annotations
@@ -11,9 +13,13 @@ import os
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text"]
+import yaml
+
+from cloudsched.errors import InputError
+
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "read_yaml"]
 
 
 def _default_mode() -> int:
@@ -60,3 +66,19 @@ def _write_all(fh: IO[bytes], data: bytes) -> None:
     fh.write(data)
     fh.flush()
     os.fsync(fh.fileno())
+
+
+def read_yaml(path: str | os.PathLike[str]) -> Any:
+    """Parse a YAML file; raise :class:`InputError` naming the file (and line) on failure."""
+    where = str(path)
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise InputError(where, f"cannot open ({exc.strerror})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f":{mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or "not valid YAML"
+        raise InputError(where + line, f"malformed YAML ({problem})") from None

@@ -28,9 +28,9 @@ from typing import Any
 
 import networkx as nx
 import numpy as np
-import yaml
 
 from cloudsched.errors import InputError, ParameterError, check_int, check_real
+from cloudsched.io import read_yaml
 
 __all__ = [
     "GENERATORS",
@@ -174,17 +174,7 @@ def _components(doc: Mapping[str, Any], where: str) -> dict[str, int]:
 def load_flux(path: str | Path) -> Topology:
     """Read an Apache Storm Flux YAML file and expand it to executors (see module rules)."""
     where = str(path)
-    try:
-        text = Path(path).read_text()
-    except OSError as exc:
-        raise InputError(where, f"cannot open ({exc.strerror})") from None
-    try:
-        doc = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "not valid YAML"
-        raise InputError(where + line, f"malformed YAML ({problem})") from None
+    doc = read_yaml(path)
     if not isinstance(doc, Mapping):
         raise InputError(where, "a Flux file is a mapping with 'spouts', 'bolts' and 'streams'")
     comps = _components(doc, where)

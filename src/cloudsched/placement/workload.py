@@ -25,9 +25,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from cloudsched.errors import InputError, ParameterError, check_real
+from cloudsched.io import read_yaml
 from cloudsched.placement.topology import Topology, topology_from_spec
 
 __all__ = ["JobType", "load_workload"]
@@ -52,16 +52,7 @@ def load_workload(path: str | Path, rng: np.random.Generator | None = None) -> l
     """Read a workload YAML file (see the module docstring); ``rng`` seeds random graphs."""
     where = str(path)
     rng = np.random.default_rng(rng)
-    try:
-        doc = yaml.safe_load(Path(path).read_text())
-    except OSError as exc:
-        raise InputError(where, f"cannot open ({exc.strerror})") from None
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f":{mark.line + 1}" if mark is not None else ""
-        raise InputError(
-            where + line, f"malformed YAML ({getattr(exc, 'problem', None)})"
-        ) from None
+    doc = read_yaml(path)
     items = doc.get("job_types") if isinstance(doc, Mapping) else None
     if not isinstance(items, list) or not items:
         raise InputError(where, "needs a non-empty list 'job_types'")
