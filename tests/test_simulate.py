@@ -102,7 +102,7 @@ def test_compiled_kernel_matches_reference_bit_for_bit(system):
     assert fast.p0_area == pytest.approx(slow.p0_area, rel=1e-9, abs=1e-12)
 
 
-def check_invariants(engine: Engine, policy: str, z: int, arrivals_before: int) -> None:
+def check_invariants(engine: Engine, policy: str, z: int) -> None:
     qlen = engine.qlen
     n = engine.n
     # tasks are conserved: every arrival is in a queue or has departed
@@ -155,10 +155,10 @@ def test_invariants_hold_after_every_event(system):
     policy, z, seed = system[0], system[5], system[8]
     source, speeds = make_source(system)
     engine = Engine(run_spec(system), np.random.default_rng(seed), source, speeds)
-    check_invariants(engine, policy, z, 0)
+    check_invariants(engine, policy, z)
     for _ in range(400):
         done = engine.advance(1)
-        check_invariants(engine, policy, z, 0)
+        check_invariants(engine, policy, z)
         if source is not None:
             check_heap(engine)
         if done:

@@ -381,28 +381,24 @@ def simulate(
             sub = lambda f, k=k: progress((k + f) / len(gens))  # noqa: E731
         runs.append(run_once(spec, gen, sub, work.source(gen, servers), work.speeds))
     return _summarise(
-        runs, policy, servers, m, work.load, d, threshold, with_replacement, tasks, horizon,
-        warmup, seed, batches, keep_response_times, work.general,
+        runs, policy, spec, work.load, tasks, horizon, warmup, seed, keep_response_times,
+        work.general,
     )  # fmt: skip
 
 
 def _summarise(
     runs: list[RawRun],
     policy: str,
-    n: int,
-    m: int,
+    spec: RunSpec,
     load: float,
-    d: int,
-    threshold: int,
-    with_replacement: bool,
     tasks: int | None,
     horizon: float | None,
     warmup: float,
     seed: int | None,
-    batches: int,
     keep: bool,
     general: bool,
 ) -> SimulationResult:
+    n, m = spec.n, spec.m
     if any(run.response_times.size == 0 for run in runs):
         raise ParameterError(
             "horizon", horizon, "long enough for a task to arrive after the warm-up"
@@ -438,9 +434,9 @@ def _summarise(
         servers=n,
         dispatchers=m,
         load=load,
-        d=d,
-        threshold=threshold,
-        with_replacement=with_replacement,
+        d=spec.d,
+        threshold=spec.z,
+        with_replacement=spec.replace,
         tasks=tasks,
         horizon=horizon,
         warmup=warmup,

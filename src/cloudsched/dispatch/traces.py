@@ -196,8 +196,7 @@ def _read_swf(paths: Sequence[str | Path]) -> TraceLog:
         if run > 0:
             arrivals.append(submit)
             services.append(run)
-    order = np.argsort(np.asarray(arrivals), kind="stable")  # SWF is sorted by submit time
-    if np.any(order != np.arange(order.size)):
+    if np.any(np.diff(np.asarray(arrivals)) < 0):  # SWF is sorted by submit time
         raise TraceError(files[-1] if files else "swf", "jobs are not sorted by submit time")
     first, last = (arrivals[0], arrivals[-1]) if arrivals else (0.0, 0.0)
     return _finish(arrivals, services, "swf", files, records, records, 0, first, last, header)

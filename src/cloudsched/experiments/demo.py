@@ -137,11 +137,10 @@ GOOGLE_PART = Path("shared/traces/google2011/part-00000-of-00500.csv.gz")
 
 def find_google_part() -> Path | None:
     """Locate the shipped Google trace part: ``../shared`` or ``./shared`` of the checkout."""
-    here = Path(__file__).resolve()
-    for base in [Path.cwd(), *here.parents]:
-        for candidate in (base / GOOGLE_PART, base.parent / GOOGLE_PART):
-            if candidate.exists():
-                return candidate
+    cwd = Path.cwd()
+    for base in [cwd, cwd.parent, *Path(__file__).resolve().parents]:
+        if (base / GOOGLE_PART).exists():
+            return base / GOOGLE_PART
     return None
 
 
