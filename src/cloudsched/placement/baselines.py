@@ -14,7 +14,7 @@ import numpy as np
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.topology import Topology
 
-__all__ = ["greedy", "storm_default"]
+__all__ = ["bfs_order", "greedy", "storm_default"]
 
 
 def storm_default(topology: Topology, free: np.ndarray) -> np.ndarray | None:
@@ -36,7 +36,7 @@ def storm_default(topology: Topology, free: np.ndarray) -> np.ndarray | None:
     return np.asarray(slots[:k], dtype=np.int64)
 
 
-def _bfs_order(topology: Topology) -> list[int]:
+def bfs_order(topology: Topology) -> list[int]:
     """Breadth-first order from the sources: the lowest node of each connected component."""
     g = topology.graph
     seen: set[int] = set()
@@ -69,7 +69,7 @@ def greedy(topology: Topology, free: np.ndarray, cluster: Cluster) -> np.ndarray
         return None
     left = free.astype(np.int64).copy()
     where = np.full(k, -1, dtype=np.int64)
-    for v in _bfs_order(topology):
+    for v in bfs_order(topology):
         hosts = [int(where[w]) for w in topology.graph.neighbors(v) if where[w] >= 0]
         best = -1
         if hosts:

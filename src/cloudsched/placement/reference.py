@@ -1,0 +1,312 @@
+"""Slow, plain references for the placement code, used by differential and oracle tests.
+
+* :class:`ReferencePlacement`: the event loop of :mod:`cloudsched.placement._kernel` written
+  with Python sets, lists and deques (DGP, dgp-clock, Storm default, greedy).  Same draws in
+  the same order, so for one seed it gives the same counts and time averages.  It exposes the
+  configuration (:meth:`ReferencePlacement.configuration`) for the product-form test.
+* :func:`brute_force_max_weight`: the max-weight configuration by exhaustive search.
+* :func:`product_form`: the stationary law of DGP with frozen weights, by enumeration.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import deque
+from collections.abc import Iterator, Sequence
+
+import numpy as np
+
+from cloudsched.placement import _kernel as K
+from cloudsched.placement.baselines import greedy, storm_default
+from cloudsched.placement.cluster import Cluster
+from cloudsched.placement.topology import Topology
+from cloudsched.placement.workload import JobType
+
+__all__ = ["ReferencePlacement", "brute_force_max_weight", "product_form"]
+
+
+def _p_keep(w: float, beta: float) -> float:
+    return (
+        1.0 / (1.0 + math.exp(-w / beta))
+        if w >= 0
+        else math.exp(w / beta) / (1.0 + math.exp(w / beta))
+    )
+
+
+class ReferencePlacement:
+    """The placement chain, one event per :meth:`step`; templates are ``(type, slots)``."""
+
+    def __init__(
+        self, cluster: Cluster, job_types: Sequence[JobType], policy: str, rng: np.random.Generator,
+        *, beta: float = 0.1, alpha: float = 0.2, h: float = 0.0, epsilon: float = 0.5,
+        f: str = "log", virtual_clock: bool = True, frozen_weights: Sequence[float] | None = None,
+        warmup: float = 0.0, horizon: float = math.inf,
+    ) -> None:  # fmt: skip
+        self.cluster, self.jobs, self.policy, self.rng = cluster, list(job_types), policy, rng
+        self.beta, self.alpha, self.h, self.eps, self.f = beta, alpha, h, epsilon, f
+        self.vclock = virtual_clock
+        self.frozen = frozen_weights
+        self.warmup, self.horizon = warmup, horizon
+        self.done = False
+        self.machine = np.repeat(np.arange(cluster.machines), cluster.slots)
+        self.nslots = cluster.total_slots
+        nj = len(job_types)
+        self.lam = [j.arrival_rate for j in job_types]
+        self.mu = [1.0 / j.mean_duration for j in job_types]
+        self.owner: list[int] = [-1] * self.nslots
+        self.slots_of: dict[int, tuple[int, ...]] = {}
+        self.type_of: dict[int, int] = {}
+        self.cost_of: dict[int, float] = {}
+        self.lists: list[list[list[int]]] = [[[], []] for _ in range(nj)]  # actual, virtual
+        self.free_ids = list(range(self.nslots // min(j.topology.nodes for j in job_types) + 1))
+        self.free_ids.reverse()
+        self.queues: list[deque[float]] = [deque() for _ in range(nj)]
+        self.now = 0.0
+        self.area = np.zeros((nj, K.N_ACC))
+        self.count = np.zeros((nj, K.N_CNT), dtype=np.int64)
+
+    # Templates ---------------------------------------------------------------------------
+    def _add(self, j: int, slots: Sequence[int], state: int) -> None:
+        tid = self.free_ids.pop()
+        for s in slots:
+            self.owner[s] = tid
+        self.slots_of[tid], self.type_of[tid] = tuple(slots), j
+        self.cost_of[tid] = self._cost(j, slots)
+        self.lists[j][2 - state].append(tid)
+
+    def _unlist(self, tid: int, which: int) -> None:  # swap-remove, as the kernel does
+        lst = self.lists[self.type_of[tid]][which]
+        i = lst.index(tid)
+        lst[i] = lst[-1]
+        lst.pop()
+
+    def _remove(self, tid: int, which: int) -> None:
+        self._unlist(tid, which)
+        for s in self.slots_of.pop(tid):
+            self.owner[s] = -1
+        self.free_ids.append(tid)
+
+    def _cost(self, j: int, slots: Sequence[int]) -> float:
+        return self.cluster.cost(self.jobs[j].topology, self.machine[list(slots)])
+
+    def _weight(self, j: int) -> float:
+        if self.frozen is not None:
+            return float(self.frozen[j])
+        f = math.log1p if self.f == "log" else float
+        q = [len(x) for x in self.queues]
+        top = self.eps / (4 * len(q)) * f(max(q) + self.h)
+        return self.alpha * max(f(q[j] + self.h), top)
+
+    def _fill(self, j: int, measuring: bool) -> None:
+        while self.queues[j] and self.lists[j][1]:
+            tid = self.lists[j][1][-1]
+            self._unlist(tid, 1)
+            self.lists[j][0].append(tid)
+            entered = self.queues[j].popleft()
+            if measuring:
+                self.count[j, K.C_PLACED] += 1
+                self.area[j, K.A_WAIT] += self.now - entered
+
+    def _propose(self, j: int, measuring: bool) -> None:
+        k = self.jobs[j].topology.nodes
+        drawn: list[int] = []
+        for _ in range(k):
+            s = min(int(self.rng.random() * self.nslots), self.nslots - 1)
+            if self.owner[s] != -1 or s in drawn:
+                if measuring:
+                    self.count[j, K.C_TRIED] += 1
+                    self.count[j, K.C_FAILED] += 1
+                return
+            drawn.append(s)
+        if measuring:
+            self.count[j, K.C_TRIED] += 1
+        w = self._weight(j) - self._cost(j, drawn)
+        if self.rng.random() < _p_keep(w, self.beta):
+            self._add(j, drawn, K.VIRTUAL)
+            if measuring:
+                self.count[j, K.C_ADDED] += 1
+        elif measuring:
+            self.count[j, K.C_REJECTED] += 1
+
+    def _place_waiting(self, measuring: bool) -> None:
+        blocked: set[int] = set()
+        while True:
+            heads = [(q[0], j) for j, q in enumerate(self.queues) if q and j not in blocked]
+            if not heads:
+                return
+            _, j = min(heads)
+            top = self.jobs[j].topology
+            free = np.bincount(self.machine[[s for s in range(self.nslots) if self.owner[s] == -1]],
+                               minlength=self.cluster.machines)  # fmt: skip
+            where = (
+                storm_default(top, free)
+                if self.policy == "storm-default"
+                else greedy(top, free, self.cluster)
+            )
+            if where is None:
+                blocked.add(j)
+                continue
+            taken: list[int] = []
+            for m in where:
+                free_here = [s for s in range(self.nslots) if self.machine[s] == m]
+                taken.append(next(s for s in free_here if self.owner[s] == -1 and s not in taken))
+            self._add(j, taken, K.VIRTUAL)
+            self._fill(j, measuring)
+
+    # Events ------------------------------------------------------------------------------
+    def configuration(self) -> list[tuple[int, tuple[int, ...]]]:
+        """List the templates present (actual and virtual) as ``(type, slot of each node)``."""
+        return sorted((self.type_of[t], s) for t, s in self.slots_of.items())
+
+    def step(self) -> float:
+        """Apply one event; return the time spent in the previous state.
+
+        At the horizon no event is applied and ``done`` becomes True.
+        """
+        nj = len(self.jobs)
+        clock = self.policy == "dgp-clock"
+        rates = []
+        for j in range(nj):
+            rates.append(("arr", j, self.lam[j]))
+            rates.append(("dep", j, self.mu[j] * len(self.lists[j][0])))
+            if self.vclock:
+                rates.append(("virt", j, self.mu[j] * len(self.lists[j][1])))
+            if clock:
+                rates.append(("tick", j, self.lam[j]))
+        total = sum(r for _, _, r in rates)
+        t = self.now + self.rng.standard_exponential() / total
+        if t >= self.horizon:
+            t, self.done = self.horizon, True
+        if t > self.warmup:
+            dt = t - max(self.now, self.warmup)
+            for j in range(nj):
+                self.area[j, K.A_QUEUE] += len(self.queues[j]) * dt
+                self.area[j, K.A_ACTUAL] += len(self.lists[j][0]) * dt
+                self.area[j, K.A_VIRTUAL] += len(self.lists[j][1]) * dt
+                self.area[j, K.A_COST] += sum(self.cost_of[x] for x in self.lists[j][0]) * dt
+        held, self.now = t - self.now, t
+        if self.done:
+            return held
+        measuring = t > self.warmup
+        u = self.rng.random() * total
+        kind, j, idx = "arr", nj - 1, 0
+        for name, jj, r in rates:
+            if u < r or (name == "tick" and jj == nj - 1):
+                kind, j = name, jj
+                idx = (
+                    min(int(u / self.mu[jj]), len(self.lists[jj][0 if name == "dep" else 1]) - 1)
+                    if name in ("dep", "virt")
+                    else 0
+                )
+                break
+            u -= r
+        decide = -1
+        if kind == "arr":
+            self.queues[j].append(t)
+            if measuring:
+                self.count[j, K.C_ARRIVED] += 1
+            if self.policy == "dgp":
+                self._propose(j, measuring)
+        elif kind == "dep":
+            tid = self.lists[j][0][idx]
+            if measuring:
+                self.count[j, K.C_DEPARTED] += 1
+            self._unlist(tid, 0)
+            self.lists[j][1].append(tid)
+            if self.policy in ("storm-default", "greedy"):
+                self._remove(tid, 1)
+            else:
+                decide = tid
+        elif kind == "virt":
+            decide = self.lists[j][1][idx]
+        else:
+            self._propose(j, measuring)
+        if decide >= 0:
+            w = self._weight(j) - self.cost_of[decide]
+            if self.rng.random() >= _p_keep(w, self.beta):
+                self._remove(decide, 1)
+                if measuring:
+                    self.count[j, K.C_REMOVED] += 1
+        if self.policy in ("storm-default", "greedy"):
+            if kind in ("arr", "dep"):
+                self._place_waiting(measuring)
+        else:
+            self._fill(j, measuring)
+        return held
+
+
+def brute_force_max_weight(
+    cluster: Cluster, topologies: Sequence[Topology], values: Sequence[float], caps: Sequence[int]
+) -> float:
+    """Best ``sum (values[j] - cost)`` over all configurations, by exhaustive search."""
+    nm = cluster.machines
+
+    def best(j: int, left: tuple[int, ...], cap_left: int) -> float:
+        if j == len(topologies):
+            return 0.0
+        out = best(j + 1, left, caps[j + 1] if j + 1 < len(caps) else 0)
+        if cap_left <= 0 or values[j] <= 0:
+            return out
+        top = topologies[j]
+        for machines in itertools.product(range(nm), repeat=top.nodes):
+            use = np.bincount(machines, minlength=nm)
+            if np.all(use <= np.asarray(left)):
+                rest = tuple(int(x) for x in np.asarray(left) - use)
+                gain = values[j] - cluster.cost(top, np.asarray(machines))
+                out = max(out, gain + best(j, rest, cap_left - 1))
+        return out
+
+    return best(0, tuple(int(s) for s in cluster.slots), int(caps[0]))
+
+
+def _configurations(
+    nslots: int, tops: Sequence[Topology]
+) -> Iterator[list[tuple[int, tuple[int, ...]]]]:
+    """Every set of slot-disjoint templates, each once (templates in increasing order)."""
+    templates = [
+        (j, slots)
+        for j, top in enumerate(tops)
+        for slots in itertools.permutations(range(nslots), top.nodes)
+    ]
+
+    def extend(start: int, used: frozenset[int], chosen: list[tuple[int, tuple[int, ...]]]):
+        yield list(chosen)
+        for i in range(start, len(templates)):
+            _j, slots = templates[i]
+            if used.isdisjoint(slots):
+                chosen.append(templates[i])
+                yield from extend(i + 1, used | set(slots), chosen)
+                chosen.pop()
+
+    yield from extend(0, frozenset(), [])
+
+
+def product_form(
+    cluster: Cluster, job_types: Sequence[JobType], weights: Sequence[float], beta: float,
+    clock_rates: Sequence[float] | None = None,
+) -> dict[tuple[tuple[int, tuple[int, ...]], ...], float]:  # fmt: skip
+    """Stationary law of DGP with frozen weights: configuration -> probability.
+
+    ``pi(C)`` is proportional to the product over templates ``A`` of type j of
+    ``(nu_j / mu_j) * S**(-K_j) * exp((weights[j] - b_A) / beta)``, with ``nu_j`` the rate of
+    proposals (the arrival rate for ``dgp``, the clock rate for ``dgp-clock``).
+    """
+    tops = [j.topology for j in job_types]
+    machine = np.repeat(np.arange(cluster.machines), cluster.slots)
+    s = cluster.total_slots
+    nu = clock_rates if clock_rates is not None else [j.arrival_rate for j in job_types]
+    out: dict[tuple[tuple[int, tuple[int, ...]], ...], float] = {}
+    for conf in _configurations(s, tops):
+        p = 1.0
+        for j, slots in conf:
+            b = cluster.cost(tops[j], machine[list(slots)])
+            p *= (
+                nu[j]
+                * job_types[j].mean_duration
+                * s ** (-tops[j].nodes)
+                * math.exp((weights[j] - b) / beta)
+            )
+        out[tuple(sorted(conf))] = p
+    z = sum(out.values())
+    return {c: p / z for c, p in out.items()}

@@ -1,0 +1,357 @@
+"""Event-driven simulation of graph-job placement: :func:`simulate_placement`.
+
+Policies (``graph-placement.md``):
+
+``storm-default``, ``greedy``
+    Place queue heads as soon as they fit (FIFO within a type; across types by entry time,
+    and a type whose head does not fit does not block the others); a template is deleted
+    when its job leaves.
+``dgp``
+    Dynamic Graph Partitioning: at each arrival the Random Partition Procedure proposes a
+    template, added (virtual) with probability ``e^(w/beta) / (1 + e^(w/beta))``; at each
+    departure the template is kept with that probability.  ``w = f_j(Q) - b_A``.
+``dgp-clock``
+    The same decisions, but proposals happen at the ticks of a Poisson clock per queue
+    (rate ``clock_rate``, by default the type's arrival rate) instead of at arrivals.
+``maxweight``
+    Frame-based MaxWeight (:mod:`cloudsched.placement.maxweight`).
+
+CHOICES where the note is silent:
+
+* ``Q_j`` in DGP's weight is the number of waiting type-j jobs: after the arrival joins the
+  queue for a proposal at an arrival, before the head moves in for a keep decision.
+* Virtual clocks (``virtual_clock=True``, the default): an empty template also gets a keep
+  decision at rate ``mu_j``, so that with frozen weights the configuration is exactly the
+  product form of the note; ``virtual_clock=False`` is the seed's literal algorithm, where an
+  empty template waits for the next arrival.
+* When several empty templates of a type exist, the most recently listed one is filled.
+* Partitioning cost counts actual templates only (an empty template carries no traffic):
+  ``cost_rate`` is its time average (per unit time), ``mean_partition_cost`` the same divided
+  by the mean number of jobs in service (per job in service).
+* ``mean_wait`` is the mean time from entering the queue to being placed, over placements in
+  the window (a job preempted by MaxWeight re-enters the queue).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from cloudsched.errors import ParameterError, check_choice, check_int, check_real
+from cloudsched.placement import _kernel as K
+from cloudsched.placement.cluster import Cluster
+from cloudsched.placement.engine import EngineParams, PlacementEngine
+from cloudsched.placement.maxweight import FrameController
+from cloudsched.placement.workload import JobType
+
+__all__ = ["PLACEMENT_POLICIES", "PlacementResult", "simulate_placement"]
+
+PLACEMENT_POLICIES = tuple(K.POLICY_CODES)
+
+
+@dataclass(frozen=True)
+class PlacementResult:
+    """Time averages and counts over the measurement window ``(warmup, horizon]``.
+
+    Totals are over all job types; ``per_type`` holds one dict per type with the same
+    quantities.  ``*_ci`` are 95% confidence half-widths from batch means.
+    """
+
+    policy: str
+    params: dict[str, Any]
+    seed: int | None
+    horizon: float
+    warmup: float
+    mean_queue_length: float
+    mean_queue_length_ci: float
+    mean_partition_cost: float
+    mean_partition_cost_ci: float
+    cost_rate: float
+    cost_rate_ci: float
+    utilization: float
+    reserved_fraction: float
+    mean_in_service: float
+    mean_wait: float
+    mean_actual_templates: float
+    mean_virtual_templates: float
+    final_queue_length: int
+    proposals_tried: int
+    proposals_failed: int
+    proposals_rejected: int
+    templates_added: int
+    templates_removed: int
+    migrations: int
+    migrated_nodes: int
+    preemptions: int
+    frames: int
+    frames_not_optimal: int
+    solver_seconds: float
+    arrived: int
+    placed: int
+    departed: int
+    events: int
+    wall_time: float
+    per_type: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def events_per_second(self) -> float:
+        """Simulated events per second of wall time."""
+        return self.events / self.wall_time if self.wall_time > 0 else math.nan
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict; undefined values (NaN) become None."""
+        out = asdict(self)
+        out["events_per_second"] = self.events_per_second
+        return _nan_to_none(out)
+
+
+def _nan_to_none(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _nan_to_none(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_nan_to_none(v) for v in x]
+    return x
+
+
+def _ratio(a: float, b: float) -> float:
+    return a / b if b > 0 else math.nan
+
+
+def _half_width(samples: np.ndarray) -> float:
+    samples = samples[np.isfinite(samples)]
+    if samples.size < 2:
+        return math.nan
+    t = float(stats.t.ppf(0.975, samples.size - 1))
+    return t * float(samples.std(ddof=1)) / math.sqrt(samples.size)
+
+
+def simulate_placement(
+    cluster: Cluster,
+    job_types: Sequence[JobType],
+    policy: str = "dgp",
+    *,
+    horizon: float | None = None,
+    warmup: float | None = None,
+    beta: float = 0.1,
+    alpha: float | None = None,
+    h: float = 0.0,
+    epsilon: float = 0.5,
+    f: str = "log",
+    virtual_clock: bool = True,
+    clock_rate: float | Sequence[float] | None = None,
+    frame: float = 1.0,
+    solver_time_limit: float | None = 10.0,
+    frozen_weights: Sequence[float] | None = None,
+    batches: int = 20,
+    rng: int | np.random.Generator | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> PlacementResult:
+    """Simulate one policy from an empty cluster.
+
+    Parameters
+    ----------
+    cluster : Cluster
+        Machines, slots, racks.
+    job_types : sequence of JobType
+        Graphs, arrival rates and mean holding times.
+    policy : str
+        One of ``storm-default``, ``greedy``, ``maxweight``, ``dgp``, ``dgp-clock``.
+    horizon : float, optional
+        Simulated time (default: 2000 mean holding times of the longest type).
+    warmup : float, optional
+        Start of the measurement window (default: 20% of the horizon).
+    beta, alpha, h, epsilon, f
+        DGP: temperature, weight scale, bias, epsilon in (0, 1), ``log`` (log(1 + x)) or
+        ``identity``.  MaxWeight uses ``alpha`` and ``f``.  CHOICE of defaults: beta 0.1,
+        h 0, epsilon 0.5, f log; alpha 0.2 for DGP and 1 for MaxWeight.  The note gives no
+        values; these keep DGP stable and near the optimum on the demo's small instance
+        (with a large alpha / beta the configuration freezes: every template is kept and
+        the cost is that of random placement).
+    virtual_clock : bool
+        DGP: empty templates get keep decisions at rate ``mu_j`` (see module notes).
+    clock_rate : float or sequence of float, optional
+        ``dgp-clock``: rate of each queue's clock (default: the type's arrival rate).
+    frame : float
+        MaxWeight: frame length T.
+    solver_time_limit : float or None
+        MaxWeight: seconds per frame for HiGHS (past it, the best configuration found is
+        used and counted in ``frames_not_optimal``).
+    frozen_weights : sequence of float, optional
+        Replace ``f_j(Q)`` by these fixed numbers (the fixed-weight algorithm of the seed's
+        proof, used to test the product form).
+    batches : int
+        Batches for the confidence intervals.
+    rng : int, numpy.random.Generator or None
+        Seed or generator (an int is recorded in the result as ``seed``).
+    progress : callable, optional
+        Called with the fraction of simulated time done.
+
+    Returns
+    -------
+    PlacementResult
+    """
+    policy = check_choice("policy", policy, PLACEMENT_POLICIES)
+    if not job_types:
+        raise ParameterError("job_types", [], "at least one job type")
+    for jt in job_types:
+        cluster.check_fits(jt.topology, name=f"job type {jt.name!r}")
+    longest = max(jt.mean_duration for jt in job_types)
+    horizon = check_real(
+        "horizon", 2000.0 * longest if horizon is None else horizon, low=0.0, low_open=True
+    )
+    warmup = check_real(
+        "warmup", 0.2 * horizon if warmup is None else warmup, low=0.0, high=horizon, high_open=True
+    )
+    beta = check_real("beta", beta, low=0.0, low_open=True)
+    if alpha is None:
+        alpha = 1.0 if policy == "maxweight" else 0.2
+    alpha = check_real("alpha", alpha, low=0.0, low_open=True)
+    h = check_real("h", h, low=0.0)
+    epsilon = check_real("epsilon", epsilon, low=0.0, high=1.0, low_open=True, high_open=True)
+    f = check_choice("f", f, ("log", "identity"))
+    frame = check_real("frame", frame, low=0.0, low_open=True)
+    if solver_time_limit is not None:
+        solver_time_limit = check_real(
+            "solver_time_limit", solver_time_limit, low=0.0, low_open=True
+        )
+    batches = check_int("batches", batches, low=2, high=10_000)
+    rates = None
+    if clock_rate is not None:
+        raw = np.broadcast_to(np.asarray(clock_rate, dtype=float), (len(job_types),))
+        rates = tuple(check_real("clock_rate", r, low=0.0, low_open=True) for r in raw)
+    frozen = None
+    if frozen_weights is not None:
+        if len(frozen_weights) != len(job_types):
+            raise ParameterError("frozen_weights", frozen_weights, "one number per job type")
+        frozen = tuple(check_real("frozen_weights", w) for w in frozen_weights)
+    seed = rng if isinstance(rng, int) else None
+    gen = np.random.default_rng(rng)
+
+    params = EngineParams(
+        K.POLICY_CODES[policy], beta, alpha, h, epsilon, f, bool(virtual_clock), rates, frozen
+    )
+    eng = PlacementEngine(cluster, job_types, params, horizon, warmup, batches, gen)
+    ctl = None
+    if policy == "maxweight":
+        ctl = FrameController(frame, alpha, f, solver_time_limit, warmup)
+        ctl.start(eng)
+    t0 = time.perf_counter()
+    while not eng.advance(200_000):
+        if progress is not None:
+            progress(eng.now / horizon)
+    wall = time.perf_counter() - t0
+    if progress is not None:
+        progress(1.0)
+    shown = _shown_params(policy, beta, alpha, h, epsilon, f, virtual_clock, eng.nu, frame, frozen)
+    return _summarise(eng, policy, shown, seed, horizon, warmup, wall, ctl)
+
+
+def _shown_params(
+    policy: str, beta: float, alpha: float, h: float, epsilon: float, f: str,
+    virtual_clock: bool, nu: np.ndarray, frame: float, frozen: tuple[float, ...] | None,
+) -> dict[str, Any]:  # fmt: skip
+    if policy in ("dgp", "dgp-clock"):
+        out: dict[str, Any] = {
+            "beta": beta, "alpha": alpha, "h": h, "epsilon": epsilon, "f": f,
+            "virtual_clock": virtual_clock,
+        }  # fmt: skip
+        if policy == "dgp-clock":
+            out["clock_rate"] = [float(x) for x in nu]
+        if frozen is not None:
+            out["frozen_weights"] = list(frozen)
+        return out
+    if policy == "maxweight":
+        return {"alpha": alpha, "f": f, "frame": frame}
+    return {}
+
+
+def _summarise(
+    eng: PlacementEngine, policy: str, params: dict[str, Any], seed: int | None, horizon: float,
+    warmup: float, wall: float, ctl: FrameController | None,
+) -> PlacementResult:  # fmt: skip
+    window = horizon - warmup
+    acc, cnt = eng.acc, eng.cnt
+    k = eng.knodes.astype(float)
+    s = eng.cluster.total_slots
+    in_service = acc[:, K.A_ACTUAL] / window
+    virtual = acc[:, K.A_VIRTUAL] / window
+    queue = acc[:, K.A_QUEUE] / window
+    cost = acc[:, K.A_COST] / window
+    per_type = []
+    for j, jt in enumerate(eng.job_types):
+        tried, failed = int(cnt[j, K.C_TRIED]), int(cnt[j, K.C_FAILED])
+        per_type.append({
+            "name": jt.name,
+            "nodes": jt.topology.nodes,
+            "edges": jt.topology.edges,
+            "arrival_rate": jt.arrival_rate,
+            "mean_duration": jt.mean_duration,
+            "load": jt.load,
+            "mean_queue_length": float(queue[j]),
+            "final_queue_length": int(eng.qlen[j]),
+            "mean_in_service": float(in_service[j]),
+            "mean_virtual_templates": float(virtual[j]),
+            "mean_partition_cost": _ratio(float(cost[j]), float(in_service[j])),
+            "cost_rate": float(cost[j]),
+            "mean_wait": _ratio(float(acc[j, K.A_WAIT]), float(cnt[j, K.C_PLACED])),
+            "arrived": int(cnt[j, K.C_ARRIVED]),
+            "placed": int(cnt[j, K.C_PLACED]),
+            "departed": int(cnt[j, K.C_DEPARTED]),
+            "proposals_tried": tried,
+            "proposals_failed": failed,
+            "proposal_success_rate": _ratio(tried - failed, tried),
+        })  # fmt: skip
+    # Batch means: differences of the snapshots taken at the batch ends.
+    snaps = np.diff(eng.snap, axis=0, prepend=np.zeros((1, *eng.snap.shape[1:])))
+    blen = window / snaps.shape[0]
+    b_queue = snaps[:, :, K.A_QUEUE].sum(axis=1) / blen
+    b_cost = snaps[:, :, K.A_COST].sum(axis=1) / blen
+    b_act = snaps[:, :, K.A_ACTUAL].sum(axis=1) / blen
+    with np.errstate(invalid="ignore", divide="ignore"):
+        b_per_job = np.where(b_act > 0, b_cost / np.where(b_act > 0, b_act, 1.0), np.nan)
+    total_in = float(in_service.sum())
+    return PlacementResult(
+        policy=policy,
+        params=params,
+        seed=seed,
+        horizon=horizon,
+        warmup=warmup,
+        mean_queue_length=float(queue.sum()),
+        mean_queue_length_ci=_half_width(b_queue),
+        mean_partition_cost=_ratio(float(cost.sum()), total_in),
+        mean_partition_cost_ci=_half_width(b_per_job),
+        cost_rate=float(cost.sum()),
+        cost_rate_ci=_half_width(b_cost),
+        utilization=float(k @ in_service) / s,
+        reserved_fraction=float(k @ (in_service + virtual)) / s,
+        mean_in_service=total_in,
+        mean_wait=_ratio(float(acc[:, K.A_WAIT].sum()), float(cnt[:, K.C_PLACED].sum())),
+        mean_actual_templates=total_in,
+        mean_virtual_templates=float(virtual.sum()),
+        final_queue_length=int(eng.qlen.sum()),
+        proposals_tried=int(cnt[:, K.C_TRIED].sum()),
+        proposals_failed=int(cnt[:, K.C_FAILED].sum()),
+        proposals_rejected=int(cnt[:, K.C_REJECTED].sum()),
+        templates_added=int(cnt[:, K.C_ADDED].sum()),
+        templates_removed=int(cnt[:, K.C_REMOVED].sum()),
+        migrations=ctl.migrations if ctl else 0,
+        migrated_nodes=ctl.migrated_nodes if ctl else 0,
+        preemptions=ctl.preemptions if ctl else 0,
+        frames=ctl.frames if ctl else 0,
+        frames_not_optimal=ctl.not_optimal if ctl else 0,
+        solver_seconds=ctl.solve_time if ctl else 0.0,
+        arrived=int(cnt[:, K.C_ARRIVED].sum()),
+        placed=int(cnt[:, K.C_PLACED].sum()),
+        departed=int(cnt[:, K.C_DEPARTED].sum()),
+        events=int(eng.ist[K.I_EVENTS]),
+        wall_time=wall,
+        per_type=per_type,
+    )

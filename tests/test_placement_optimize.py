@@ -1,0 +1,84 @@
+import itertools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.optimize import linprog
+
+from cloudsched.errors import ParameterError
+from cloudsched.placement import Cluster, JobType, chain, complete, parse_cluster, star
+from cloudsched.placement.optimize import max_weight_configuration, static_optimum
+from cloudsched.placement.reference import brute_force_max_weight
+
+GRAPHS = {"chain2": chain(2), "chain3": chain(3), "star3": star(3), "tri": complete(3)}
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    shape=st.sampled_from([(2, 2), (2, 3), (3, 2), (3, 3)]),
+    racks=st.integers(1, 2),
+    names=st.lists(st.sampled_from(sorted(GRAPHS)), min_size=1, max_size=2, unique=True),
+    values=st.lists(st.floats(-1.0, 4.0), min_size=2, max_size=2),
+    caps=st.lists(st.integers(0, 3), min_size=2, max_size=2),
+)
+def test_ilp_matches_exhaustive_search(shape, racks, names, values, caps):
+    cluster = Cluster(np.full(shape[0], shape[1]), racks=min(racks, shape[0]), cross_rack_cost=3)
+    tops = [GRAPHS[n] for n in names]
+    vals, cap = values[: len(tops)], caps[: len(tops)]
+    sol = max_weight_configuration(cluster, tops, vals, cap)
+    assert sol.optimal
+    assert sol.weight == pytest.approx(brute_force_max_weight(cluster, tops, vals, cap), abs=1e-7)
+    assert np.all(sol.counts(len(tops)) <= np.asarray(cap))
+    used = np.zeros(cluster.machines, dtype=int)
+    for _j, machines in sol.templates:
+        np.add.at(used, machines, 1)
+    assert np.all(used <= cluster.slots)
+
+
+def _full_lp(cluster, jobs):
+    """The static LP over every configuration, enumerated by brute force (tiny clusters)."""
+    tops = [j.topology for j in jobs]
+    best: dict[tuple[int, ...], float] = {}
+
+    def walk(j, left, counts, cost):
+        key = tuple(counts)
+        best[key] = min(best.get(key, math.inf), cost)
+        for jj in range(j, len(tops)):
+            for machines in itertools.product(range(cluster.machines), repeat=tops[jj].nodes):
+                use = np.bincount(machines, minlength=cluster.machines)
+                if np.all(use <= left):
+                    counts[jj] += 1
+                    walk(jj, left - use, counts, cost + cluster.cost(tops[jj], np.array(machines)))
+                    counts[jj] -= 1
+
+    walk(0, cluster.slots.copy(), [0] * len(tops), 0.0)
+    cols = list(best.items())
+    n = np.array([c for c, _ in cols], dtype=float).T
+    c = np.array([b for _, b in cols])
+    rho = np.array([j.load for j in jobs])
+    res = linprog(c, A_ub=np.vstack([-n, np.ones((1, len(cols)))]), b_ub=np.r_[-rho, 1.0])
+    return res.fun
+
+
+@pytest.mark.parametrize(
+    ("shape", "jobs"),
+    [
+        ("3x3", [JobType("c", 1.0, 1.0, chain(3)), JobType("s", 0.5, 1.0, star(4))]),
+        ("2x3", [JobType("t", 0.7, 1.0, complete(3)), JobType("p", 1.2, 1.0, chain(2))]),
+        ("4x2", [JobType("c", 1.5, 1.0, chain(3))]),
+    ],
+)
+def test_column_generation_matches_the_full_lp(shape, jobs):
+    cluster = parse_cluster(shape)
+    opt = static_optimum(cluster, jobs)
+    assert opt.cost_rate == pytest.approx(_full_lp(cluster, jobs), abs=1e-7)
+    assert sum(x for x, _, _ in opt.configurations) <= 1 + 1e-9
+    served = sum(x * n for x, n, _ in opt.configurations)
+    assert np.all(served >= np.array([j.load for j in jobs]) - 1e-7)
+
+
+def test_loads_outside_the_capacity_region_are_refused():
+    with pytest.raises(ParameterError, match="capacity region"):
+        static_optimum(parse_cluster("2x2"), [JobType("c", 3.0, 1.0, chain(3))])

@@ -1,0 +1,237 @@
+import math
+from collections import defaultdict
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from cloudsched.errors import ParameterError
+from cloudsched.placement import JobType, chain, complete, parse_cluster, star
+from cloudsched.placement import _kernel as K
+from cloudsched.placement.engine import EngineParams, PlacementEngine
+from cloudsched.placement.optimize import static_optimum
+from cloudsched.placement.reference import ReferencePlacement, product_form
+from cloudsched.placement.simulation import simulate_placement
+
+SMALL = [JobType("chain3", 1.0, 1.0, chain(3)), JobType("star4", 0.5, 1.0, star(4))]
+
+
+def _engine(cluster, jobs, policy, horizon, seed, **kw):
+    params = EngineParams(K.POLICY_CODES[policy], **kw)
+    return PlacementEngine(cluster, jobs, params, horizon, 0.0, 2, np.random.default_rng(seed))
+
+
+# Differential: the compiled kernel against the plain reference, same seed. --------------
+@settings(max_examples=40, deadline=None)
+@given(
+    machines=st.integers(1, 4),
+    slots=st.integers(1, 4),
+    policy=st.sampled_from(["dgp", "dgp-clock", "storm-default", "greedy"]),
+    sizes=st.lists(st.integers(1, 4), min_size=1, max_size=3),
+    beta=st.sampled_from([0.05, 0.3, 2.0]),
+    f=st.sampled_from(["log", "identity"]),
+    vclock=st.booleans(),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_kernel_matches_reference(machines, slots, policy, sizes, beta, f, vclock, seed):
+    cluster = parse_cluster(f"{machines}x{slots}", racks=min(2, machines))
+    sizes = [min(k, machines * slots) for k in sizes]
+    jobs = [JobType(f"t{i}", 0.3 + 0.4 * i, 1.0 + i, chain(k)) for i, k in enumerate(sizes)]
+    kw = dict(beta=beta, alpha=0.5, h=1.0, epsilon=0.5, f=f, virtual_clock=vclock)
+    eng = _engine(cluster, jobs, policy, 60.0, seed, **kw)
+    eng.advance(10**7)
+    ref = ReferencePlacement(cluster, jobs, policy, np.random.default_rng(seed), horizon=60.0, **kw)
+    while not ref.done:
+        ref.step()
+    np.testing.assert_array_equal(eng.cnt, ref.count)
+    np.testing.assert_allclose(eng.acc, ref.area, rtol=1e-9, atol=1e-9)
+    assert [list(q) for q in ref.queues] == [list(eng.queue(j)) for j in range(len(jobs))]
+
+
+# Invariants, checked after every single event. --------------------------------------------
+def _check(eng, started, departures):
+    """Slots, conservation, and: running jobs keep their slots.
+
+    A template id freed by a departure can be reused in the same event by another job, so
+    at most one template per departure in the event may show new slots.
+    """
+    owner = eng.owner
+    moved = 0
+    seen = np.full(owner.size, -1)
+    actual = set()
+    for j in range(len(eng.job_types)):
+        for is_actual in (True, False):
+            for tid in eng.templates(j, is_actual).tolist():
+                slots = eng.t_slots[tid, : eng.knodes[j]]
+                assert np.all(seen[slots] == -1), "a slot held by two templates"
+                seen[slots] = tid
+                assert np.all(owner[slots] == tid)
+                if is_actual:
+                    actual.add(tid)
+                    if tid in started and not np.array_equal(started[tid], slots):
+                        moved += 1
+                    started[tid] = slots.copy()
+    for tid in set(started) - actual:
+        del started[tid]
+    assert moved <= departures, "a running job moved"
+    assert np.all((owner == -1) == (seen == -1))
+    free = np.bincount(eng.slot_machine[owner == -1], minlength=eng.mfree.size)
+    assert free.tolist() == eng.mfree.tolist()
+    assert np.all(eng.qlen >= 0)
+    in_service = int(eng.ntl[:, 0].sum())
+    assert eng.ist[K.I_ARR_ALL] == eng.ist[K.I_DEP_ALL] + in_service + int(eng.qlen.sum())
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    policy=st.sampled_from(["dgp", "dgp-clock", "storm-default", "greedy"]),
+    shape=st.sampled_from(["2x2", "3x3", "2x4", "5x1"]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_invariants_hold_after_every_event(policy, shape, seed):
+    cluster = parse_cluster(shape)
+    jobs = [JobType("a", 1.5, 1.0, chain(2)), JobType("b", 0.7, 0.8, complete(3))]
+    eng = _engine(cluster, jobs, policy, 30.0, seed, beta=0.3, alpha=0.5, h=1.0)
+    started: dict[int, np.ndarray] = {}
+    done = False
+    while not done:
+        before = int(eng.ist[K.I_DEP_ALL])
+        done = eng.advance(1)
+        _check(eng, started, int(eng.ist[K.I_DEP_ALL]) - before)
+
+
+def test_maxweight_keeps_the_invariants_and_counts_its_moves():
+    cluster = parse_cluster("3x3")
+    short = simulate_placement(cluster, SMALL, "maxweight", horizon=400, frame=0.2, rng=3)
+    long = simulate_placement(cluster, SMALL, "maxweight", horizon=400, frame=20.0, rng=3)
+    assert short.frames > 10 * long.frames
+    assert short.migrations > long.migrations
+    for r in (short, long):
+        assert r.frames_not_optimal == 0
+        assert r.placed >= r.departed - 2 * cluster.total_slots
+
+
+# Product form with frozen weights. --------------------------------------------------------
+def _classes(cluster, jobs, conf):
+    machine = np.repeat(np.arange(cluster.machines), cluster.slots)
+    return tuple(sorted((j, cluster.cost(jobs[j].topology, machine[list(s)])) for j, s in conf))
+
+
+def _product_form_check(policy, batches, steps, tv_limit):
+    cluster = parse_cluster("2x2")
+    jobs = [JobType("pair", 1.0, 1.0, chain(2)), JobType("single", 0.5, 2.0, chain(1))]
+    weights, beta = [2.5, 0.8], 0.7
+    theory = defaultdict(float)
+    for conf, p in product_form(cluster, jobs, weights, beta).items():
+        theory[_classes(cluster, jobs, conf)] += p
+    seen = np.zeros((batches, len(theory)))
+    keys = {k: i for i, k in enumerate(sorted(theory))}
+    ref = ReferencePlacement(
+        cluster, jobs, policy, np.random.default_rng(11), beta=beta, frozen_weights=weights
+    )
+    for _ in range(2000):  # warm-up
+        ref.step()
+    for b in range(batches):
+        for _ in range(steps):
+            cls = keys[_classes(cluster, jobs, ref.configuration())]
+            seen[b, cls] += ref.step()
+    frac = seen / seen.sum(axis=1, keepdims=True)
+    p = np.array([theory[k] for k in sorted(theory)])
+    mean = frac.mean(axis=0)
+    se = frac.std(axis=0, ddof=1) / math.sqrt(batches)
+    # 13 classes: |z| < 4.5 for each is a family-wise level of about 1e-4
+    z = np.abs(mean - p) / np.maximum(se, 1e-4)
+    assert z.max() < 4.5, (z.max(), mean, p)
+    assert 0.5 * np.abs(mean - p).sum() < tv_limit
+
+
+@pytest.mark.parametrize("policy", ["dgp", "dgp-clock"])
+def test_frozen_weights_give_the_product_form(policy):
+    _product_form_check(policy, batches=12, steps=8000, tv_limit=0.06)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["dgp", "dgp-clock"])
+def test_frozen_weights_give_the_product_form_closely(policy):
+    _product_form_check(policy, batches=10, steps=40_000, tv_limit=0.025)
+
+
+@pytest.mark.parametrize(("policy", "clock"), [("dgp", None), ("dgp-clock", 2.0)])
+def test_kernel_template_counts_match_the_product_form(policy, clock):
+    cluster = parse_cluster("2x2")
+    jobs = [JobType("pair", 1.0, 1.0, chain(2)), JobType("single", 0.5, 2.0, chain(1))]
+    weights, beta = [2.5, 0.8], 0.7
+    rates = None if clock is None else [clock, clock]
+    law = product_form(cluster, jobs, weights, beta, clock_rates=rates)
+    expect = np.zeros(2)
+    for conf, p in law.items():
+        for j, _ in conf:
+            expect[j] += p
+    reps = [
+        simulate_placement(
+            cluster,
+            jobs,
+            policy,
+            horizon=20_000,
+            frozen_weights=weights,
+            beta=beta,
+            clock_rate=clock,
+            rng=seed,
+        )
+        for seed in range(6)
+    ]
+    got = np.array(
+        [[t["mean_in_service"] + t["mean_virtual_templates"] for t in r.per_type] for r in reps]
+    )
+    half = 4.0 * got.std(axis=0, ddof=1) / math.sqrt(len(reps))
+    assert np.all(np.abs(got.mean(axis=0) - expect) < half + 1e-3), (got.mean(axis=0), expect)
+
+
+# DGP against the static optimum. ----------------------------------------------------------
+def test_dgp_cost_falls_towards_the_optimum_with_finite_queues():
+    cluster = parse_cluster("3x3")
+    opt = static_optimum(cluster, SMALL).cost_rate
+    costs = []
+    for beta in (0.4, 0.2, 0.1):
+        r = simulate_placement(cluster, SMALL, "dgp", horizon=200_000, beta=beta, alpha=0.002,
+                               h=0.0, f="identity", rng=5)  # fmt: skip
+        costs.append(r.cost_rate)
+        served = sum(t["departed"] for t in r.per_type) / sum(t["arrived"] for t in r.per_type)
+        assert served > 0.97
+    assert costs[0] > costs[1] > costs[2]
+    assert costs[2] <= 1.10 * opt
+    assert costs[2] >= opt - 3 * r.cost_rate_ci
+    # queues stay bounded: no upward trend across the batches and a final queue near the mean
+    assert r.final_queue_length < 3 * r.mean_queue_length
+    storm = simulate_placement(cluster, SMALL, "storm-default", horizon=20_000, rng=5)
+    assert storm.cost_rate > 3 * opt
+
+
+def test_simulation_is_reproducible_from_a_seed():
+    cluster = parse_cluster("3x3")
+    a = simulate_placement(cluster, SMALL, "dgp", horizon=2000, rng=9).to_dict()
+    b = simulate_placement(cluster, SMALL, "dgp", horizon=2000, rng=9).to_dict()
+    a.pop("wall_time"), b.pop("wall_time"), a.pop("events_per_second"), b.pop("events_per_second")
+    assert a == b
+
+
+@pytest.mark.parametrize(
+    ("kw", "name"),
+    [
+        (dict(beta=0.0), "beta"),
+        (dict(epsilon=1.0), "epsilon"),
+        (dict(horizon=-1.0), "horizon"),
+        (dict(policy="fifo"), "policy"),
+        (dict(frame=0.0), "frame"),
+        (dict(f="sqrt"), "f"),
+    ],
+)
+def test_bad_parameters_are_named(kw, name):
+    with pytest.raises(ParameterError, match=name):
+        simulate_placement(parse_cluster("3x3"), SMALL, **kw)
+
+
+def test_a_graph_larger_than_the_cluster_is_refused():
+    with pytest.raises(ParameterError, match="at most the cluster's 4 slots"):
+        simulate_placement(parse_cluster("2x2"), [JobType("big", 1.0, 1.0, chain(5))])
