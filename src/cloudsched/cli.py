@@ -6,31 +6,19 @@ standard error and exits with status 2, never a traceback.
 
 from __future__ import annotations
 
-import io
 import json
 import sys
-import time
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TaskID,
-    TaskProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
-from rich.table import Table
 
+from cloudsched._cli_common import LazyProgress, emit, format_frame, render_table
 from cloudsched.errors import ParameterError, check_choice, check_int, check_loads, check_real
-from cloudsched.io import atomic_write_text
 
 __all__ = ["app", "main"]
 
@@ -85,33 +73,6 @@ def _parse_speeds(value: str) -> np.ndarray:
         ) from None
 
 
-def _emit(text: str, out: Path | None) -> None:
-    """Write ``text`` to ``out`` atomically, or print it to standard output."""
-    if out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    else:
-        atomic_write_text(out, text if text.endswith("\n") else text + "\n")
-
-
-def _render_table(df: pd.DataFrame, title: str) -> str:
-    table = Table(title=title)
-    for col in df.columns:
-        table.add_column(str(col), justify="right")
-    for row in df.itertuples(index=False):
-        table.add_row(*[f"{v:.6g}" if isinstance(v, float) else str(v) for v in row])
-    buf = io.StringIO()
-    Console(file=buf, width=200, force_terminal=False, color_system=None).print(table)
-    return buf.getvalue()
-
-
-def _format_frame(df: pd.DataFrame, fmt: str, title: str, payload: dict[str, Any]) -> str:
-    if fmt == "json":
-        return json.dumps(payload, indent=2)
-    if fmt == "csv":
-        return df.to_csv(index=False)
-    return _render_table(df, title)
-
-
 @app.command()
 def predict(
     policy: str = typer.Argument(..., help="random, pod, jsq, jiq or jiq-pod."),
@@ -150,7 +111,7 @@ def predict(
         df[f"s_{i + 1}"] = [t[i] if i < t.size else 0.0 for t in pred.tails]
     payload = {"policy": policy, "params": {"r": pred.r, "d": pred.d}, "points": points}
     title = f"mean field: {policy} (r={pred.r}, d={pred.d})"
-    _emit(_format_frame(df, fmt, title, payload), out)
+    emit(format_frame(df, fmt, title, payload), out)
     if plot is not None:
         from cloudsched.plotting import plot_response_time
 
@@ -197,43 +158,11 @@ def fluid(
         "params": {"load": traj.load, "r": traj.r, "d": traj.d},
         "points": df.to_dict(orient="records"),
     }
-    _emit(_format_frame(df, fmt, f"fluid ODE: {policy}", payload), out)
+    emit(format_frame(df, fmt, f"fluid ODE: {policy}", payload), out)
     if plot is not None:
         from cloudsched.plotting.dispatch import plot_trajectory
 
         plot_trajectory(traj.t, traj.mean_tasks, plot, title=f"fluid ODE: {policy}, load {load:g}")
-
-
-class _LazyProgress:
-    """A rich progress bar that appears only once a run has taken more than ``delay`` seconds."""
-
-    def __init__(self, description: str, delay: float = 2.0) -> None:
-        self.description = description
-        self.delay = delay
-        self.start = time.perf_counter()
-        self.bar: Progress | None = None
-        self.task: TaskID | None = None
-
-    def __call__(self, fraction: float) -> None:
-        if self.bar is None:
-            if time.perf_counter() - self.start < self.delay:
-                return
-            self.bar = Progress(
-                TextColumn("{task.description}"),
-                BarColumn(),
-                TaskProgressColumn(),
-                TimeRemainingColumn(),
-                console=Console(stderr=True),
-                transient=True,
-            )
-            self.bar.start()
-            self.task = self.bar.add_task(self.description, total=1.0)
-        assert self.task is not None
-        self.bar.update(self.task, completed=fraction)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.stop()
 
 
 @app.command()
@@ -316,7 +245,7 @@ def simulate(
     lam = None if load is None else check_real("--load", load, low=0.0, low_open=True)
     log = read_trace(trace, trace_format, unfinished=unfinished) if trace else None
     speed = _parse_speeds(speeds) if speeds is not None else None
-    bar = _LazyProgress(f"{policy} N={servers}")
+    bar = LazyProgress(f"{policy} N={servers}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:
@@ -334,12 +263,12 @@ def simulate(
         sys.stderr.write(f"warning: {_one_line(str(w.message))}\n")
     df = pd.DataFrame([res.to_row(tail)])
     if fmt == "table":
-        text = _render_table(
+        text = render_table(
             df.T.reset_index().set_axis(["field", "value"], axis=1), f"simulation: {policy}"
         )
     else:
-        text = _format_frame(df, fmt, "", res.to_dict())
-    _emit(text, out)
+        text = format_frame(df, fmt, "", res.to_dict())
+    emit(text, out)
 
 
 trace_app = typer.Typer(help="Inspect workload logs.", no_args_is_help=True)
@@ -367,8 +296,8 @@ def trace_stats(
         text = json.dumps(summary, indent=2)
     else:
         rows = pd.DataFrame({"field": list(summary), "value": [str(v) for v in summary.values()]})
-        text = _render_table(rows, f"trace: {', '.join(log.files)}")
-    _emit(text, out)
+        text = render_table(rows, f"trace: {', '.join(log.files)}")
+    emit(text, out)
     if plot is not None:
         from cloudsched.plotting.dispatch import plot_histogram
 
@@ -378,6 +307,11 @@ def trace_stats(
             xlabel="service time (s)",
             title=", ".join(Path(f).name for f in log.files),
         )
+
+
+from cloudsched.cli_place import place_app  # noqa: E402  (registered after the app exists)
+
+app.add_typer(place_app, name="place")
 
 
 @app.command()

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -232,6 +233,14 @@ def simulate_placement(
         if len(frozen_weights) != len(job_types):
             raise ParameterError("frozen_weights", frozen_weights, "one number per job type")
         frozen = tuple(check_real("frozen_weights", w) for w in frozen_weights)
+    demand = sum(jt.load * jt.topology.nodes for jt in job_types)
+    if demand >= cluster.total_slots:
+        warnings.warn(
+            f"the workload asks for {demand:.4g} slots on average but the cluster has "
+            f"{cluster.total_slots}: no policy can keep the queues bounded",
+            RuntimeWarning,
+            stacklevel=2,
+        )
     seed = rng if isinstance(rng, int) else None
     gen = np.random.default_rng(rng)
 

@@ -1,0 +1,85 @@
+"""Helpers shared by the command modules: output, tables and a lazy progress bar."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from rich.console import Console
+from rich.progress import (
+    BarColumn,
+    Progress,
+    TaskID,
+    TaskProgressColumn,
+    TextColumn,
+    TimeRemainingColumn,
+)
+from rich.table import Table
+
+from cloudsched.io import atomic_write_text
+
+__all__ = ["LazyProgress", "emit", "format_frame", "render_table"]
+
+
+def emit(text: str, out: Path | None) -> None:
+    """Write ``text`` to ``out`` atomically, or print it to standard output."""
+    if out is None:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    else:
+        atomic_write_text(out, text if text.endswith("\n") else text + "\n")
+
+
+def render_table(df: pd.DataFrame, title: str) -> str:
+    table = Table(title=title)
+    for col in df.columns:
+        table.add_column(str(col), justify="right")
+    for row in df.itertuples(index=False):
+        table.add_row(*[f"{v:.6g}" if isinstance(v, float) else str(v) for v in row])
+    buf = io.StringIO()
+    Console(file=buf, width=200, force_terminal=False, color_system=None).print(table)
+    return buf.getvalue()
+
+
+def format_frame(df: pd.DataFrame, fmt: str, title: str, payload: dict[str, Any]) -> str:
+    if fmt == "json":
+        return json.dumps(payload, indent=2)
+    if fmt == "csv":
+        return df.to_csv(index=False)
+    return render_table(df, title)
+
+
+class LazyProgress:
+    """A rich progress bar that appears only once a run has taken more than ``delay`` seconds."""
+
+    def __init__(self, description: str, delay: float = 2.0) -> None:
+        self.description = description
+        self.delay = delay
+        self.start = time.perf_counter()
+        self.bar: Progress | None = None
+        self.task: TaskID | None = None
+
+    def __call__(self, fraction: float) -> None:
+        if self.bar is None:
+            if time.perf_counter() - self.start < self.delay:
+                return
+            self.bar = Progress(
+                TextColumn("{task.description}"),
+                BarColumn(),
+                TaskProgressColumn(),
+                TimeRemainingColumn(),
+                console=Console(stderr=True),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task(self.description, total=1.0)
+        assert self.task is not None
+        self.bar.update(self.task, completed=fraction)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()

@@ -1,0 +1,166 @@
+"""``cloudsched place``: simulate graph-job placement policies and solve the static optimum."""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import typer
+
+from cloudsched._cli_common import LazyProgress, emit, render_table
+from cloudsched.errors import ParameterError, check_choice, check_int, check_real
+
+__all__ = ["place_app"]
+
+place_app = typer.Typer(
+    help="Graph-job placement (Storm topologies): simulate policies, solve the optimum.",
+    no_args_is_help=True,
+)
+
+_CLUSTER_HELP = "MACHINESxSLOTS, e.g. 50x12."
+_PER_TYPE = [
+    "name", "nodes", "edges", "load", "mean_queue_length", "final_queue_length",
+    "mean_in_service", "mean_virtual_templates", "mean_partition_cost", "cost_rate",
+    "mean_wait", "proposal_success_rate",
+]  # fmt: skip
+
+
+def _model(cluster: str, racks: int, cross_rack_cost: float, workload: Path, seed: int | None):
+    """Cluster and job types, with every graph checked against the cluster size."""
+    from cloudsched.placement import load_workload, parse_cluster
+
+    racks = check_int("--racks", racks, low=1)
+    cl = parse_cluster(cluster, racks=1, cross_rack_cost=cross_rack_cost)
+    if racks > cl.machines:
+        raise ParameterError("--racks", racks, f"an integer in [1, {cl.machines}] (the machines)")
+    cl = parse_cluster(cluster, racks=racks, cross_rack_cost=cross_rack_cost)
+    jobs = load_workload(workload, np.random.default_rng(seed))
+    for jt in jobs:
+        cl.check_fits(jt.topology, name="--workload")
+    return cl, jobs
+
+
+@place_app.command("simulate")
+def place_simulate(
+    cluster: str = typer.Option(..., "--cluster", help=_CLUSTER_HELP),
+    workload: Path = typer.Option(..., "--workload", help="Workload YAML (job_types: ...)."),
+    policy: str = typer.Option(
+        "dgp", "--policy", help="storm-default, greedy, maxweight, dgp or dgp-clock."
+    ),
+    racks: int = typer.Option(1, "--racks", help="Racks (machines split evenly, in order)."),
+    cross_rack_cost: float = typer.Option(
+        2.0, "--cross-rack-cost", help="Cost of an edge broken across racks (>= 1)."
+    ),
+    beta: float = typer.Option(0.1, "--beta", help="DGP temperature (> 0)."),
+    alpha: float = typer.Option(
+        None, "--alpha", help="Weight scale (> 0; default 0.2 for DGP, 1 for MaxWeight)."
+    ),
+    h: float = typer.Option(0.0, "--h", help="DGP bias added to the queues (>= 0)."),
+    epsilon: float = typer.Option(0.5, "--epsilon", help="DGP epsilon, in (0, 1)."),
+    f: str = typer.Option(
+        "log", "--f", help="Concave weight function: log (log(1+x)) or identity."
+    ),
+    virtual_clock: bool = typer.Option(
+        True,
+        "--virtual-clock/--no-virtual-clock",
+        help="DGP: empty templates get keep decisions at the service rate (exact product form).",
+    ),
+    clock_rate: float = typer.Option(
+        None, "--clock-rate", help="dgp-clock: rate of each queue's clock (default: arrival rate)."
+    ),
+    frame: float = typer.Option(1.0, "--frame", help="MaxWeight frame length T (> 0)."),
+    solver_time_limit: float = typer.Option(
+        10.0, "--solver-time-limit", help="MaxWeight: seconds per frame for HiGHS."
+    ),
+    horizon: float = typer.Option(
+        None, "--horizon", help="Simulated time (default: 2000 x the longest mean duration)."
+    ),
+    warmup: float = typer.Option(None, "--warmup", help="Discarded time (default: 20%)."),
+    seed: int = typer.Option(None, "--seed", help="Seed (default: fresh, reported)."),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
+) -> None:
+    """Simulate one placement policy on a cluster and workload."""
+    from cloudsched.placement.simulation import PLACEMENT_POLICIES, simulate_placement
+
+    fmt = check_choice("--format", fmt, ("table", "json"))
+    policy = check_choice("--policy", policy, PLACEMENT_POLICIES)
+    if seed is None:
+        seed = int(np.random.SeedSequence().generate_state(1)[0])
+    cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed)
+    bar = LazyProgress(f"place {policy} {cluster}")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        try:
+            res = simulate_placement(
+                cl, jobs, policy, horizon=horizon, warmup=warmup, beta=beta, alpha=alpha, h=h,
+                epsilon=epsilon, f=f, virtual_clock=virtual_clock, clock_rate=clock_rate,
+                frame=frame, solver_time_limit=solver_time_limit, rng=seed, progress=bar,
+            )  # fmt: skip
+        finally:
+            bar.close()
+    for w in caught:
+        sys.stderr.write(f"warning: {w.message}\n")
+    payload = {"cluster": cluster, "racks": racks, "workload": str(workload), **res.to_dict()}
+    if fmt == "json":
+        emit(json.dumps(payload, indent=2), out)
+        return
+    summary = {k: v for k, v in payload.items() if k not in ("per_type", "params")}
+    summary["params"] = json.dumps(res.params)
+    rows = pd.DataFrame({"field": list(summary), "value": [_show(v) for v in summary.values()]})
+    text = render_table(rows, f"placement: {policy} on {cluster}")
+    text += render_table(pd.DataFrame(res.per_type)[_PER_TYPE], "per job type")
+    emit(text, out)
+
+
+def _show(v: Any) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+@place_app.command("bound")
+def place_bound(
+    cluster: str = typer.Option(..., "--cluster", help=_CLUSTER_HELP),
+    workload: Path = typer.Option(..., "--workload", help="Workload YAML (job_types: ...)."),
+    racks: int = typer.Option(1, "--racks", help="Racks (machines split evenly, in order)."),
+    cross_rack_cost: float = typer.Option(
+        2.0, "--cross-rack-cost", help="Cost of an edge broken across racks (>= 1)."
+    ),
+    seed: int = typer.Option(0, "--seed", help="Seed for random graphs in the workload."),
+    fmt: str = typer.Option("table", "--format", help="table or json."),
+    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
+) -> None:
+    """Solve the static optimum: the least average cost that serves every type's load."""
+    from cloudsched.placement.optimize import static_optimum
+
+    fmt = check_choice("--format", fmt, ("table", "json"))
+    cross_rack_cost = check_real("--cross-rack-cost", cross_rack_cost, low=1.0)
+    cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed)
+    opt = static_optimum(cl, jobs)
+    configs = [
+        {"share": x, **{j.name: int(n[i]) for i, j in enumerate(jobs)}, "cost": b}
+        for x, n, b in opt.configurations
+    ]
+    payload = {
+        "cluster": cluster,
+        "racks": racks,
+        "workload": str(workload),
+        "loads": {j.name: j.load for j in jobs},
+        "cost_rate": opt.cost_rate,
+        "cost_per_job": opt.cost_per_job,
+        "columns": opt.columns,
+        "solve_time": opt.solve_time,
+        "configurations": configs,
+    }
+    if fmt == "json":
+        emit(json.dumps(payload, indent=2), out)
+        return
+    fields = ["cost_rate", "cost_per_job", "columns", "solve_time"]
+    head = pd.DataFrame({"field": fields, "value": [_show(payload[k]) for k in fields]})
+    text = render_table(head, f"static optimum on {cluster}")
+    text += render_table(pd.DataFrame(configs), "configurations used (time share, templates, cost)")
+    emit(text, out)

@@ -1,0 +1,139 @@
+import json
+
+import pytest
+
+from cloudsched.cli import main
+
+WORKLOAD = """\
+job_types:
+  - name: chain3
+    arrival_rate: 1.0
+    mean_duration: 1.0
+    topology: {generator: chain, nodes: 3}
+  - name: star4
+    arrival_rate: 0.5
+    mean_duration: 1.0
+    topology: {generator: star, nodes: 4}
+"""
+
+
+ONE = "job_types:\n  - {{name: a, arrival_rate: {rate}, mean_duration: {dur}, topology: {top}}}\n"
+CHAIN = "{generator: chain, nodes: 2}"
+
+
+def run(capsys, *args):
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+@pytest.fixture
+def workload(tmp_path):
+    path = tmp_path / "w.yaml"
+    path.write_text(WORKLOAD)
+    return path
+
+
+@pytest.mark.parametrize("policy", ["storm-default", "greedy", "dgp", "dgp-clock", "maxweight"])
+def test_place_simulate_json(capsys, workload, policy):
+    code, out, err = run(
+        capsys, "place", "simulate", "--cluster", "3x3", "--workload", str(workload),
+        "--policy", policy, "--horizon", "300", "--seed", "4", "--format", "json",
+    )  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    for key in ("mean_queue_length", "mean_partition_cost", "utilization", "migrations"):
+        assert key in doc
+    assert doc["seed"] == 4 and doc["policy"] == policy
+    assert [t["name"] for t in doc["per_type"]] == ["chain3", "star4"]
+    assert 0 < doc["utilization"] <= 1
+    if policy != "maxweight":
+        assert doc["migrations"] == 0
+
+
+def test_place_simulate_table_and_out_file(capsys, workload, tmp_path):
+    out_file = tmp_path / "res.txt"
+    code, out, _ = run(
+        capsys, "place", "simulate", "--cluster", "3x3", "--workload", str(workload),
+        "--horizon", "100", "--seed", "1", "--out", str(out_file),
+    )  # fmt: skip
+    assert code == 0 and out == ""
+    text = out_file.read_text()
+    assert "mean_partition_cost" in text and "per job type" in text
+
+
+def test_place_bound(capsys, workload):
+    code, out, _ = run(
+        capsys, "place", "bound", "--cluster", "3x3", "--workload", str(workload), "--format",
+        "json",
+    )  # fmt: skip
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["cost_rate"] == pytest.approx(0.5)
+    assert sum(c["share"] for c in doc["configurations"]) <= 1 + 1e-9
+
+
+def test_overload_is_warned(capsys, workload):
+    code, _, err = run(
+        capsys, "place", "simulate", "--cluster", "1x5", "--workload", str(workload),
+        "--horizon", "50", "--seed", "1",
+    )  # fmt: skip
+    assert code == 0
+    assert err.startswith("warning: the workload asks for 5 slots on average")
+    assert "no policy can keep the queues bounded" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--cluster", "2x1"], "--workload must be at most the cluster's 2 slots"),
+        (["--cluster", "3x"], "--cluster must be MACHINESxSLOTS"),
+        (["--policy", "fifo"], "--policy must be one of"),
+        (["--beta", "0"], "--beta must be in (0, inf)"),
+        (["--epsilon", "1.5"], "--epsilon must be in (0, 1)"),
+        (["--racks", "9"], "--racks must be an integer in [1, 3]"),
+        (["--horizon", "-3"], "--horizon must be"),
+    ],
+)
+def test_bad_place_input_exits_2_with_one_line(capsys, workload, args, fragment):
+    base = {"--cluster": "3x3", "--workload": str(workload)}
+    for k, v in zip(args[::2], args[1::2], strict=True):
+        base[k] = v
+    flat = [x for kv in base.items() for x in kv]
+    code, out, err = run(capsys, "place", "simulate", *flat)
+    assert code == 2
+    assert out == ""
+    assert err.count("\n") == 1 and err.startswith("error: ")
+    assert fragment in err
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("job_types: [{name: a", "malformed YAML"),
+        (ONE.format(rate=-1, dur=1, top=CHAIN), "a.arrival_rate must be"),
+        (ONE.format(rate=1, dur=0, top=CHAIN), "a.mean_duration must be"),
+        (ONE.format(rate=1, dur=1, top="{flux: missing.yaml}"), "missing.yaml"),
+    ],
+)  # fmt: skip
+def test_malformed_workloads_exit_2(capsys, tmp_path, text, fragment):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    for cmd in ("simulate", "bound"):
+        code, _, err = run(capsys, "place", cmd, "--cluster", "3x3", "--workload", str(path))
+        assert code == 2
+        assert err.count("\n") == 1 and fragment in err
+
+
+def test_unknown_grouping_exits_2(capsys, tmp_path):
+    (tmp_path / "t.yaml").write_text(
+        "name: t\nspouts: [{id: s, parallelism: 1}]\nbolts: [{id: b, parallelism: 1}]\n"
+        "streams: [{from: s, to: b, grouping: {type: SIDEWAYS}}]\n"
+    )
+    path = tmp_path / "w.yaml"
+    path.write_text(
+        "job_types:\n  - {name: a, arrival_rate: 1, mean_duration: 1, topology: {flux: t.yaml}}\n"
+    )
+    code, _, err = run(capsys, "place", "bound", "--cluster", "3x3", "--workload", str(path))
+    assert code == 2 and "unknown grouping SIDEWAYS" in err
