@@ -33,4 +33,12 @@ def test_demo_writes_report(tmp_path, capsys, monkeypatch):
         assert (out / "figure9.png").stat().st_size > 1000
         fig9 = pd.read_csv(out / "figure9.csv")
         assert set(fig9["policy"]) == {"Random", "Pod(2)", "JIQ", "JIQ-Pod(2)", "JSQ"}
+    assert (out / "placement_tradeoff.png").stat().st_size > 1000
+    place = pd.read_csv(out / "placement_tradeoff.csv")
+    assert set(place["policy"]) == {"dgp", "storm-default", "greedy", "maxweight"}
+    dgp = place[place["policy"] == "dgp"].sort_values("beta")
+    # the smallest beta is the cheapest DGP run, and Storm default is the most expensive
+    assert dgp["cost_rate"].iloc[0] == dgp["cost_rate"].min()
+    storm = place.loc[place["policy"] == "storm-default", "cost_rate"].iloc[0]
+    assert place["cost_rate"].max() == storm
     assert not list(out.glob(".*.tmp"))

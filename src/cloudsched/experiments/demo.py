@@ -4,7 +4,9 @@ Contents: the task-dispatch seed's Figure 4 (mean response time against load for
 Pod(2), JIQ and JIQ-Pod(2) at r = 10, mean field) and its table of values; Figure 5
 (predicted against simulated response time, N = 1000, r = 10) and Table II (predicted
 against simulated occupancy q_i, N = 500); and a trace-driven figure (response-time CDF per
-policy on the shipped Google trace part, load 0.88, r = 10).
+policy on the shipped Google trace part, load 0.88, r = 10); and, for graph placement, DGP's
+cost/queue trade-off over beta with Storm default, greedy, MaxWeight and the static optimum
+(:mod:`cloudsched.experiments.placement_demo`).
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from numpy.typing import ArrayLike
 from cloudsched.dispatch.meanfield import predict
 from cloudsched.dispatch.simulation import simulate
 from cloudsched.dispatch.traces import read_trace
+from cloudsched.experiments.placement_demo import tradeoff_data
 from cloudsched.experiments.report import Report, ensure_dir
 from cloudsched.io import atomic_write_text
-from cloudsched.plotting import plot_cdf, plot_response_time
+from cloudsched.plotting import plot_cdf, plot_response_time, plot_tradeoff
 
 __all__ = ["DEFAULT_OUT", "run_demo"]
 
@@ -264,4 +267,52 @@ def run_demo(out: str | os.PathLike[str] = DEFAULT_OUT, seed: int = 2026) -> Pat
             "times are rescaled by one factor to give 0.88. The log is bursty (jobs submit "
             "thousands of tasks at once), so queues build up under every policy.",
         )
+    _placement_section(report, out_dir, seed + 3)
     return report.write({"r": r, "d": 2, "seed": seed, "command": "cloudsched demo"})
+
+
+def _placement_section(report: Report, out_dir: Path, seed: int) -> None:
+    """DGP's cost/queue trade-off over beta, with the baselines and the static optimum."""
+    data, optimum = tradeoff_data(seed)
+    report.heading("Graph placement: DGP's cost/queue trade-off over beta")
+    dgp = data[data["policy"] == "dgp"]
+    others = data[data["policy"] != "dgp"]
+    ref = {
+        str(p): (q, c)
+        for p, q, c in zip(
+            others["policy"], others["mean_queue_length"].to_numpy(dtype=float),
+            others["cost_rate"].to_numpy(dtype=float), strict=True,
+        )
+    }  # fmt: skip
+    plot_tradeoff(
+        dgp["mean_queue_length"].to_numpy(),
+        dgp["cost_rate"].to_numpy(),
+        [f"β = {b:g}" for b in dgp["beta"]],
+        out_dir / "placement_tradeoff.png",
+        cost_ci=dgp["cost_rate_ci95"].to_numpy(),
+        lines={
+            "Storm default": ref["storm-default"][1],
+            "greedy": ref["greedy"][1],
+            "static optimum": optimum,
+        },
+        points={
+            "MaxWeight, T = 1 (migrates)": ref["maxweight"]
+        },
+        title="3 machines x 3 slots: chain-3 (rho 1) + star-4 (rho 0.5)",
+    )
+    report.figure(
+        "placement_tradeoff.png",
+        "Partitioning cost (broken edges in use, per unit time; 95% CI) against mean queue "
+        "length, DGP over beta (f = identity, alpha = 0.002, h = 0)",
+    )
+    report.table(
+        data,
+        "placement_tradeoff.csv",
+        f"One row per run; static optimum {optimum:.4g} per unit time. DGP and the "
+        "baselines never move a running job; MaxWeight migrates jobs at every frame. "
+        "Read plainly: DGP's cost falls to the optimum as beta falls, but its queue stays in "
+        "the hundreds (its uniform Random Partition Procedure finds a free template in under "
+        "10% of proposals here), while greedy packing is near the optimum with almost no "
+        "queue on this small instance. "
+        "The same workload for the CLI: `examples/demo-placement.yaml` on `--cluster 3x3`.",
+    )

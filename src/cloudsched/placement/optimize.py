@@ -213,6 +213,9 @@ class StaticOptimum:
         Configurations generated.
     solve_time : float
         Seconds.
+    proven : bool
+        False when a pricing problem hit its time limit: ``cost_rate`` is then the cost of
+        a feasible time-sharing (an upper bound), not a proven optimum.
     """
 
     cost_rate: float
@@ -220,6 +223,7 @@ class StaticOptimum:
     configurations: list[tuple[float, np.ndarray, float]]
     columns: int
     solve_time: float
+    proven: bool = True
 
 
 def _greedy_pack(cluster: Cluster, top: Topology) -> tuple[int, float]:
@@ -234,9 +238,16 @@ def _greedy_pack(cluster: Cluster, top: Topology) -> tuple[int, float]:
 
 
 def static_optimum(
-    cluster: Cluster, job_types: Sequence[JobType], *, max_columns: int = 2000
+    cluster: Cluster,
+    job_types: Sequence[JobType],
+    *,
+    max_columns: int = 2000,
+    time_limit: float | None = None,
 ) -> StaticOptimum:
     """Solve the static partitioning LP exactly by column generation.
+
+    ``time_limit`` bounds each pricing MILP (seconds); if one stops early the answer is
+    marked ``proven=False``.
 
     Raises
     ------
@@ -267,6 +278,7 @@ def static_optimum(
         counts = np.zeros(nj, dtype=np.int64)
         counts[j] = n
         add(counts, cost)
+    proven = True
     while True:
         ncol = len(cols)
         n_mat = np.array([c for c, _ in cols], dtype=float).T  # (J, C)
@@ -282,7 +294,8 @@ def static_optimum(
             raise RuntimeError(f"static optimum: master LP failed: {res.message}")
         duals = -res.ineqlin.marginals
         prices, sigma = duals[:nj], -duals[nj]
-        best = max_weight_configuration(cluster, tops, prices)
+        best = max_weight_configuration(cluster, tops, prices, time_limit=time_limit)
+        proven = best.optimal and len(cols) < max_columns
         if best.weight <= -sigma + 1e-9 * (1.0 + abs(sigma)) or len(cols) >= max_columns:
             break
         if not add(best.counts(nj), best.cost):
@@ -299,5 +312,5 @@ def static_optimum(
     used = [(float(res.x[i]), cols[i][0], cols[i][1]) for i in range(ncol) if res.x[i] > 1e-12]
     cost_rate = float(cost_vec @ res.x[:ncol])
     return StaticOptimum(
-        cost_rate, cost_rate / float(rho.sum()), used, len(cols), time.perf_counter() - t0
+        cost_rate, cost_rate / float(rho.sum()), used, len(cols), time.perf_counter() - t0, proven
     )

@@ -6,5 +6,12 @@ from cloudsched.plotting.dispatch import (
     plot_response_time,
     plot_trajectory,
 )
+from cloudsched.plotting.placement import plot_tradeoff
 
-__all__ = ["plot_cdf", "plot_histogram", "plot_response_time", "plot_trajectory"]
+__all__ = [
+    "plot_cdf",
+    "plot_histogram",
+    "plot_response_time",
+    "plot_tradeoff",
+    "plot_trajectory",
+]
