@@ -309,9 +309,11 @@ def trace_stats(
         )
 
 
+from cloudsched.cli_experiments import register as register_experiments  # noqa: E402
 from cloudsched.cli_place import place_app  # noqa: E402  (registered after the app exists)
 
 app.add_typer(place_app, name="place")
+register_experiments(app)
 
 
 @app.command()

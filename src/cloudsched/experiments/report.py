@@ -1,9 +1,11 @@
-"""A small Markdown report: text, tables (also saved as CSV) and figures."""
+"""A small report: text, tables (also saved as CSV) and figures, as Markdown and HTML."""
 
 from __future__ import annotations
 
+import html
 import os
 import platform
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pandas as pd
 
 from cloudsched.io import atomic_write_text
 
-__all__ = ["Report", "markdown_table", "software_versions"]
+__all__ = ["Report", "html_table", "markdown_table", "software_versions"]
 
 
 def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
@@ -48,9 +50,33 @@ def software_versions() -> dict[str, str]:
     }
 
 
+def _inline_html(text: str) -> str:
+    """Escape ``text`` and render Markdown's inline `code` and [label](link)."""
+    out = html.escape(text)
+    out = re.sub(r"`([^`]+)`", r"<code>\1</code>", out)
+    return re.sub(r"\[([^\]]+)\]\(([^)]+)\)", r'<a href="\2">\1</a>', out)
+
+
+def html_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
+    """Render ``df`` as an HTML table (no index)."""
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = []
+    for row in df.itertuples(index=False):
+        cells = (format(v, floatfmt) if isinstance(v, float) else str(v) for v in row)
+        rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+_CSS = (
+    "body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
+    "table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ccc;"
+    "padding:0.2em 0.5em;text-align:right}img{max-width:100%}figcaption{font-style:italic}"
+)
+
+
 @dataclass
 class Report:
-    """Collects report sections and writes ``report.md`` plus the CSV behind every table.
+    """Collects report sections; writes ``report.md`` and ``report.html``, and the CSVs.
 
     Files are written atomically into ``out_dir``; figures are written by the caller
     (see :mod:`cloudsched.plotting`) and referenced by file name.
@@ -58,34 +84,55 @@ class Report:
 
     title: str
     out_dir: Path
-    parts: list[str] = field(default_factory=list)
+    parts: list[tuple[str, str]] = field(default_factory=list)  # (markdown, html)
+    figures: list[str] = field(default_factory=list)
 
     def text(self, markdown: str) -> None:
-        """Append a paragraph of Markdown."""
-        self.parts.append(markdown.strip())
+        """Append a paragraph (Markdown with inline code and links)."""
+        self.parts.append((markdown.strip(), f"<p>{_inline_html(markdown.strip())}</p>"))
 
     def heading(self, text: str) -> None:
         """Append a second-level heading."""
-        self.parts.append(f"## {text}")
+        self.parts.append((f"## {text}", f"<h2>{html.escape(text)}</h2>"))
 
     def figure(self, filename: str, caption: str) -> None:
         """Add a figure already written to ``out_dir / filename``."""
-        self.parts.append(f"![{caption}]({filename})\n\n*{caption}*")
+        self.figures.append(filename)
+        self.parts.append((
+            f"![{caption}]({filename})\n\n*{caption}*",
+            f'<figure><img src="{html.escape(filename)}" alt="{html.escape(caption)}">'
+            f"<figcaption>{_inline_html(caption)}</figcaption></figure>",
+        ))  # fmt: skip
 
     def table(self, df: pd.DataFrame, csv_name: str, caption: str, floatfmt: str = ".4g") -> None:
         """Append ``df`` as a table and save it as ``csv_name`` in ``out_dir``."""
         atomic_write_text(self.out_dir / csv_name, df.to_csv(index=False))
-        self.parts.append(
-            f"*{caption}* (data: [{csv_name}]({csv_name}))\n\n" + markdown_table(df, floatfmt)
-        )
+        link = f"(data: [{csv_name}]({csv_name}))"
+        self.parts.append((
+            f"*{caption}* {link}\n\n" + markdown_table(df, floatfmt),
+            f"<p><em>{_inline_html(caption)}</em> {_inline_html(link)}</p>"
+            + html_table(df, floatfmt),
+        ))  # fmt: skip
 
     def write(self, parameters: dict[str, object]) -> Path:
-        """Write ``report.md`` with a closing section of parameters and software versions."""
-        lines = [f"# {self.title}", "", *[p + "\n" for p in self.parts], "## Reproducibility", ""]
+        """Write ``report.md`` and ``report.html``, closing with parameters and versions."""
+        versions = software_versions()
+        lines = [f"# {self.title}", "", *[md + "\n" for md, _ in self.parts]]
+        lines += ["## Reproducibility", ""]
         lines += [f"- {k}: `{v}`" for k, v in parameters.items()]
-        lines += [f"- {k} {v}" for k, v in software_versions().items()]
+        lines += [f"- {k} {v}" for k, v in versions.items()]
         path = self.out_dir / "report.md"
         atomic_write_text(path, "\n".join(lines) + "\n")
+        items = [f"<li>{html.escape(k)}: <code>{html.escape(str(v))}</code></li>"
+                 for k, v in parameters.items()]  # fmt: skip
+        items += [f"<li>{html.escape(k)} {html.escape(v)}</li>" for k, v in versions.items()]
+        body = "\n".join(h for _, h in self.parts)
+        page = (
+            f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}"
+            f"</title><style>{_CSS}</style></head><body><h1>{html.escape(self.title)}</h1>\n"
+            f"{body}\n<h2>Reproducibility</h2><ul>{''.join(items)}</ul></body></html>\n"
+        )
+        atomic_write_text(self.out_dir / "report.html", page)
         return path
 
 

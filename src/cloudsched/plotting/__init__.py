@@ -3,6 +3,7 @@
 from cloudsched.plotting.dispatch import (
     plot_cdf,
     plot_histogram,
+    plot_lines,
     plot_response_time,
     plot_trajectory,
 )
@@ -11,6 +12,7 @@ from cloudsched.plotting.placement import plot_tradeoff
 __all__ = [
     "plot_cdf",
     "plot_histogram",
+    "plot_lines",
     "plot_response_time",
     "plot_tradeoff",
     "plot_trajectory",

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 
 from cloudsched.plotting._mpl import pyplot, save
 
-__all__ = ["plot_cdf", "plot_histogram", "plot_response_time", "plot_trajectory"]
+__all__ = ["plot_cdf", "plot_histogram", "plot_lines", "plot_response_time", "plot_trajectory"]
 
 
 def plot_response_time(
@@ -21,20 +21,38 @@ def plot_response_time(
     points: Mapping[str, tuple[ArrayLike, ArrayLike, ArrayLike]] | None = None,
     log_y: bool = True,
 ) -> None:
-    """Plot mean response time against load and save a PNG.
+    """Plot mean response time against load and save a PNG (see :func:`plot_lines`)."""
+    plot_lines(
+        curves, path, title=title, points=points, log_y=log_y,
+        xlabel="load λ (arrival rate per server)", ylabel="mean response time T",
+    )  # fmt: skip
+
+
+def plot_lines(
+    curves: Mapping[str, tuple[ArrayLike, ArrayLike]],
+    path: str | os.PathLike[str],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    points: Mapping[str, tuple[ArrayLike, ArrayLike, ArrayLike]] | None = None,
+    log_x: bool = False,
+    log_y: bool = False,
+) -> None:
+    """Plot lines (predictions) and markers with error bars (simulations); save a PNG.
 
     Parameters
     ----------
-    curves : mapping of label to (loads, T)
-        Lines (mean-field predictions).
+    curves : mapping of label to (x, y)
+        Lines.
     path : path-like
         Output PNG file (written atomically).
-    title : str
-        Figure title.
-    points : mapping of label to (loads, T, half-width of the 95% CI), optional
-        Markers with error bars (simulations); the k-th series takes the k-th curve's colour.
-    log_y : bool
-        Use a logarithmic response-time axis.
+    xlabel, ylabel, title : str
+        Axis labels and title.
+    points : mapping of label to (x, y, half-width of the 95% CI), optional
+        Markers with error bars; the k-th series takes the k-th curve's colour.
+    log_x, log_y : bool
+        Logarithmic axes.
     """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
@@ -46,12 +64,14 @@ def plot_response_time(
         # the k-th series of points shares the colour of the k-th curve
         color = colors[k] if k < len(colors) else None
         ax.errorbar(x, y, yerr=err, fmt="o", ms=4, capsize=3, label=label, color=color)
-    ax.set_xlabel("load λ (arrival rate per server)")
-    ax.set_ylabel("mean response time T")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if log_x:
+        ax.set_xscale("log")
     if log_y:
         ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     if title:
         ax.set_title(title)
     save(fig, path)

@@ -14,12 +14,9 @@ __all__ = ["plot_tradeoff"]
 
 
 def plot_tradeoff(
-    queue: ArrayLike,
-    cost: ArrayLike,
-    labels: list[str],
+    curves: Mapping[str, tuple[ArrayLike, ArrayLike, ArrayLike | None, list[str]]],
     path: str | os.PathLike[str],
     *,
-    cost_ci: ArrayLike | None = None,
     lines: Mapping[str, float] | None = None,
     points: Mapping[str, tuple[float, float]] | None = None,
     title: str = "",
@@ -28,14 +25,11 @@ def plot_tradeoff(
 
     Parameters
     ----------
-    queue, cost : array-like
-        One point per setting of the swept parameter (joined by a line, in order).
-    labels : list of str
-        Annotation of each point (e.g. ``beta = 0.1``).
+    curves : mapping of label to (queue, cost, cost CI half-widths or None, point labels)
+        One curve per setting (e.g. per alpha), one point per value of the swept parameter
+        (e.g. ``beta = 0.1``), joined in order.
     path : path-like
         Output PNG file (written atomically).
-    cost_ci : array-like, optional
-        Half-widths of the 95% confidence intervals of ``cost``.
     lines : mapping of label to cost, optional
         Horizontal reference lines (baselines, the static optimum).
     points : mapping of label to (queue, cost), optional
@@ -45,11 +39,13 @@ def plot_tradeoff(
     """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.6, 4.4))
-    x, y = np.asarray(queue, dtype=float), np.asarray(cost, dtype=float)
-    err = None if cost_ci is None else np.asarray(cost_ci, dtype=float)
-    ax.errorbar(x, y, yerr=err, fmt="o-", ms=5, capsize=3, lw=1.6, label="DGP")
-    for xi, yi, text in zip(x, y, labels, strict=True):
-        ax.annotate(text, (xi, yi), textcoords="offset points", xytext=(6, 6), fontsize=8)
+    for k, (name, (queue, cost, ci, labels)) in enumerate(curves.items()):
+        x, y = np.asarray(queue, dtype=float), np.asarray(cost, dtype=float)
+        err = None if ci is None else np.asarray(ci, dtype=float)
+        ax.errorbar(x, y, yerr=err, fmt="o-", ms=5, capsize=3, lw=1.6, label=name,
+                    color=f"C{(k * 3) % 10}")  # fmt: skip
+        for xi, yi, text in zip(x, y, labels, strict=True):
+            ax.annotate(text, (xi, yi), textcoords="offset points", xytext=(6, 6), fontsize=7)
     styles = ["--", ":", "-.", (0, (5, 1))]
     for k, (label, level) in enumerate((lines or {}).items()):
         ax.axhline(level, ls=styles[k % len(styles)], lw=1.4, color=f"C{k + 1}", label=label)

@@ -1,0 +1,124 @@
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from cloudsched.cli import main
+from cloudsched.experiments.sweep import TIMING_COLUMNS, load_results, load_spec, run_sweep
+
+SPEC = """\
+kind: simulate
+seed: 7
+replications: 2
+fixed: {servers: 50, r: 5, tasks: 20000}
+grid:
+  policy: [jiq, jiq-pod]
+  load: [0.5, 0.9]
+"""
+
+
+def _rows(df):
+    return df.drop(columns=[c for c in TIMING_COLUMNS if c in df.columns]).reset_index(drop=True)
+
+
+@pytest.fixture
+def spec(tmp_path):
+    path = tmp_path / "spec.yaml"
+    path.write_text(SPEC)
+    return load_spec(path)
+
+
+def test_rows_do_not_depend_on_executor_or_workers(spec, tmp_path):
+    one = run_sweep(spec, tmp_path / "one")
+    two = run_sweep(spec, tmp_path / "two", workers=2)
+    dask = run_sweep(spec, tmp_path / "dask", executor="dask", workers=2)
+    assert len(one) == 8 and one["run_id"].is_unique
+    assert _rows(one).equals(_rows(two))
+    assert _rows(one).equals(_rows(dask))
+    # replications differ, and the stored seed words say why
+    a = one[one["replication"] == 0]["mean_response_time"].to_numpy()
+    b = one[one["replication"] == 1]["mean_response_time"].to_numpy()
+    assert (a != b).all()
+
+
+def test_a_killed_sweep_resumes_to_the_same_rows(tmp_path):
+    path = tmp_path / "spec.yaml"
+    longer = SPEC.replace("tasks: 20000", "tasks: 400000")
+    path.write_text(longer.replace("[0.5, 0.9]", "[0.3, 0.5, 0.7, 0.9]"))
+    out = tmp_path / "killed"
+    cmd = [sys.executable, "-m", "cloudsched", "sweep", str(path), "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)  # fmt: skip
+    deadline = time.time() + 120
+    while time.time() < deadline and len(list((out / "runs").glob("*.parquet"))) < 3:
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    stored = len(list((out / "runs").glob("*.parquet")))
+    assert 3 <= stored < 16, "the kill must land mid-way"
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", str(path), "--out", str(out), "--resume"])
+    assert exc.value.code == 0
+    whole = run_sweep(load_spec(path), tmp_path / "whole")
+    resumed = load_results(out)
+    assert len(resumed) == 16 and resumed["run_id"].is_unique
+    assert _rows(resumed).equals(_rows(whole))
+    assert not list((out / "runs").glob(".*.tmp"))
+
+
+def test_a_stored_sweep_is_not_overwritten_without_resume(spec, tmp_path, capsys):
+    run_sweep(spec, tmp_path / "out")
+    spec_file = tmp_path / "s.yaml"
+    spec_file.write_text(SPEC)
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", str(spec_file), "--out", str(tmp_path / "out")])
+    assert exc.value.code == 2
+    assert "--resume" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        (SPEC.replace("servers: 50", "servrs: 50"), "fixed.servrs is not a parameter"),
+        (SPEC.replace("policy: [jiq, jiq-pod]", "policy: []"), "grid.policy must be a non-empty"),
+        (SPEC.replace("load: [0.5, 0.9]", "load: [0.5, fast]"), "grid.load: 'fast' has the wrong"),
+        (SPEC.replace("tasks: 20000", "tasks: 2.5"), "fixed.tasks: 2.5 has the wrong type"),
+        (SPEC.replace("kind: simulate", "kind: dance"), "'kind' must be one of"),
+        (SPEC.replace("grid:", "grod:"), "unknown key 'grod'"),
+        (SPEC.replace("[jiq, jiq-pod]", "[jiq, jiq-fast]"), "policy must be one of"),
+        ("kind: simulate\ngrid: {}\n", "'grid' must be a non-empty mapping"),
+        ("kind: place\ngrid: {beta: [0.1]}\n", "a place sweep needs 'cluster'"),
+        ("kind: [", "malformed YAML"),
+    ],
+)  # fmt: skip
+def test_malformed_specs_fail_before_any_run(tmp_path, capsys, text, fragment):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    out = tmp_path / "out"
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", str(path), "--out", str(out)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2
+    assert err.count("\n") == 1 and err.startswith("error: ") and fragment in err
+    assert not out.exists()
+
+
+def test_place_and_predict_sweeps(tmp_path):
+    (tmp_path / "w.yaml").write_text(
+        "job_types:\n  - {name: c, arrival_rate: 1, mean_duration: 1, "
+        "topology: {generator: chain, nodes: 3}}\n"
+    )
+    (tmp_path / "place.yaml").write_text(
+        "kind: place\nseed: 1\nfixed: {cluster: 3x3, workload: w.yaml, horizon: 200}\n"
+        "grid: {policy: [greedy, dgp], beta: [0.1]}\n"
+    )
+    df = run_sweep(load_spec(tmp_path / "place.yaml"), tmp_path / "p")
+    assert set(df["policy"]) == {"greedy", "dgp"} and "c.mean_queue_length" in df.columns
+    (tmp_path / "pred.yaml").write_text(
+        "kind: predict\ngrid: {policy: [jiq, pod], load: [0.5, 0.9]}\nfixed: {r: 10.0}\n"
+    )
+    pred = run_sweep(load_spec(tmp_path / "pred.yaml"), tmp_path / "m")
+    assert len(pred) == 4 and (pred["mean_response_time"] > 1).all()
