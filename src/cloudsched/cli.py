@@ -332,7 +332,7 @@ def _one_line(message: str) -> str:
 
 
 def _cli_name(error: ParameterError) -> str:
-    if error.verbatim or error.name.startswith("-"):
+    if error.verbatim or error.name.startswith("-") or error.name.isupper():  # NAME: argument
         return str(error)
     name = "POLICY" if error.name == "policy" else "--" + error.name.replace("_", "-")
     return str(ParameterError(name, error.value, error.allowed))
