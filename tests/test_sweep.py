@@ -122,3 +122,17 @@ def test_place_and_predict_sweeps(tmp_path):
     )
     pred = run_sweep(load_spec(tmp_path / "pred.yaml"), tmp_path / "m")
     assert len(pred) == 4 and (pred["mean_response_time"] > 1).all()
+
+
+def test_a_resumed_directory_returns_only_the_specs_runs(spec, tmp_path):
+    run_sweep(spec, tmp_path / "out")
+    smaller = load_spec_text(tmp_path, SPEC.replace("load: [0.5, 0.9]", "load: [0.5]"))
+    rows = run_sweep(smaller, tmp_path / "out", resume=True)
+    assert len(rows) == 4 and set(rows["load"]) == {0.5}
+    assert len(load_results(tmp_path / "out")) == 8
+
+
+def load_spec_text(tmp_path, text):
+    path = tmp_path / "other.yaml"
+    path.write_text(text)
+    return load_spec(path)

@@ -70,7 +70,7 @@ def reproduce(
     seed_paper: str = typer.Argument(..., help="jiq (task dispatch) or dgp (graph placement)."),
     out: Path = typer.Option(..., "--out", help="Report folder."),
     quick: bool = typer.Option(False, "--quick", help="Smaller systems: under 5 minutes."),
-    workers: int = typer.Option(2, "--workers", help="Worker processes for the runs."),
+    workers: int = typer.Option(2, "--workers", help="Worker processes for the sweeps (>= 1)."),
     seed: int = typer.Option(2026, "--seed", help="Root seed of every run."),
 ) -> None:
     """Every table and figure of one seed paper, as report.md and report.html."""
@@ -79,8 +79,10 @@ def reproduce(
 
     which = check_choice("SEED_PAPER", seed_paper, ("jiq", "dgp"))
     run = reproduce_jiq if which == "jiq" else reproduce_dgp
-    path = run(out, quick=quick, workers=workers, seed=seed)
-    Console(stderr=True).print(f"report written to {path}")
+    console = Console(stderr=True)
+    path = run(out, quick=quick, workers=workers, seed=seed,
+               log=lambda section: console.print(f"[dim]… {section}[/dim]"))  # fmt: skip
+    console.print(f"report written to {path}")
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,7 @@ import html
 import os
 import platform
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,8 +34,10 @@ def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
 def software_versions() -> dict[str, str]:
     """Versions of Python and the libraries that produce the numbers."""
     import matplotlib
+    import networkx
     import numba
     import numpy
+    import pyarrow
     import scipy
 
     from cloudsched import __version__
@@ -47,6 +50,8 @@ def software_versions() -> dict[str, str]:
         "numba": numba.__version__,
         "pandas": pd.__version__,
         "matplotlib": matplotlib.__version__,
+        "networkx": networkx.__version__,
+        "pyarrow": pyarrow.__version__,
     }
 
 
@@ -86,6 +91,7 @@ class Report:
     out_dir: Path
     parts: list[tuple[str, str]] = field(default_factory=list)  # (markdown, html)
     figures: list[str] = field(default_factory=list)
+    log: Callable[[str], None] | None = None  # told each heading (progress for long reports)
 
     def text(self, markdown: str) -> None:
         """Append a paragraph (Markdown with inline code and links)."""
@@ -93,6 +99,8 @@ class Report:
 
     def heading(self, text: str) -> None:
         """Append a second-level heading."""
+        if self.log is not None:
+            self.log(text)
         self.parts.append((f"## {text}", f"<h2>{html.escape(text)}</h2>"))
 
     def figure(self, filename: str, caption: str) -> None:

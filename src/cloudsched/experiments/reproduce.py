@@ -19,6 +19,7 @@ default, greedy and the static optimum, and MaxWeight's migrations against its f
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ import pandas as pd
 
 from cloudsched.dispatch.meanfield import predict
 from cloudsched.experiments.report import Report, ensure_dir
-from cloudsched.experiments.sweep import load_results, parse_spec, run_sweep
+from cloudsched.experiments.sweep import parse_spec, run_sweep
 from cloudsched.io import atomic_write_text
 
 __all__ = ["LEVELS", "dgp_sections", "jiq_sections", "reproduce_dgp", "reproduce_jiq"]
@@ -64,8 +65,7 @@ def _sweep(out_dir: Path, name: str, doc: dict[str, Any], workers: int) -> pd.Da
     """Run (or resume) one sweep under ``out_dir/sweeps/name`` and return its rows."""
     spec = parse_spec(doc, f"reproduce:{name}", str(out_dir))
     target = out_dir / "sweeps" / name
-    run_sweep(spec, target, workers=workers, resume=True)
-    df = load_results(target)
+    df = run_sweep(spec, target, workers=workers, resume=True)
     for c in [c for c in df.columns if c.startswith("param.")]:
         name = c[len("param.") :]
         # a result column of the same name (policy, load, horizon, ...) holds the same value
@@ -206,6 +206,12 @@ def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
     report.figure("figure9.png", "Response-time CDF per policy, replayed Google trace (Figure 9)")
     report.table(summary, "figure9.csv", f"Trace replay, N = 4000, r = 10, load 0.88 (the "
                  f"part's own times would give {native:.2f})")  # fmt: skip
+    probs = np.linspace(0.0, 1.0, 501)
+    cdf = pd.concat([pd.DataFrame({"policy": k, "fraction": probs,
+                                   "response_time": np.quantile(v, probs)})
+                     for k, v in samples.items()], ignore_index=True)  # fmt: skip
+    atomic_write_text(out_dir / "figure9_cdf.csv", cdf.to_csv(index=False))
+    report.text("The curves of Figure 9 as quantiles (501 per policy): `figure9_cdf.csv`.")
     fig10 = trace_load_data(seed + 3, part, size["trace_loads"])
     pts10 = {str(lab): (g["load"].to_numpy(), g["mean_response_time"].to_numpy(),
                    np.zeros(len(g)))
@@ -322,11 +328,11 @@ def dgp_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
 
 
 def _reproduce(which: str, out: str | os.PathLike[str], quick: bool, workers: int,
-               seed: int) -> Path:  # fmt: skip
+               seed: int, log: Callable[[str], None] | None) -> Path:  # fmt: skip
     level = "quick" if quick else "full"
     out_dir = ensure_dir(out)
     title = {"jiq": "Task dispatch (JIQ, JIQ-Pod(d))", "dgp": "Graph placement (DGP)"}[which]
-    report = Report(f"cloudsched reproduce {which}: {title}", out_dir)
+    report = Report(f"cloudsched reproduce {which}: {title}", out_dir, log=log)
     report.text(f"Size `{level}`; every run's seed follows from the root seed {seed} and its "
                 "parameters; simulation grids are stored run by run under `sweeps/`.")  # fmt: skip
     sections = jiq_sections if which == "jiq" else dgp_sections
@@ -336,12 +342,12 @@ def _reproduce(which: str, out: str | os.PathLike[str], quick: bool, workers: in
 
 
 def reproduce_jiq(out: str | os.PathLike[str], *, quick: bool = False, workers: int = 2,
-                  seed: int = 2026) -> Path:  # fmt: skip
+                  seed: int = 2026, log: Callable[[str], None] | None = None) -> Path:  # fmt: skip
     """Reproduce the task-dispatch seed into ``out``; return the path of ``report.md``."""
-    return _reproduce("jiq", out, quick, workers, seed)
+    return _reproduce("jiq", out, quick, workers, seed, log)
 
 
 def reproduce_dgp(out: str | os.PathLike[str], *, quick: bool = False, workers: int = 2,
-                  seed: int = 2026) -> Path:  # fmt: skip
+                  seed: int = 2026, log: Callable[[str], None] | None = None) -> Path:  # fmt: skip
     """Reproduce the graph-placement seed into ``out``; return the path of ``report.md``."""
-    return _reproduce("dgp", out, quick, workers, seed)
+    return _reproduce("dgp", out, quick, workers, seed, log)

@@ -320,7 +320,7 @@ def run_sweep(
     resume: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> pd.DataFrame:
-    """Run every run of ``spec`` not yet stored; return all stored rows.
+    """Run every run of ``spec`` not yet stored; return the rows of all of ``spec``'s runs.
 
     Parameters
     ----------
@@ -374,7 +374,9 @@ def run_sweep(
                 progress(k + 1, total)
     else:
         _run_pool(spec, out, todo, workers, progress)
-    return load_results(out)
+    df = load_results(out)
+    # only this spec's runs (a resumed directory may also hold runs of an earlier grid)
+    return df[df["run_id"].isin({r.run_id for r in spec.runs()})].reset_index(drop=True)
 
 
 def _run_pool(spec: SweepSpec, out: Path, todo: list[Run], workers: int,
@@ -383,25 +385,26 @@ def _run_pool(spec: SweepSpec, out: Path, todo: list[Run], workers: int,
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     ctx = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    try:
         pending = {
             pool.submit(run_one, spec.kind, r.params, spec.seed, r.spawn_key, spec.base_dir): r
             for r in todo
         }
         finished = 0
-        try:
-            while pending:
-                ready, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in ready:
-                    run = pending.pop(fut)
-                    _store(out, spec, run, fut.result())
-                    finished += 1
-                    if progress is not None:
-                        progress(finished, len(todo))
-        except BaseException:
-            for fut in pending:
-                fut.cancel()
-            raise
+        while pending:
+            ready, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for fut in ready:
+                run = pending.pop(fut)
+                _store(out, spec, run, fut.result())
+                finished += 1
+                if progress is not None:
+                    progress(finished, len(todo))
+    except BaseException:
+        # Ctrl-C or a failed run: drop the queued runs, do not wait for the ones in flight
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown()
 
 
 def _run_dask(spec: SweepSpec, out: Path, todo: list[Run], workers: int, scheduler: str | None,
