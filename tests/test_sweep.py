@@ -136,3 +136,22 @@ def load_spec_text(tmp_path, text):
     path = tmp_path / "other.yaml"
     path.write_text(text)
     return load_spec(path)
+
+
+def test_random_workload_graphs_are_shared_by_replications(tmp_path):
+    (tmp_path / "w.yaml").write_text(
+        "job_types:\n  - {name: g, arrival_rate: 0.5, mean_duration: 1, "
+        "topology: {generator: random, nodes: 6, p: 0.5}}\n"
+    )
+    (tmp_path / "s.yaml").write_text(
+        "kind: place\nseed: 4\nreplications: 3\n"
+        "fixed: {cluster: 3x4, workload: w.yaml, horizon: 50}\ngrid: {policy: [greedy]}\n"
+    )
+    df = run_sweep(load_spec(tmp_path / "s.yaml"), tmp_path / "out")
+    assert len(df) == 3
+    assert df["g.edges"].nunique() == 1  # one graph per point
+    assert df["events"].nunique() == 3  # replications still differ
+    text = (tmp_path / "s.yaml").read_text()
+    (tmp_path / "t.yaml").write_text(text.replace("seed: 4", "seed: 5"))
+    other = run_sweep(load_spec(tmp_path / "t.yaml"), tmp_path / "out", resume=True)
+    assert len(other) == 3 and set(other["run_id"]).isdisjoint(df["run_id"])  # a new seed

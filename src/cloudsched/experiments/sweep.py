@@ -15,9 +15,12 @@ Parameter names are those of :func:`cloudsched.dispatch.simulate`,
 :func:`cloudsched.placement.simulation.simulate_placement` (plus ``cluster``, ``racks``,
 ``cross_rack_cost`` and ``workload``, a path relative to the spec).
 
-Seeds: run ``(point, replication)`` gets ``SeedSequence(seed, spawn_key=(h1, h2, rep))``,
-where ``h1, h2`` are 32-bit words of a SHA-256 of the point's parameters: a run's random
-numbers depend on the point only, never on the executor, the number of workers or the order.
+Seeds: run ``(point, replication)`` gets ``SeedSequence(seed, spawn_key=(h1, h2, rep))``
+(what ``SeedSequence(seed).spawn`` does, keyed by the point instead of a counter), where
+``h1, h2`` are 32-bit words of a SHA-256 of the point's parameters: a run's random numbers
+depend on the root seed and the point only, never on the executor, the number of workers or
+the order.  Random graphs of a ``place`` workload come from ``spawn_key=(h1, h2)``, so every
+replication of a point sees the same graphs.  Run ids hash the root seed and the point.
 
 Storage: one Parquet file per finished run, ``DIR/runs/<run id>.parquet``, written
 atomically (temporary file, then rename), so an interrupted sweep loses at most the runs in
@@ -142,8 +145,10 @@ class SweepSpec:
             canon = json.dumps(params, sort_keys=True, default=str)
             digest = hashlib.sha256(canon.encode()).digest()
             words = (int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:8], "little"))
+            # the id also covers the root seed: a resumed directory never mixes two seeds
+            ident = hashlib.sha256(f"{self.seed}:{canon}".encode()).hexdigest()[:16]
             for rep in range(self.replications):
-                run_id = f"{digest.hex()[:16]}-{rep}"
+                run_id = f"{ident}-{rep}"
                 out.append(Run(run_id, params, rep, (*words, rep)))
         return out
 
@@ -266,13 +271,16 @@ def run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, 
 
         model = {k: params[k] for k in PLACE_MODEL_KEYS if k in params}
         rest = {k: v for k, v in params.items() if k not in PLACE_MODEL_KEYS}
-        cluster, jobs = _place_model(model, base_dir, int(ss.generate_state(1)[0]))
+        # random graphs of the workload come from the point alone: the same for every replication
+        point = np.random.SeedSequence(root, spawn_key=spawn_key[:-1])
+        cluster, jobs = _place_model(model, base_dir, int(point.generate_state(1)[0]))
         res = simulate_placement(cluster, jobs, rng=rng, **rest).to_dict()
         per_type = res.pop("per_type")
         res.pop("params")
         row = dict(res)
         for t in per_type:
-            for key in ("mean_queue_length", "mean_partition_cost", "cost_rate", "mean_wait"):
+            keys = ("edges", "mean_queue_length", "mean_partition_cost", "cost_rate", "mean_wait")
+            for key in keys:
                 row[f"{t['name']}.{key}"] = t[key]
     row.pop("seed", None)
     return row
