@@ -101,15 +101,13 @@ def test_invariants_hold_after_every_event(policy, shape, seed):
         _check(eng, started, int(eng.ist[K.I_DEP_ALL]) - before)
 
 
-def test_maxweight_keeps_the_invariants_and_counts_its_moves():
+def test_shorter_maxweight_frames_mean_more_migrations():
     cluster = parse_cluster("3x3")
     short = simulate_placement(cluster, SMALL, "maxweight", horizon=400, frame=0.2, rng=3)
     long = simulate_placement(cluster, SMALL, "maxweight", horizon=400, frame=20.0, rng=3)
     assert short.frames > 10 * long.frames
     assert short.migrations > long.migrations
-    for r in (short, long):
-        assert r.frames_not_optimal == 0
-        assert r.placed >= r.departed - 2 * cluster.total_slots
+    assert short.frames_not_optimal == long.frames_not_optimal == 0
 
 
 # Product form with frozen weights. --------------------------------------------------------

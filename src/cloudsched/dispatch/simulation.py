@@ -46,8 +46,8 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import stats
 
+from cloudsched._stats import t_half_width
 from cloudsched.dispatch import _kernel as K
 from cloudsched.dispatch.distributions import Distribution, Exponential, parse_spec
 from cloudsched.dispatch.engine import RawRun, RunSpec, TaskSource, _ensure_compiled, run_once
@@ -135,11 +135,8 @@ class SimulationResult:
 
 
 def _t_interval(means: np.ndarray) -> tuple[float, float]:
-    k = means.size
     centre = float(means.mean())
-    if k < 2:
-        return (math.nan, math.nan)
-    half = float(stats.t.ppf(0.975, k - 1) * means.std(ddof=1) / math.sqrt(k))
+    half = t_half_width(means)
     return (centre - half, centre + half)
 
 

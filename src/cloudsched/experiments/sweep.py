@@ -214,6 +214,7 @@ def _dry_check(spec: SweepSpec, where: str) -> None:
     """Catch bad values (not just types) before any run, where a cheap check exists."""
     from cloudsched.errors import check_choice
 
+    models_seen: set[str] = set()
     for params in spec.points():
         try:
             if "policy" in params:
@@ -225,8 +226,11 @@ def _dry_check(spec: SweepSpec, where: str) -> None:
                     from cloudsched.dispatch.policies import POLICIES
 
                     check_choice("policy", params["policy"], POLICIES)
-            if spec.kind == "place":
-                _place_model(params, spec.base_dir, 0)
+            model = {k: params[k] for k in PLACE_MODEL_KEYS if k in params}
+            key = json.dumps(model, sort_keys=True)
+            if spec.kind == "place" and key not in models_seen:  # each cluster/workload once
+                models_seen.add(key)
+                _place_model(model, spec.base_dir, 0)
         except ParameterError as exc:
             raise InputError(where, str(exc)) from None
 

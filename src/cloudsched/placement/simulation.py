@@ -42,8 +42,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
+from cloudsched._stats import t_half_width
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.placement import _kernel as K
 from cloudsched.placement.cluster import Cluster
@@ -127,11 +127,7 @@ def _ratio(a: float, b: float) -> float:
 
 
 def _half_width(samples: np.ndarray) -> float:
-    samples = samples[np.isfinite(samples)]
-    if samples.size < 2:
-        return math.nan
-    t = float(stats.t.ppf(0.975, samples.size - 1))
-    return t * float(samples.std(ddof=1)) / math.sqrt(samples.size)
+    return t_half_width(samples[np.isfinite(samples)])
 
 
 def simulate_placement(
