@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 
 from cloudsched.dispatch.meanfield import predict
+from cloudsched.errors import check_choice
 from cloudsched.experiments.report import Report, ensure_dir
 from cloudsched.experiments.sweep import parse_spec, run_sweep
 from cloudsched.io import atomic_write_text
@@ -82,7 +83,7 @@ def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
     from cloudsched.experiments import demo as d
     from cloudsched.plotting import plot_cdf, plot_lines, plot_response_time
 
-    size = _SIZES[level]
+    size = _SIZES[check_choice("level", level, LEVELS)]
     r = 10.0
     report.heading("Task dispatch: mean-field response time (Figure 4)")
     data = d.figure4_data(r)
@@ -256,7 +257,7 @@ def dgp_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
     from cloudsched.placement.optimize import static_optimum
     from cloudsched.plotting import plot_lines, plot_tradeoff
 
-    size = _SIZES[level]
+    size = _SIZES[check_choice("level", level, LEVELS)]
     cluster, jobs = demo_instance()
     optimum = static_optimum(cluster, jobs).cost_rate
     model = {"cluster": "3x3", "workload": _workload_file(out_dir)}

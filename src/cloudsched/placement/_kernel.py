@@ -52,8 +52,8 @@ N_PAR = 7
 F_NOW, F_TWARM, F_TEND, F_TSTOP = range(4)
 N_FST = 4
 # ``ist`` (int64 scalars).
-I_TFREE, I_FREE_SLOTS, I_EVENTS, I_MEAS_EVENTS, I_ARR_ALL, I_DEP_ALL, I_BATCH = range(7)
-N_IST = 7
+I_TFREE, I_FREE_SLOTS, I_EVENTS, I_ARR_ALL, I_DEP_ALL, I_BATCH = range(6)
+N_IST = 6
 # ``acc[j, :]`` (float64): time integrals over the window, and the sum of waits.
 A_QUEUE, A_ACTUAL, A_VIRTUAL, A_COST, A_WAIT = range(5)
 N_ACC = 5
@@ -357,8 +357,6 @@ def run(
         ev += 1
         measuring = now > tw
         ist[I_EVENTS] += 1
-        if measuring:
-            ist[I_MEAS_EVENTS] += 1
         u = rng.random() * rate
         # Decode the event: for each type, arrival / departure / virtual clock / queue clock.
         kind = -1
