@@ -309,3 +309,16 @@ def test_bad_d():
         simulate("jiq-sq", servers=10, dispatchers=2, load=0.5, d=3)
     with pytest.raises(ParameterError, match=r"^dispatchers "):
         simulate("jiq", servers=10, load=0.5)
+
+
+def test_correlated_batch_means_widen_the_interval():
+    from cloudsched._stats import batch_means_half_width, t_half_width
+
+    rng = np.random.default_rng(5)
+    iid = rng.normal(size=20)
+    assert batch_means_half_width(iid)[0] == t_half_width(iid)  # no evidence: plain t
+    ar = np.zeros(20)
+    for k in range(1, 20):  # AR(1) with coefficient 0.8
+        ar[k] = 0.8 * ar[k - 1] + rng.normal()
+    half, rho = batch_means_half_width(ar)
+    assert rho > 0.5 and half > 2 * t_half_width(ar)

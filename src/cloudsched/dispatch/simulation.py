@@ -32,8 +32,11 @@ measured window are followed until they leave (the simulation continues, with ar
 until they have all left), so no measured task is censored.  The 95% confidence interval of
 the mean response time comes from ``batches`` batch means, batches formed by arrival
 (consecutive arrival indices, or equal slices of the measured time window), with Student's
-t; or from the replication means when ``replications > 1``.  Percentiles come from every
-measured response time (kept as float32, 4 bytes per task).
+t; or from the replication means when ``replications > 1``.  Batch means of one run are
+correlated when the run spans few time units (large N at the default run length); when
+their lag-1 autocorrelation is significantly positive the interval is widened by the AR(1)
+factor (:func:`cloudsched._stats.batch_means_half_width`) and ``ci_method`` says so.
+Percentiles come from every measured response time (kept as float32, 4 bytes per task).
 """
 
 from __future__ import annotations
@@ -47,7 +50,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched._stats import t_half_width
+from cloudsched._stats import batch_means_half_width, t_half_width
 from cloudsched.dispatch import _kernel as K
 from cloudsched.dispatch.distributions import Distribution, Exponential, parse_spec
 from cloudsched.dispatch.engine import RawRun, RunSpec, TaskSource, _ensure_compiled, run_once
@@ -409,7 +412,11 @@ def _summarise(
     else:
         filled = runs[0].batch_count > 0
         bm = runs[0].batch_sum[filled] / runs[0].batch_count[filled]
-        ci, method = _t_interval(bm), f"batch means ({bm.size} batches by arrival)"
+        half, rho = batch_means_half_width(bm)
+        centre = float(bm.mean())
+        ci, method = (centre - half, centre + half), f"batch means ({bm.size} batches by arrival)"
+        if rho > 0:
+            method += f", widened for lag-1 correlation (AR(1), rho = {rho:.2f})"
     duration = sum(run.t_end - run.t_warm for run in runs)
     levels = max(run.tail_area.size for run in runs)
     area = np.zeros(levels)
