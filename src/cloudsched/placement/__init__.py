@@ -1,14 +1,30 @@
 """Graph-job placement for stream processing (Storm topologies).
 
-So far: job graphs (:mod:`cloudsched.placement.topology`: generators, inline graphs and
-Apache Storm Flux files expanded to executors), clusters and partitioning cost
-(:mod:`cloudsched.placement.cluster`), and the Storm default and greedy placements
-(:mod:`cloudsched.placement.baselines`), and job types read from a workload file
-(:mod:`cloudsched.placement.workload`).
+* Model: job graphs (:mod:`~cloudsched.placement.topology`: generators, inline graphs and
+  Apache Storm Flux files expanded to executors), clusters and partitioning cost
+  (:mod:`~cloudsched.placement.cluster`), job types from a workload file
+  (:mod:`~cloudsched.placement.workload`).
+* Policies: Storm default and greedy (:mod:`~cloudsched.placement.baselines`), DGP and
+  dgp-clock (the compiled kernel), frame-based MaxWeight
+  (:mod:`~cloudsched.placement.maxweight`), simulated by :func:`simulate_placement`.
+* Exact optimisation (:mod:`~cloudsched.placement.optimize`): the max-weight configuration
+  and the static optimum.
+* Plain references for tests (:mod:`~cloudsched.placement.reference`).
 """
 
 from cloudsched.placement.baselines import greedy, storm_default
 from cloudsched.placement.cluster import Cluster, parse_cluster
+from cloudsched.placement.optimize import (
+    MaxWeightSolution,
+    StaticOptimum,
+    max_weight_configuration,
+    static_optimum,
+)
+from cloudsched.placement.simulation import (
+    PLACEMENT_POLICIES,
+    PlacementResult,
+    simulate_placement,
+)
 from cloudsched.placement.topology import (
     GENERATORS,
     GROUPINGS,
@@ -27,8 +43,12 @@ from cloudsched.placement.workload import JobType, load_workload
 __all__ = [
     "GENERATORS",
     "GROUPINGS",
+    "PLACEMENT_POLICIES",
     "Cluster",
     "JobType",
+    "MaxWeightSolution",
+    "PlacementResult",
+    "StaticOptimum",
     "Topology",
     "chain",
     "complete",
@@ -36,9 +56,12 @@ __all__ = [
     "greedy",
     "load_flux",
     "load_workload",
+    "max_weight_configuration",
     "parse_cluster",
     "random_graph",
+    "simulate_placement",
     "star",
+    "static_optimum",
     "storm_default",
     "topology_from_spec",
     "tree",
