@@ -6,7 +6,6 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -112,14 +111,10 @@ def place_simulate(
         return
     summary = {k: v for k, v in payload.items() if k not in ("per_type", "params")}
     summary["params"] = json.dumps(res.params)
-    rows = pd.DataFrame({"field": list(summary), "value": [_show(v) for v in summary.values()]})
+    rows = pd.DataFrame({"field": list(summary), "value": list(summary.values())})
     text = render_table(rows, f"placement: {policy} on {cluster}")
     text += render_table(pd.DataFrame(res.per_type)[_PER_TYPE], "per job type")
     emit(text, out)
-
-
-def _show(v: Any) -> str:
-    return f"{v:.6g}" if isinstance(v, float) else str(v)
 
 
 @place_app.command("bound")
@@ -160,7 +155,7 @@ def place_bound(
         emit(json.dumps(payload, indent=2), out)
         return
     fields = ["cost_rate", "cost_per_job", "columns", "solve_time"]
-    head = pd.DataFrame({"field": fields, "value": [_show(payload[k]) for k in fields]})
+    head = pd.DataFrame({"field": fields, "value": [payload[k] for k in fields]})
     text = render_table(head, f"static optimum on {cluster}")
     text += render_table(pd.DataFrame(configs), "configurations used (time share, templates, cost)")
     emit(text, out)

@@ -13,30 +13,37 @@ the static optimum are the references (:mod:`cloudsched.experiments.reproduce`).
 
 from __future__ import annotations
 
-from cloudsched.placement import Cluster, JobType, chain, parse_cluster, star
+from typing import Any
+
+import numpy as np
+import yaml
+
+from cloudsched.placement import Cluster, JobType, parse_cluster, topology_from_spec
 
 __all__ = ["DGP_PARAMS", "demo_instance", "demo_workload_yaml"]
 
 DGP_PARAMS = {"alpha": 0.002, "f": "identity", "h": 0.0}
 
 
+#: The demo's job types, in workload-file form (name, arrival rate, mean duration, topology).
+DEMO_JOB_TYPES: tuple[dict[str, Any], ...] = (
+    {"name": "chain3", "arrival_rate": 1.0, "mean_duration": 1.0,
+     "topology": {"generator": "chain", "nodes": 3}},
+    {"name": "star4", "arrival_rate": 0.5, "mean_duration": 1.0,
+     "topology": {"generator": "star", "nodes": 4}},
+)  # fmt: skip
+
+
 def demo_instance() -> tuple[Cluster, list[JobType]]:
     """Return the demo's cluster and job types."""
-    cluster = parse_cluster("3x3")
-    jobs = [JobType("chain3", 1.0, 1.0, chain(3)), JobType("star4", 0.5, 1.0, star(4))]
-    return cluster, jobs
+    jobs = [
+        JobType(j["name"], j["arrival_rate"], j["mean_duration"],
+                topology_from_spec(j["topology"], ".", np.random.default_rng(0)))
+        for j in DEMO_JOB_TYPES
+    ]  # fmt: skip
+    return parse_cluster("3x3"), jobs
 
 
 def demo_workload_yaml() -> str:
     """Return the demo's job types as workload-file YAML (for sweeps and the CLI)."""
-    _, jobs = demo_instance()
-    lines = ["job_types:"]
-    for jt in jobs:
-        kind = "chain" if jt.name.startswith("chain") else "star"
-        lines += [
-            f"  - name: {jt.name}",
-            f"    arrival_rate: {jt.arrival_rate}",
-            f"    mean_duration: {jt.mean_duration}",
-            f"    topology: {{generator: {kind}, nodes: {jt.topology.nodes}}}",
-        ]
-    return "\n".join(lines) + "\n"
+    return yaml.safe_dump({"job_types": list(DEMO_JOB_TYPES)}, sort_keys=False)

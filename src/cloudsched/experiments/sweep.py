@@ -212,23 +212,21 @@ def parse_spec(doc: dict[str, Any], where: str = "spec", base_dir: str = ".") ->
 
 def _dry_check(spec: SweepSpec, where: str) -> None:
     """Catch bad values (not just types) before any run, where a cheap check exists."""
+    from cloudsched.dispatch.policies import POLICIES
     from cloudsched.errors import check_choice
+    from cloudsched.placement.simulation import PLACEMENT_POLICIES
 
+    policies = PLACEMENT_POLICIES if spec.kind == "place" else POLICIES
     models_seen: set[str] = set()
     for params in spec.points():
         try:
             if "policy" in params:
-                if spec.kind == "place":
-                    from cloudsched.placement.simulation import PLACEMENT_POLICIES
-
-                    check_choice("policy", params["policy"], PLACEMENT_POLICIES)
-                else:
-                    from cloudsched.dispatch.policies import POLICIES
-
-                    check_choice("policy", params["policy"], POLICIES)
+                check_choice("policy", params["policy"], policies)
+            if spec.kind != "place":
+                continue
             model = {k: params[k] for k in PLACE_MODEL_KEYS if k in params}
             key = json.dumps(model, sort_keys=True)
-            if spec.kind == "place" and key not in models_seen:  # each cluster/workload once
+            if key not in models_seen:  # each cluster/workload read once
                 models_seen.add(key)
                 _place_model(model, spec.base_dir, 0)
         except ParameterError as exc:
