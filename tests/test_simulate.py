@@ -14,7 +14,7 @@ from cloudsched.dispatch.distributions import (
     LogNormal,
     Uniform,
 )
-from cloudsched.dispatch.engine import Engine, RunSpec, run_once
+from cloudsched.dispatch.engine import Engine, InitialState, RunSpec, run_once
 from cloudsched.dispatch.sim_reference import reference_run
 from cloudsched.dispatch.workload import RenewalSource, Trace, TraceSource
 from cloudsched.errors import ParameterError
@@ -49,7 +49,17 @@ def small_systems(draw, general=False):
         tasks = draw(st.integers(1, 400))
         lengths = (draw(st.integers(0, tasks - 1)), tasks, -1.0, -1.0)
     seed = draw(st.integers(0, 2**32 - 1))
-    batches = draw(st.integers(2, 8))
+    micro = draw(st.sampled_from([16, 32, 64]))
+    width = draw(st.integers(0, 4))  # 0: chosen from the run length; small ones force merges
+    start = None
+    if draw(st.booleans()):
+        queues = np.array(draw(st.lists(st.integers(0, 3), min_size=n, max_size=n)), np.int64)
+        thresh = z if policy == "jiq-threshold" else 0
+        iqueue = np.zeros(0, np.int64)
+        if policy.startswith("jiq") and draw(st.booleans()):
+            picks = draw(st.lists(st.integers(0, m - 1), min_size=n, max_size=n))
+            iqueue = np.where(queues <= thresh, np.array(picks, np.int64), -1)
+        start = (queues, iqueue)
     workload = None
     if general:
         service = draw(st.sampled_from(SERVICE_LAWS))
@@ -58,48 +68,68 @@ def small_systems(draw, general=False):
         trace_len = draw(st.one_of(st.none(), st.integers(2, 500)))
         chunk = draw(st.integers(1, 64))
         workload = (service, gap, speeds, trace_len, chunk)
-    return policy, n, m, load, d, z, replace, lengths, seed, batches, workload
+    return policy, n, m, load, d, z, replace, lengths, seed, (micro, width, start), workload
 
 
 def run_spec(system) -> RunSpec:
-    policy, n, m, load, d, z, replace, (warm, end, t_warm, t_end), _, batches, _ = system
+    policy, n, m, load, d, z, replace, (warm, end, t_warm, t_end), _, (micro, width, _), _ = system
     return RunSpec(
-        K.POLICY_CODES[policy], n, m, load, d, z, replace, warm, end, t_warm, t_end, batches
-    )
+        K.POLICY_CODES[policy], n, m, load, d, z, replace, warm, end, t_warm, t_end,
+        width=width, micro=micro,
+    )  # fmt: skip
 
 
 def make_source(system):
-    """Return a fresh task source and speeds for a drawn system (None on the fast path)."""
-    _, n, _, load, *_, seed, _, workload = system
+    """Return a fresh task source, speeds and initial state for a drawn system."""
+    _, n, _, load, *_, seed, (_, _, start), workload = system
+    initial = None
+    if start is not None:
+        queues, iqueue = start
+        sizes = np.zeros(0)
+        if workload is not None:
+            sizes = workload[0].sample(np.random.default_rng(seed + 4), int(queues.sum()))
+        initial = InitialState(queues, iqueue, sizes)
     if workload is None:
-        return None, None
+        return None, None, initial
     service, gap, speeds, trace_len, chunk = workload
     if trace_len is None:
         arr_rng, svc_rng = np.random.default_rng(seed + 1), np.random.default_rng(seed + 2)
-        return RenewalSource(gap, service, load * n, arr_rng, svc_rng, chunk), speeds
+        return RenewalSource(gap, service, load * n, arr_rng, svc_rng, chunk), speeds, initial
     rng = np.random.default_rng(seed + 3)
     times = np.cumsum(gap.scaled(1 / (load * n)).sample(rng, trace_len))
-    return TraceSource(Trace(times, service.sample(rng, trace_len)), chunk), speeds
+    trace = Trace(times, service.sample(rng, trace_len))
+    return TraceSource(trace, chunk), speeds, initial
 
 
 @settings(max_examples=150)
 @given(st.one_of(small_systems(), small_systems(general=True)))
 def test_compiled_kernel_matches_reference_bit_for_bit(system):
     seed, spec = system[8], run_spec(system)
-    source, speeds = make_source(system)
-    fast = run_once(spec, np.random.default_rng(seed), None, source, speeds)
-    source, speeds = make_source(system)
-    slow = reference_run(spec, np.random.default_rng(seed), source, speeds)
+    source, speeds, initial = make_source(system)
+    fast = run_once(spec, np.random.default_rng(seed), None, source, speeds, initial)
+    source, speeds, initial = make_source(system)
+    slow = reference_run(spec, np.random.default_rng(seed), source, speeds, initial)
     assert fast.events == slow.events
     assert np.array_equal(fast.response_times, slow.response_times)
-    assert np.array_equal(fast.batch_sum, slow.batch_sum)
+    assert np.array_equal(fast.orders, slow.orders)
+    assert (fast.width, fast.measured) == (slow.width, slow.measured)
+    assert np.allclose(fast.batch_sum, slow.batch_sum, rtol=1e-12, atol=1e-12)
     assert np.array_equal(fast.batch_count, slow.batch_count)
+    assert np.array_equal(fast.hist, slow.hist)
     assert np.array_equal(fast.messages, slow.messages)
     assert (fast.t_warm, fast.t_end) == (slow.t_warm, slow.t_end)
+    if slow.response_times.size:
+        assert (fast.rt_min, fast.rt_max) == (slow.rt_min, slow.rt_max)
     levels = slow.tail_area.size
     assert np.allclose(fast.tail_area[:levels], slow.tail_area, rtol=1e-9, atol=1e-12)
     assert np.all(fast.tail_area[levels:] == 0)
     assert fast.p0_area == pytest.approx(slow.p0_area, rel=1e-9, abs=1e-12)
+    # snapshots at the micro-batch boundaries
+    assert np.array_equal(fast.snap[:, K.SN_T], slow.snap[:, K.SN_T])
+    assert np.array_equal(fast.snap[:, K.SN_MSG :], slow.snap[:, K.SN_MSG :])
+    assert np.allclose(fast.snap[:, K.SN_P0], slow.snap[:, K.SN_P0], rtol=1e-9, atol=1e-12)
+    cols = slow.snap_area.shape[1]
+    assert np.allclose(fast.snap_area[:, :cols], slow.snap_area, rtol=1e-9, atol=1e-12)
 
 
 def check_invariants(engine: Engine, policy: str, z: int) -> None:
@@ -153,8 +183,8 @@ def check_invariants(engine: Engine, policy: str, z: int) -> None:
 @given(st.one_of(small_systems(), small_systems(general=True)))
 def test_invariants_hold_after_every_event(system):
     policy, z, seed = system[0], system[5], system[8]
-    source, speeds = make_source(system)
-    engine = Engine(run_spec(system), np.random.default_rng(seed), source, speeds)
+    source, speeds, initial = make_source(system)
+    engine = Engine(run_spec(system), np.random.default_rng(seed), source, speeds, initial)
     check_invariants(engine, policy, z)
     for _ in range(400):
         done = engine.advance(1)
@@ -186,41 +216,118 @@ def check_heap(engine: Engine) -> None:
 
 def test_single_server_policies_coincide():
     """With one server, random, JSQ and Pod(1) consume the same draws and must agree exactly."""
-    runs = [
-        simulate(p, servers=1, load=0.7, d=1, tasks=5000, rng=11, keep_response_times=True)
-        for p in ("random", "jsq", "pod")
-    ]
+    common = dict(servers=1, load=0.7, d=1, tasks=5000, rng=11, initial="empty")
+    runs = [simulate(p, keep_response_times=True, **common) for p in ("random", "jsq", "pod")]
     for res in runs[1:]:
         assert np.array_equal(res.response_times, runs[0].response_times)
 
 
-def test_random_is_mm1_within_ci():
-    res = simulate("random", servers=20, load=0.8, tasks=400_000, replications=8, rng=2024)
-    assert res.ci95[0] <= 1 / (1 - 0.8) <= res.ci95[1]
-    # each server is an M/M/1 queue: P(N >= i) = load^i
-    assert np.allclose(res.tail[:4], 0.8 ** np.arange(1, 5), atol=0.02)
-
-
 def test_jsq_at_n_1000_is_close_to_one():
-    res = simulate("jsq", servers=1000, load=0.9, tasks=1_000_000, rng=5)
-    assert res.ci95[1] >= 1.0 and res.mean_response_time < 1.01
-    assert res.tail[1] < 0.02
+    res = simulate("jsq", servers=1000, load=0.9, rng=5)
+    assert res.ci95 is not None and res.ci95[1] >= 1.0 and res.mean_response_time < 1.01
+    assert ([*res.tail, 0.0])[1] < 0.02
 
 
-@pytest.mark.parametrize(("policy", "n", "load"), [("random", 1, 0.5), ("random", 10, 0.7)])
-def test_confidence_interval_coverage(policy, n, load):
+@pytest.mark.parametrize(("n", "load", "precision"), [(1, 0.5, 0.01), (10, 0.7, 0.02)])
+def test_default_intervals_cover_m_m_1(n, load, precision):
+    """The open-ended rule's 95% interval covers the exact value in about 95% of runs."""
     truth = 1 / (1 - load)
     covered = 0
     runs = 100
-    seeds = np.random.SeedSequence(99).spawn(runs)
-    for seq in seeds:
-        res = simulate(policy, servers=n, load=load, tasks=20_000, rng=np.random.default_rng(seq))
+    for seq in np.random.SeedSequence(99).spawn(runs):
+        res = simulate("random", servers=n, load=load, precision=precision,
+                       rng=np.random.default_rng(seq))  # fmt: skip
+        assert res.ci95 is not None
         covered += res.ci95[0] <= truth <= res.ci95[1]
     assert covered >= 90
 
 
+def test_open_ended_run_records_how_it_was_measured():
+    res = simulate("jiq-pod", servers=500, r=10, load=0.9, rng=3)
+    assert res.steady_state and res.initial == "meanfield" and res.warmup == "auto"
+    assert res.stop_reason == "precision" and res.warmup_detected
+    assert res.precision_target == 0.01 and res.precision_reached <= 0.01
+    assert res.ci95 is not None and res.ci95[0] < res.mean_response_time < res.ci95[1]
+    # 20 batches, each at least five relaxation times long
+    assert res.measured_time >= 100 * res.relaxation_estimate * (1 - 1e-9)
+    assert res.relaxation_estimate >= 6.0  # JIQ-Pod(2) at load 0.9: 6.2 from the fluid model
+    assert res.warnings == ()
+    doc = res.to_dict()
+    for key in (
+        "steady_state",
+        "initial",
+        "warmup_time",
+        "measured_time",
+        "relaxation_estimate",
+        "precision_target",
+        "precision_reached",
+        "ci_method",
+    ):
+        assert key in doc
+
+
+def test_a_start_far_from_steady_state_is_cut_by_mser():
+    """Every server starts with 40 tasks: MSER cuts the drain-down, the answer is M/M/1's."""
+    n, load = 50, 0.5
+    start = InitialState(np.full(n, 40, np.int64), np.zeros(0, np.int64), np.zeros(0))
+    spec = RunSpec(K.RANDOM, n, 1, load, warm_tasks=0, end_tasks=40_000, record=False)
+    raw = run_once(spec, np.random.default_rng(4), initial=start)
+    from cloudsched.dispatch.measure import estimate
+
+    est = estimate(raw, batches=20, relaxation=1 / (1 - load**0.5) ** 2)
+    assert est.warmup_found and est.truncation > 0
+    cut_time = raw.snap[est.truncation, K.SN_T]
+    assert cut_time > 40.0  # the backlog of 40 tasks per server takes about 80 time units
+    whole = raw.batch_sum.sum() / raw.batch_count.sum()
+    assert whole > 1 / (1 - load) * 1.2  # the uncut mean is badly biased ...
+    assert abs(est.mean - 1 / (1 - load)) <= Z_ERR * est.half_width / 1.96  # ... the cut one not
+
+
+Z_ERR = 3.3
+
+
+def test_no_steady_state_above_capacity():
+    with pytest.warns(RuntimeWarning, match="no steady state"):
+        res = simulate("random", servers=3, load=1.5, horizon=400.0, rng=1)
+    assert not res.steady_state and res.ci95 is None and res.precision_reached is None
+    assert any("no steady state" in w for w in res.warnings)
+    doc = res.to_dict()
+    assert doc["ci95"] is None and doc["steady_state"] is False
+    assert len(res.tail) > 64  # the pool and per-level arrays grew past their initial sizes
+    assert res.tail[0] == pytest.approx(1.0, abs=0.02)
+
+
+def test_short_fixed_runs_withhold_the_interval():
+    res = simulate("jiq", servers=10_000, r=10, load=0.9, tasks=200_000, rng=2)
+    assert res.steady_state and res.ci95 is None
+    assert res.warnings and "interval withheld" in res.warnings[0]
+    assert res.stop_reason == "tasks" and res.precision_target is None
+
+
+def test_max_tasks_stops_an_open_ended_run_and_says_so():
+    res = simulate("random", servers=100, load=0.95, max_tasks=200_000, rng=1)
+    assert res.stop_reason == "max_tasks"
+    assert any("max_tasks" in w for w in res.warnings)
+
+
+def test_replications_are_each_warmed_up_and_give_the_interval():
+    res = simulate("jiq", servers=200, r=10, load=0.9, replications=4, rng=7)
+    assert res.replications == 4 and res.ci_method.startswith("replications (4)")
+    assert res.ci95 is not None and res.precision_reached <= 0.01
+    # each replication spans at least ten relaxation times after its warm-up
+    assert res.measured_time >= 4 * 10 * res.relaxation_estimate * (1 - 1e-9)
+
+
+def test_percentiles_from_the_histogram_are_within_a_tenth_of_a_percent():
+    res = simulate("pod", servers=100, load=0.9, tasks=300_000, warmup=0.0, rng=6,
+                   keep_response_times=True)  # fmt: skip
+    exact = np.percentile(res.response_times, [50, 90, 99, 99.9], method="inverted_cdf")
+    got = np.array(list(res.percentiles.values()))
+    assert np.allclose(got, exact, rtol=1e-3)
+
+
 def test_message_rates_match_mean_field_roughly():
-    res = simulate("jiq-pod", servers=2000, r=10, load=0.9, d=2, tasks=2_000_000, rng=3)
+    res = simulate("jiq-pod", servers=2000, r=10, load=0.9, d=2, rng=3)
     mf = predict("jiq-pod", 0.9, r=10, d=2)
     assert res.messages["join"] == pytest.approx(mf.join_rate[0], rel=0.03)
     assert res.messages["delete"] == pytest.approx(mf.delete_rate[0], rel=0.05)
@@ -238,7 +345,8 @@ def test_jiq_original_sends_to_stale_entries_and_jiq_does_not():
 def test_same_seed_same_result_and_replications_are_independent():
     a = simulate("jiq-sq", servers=100, r=5, load=0.8, tasks=50_000, rng=7)
     b = simulate("jiq-sq", servers=100, r=5, load=0.8, tasks=50_000, rng=7)
-    assert a.mean_response_time == b.mean_response_time and a.tail == b.tail
+    assert a.to_dict() | {"wall_seconds": 0, "events_per_second": 0} == b.to_dict() | {
+        "wall_seconds": 0, "events_per_second": 0}  # fmt: skip
     assert a.seed == 7
     reps = simulate("jiq-sq", servers=100, r=5, load=0.8, tasks=50_000, rng=7, replications=3)
     assert reps.replications == 3 and reps.measured_tasks > 2 * a.measured_tasks
@@ -247,15 +355,6 @@ def test_same_seed_same_result_and_replications_are_independent():
     assert isinstance(fresh.seed, int)
     again = simulate("random", servers=10, load=0.5, tasks=1000, rng=fresh.seed)
     assert again.mean_response_time == fresh.mean_response_time
-
-
-def test_horizon_mode_and_growth():
-    # load above 1 grows the task pool and the per-level arrays well past their initial sizes
-    with pytest.warns(RuntimeWarning, match="no steady state"):
-        res = simulate("random", servers=3, load=1.5, horizon=400.0, warmup=0.0, rng=1)
-    assert len(res.tail) > 64
-    assert res.measured_time == pytest.approx(400.0)
-    assert res.tail[0] == pytest.approx(1.0, abs=0.02)
 
 
 def test_result_record_fields():
@@ -272,6 +371,8 @@ def test_result_record_fields():
         "wall_seconds",
         "events_per_second",
         "seed",
+        "warnings",
+        "stop_reason",
     ):
         assert key in doc
     assert set(doc["percentiles"]) == {"p50", "p90", "p99", "p99.9"}
@@ -280,6 +381,8 @@ def test_result_record_fields():
     assert doc["r"] == 10
     assert sum(res.occupancy) == pytest.approx(1.0)
     assert math.isfinite(doc["events_per_second"])
+    row = res.to_row()
+    assert "ci95_low" in row and isinstance(row["warnings"], str)
 
 
 @pytest.mark.parametrize(
@@ -294,7 +397,13 @@ def test_result_record_fields():
         ({"servers": 10, "load": 0.5, "tasks": 0, "dispatchers": 2}, "tasks"),
         ({"servers": 10, "load": 0.5, "horizon": -1.0, "dispatchers": 2}, "horizon"),
         ({"servers": 10, "load": 0.5, "warmup": 0.95, "dispatchers": 2}, "warmup"),
+        ({"servers": 10, "load": 0.5, "warmup": "mser", "dispatchers": 2}, "warmup"),
         ({"servers": 10, "load": 0.5, "threshold": -1, "dispatchers": 2}, "threshold"),
+        ({"servers": 10, "load": 0.5, "precision": 0.0, "dispatchers": 2}, "precision"),
+        ({"servers": 10, "load": 0.5, "precision": 1.5, "dispatchers": 2}, "precision"),
+        ({"servers": 10, "load": 0.5, "max_tasks": 10, "dispatchers": 2}, "max_tasks"),
+        ({"servers": 10, "load": 0.5, "initial": "full", "dispatchers": 2}, "initial"),
+        ({"servers": 10, "load": 1.5, "initial": "meanfield", "dispatchers": 2}, "initial"),
     ],
 )
 def test_bad_input(kwargs, name):
@@ -309,16 +418,5 @@ def test_bad_d():
         simulate("jiq-sq", servers=10, dispatchers=2, load=0.5, d=3)
     with pytest.raises(ParameterError, match=r"^dispatchers "):
         simulate("jiq", servers=10, load=0.5)
-
-
-def test_correlated_batch_means_widen_the_interval():
-    from cloudsched._stats import batch_means_half_width, t_half_width
-
-    rng = np.random.default_rng(5)
-    iid = rng.normal(size=20)
-    assert batch_means_half_width(iid)[0] == t_half_width(iid)  # no evidence: plain t
-    ar = np.zeros(20)
-    for k in range(1, 20):  # AR(1) with coefficient 0.8
-        ar[k] = 0.8 * ar[k - 1] + rng.normal()
-    half, rho = batch_means_half_width(ar)
-    assert rho > 0.5 and half > 2 * t_half_width(ar)
+    with pytest.raises(ParameterError, match=r"^initial "):
+        simulate("jiq-sq", servers=10, dispatchers=2, load=0.5, initial="meanfield")

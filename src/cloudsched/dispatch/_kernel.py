@@ -43,7 +43,45 @@ POLICY_CODES = {
 }
 
 # Status codes returned by ``run``.
-DONE, CHUNK, NEED_POOL, NEED_ARENA, NEED_LEVELS, BUFFER_FULL, NEED_TASKS = range(7)
+DONE, CHUNK, NEED_POOL, NEED_ARENA, NEED_LEVELS, BUFFER_FULL, NEED_TASKS, NEED_MERGE, CHECKPOINT = (
+    range(9)
+)
+
+# Indices into the int64 parameter array ``ipar``.
+(
+    IP_POLICY,
+    IP_N,
+    IP_M,
+    IP_D,
+    IP_Z,
+    IP_REPLACE,
+    IP_ARR_WARM,
+    IP_ARR_END,
+    IP_BUDGET,
+    IP_WIDTH,
+    IP_GENERAL,
+    IP_LAST_CHUNK,
+    IP_NEXT_CHECK,
+    IP_RECORD,
+) = range(14)
+N_IPAR = 14
+#: ``ipar[IP_ARR_END]`` of an open-ended run (the caller lowers it to close the window).
+OPEN_END = 1 << 62
+
+# Columns of the snapshot table ``snap`` (one row per micro-batch boundary): time, the
+# integral of the number of empty I-queues, and the four message counters.
+SN_T, SN_P0, SN_MSG = 0, 1, 2
+N_SNAP = 6
+
+# Response-time histogram: bins of relative width 2**-9 (512 per octave) from 2**-32 to
+# 2**40; values outside are counted in the first or last bin.
+H_SUB = 512
+H_EMIN = -31  # frexp exponent of 2**-32
+H_EMAX = 41
+H_BINS = (H_EMAX - H_EMIN) * H_SUB
+_BITS_OFFSET = (H_EMIN - 1 + 1023) << 9  # (biased exponent, top 9 mantissa bits) of bin 0
+#: Number of histogram segments (each covers an equal share of the micro-batches).
+H_SEGMENTS = 16
 
 # Phases.
 WARMUP, MEASURE, DRAIN = range(3)
@@ -55,8 +93,9 @@ SRV_COLS = 8
 D_START, D_SIZE, D_CAP, D_RR = range(4)
 DSP_COLS = 4
 # Columns of the task pool ``pool`` (P x 4, float64: one row of 32 bytes per task): next slot
-# in the server's FIFO (-1: none), batch + 1 (0: not measured), arrival time, service size.
-P_NEXT, P_BATCH, P_ARR, P_SVC = range(4)
+# in the server's FIFO (-1: none), measured-arrival ordinal + 1 (0: not measured), arrival
+# time, service size.
+P_NEXT, P_ORD, P_ARR, P_SVC = range(4)
 POOL_COLS = 4
 
 # Indices into the int64 scalar state ``ist``.
@@ -75,12 +114,14 @@ POOL_COLS = 4
     I_MAXLEN,
     I_TASK_PTR,
     I_HEAP_N,
-) = range(14)
-N_IST = 14
+    I_ARR_CLOSE,
+) = range(15)
+N_IST = 15
 
-# Indices into the float64 scalar state ``fst``.
-F_NOW, F_TWARM, F_TEND, F_AREA_P0, F_LAST_P0 = range(5)
-N_FST = 5
+# Indices into the float64 scalar state ``fst`` (F_RT_MIN / F_RT_MAX: the smallest and
+# largest measured response time).
+F_NOW, F_TWARM, F_TEND, F_AREA_P0, F_LAST_P0, F_RT_MIN, F_RT_MAX = range(7)
+N_FST = 7
 
 # Message counters ``msg``.
 M_JOIN, M_DELETE, M_PROBE, M_STALE = range(4)
@@ -230,7 +271,18 @@ def _sift_down(i, size, heap, hkey, srv):
 
 
 @kernel
-def _start_measure(tw, ist, fst, area, last):
+def _snapshot(row, t, ist, fst, msg, cnt, area, last, snap, snap_area):
+    """Record the running integrals at time ``t`` in row ``row`` of the snapshot tables."""
+    snap[row, SN_T] = t
+    snap[row, SN_P0] = fst[F_AREA_P0] + ist[I_NEMPTY] * (t - fst[F_LAST_P0])
+    for k in range(4):
+        snap[row, SN_MSG + k] = msg[k]
+    for i in range(snap_area.shape[1]):
+        snap_area[row, i] = area[i] + cnt[i] * (t - last[i])
+
+
+@kernel
+def _start_measure(tw, ist, fst, msg, cnt, area, last, snap, snap_area):
     ist[I_PHASE] = MEASURE
     fst[F_TWARM] = tw
     for i in range(area.shape[0]):
@@ -238,10 +290,12 @@ def _start_measure(tw, ist, fst, area, last):
         last[i] = tw
     fst[F_AREA_P0] = 0.0
     fst[F_LAST_P0] = tw
+    _snapshot(0, tw, ist, fst, msg, cnt, area, last, snap, snap_area)
 
 
 @kernel
-def _finish_measure(te, ist, fst, cnt, area, last):
+def _finish_measure(te, arrivals, ist, fst, cnt, area, last):
+    ist[I_ARR_CLOSE] = arrivals
     for i in range(area.shape[0]):
         area[i] += cnt[i] * (te - last[i])
         last[i] = te
@@ -252,15 +306,75 @@ def _finish_measure(te, ist, fst, cnt, area, last):
 
 
 @kernel
-def init_state(
-    rng, ipar, srv, dsp, pool, cnt, bstart, jperm, perm, dperm, arena, free_head, ist, fst
-):
-    """Empty system at time 0; I-queue policies list every server (the initial joins are free).
+def hist_bin(x, scratch):
+    """Histogram bin of a response time ``x``: 512 bins per octave (relative width 2**-9).
 
-    Round-robin dispatchers start at uniformly drawn servers.  ``dsp[:, D_CAP]`` must hold
-    the initial I-queue capacity on entry.
+    The bin is read off the bits of the float64 (exponent and the top 9 mantissa bits),
+    through ``scratch`` (float64, shape ``(1,)``): ``x = 2**e * (1 + j / 512 + ...)`` falls in
+    bin ``(e + 1 - H_EMIN) * 512 + j``, the same as ``frexp`` would give.
     """
-    policy, n, m_count, d = ipar[0], ipar[1], ipar[2], ipar[3]
+    scratch[0] = x
+    k = (scratch.view(np.int64)[0] >> (52 - 9)) - _BITS_OFFSET
+    if k < 0:
+        return 0
+    if k >= H_BINS:
+        return H_BINS - 1
+    return k
+
+
+@kernel
+def _jsq_up(s, old, jperm, bstart, srv, jsq_min):
+    """Move server ``s`` from JSQ bucket ``old`` to ``old + 1``; return the new minimum."""
+    new = old + 1
+    j = bstart[new] - 1  # last slot of bucket `old`
+    other = jperm[j]
+    p = srv[s, S_JPOS]
+    jperm[p] = other
+    srv[other, S_JPOS] = p
+    jperm[j] = s
+    srv[s, S_JPOS] = j
+    bstart[new] -= 1
+    if old == jsq_min and bstart[old] == bstart[new]:
+        return new
+    return jsq_min
+
+
+@kernel
+def _jsq_down(s, old, jperm, bstart, srv, jsq_min):
+    """Move server ``s`` from JSQ bucket ``old`` to ``old - 1``; return the new minimum."""
+    j = bstart[old]  # first slot of bucket `old`
+    other = jperm[j]
+    p = srv[s, S_JPOS]
+    jperm[p] = other
+    srv[other, S_JPOS] = p
+    jperm[j] = s
+    srv[s, S_JPOS] = j
+    bstart[old] += 1
+    if old - 1 < jsq_min:
+        return old - 1
+    return jsq_min
+
+
+@kernel
+def init_state(
+    rng, ipar, srv, dsp, pool, busy_list, cnt, bstart, jperm, perm, dperm, arena, free_head,
+    ist, fst, init_q, init_iq, init_svc, speed, heap, hkey,
+):  # fmt: skip
+    """Set up the state at time 0: empty, or the given queue lengths and I-queues.
+
+    ``init_q`` (int64, ``(N,)`` or empty) gives the number of tasks at each server (they
+    arrived before time 0 and are not measured); ``init_svc`` (float64) their service sizes
+    in server order (general mode; empty otherwise).  ``init_iq`` (int64, ``(N,)`` or empty)
+    gives the I-queue of each server (-1: not listed), members joining in server order; when
+    it is empty, I-queue policies list every server that may be listed (``qlen <= z``) in an
+    I-queue chosen as at a join (these initial joins are free).  Round-robin dispatchers
+    start at uniformly drawn servers.  ``dsp[:, D_CAP]`` must hold the initial I-queue
+    capacity, and the pool, per-level arrays and arena must be large enough (the caller
+    sizes them from ``init_q``).
+    """
+    policy, n, m_count, d = ipar[IP_POLICY], ipar[IP_N], ipar[IP_M], ipar[IP_D]
+    thresh = ipar[IP_Z] if policy == JIQ_THRESHOLD else 0
+    general = ipar[IP_GENERAL] == 1
     for s in range(n):
         srv[s, S_QLEN] = 0
         srv[s, S_HEAD] = -1
@@ -275,7 +389,7 @@ def init_state(
     size = pool.shape[0]
     for k in range(size):
         pool[k, P_NEXT] = k + 1 if k + 1 < size else -1
-        pool[k, P_BATCH] = 0.0
+        pool[k, P_ORD] = 0.0
         pool[k, P_ARR] = 0.0
         pool[k, P_SVC] = 0.0
     for i in range(cnt.shape[0]):
@@ -290,6 +404,7 @@ def init_state(
         ist[k] = 0
     for k in range(fst.shape[0]):
         fst[k] = 0.0
+    fst[F_RT_MIN] = np.inf
     ist[I_NEMPTY] = m_count
     cap0 = dsp[0, D_CAP]
     for m in range(m_count):
@@ -301,68 +416,106 @@ def init_state(
     if policy == ROUND_ROBIN:
         for m in range(m_count):
             dsp[m, D_RR] = _uniform_index(rng, n)
+    if init_q.shape[0] == n:
+        free, k_svc, nbusy, heap_n, maxlen, jsq_min = 0, 0, 0, 0, 0, 0
+        for s in range(n):
+            for _ in range(init_q[s]):
+                idx = free
+                free += 1
+                pool[idx, P_NEXT] = -1.0
+                if general:
+                    pool[idx, P_SVC] = init_svc[k_svc]
+                    k_svc += 1
+                if srv[s, S_HEAD] < 0:
+                    srv[s, S_HEAD] = idx
+                else:
+                    pool[srv[s, S_TAIL], P_NEXT] = idx
+                srv[s, S_TAIL] = idx
+                old = srv[s, S_QLEN]
+                srv[s, S_QLEN] = old + 1
+                cnt[old + 1] += 1
+                if old + 1 > maxlen:
+                    maxlen = old + 1
+                if policy == JSQ:
+                    jsq_min = _jsq_up(s, old, jperm, bstart, srv, jsq_min)
+            if init_q[s] > 0:
+                srv[s, S_BUSY] = nbusy
+                busy_list[nbusy] = s
+                nbusy += 1
+                if general:
+                    heap[heap_n] = s
+                    hkey[heap_n] = pool[srv[s, S_HEAD], P_SVC] / speed[s]
+                    _sift_up(heap_n, heap, hkey, srv)
+                    heap_n += 1
+        ist[I_POOL_FREE] = free if free < size else -1
+        ist[I_NBUSY] = nbusy
+        ist[I_HEAP_N] = heap_n
+        ist[I_MAXLEN] = maxlen
+        ist[I_JSQ_MIN] = jsq_min
     if policy >= JIQ:
         ist[I_ARENA_TOP] = m_count * cap0
         ist[I_MAXCAP] = cap0
         for s in range(n):
-            m = _choose_iqueue(rng, policy, m_count, d, dsp, dperm)
-            _iq_add(m, s, 0.0, srv, dsp, arena, free_head, ist, fst)
+            if init_iq.shape[0] == n:
+                if init_iq[s] >= 0:
+                    _iq_add(init_iq[s], s, 0.0, srv, dsp, arena, free_head, ist, fst)
+            elif srv[s, S_QLEN] <= thresh:
+                m = _choose_iqueue(rng, policy, m_count, d, dsp, dperm)
+                _iq_add(m, s, 0.0, srv, dsp, arena, free_head, ist, fst)
 
 
 @kernel
 def run(
-    rng,
-    ipar,
-    fpar,
-    srv,
-    dsp,
-    pool,
-    busy_list,
-    cnt,
-    area,
-    last,
-    bstart,
-    jperm,
-    perm,
-    dperm,
-    arena,
-    free_head,
-    ist,
-    fst,
-    msg,
-    buf,
-    bsum,
-    bcnt,
-    arr_times,
-    svc,
-    speed,
-    heap,
-    hkey,
-):
+    rng, ipar, fpar, srv, dsp, pool, busy_list, cnt, area, last, bstart, jperm, perm, dperm,
+    arena, free_head, ist, fst, msg, buf, rec_ord, bsum, bcnt, hist, snap, snap_area,
+    arr_times, svc, speed, heap, hkey,
+):  # fmt: skip
     """Advance the simulation until done, or until the caller must act (see status codes).
 
-    ``ipar`` = [policy, N, M, d, z, with_replacement, warm-up arrivals, end arrivals (-1 in
-    horizon mode), event budget, batches B]; ``fpar`` = [lam * N, warm-up time, end time].
-    A measured task belongs to batch ``b`` by its arrival (index in tasks mode, time in
-    horizon mode); ``pool[:, P_BATCH]`` holds ``b + 1`` (0: not measured).  At its departure
-    its response time is added to ``bsum[b]`` / ``bcnt[b]`` (float64 / int64, shape
-    ``(B,)``) and appended to ``buf`` (float32) at ``ist[I_NREC]``.  Per-level arrays
-    ``cnt``, ``area``, ``last`` (float64, shape ``(L,)``) hold the number of servers with at
-    least i tasks and its integral; ``bstart`` (int64, ``(L + 1,)``) the JSQ buckets.
+    ``ipar`` holds the parameters at the ``IP_*`` indices: policy, N, M, d, z,
+    with_replacement, warm-up arrivals and end arrivals (-1 in horizon mode), the event
+    budget of this call, the micro-batch width (measured arrivals, a power of two), general
+    mode, last chunk, the next checkpoint (a measured-arrival count) and whether to record every
+    response time; ``fpar`` = [lam * N, warm-up time, end time].
 
-    General mode (``ipar[10] = 1``): instead of the Markov chain, a discrete-event
+    Measurement.  The k-th measured arrival (k = 0, 1, ...) carries ``k + 1`` in
+    ``pool[:, P_ORD]`` (0: not measured) and belongs to micro-batch ``b = k // width``.  At
+    its departure its response time is added to ``bsum[b]`` / ``bcnt[b]`` (float64 / int64,
+    shape ``(B,)``) and counted in ``hist[b * H_SEGMENTS // B, hist_bin(rt)]`` (int64,
+    ``(H_SEGMENTS, H_BINS)``); with ``ipar[IP_RECORD] = 1`` it is also appended to ``buf``
+    (float32) and ``k`` to ``rec_ord`` (int64) at ``ist[I_NREC]``.  When micro-batch ``B``
+    would open, the kernel returns ``NEED_MERGE`` (the caller merges pairs and doubles the
+    width).  Row ``b`` of ``snap`` (float64, ``(B + 1, N_SNAP)``) and ``snap_area`` (float64,
+    ``(B + 1, L)``) holds the running integrals when micro-batch ``b`` opens (row 0: the
+    start of the window).  After the measured arrival that brings the count to
+    ``ipar[IP_NEXT_CHECK]`` the kernel returns ``CHECKPOINT``.  Per-level arrays ``cnt``,
+    ``area``, ``last`` (float64, shape ``(L,)``) hold the number of servers with at least i
+    tasks and its integral; ``bstart`` (int64, ``(L + 1,)``) the JSQ buckets.
+
+    General mode (``ipar[IP_GENERAL] = 1``): instead of the Markov chain, a discrete-event
     simulation of given tasks.  ``arr_times`` / ``svc`` (float64, one chunk) hold arrival
-    times and service sizes, consumed from ``ist[I_TASK_PTR]``; ``ipar[11] = 1`` marks the
-    last chunk (otherwise the kernel returns ``NEED_TASKS`` at its end).  A task of size x
-    at server s takes x / ``speed[s]``; completions are kept in a binary heap (``heap``:
-    servers, ``hkey``: completion times, shape ``(N,)``).  An arrival comes before a
-    completion at the same instant.
+    times and service sizes, consumed from ``ist[I_TASK_PTR]``; ``ipar[IP_LAST_CHUNK] = 1``
+    marks the last chunk (otherwise the kernel returns ``NEED_TASKS`` at its end).  A task of
+    size x at server s takes x / ``speed[s]``; completions are kept in a binary heap
+    (``heap``: servers, ``hkey``: completion times, shape ``(N,)``).  An arrival comes
+    before a completion at the same instant.
     """
-    policy, n, m_count, d, z = ipar[0], ipar[1], ipar[2], ipar[3], ipar[4]
-    replace = ipar[5] == 1
-    arr_warm, arr_end, budget, nbatch = ipar[6], ipar[7], ipar[8], ipar[9]
-    general = ipar[10] == 1
-    last_chunk = ipar[11] == 1
+    policy, n, m_count, d, z = ipar[IP_POLICY], ipar[IP_N], ipar[IP_M], ipar[IP_D], ipar[IP_Z]
+    replace = ipar[IP_REPLACE] == 1
+    arr_warm, arr_end, budget = ipar[IP_ARR_WARM], ipar[IP_ARR_END], ipar[IP_BUDGET]
+    width = ipar[IP_WIDTH]  # a power of two: micro-batch of ordinal k is k >> wshift
+    wshift = 0
+    while (1 << wshift) < width:
+        wshift += 1
+    general = ipar[IP_GENERAL] == 1
+    last_chunk = ipar[IP_LAST_CHUNK] == 1
+    next_check = ipar[IP_NEXT_CHECK]
+    record = ipar[IP_RECORD] == 1
+    nmicro = bsum.shape[0]  # a power of two, a multiple of H_SEGMENTS
+    segshift = 0
+    while (H_SEGMENTS << segshift) < nmicro:
+        segshift += 1
+    scratch = np.empty(1)
     chunk_len = arr_times.shape[0]
     lam_n, t_warm, t_end = fpar[0], fpar[1], fpar[2]
     iq_policy = policy >= JIQ
@@ -382,6 +535,8 @@ def run(
     ptr = ist[I_TASK_PTR]
     heap_n = ist[I_HEAP_N]
     buf_size = buf.shape[0]
+    rt_min = fst[F_RT_MIN]
+    rt_max = fst[F_RT_MAX]
     task_svc = 0.0
     done = 0
     status = CHUNK
@@ -401,8 +556,11 @@ def run(
         if maxlen + 2 >= nlev:
             status = NEED_LEVELS
             break
-        if nrec >= buf_size:
+        if record and nrec >= buf_size:
             status = BUFFER_FULL
+            break
+        if phase == MEASURE and arrivals - arr_warm >= width * nmicro:
+            status = NEED_MERGE
             break
         u = 0.0
         if general:
@@ -413,10 +571,12 @@ def run(
             nd = hkey[0] if heap_n > 0 else np.inf
             if na == np.inf and nd == np.inf:  # no task left anywhere
                 if phase == WARMUP:
-                    _start_measure(now, ist, fst, area, last)
+                    _start_measure(now, ist, fst, msg, cnt, area, last, snap, snap_area)
                     phase = MEASURE
+                    arr_warm = arrivals
+                    ipar[IP_ARR_WARM] = arrivals
                 if phase == MEASURE:
-                    _finish_measure(now, ist, fst, cnt, area, last)
+                    _finish_measure(now, arrivals, ist, fst, cnt, area, last)
                     phase = DRAIN
                 status = DONE
                 break
@@ -429,21 +589,30 @@ def run(
             is_arrival = u < lam_n
         if phase == WARMUP:
             if arr_end < 0 and now >= t_warm:
-                _start_measure(t_warm, ist, fst, area, last)
+                _start_measure(t_warm, ist, fst, msg, cnt, area, last, snap, snap_area)
                 phase = MEASURE
             elif arr_end >= 0 and is_arrival and arrivals == arr_warm:
-                _start_measure(now, ist, fst, area, last)
+                _start_measure(now, ist, fst, msg, cnt, area, last, snap, snap_area)
                 phase = MEASURE
+            if phase == MEASURE:  # measured ordinals count from here
+                arr_warm = arrivals
+                ipar[IP_ARR_WARM] = arrivals
         if phase == MEASURE:
             if arr_end < 0 and now >= t_end:
-                _finish_measure(t_end, ist, fst, cnt, area, last)
+                _finish_measure(t_end, arrivals, ist, fst, cnt, area, last)
                 phase = DRAIN
             elif arr_end >= 0 and is_arrival and arrivals == arr_end:
-                _finish_measure(now, ist, fst, cnt, area, last)
+                _finish_measure(now, arrivals, ist, fst, cnt, area, last)
                 phase = DRAIN
         measuring = phase == MEASURE
         done += 1
+        checkpoint = False
         if is_arrival:
+            if measuring:
+                order = arrivals - arr_warm
+                if order > 0 and order & (width - 1) == 0:
+                    _snapshot(order >> wshift, now, ist, fst, msg, cnt, area, last, snap, snap_area)
+                checkpoint = order + 1 == next_check
             arrivals += 1
             if general:
                 task_svc = svc[ptr]
@@ -488,14 +657,10 @@ def run(
             pool[idx, P_ARR] = now
             pool[idx, P_SVC] = task_svc
             if measuring:
-                if arr_end >= 0:
-                    b = (arrivals - 1 - arr_warm) * nbatch // (arr_end - arr_warm)
-                else:
-                    b = int((now - t_warm) / (t_end - t_warm) * nbatch)
-                pool[idx, P_BATCH] = min(b, nbatch - 1) + 1.0
+                pool[idx, P_ORD] = arrivals - arr_warm  # the ordinal + 1
                 meas_in_sys += 1
             else:
-                pool[idx, P_BATCH] = 0.0
+                pool[idx, P_ORD] = 0.0
             if srv[s, S_HEAD] < 0:
                 srv[s, S_HEAD] = idx
             else:
@@ -520,16 +685,7 @@ def run(
                     _sift_up(heap_n, heap, hkey, srv)
                     heap_n += 1
             if policy == JSQ:
-                j = bstart[new] - 1  # last slot of bucket `old`
-                other = jperm[j]
-                p = srv[s, S_JPOS]
-                jperm[p] = other
-                srv[other, S_JPOS] = p
-                jperm[j] = s
-                srv[s, S_JPOS] = j
-                bstart[new] -= 1
-                if old == jsq_min and bstart[old] == bstart[new]:
-                    jsq_min = new
+                jsq_min = _jsq_up(s, old, jperm, bstart, srv, jsq_min)
             if deletes:
                 if srv[s, S_IQ] >= 0 and new > thresh:
                     _iq_remove(s, now, srv, dsp, arena, ist, fst)
@@ -553,13 +709,21 @@ def run(
             srv[s, S_HEAD] = nxt
             if nxt < 0:
                 srv[s, S_TAIL] = -1
-            b = int(pool[idx, P_BATCH])
-            if b > 0:
+            tag = int(pool[idx, P_ORD])
+            if tag > 0:
                 rt = now - pool[idx, P_ARR]
-                bsum[b - 1] += rt
-                bcnt[b - 1] += 1
-                buf[nrec] = rt
-                nrec += 1
+                b = (tag - 1) >> wshift
+                bsum[b] += rt
+                bcnt[b] += 1
+                hist[b >> segshift, hist_bin(rt, scratch)] += 1
+                if rt < rt_min:
+                    rt_min = rt
+                if rt > rt_max:
+                    rt_max = rt
+                if record:
+                    buf[nrec] = rt
+                    rec_ord[nrec] = tag - 1
+                    nrec += 1
                 meas_in_sys -= 1
             pool[idx, P_NEXT] = pool_free
             pool_free = idx
@@ -589,16 +753,7 @@ def run(
                 srv[moved, S_BUSY] = p
                 srv[s, S_BUSY] = -1
             if policy == JSQ:
-                j = bstart[old]  # first slot of bucket `old`
-                other = jperm[j]
-                p = srv[s, S_JPOS]
-                jperm[p] = other
-                srv[other, S_JPOS] = p
-                jperm[j] = s
-                srv[s, S_JPOS] = j
-                bstart[old] += 1
-                if new < jsq_min:
-                    jsq_min = new
+                jsq_min = _jsq_down(s, old, jperm, bstart, srv, jsq_min)
             if iq_policy and srv[s, S_IQ] < 0 and new <= thresh:
                 # JIQ-Original: a server still listed (stale entry) does not join again.
                 m2 = _choose_iqueue(rng, policy, m_count, d, dsp, dperm)
@@ -607,7 +762,12 @@ def run(
                     msg[M_JOIN] += 1
                     if policy == JIQ_SQ:
                         msg[M_PROBE] += d
+        if checkpoint:
+            status = CHECKPOINT
+            break
     fst[F_NOW] = now
+    fst[F_RT_MIN] = rt_min
+    fst[F_RT_MAX] = rt_max
     ist[I_NBUSY] = nbusy
     ist[I_POOL_FREE] = pool_free
     ist[I_ARRIVALS] = arrivals

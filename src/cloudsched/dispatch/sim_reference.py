@@ -4,16 +4,21 @@ Same algorithm and same random draws in the same order as the compiled kernel
 (:mod:`cloudsched.dispatch._kernel`), written plainly: Python lists and deques, and time
 averages accumulated over every level at every event (not lazily).  For the same seed it
 gives bit-identical response times and message counts; time averages agree to rounding.
+Micro-batch sums, snapshots and the response-time histogram are not kept as the run goes
+(the kernel merges micro-batches as they fill): they are rebuilt at the end from per-task
+records and per-arrival snapshots, with the final width, an independent check of the
+kernel's bookkeeping.
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 
 import numpy as np
 
 from cloudsched.dispatch import _kernel as K
-from cloudsched.dispatch.engine import RawRun, RunSpec, TaskSource
+from cloudsched.dispatch.engine import InitialState, RawRun, RunSpec, TaskSource
 
 __all__ = ["reference_run"]
 
@@ -25,7 +30,7 @@ def _index(rng: np.random.Generator, n: int) -> int:
 class _Reference:
     def __init__(
         self, code: int, n: int, m: int, d: int, z: int, replace: bool, rng: np.random.Generator,
-        speeds: np.ndarray | None = None,
+        speeds: np.ndarray | None = None, initial: InitialState | None = None,
     ) -> None:  # fmt: skip
         self.code, self.n, self.m, self.d, self.rng = code, n, m, d, rng
         self.replace = replace
@@ -45,12 +50,25 @@ class _Reference:
         self.iq: list[list[int]] = [[] for _ in range(m)]
         self.listed_in = [-1] * n
         self.rr = [0] * m
+        self.messages = [0, 0, 0, 0]
         if code == K.ROUND_ROBIN:
             self.rr = [_index(rng, n) for _ in range(m)]
-        if code >= K.JIQ:
+        if initial is not None and initial.queues.size:
+            sizes = iter(initial.services.tolist())
             for s in range(n):
-                self._join(s, count=False)
-        self.messages = [0, 0, 0, 0]
+                for _ in range(int(initial.queues[s])):
+                    size = next(sizes) if speeds is not None else 0.0
+                    self._enqueue(s, (0.0, -1, size), 0.0)
+        if code >= K.JIQ:
+            given = initial is not None and initial.iqueue.size == n
+            for s in range(n):
+                if given:
+                    assert initial is not None
+                    if initial.iqueue[s] >= 0:
+                        self.iq[int(initial.iqueue[s])].append(s)
+                        self.listed_in[s] = int(initial.iqueue[s])
+                elif len(self.queues[s]) <= self.thresh:
+                    self._join(s, count=False)
 
     # I-queues ---------------------------------------------------------------------------
     def _choose_iqueue(self) -> int:
@@ -117,6 +135,19 @@ class _Reference:
         self.jsq_min = min(self.jsq_min, old - 1)
 
     # events -------------------------------------------------------------------------------
+    def _enqueue(self, s: int, task: tuple[float, int, float], now: float) -> int:
+        """Append a task to server ``s``; return the previous queue length."""
+        old = len(self.queues[s])
+        self.queues[s].append(task)
+        if old == 0:
+            self.busy_pos[s] = len(self.busy)
+            self.busy.append(s)
+            if self.speeds is not None:
+                self.done_at[s] = now + task[2] / self.speeds[s]
+        if self.code == K.JSQ:
+            self._bucket_up(s, old)
+        return old
+
     def arrival(
         self, now: float, u_arrival: float | None, measuring: bool, batch: int, size: float = 0.0
     ) -> None:
@@ -150,15 +181,7 @@ class _Reference:
             self.messages[K.M_PROBE] += self.d if measuring else 0
         else:
             s = _index(rng, self.n)
-        old = len(self.queues[s])
-        self.queues[s].append((now, batch, size))
-        if old == 0:
-            self.busy_pos[s] = len(self.busy)
-            self.busy.append(s)
-            if self.speeds is not None:
-                self.done_at[s] = now + size / self.speeds[s]
-        if code == K.JSQ:
-            self._bucket_up(s, old)
+        old = self._enqueue(s, (now, batch, size), now)
         if code >= K.JIQ and code != K.JIQ_ORIGINAL:
             if self.listed_in[s] >= 0 and old + 1 > self.thresh:
                 self._unlist(s)
@@ -188,33 +211,61 @@ class _Reference:
         return now - arrived, batch
 
 
+def _final_width(spec: RunSpec, measured: int) -> int:
+    """Micro-batch width at the end of a run: the kernel doubles it whenever it fills up."""
+    width = spec.width
+    if width <= 0:
+        expected = spec.expected_tasks()
+        width = 1 if not math.isfinite(expected) else max(1, -(-int(expected) // spec.micro))
+    power = 1
+    while power < width:  # the kernel's widths are powers of two
+        power *= 2
+    width = power
+    while measured >= width * spec.micro:
+        width *= 2
+    return width
+
+
+def _hist_bin(x: float) -> int:
+    if not x > 0.0:
+        return 0
+    mant, expo = math.frexp(x)
+    k = (expo - K.H_EMIN) * K.H_SUB + int((mant - 0.5) * (2 * K.H_SUB))
+    return min(max(k, 0), K.H_BINS - 1)
+
+
 def reference_run(
     spec: RunSpec,
     rng: np.random.Generator,
     source: TaskSource | None = None,
     speeds: np.ndarray | None = None,
+    initial: InitialState | None = None,
 ) -> RawRun:
     """Run the reference simulator; same arguments and result as ``engine.run_once``.
 
     With a task ``source`` it is the event-list (general) mode: the next event is the
     earlier of the next arrival and the earliest completion (found by a scan).
     """
-    code, n, m, batches = spec.code, spec.n, spec.m, spec.batches
+    code, n, m = spec.code, spec.n, spec.m
     warm_tasks, end_tasks, t_warm, t_end = spec.warm_tasks, spec.end_tasks, spec.t_warm, spec.t_end
     general = source is not None
     if general:
         speeds = np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64)
-    ref = _Reference(code, n, m, spec.d, spec.z, spec.replace, rng, speeds if general else None)
+    ref = _Reference(
+        code, n, m, spec.d, spec.z, spec.replace, rng, speeds if general else None, initial
+    )
     chunk_arr, chunk_svc, last, ptr = np.zeros(0), np.zeros(0), False, 0
     lam_n = spec.rate * n
     now, arrivals, events, phase = 0.0, 0, 0, K.WARMUP
+    base = warm_tasks  # arrivals before the window: measured ordinals count from here
     in_system_measured = 0
     times: list[float] = []
-    bsum = [0.0] * batches
-    bcnt = [0] * batches
+    orders: list[int] = []
+    snaps: list[tuple[float, float, list[int], list[float]]] = []  # one per measured arrival
     area: list[float] = []
     p0_area = 0.0
     tw = te = 0.0
+    closed_at = 0
 
     def levels() -> list[int]:
         top = max((len(q) for q in ref.queues), default=0)
@@ -239,9 +290,10 @@ def reference_run(
             dep, nd = min(ref.done_at.items(), key=lambda kv: kv[1], default=(-1, np.inf))
             if na == np.inf and nd == np.inf:
                 if phase == K.WARMUP:
-                    phase, tw = K.MEASURE, now
+                    phase, tw, base = K.MEASURE, now, arrivals
+                    snaps.append((now, 0.0, [0, 0, 0, 0], []))
                 if phase == K.MEASURE:
-                    te, phase = now, K.DRAIN
+                    te, phase, closed_at = now, K.DRAIN, arrivals
                 break
             is_arrival = bool(na <= nd)
             nxt = float(na if is_arrival else nd)
@@ -254,56 +306,78 @@ def reference_run(
             (end_tasks < 0 and nxt >= t_warm)
             or (end_tasks >= 0 and is_arrival and arrivals == warm_tasks)
         ):
-            phase, tw, now = (
-                K.MEASURE,
-                (t_warm if end_tasks < 0 else nxt),
-                (t_warm if end_tasks < 0 else nxt),
-            )
+            phase = K.MEASURE
+            tw = now = t_warm if end_tasks < 0 else nxt
+            base = arrivals
+            snaps.append((tw, 0.0, [0, 0, 0, 0], []))
         if phase == K.MEASURE and (
             (end_tasks < 0 and nxt >= t_end)
             or (end_tasks >= 0 and is_arrival and arrivals == end_tasks)
         ):
             te = t_end if end_tasks < 0 else nxt
             accumulate(te)
-            phase = K.DRAIN
+            phase, closed_at = K.DRAIN, arrivals
         elif phase == K.MEASURE:
             accumulate(nxt)
         now = nxt
         events += 1
         measuring = phase == K.MEASURE
         if is_arrival:
+            order = arrivals - base if measuring else -1
+            if order > 0:
+                snaps.append((now, p0_area, list(ref.messages), list(area)))
             arrivals += 1
-            batch = -1
-            if measuring and end_tasks >= 0:
-                batch = min(
-                    (arrivals - 1 - warm_tasks) * batches // (end_tasks - warm_tasks), batches - 1
-                )
-            elif measuring:
-                batch = min(int((now - t_warm) / (t_end - t_warm) * batches), batches - 1)
             if source is not None:
-                ref.arrival(now, None, measuring, batch, float(chunk_svc[ptr]))
+                ref.arrival(now, None, measuring, order, float(chunk_svc[ptr]))
                 ptr += 1
             else:
-                ref.arrival(now, u / lam_n, measuring, batch)
+                ref.arrival(now, u / lam_n, measuring, order)
             in_system_measured += 1 if measuring else 0
         else:
             if source is None:
                 dep = ref.busy[min(int(u - lam_n), len(ref.busy) - 1)]
-            rt, batch = ref.departure(dep, now, measuring)
-            if batch >= 0:
+            rt, order = ref.departure(dep, now, measuring)
+            if order >= 0:
                 times.append(rt)
-                bsum[batch] += rt
-                bcnt[batch] += 1
+                orders.append(order)
                 in_system_measured -= 1
+    measured = closed_at - base if phase == K.DRAIN else 0
+    width = _final_width(spec, measured)
+    used = -(-measured // width)
+    bsum, bcnt = np.zeros(used), np.zeros(used, dtype=np.int64)
+    hist = np.zeros((K.H_SEGMENTS, K.H_BINS), dtype=np.int64)
+    seg_batches = spec.micro // K.H_SEGMENTS
+    for rt, order in zip(times, orders, strict=True):
+        b = order // width
+        bsum[b] += rt
+        bcnt[b] += 1
+        hist[b // seg_batches, _hist_bin(rt)] += 1
+    levels_seen = len(area)
+    snap = np.zeros((used, K.N_SNAP))
+    snap_area = np.zeros((used, levels_seen))
+    for b in range(used):
+        t, p0, msgs, ar = snaps[b * width]
+        snap[b, K.SN_T], snap[b, K.SN_P0] = t, p0
+        snap[b, K.SN_MSG : K.SN_MSG + 4] = msgs
+        snap_area[b, : len(ar)] = ar
     return RawRun(
         response_times=np.array(times, dtype=np.float32),
-        batch_sum=np.array(bsum),
-        batch_count=np.array(bcnt, dtype=np.int64),
+        orders=np.array(orders, dtype=np.int64),
+        batch_sum=bsum,
+        batch_count=bcnt,
+        width=width,
+        measured=measured,
+        snap=snap,
+        snap_area=snap_area,
+        hist=hist,
+        segment_batches=seg_batches,
         tail_area=np.array(area),
         p0_area=p0_area,
         t_warm=tw,
         t_end=te,
         messages=np.array(ref.messages, dtype=np.int64),
+        rt_min=min(times, default=math.inf),
+        rt_max=max(times, default=0.0),
         events=events,
         wall_seconds=0.0,
     )

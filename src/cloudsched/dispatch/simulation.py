@@ -26,17 +26,24 @@ Bookkeeping of each policy (the seed leaves these open; ``CHOICE`` marks our rul
   and joins the shortest (first in sample order on ties); those ``d`` queries are counted as
   probe messages.
 
-Measurement (CHOICE): the first ``warmup`` fraction of the run (of the tasks, or of the
-horizon) is discarded; time averages cover the rest of the run; tasks that arrive in the
-measured window are followed until they leave (the simulation continues, with arrivals,
-until they have all left), so no measured task is censored.  The 95% confidence interval of
-the mean response time comes from ``batches`` batch means, batches formed by arrival
-(consecutive arrival indices, or equal slices of the measured time window), with Student's
-t; or from the replication means when ``replications > 1``.  Batch means of one run are
-correlated when the run spans few time units (large N at the default run length); when
-their lag-1 autocorrelation is significantly positive the interval is widened by the AR(1)
-factor (:func:`cloudsched._stats.batch_means_half_width`) and ``ci_method`` says so.
-Percentiles come from every measured response time (kept as float32, 4 bytes per task).
+Measurement (how it is done and why: ``README.md``, "Numbers you can trust"):
+
+* Start: by default from a state drawn from the mean field where the policy has a model
+  and the run is on the Markov-chain fast path (:mod:`cloudsched.dispatch.initial`), else
+  empty; ``initial`` chooses.
+* Warm-up: detected by MSER on the micro-batch means of the response times
+  (:mod:`cloudsched.steadystate`), or a fixed fraction ``warmup`` of the run.
+* Length: without ``tasks`` or ``horizon`` the run continues until the stopping rule of
+  :mod:`cloudsched.dispatch.measure` holds (certified interval, 95% half-width at most
+  ``precision`` times the mean) or ``max_tasks`` arrivals; ``tasks`` / ``horizon`` fix it.
+  Tasks that arrive in the window are followed until they leave (none is censored).
+* Interval: batch means (``batches`` batches, each at least five relaxation times long,
+  widened by the first-order batch-length factor, withheld unless certified), or the means
+  of ``replications`` independent replications (streams ``SeedSequence(seed).spawn``),
+  each warmed up by the same rule.  No interval when there is no steady state (load >= 1,
+  a trend MSER cannot cut, drift, or a trace too short).
+* Percentiles: a histogram with 512 bins per octave (within 0.1% of the exact order
+  statistics) of the tasks that arrived after the warm-up (to a sixteenth of the run).
 """
 
 from __future__ import annotations
@@ -50,21 +57,43 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched._stats import batch_means_half_width, t_half_width
 from cloudsched.dispatch import _kernel as K
 from cloudsched.dispatch.distributions import Distribution, Exponential, parse_spec
-from cloudsched.dispatch.engine import RawRun, RunSpec, TaskSource, _ensure_compiled, run_once
+from cloudsched.dispatch.engine import (
+    MICRO_BATCHES,
+    Engine,
+    InitialState,
+    RawRun,
+    RunSpec,
+    TaskSource,
+    _ensure_compiled,
+    run_once,
+)
+from cloudsched.dispatch.initial import has_meanfield_start, meanfield_state
+from cloudsched.dispatch.measure import (
+    estimate,
+    histogram_percentiles,
+    replication_interval,
+    run_until_precise,
+    window,
+)
 from cloudsched.dispatch.policies import check_policy
+from cloudsched.dispatch.relaxation import relaxation_time
 from cloudsched.dispatch.workload import RenewalSource, Trace, TraceSource
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
+from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate
 
 __all__ = ["SimulationResult", "simulate"]
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99.9": 99.9}
-#: Default warm-up fraction of the run.
-DEFAULT_WARMUP = 0.2
 #: Default number of batches for batch means.
 DEFAULT_BATCHES = 20
+#: Default relative precision (95% half-width / mean) of an open-ended run.
+DEFAULT_PRECISION = 0.01
+#: Default cap on the arrivals of one replication of an open-ended run.
+DEFAULT_MAX_TASKS = 5_000_000_000
+#: A trace replay must span this many relaxation times to be called steady.
+TRACE_RELAXATIONS = DEFAULT_BATCHES * MIN_BATCH_RELAXATIONS
 
 
 @dataclass(frozen=True)
@@ -73,7 +102,17 @@ class SimulationResult:
 
     Rates (``messages``) are per server per unit time; ``tail[i-1]`` is the time-average
     fraction of servers with at least ``i`` tasks and ``occupancy[i]`` the fraction with
-    exactly ``i``; ``p0`` is the time-average fraction of empty I-queues (1 without I-queues).
+    exactly ``i``; ``p0`` is the time-average fraction of empty I-queues (1 without
+    I-queues).  All of them cover the measurement window after the warm-up.
+
+    How it was measured: ``initial`` (``meanfield`` or ``empty``), ``warmup`` (``auto``:
+    MSER, or the fixed fraction), ``warmup_detected``, ``warmup_time`` (simulated time cut,
+    mean over replications), ``measured_time`` (simulated time measured, summed over
+    replications), ``relaxation_estimate``, ``precision_target`` (None for a fixed
+    length), ``precision_reached`` (95% half-width / mean), ``stop_reason`` (``precision``,
+    ``max_tasks``, ``tasks``, ``horizon`` or ``trace``), ``ci_method``.  ``ci95`` is None
+    when there is no steady state (``steady_state`` False) or when the run is too short for
+    an honest interval; ``warnings`` says why, in words.
     """
 
     policy: str
@@ -85,23 +124,33 @@ class SimulationResult:
     with_replacement: bool
     tasks: int | None
     horizon: float | None
-    warmup: float
+    warmup: str
     replications: int
     seed: int | None
     mean_response_time: float
-    ci95: tuple[float, float]
+    ci95: tuple[float, float] | None
     ci_method: str
+    steady_state: bool
+    initial: str
+    warmup_detected: bool
+    warmup_time: float
+    measured_time: float
+    relaxation_estimate: float
+    precision_target: float | None
+    precision_reached: float | None
+    stop_reason: str
+    warnings: tuple[str, ...]
     percentiles: dict[str, float]
     tail: list[float]
     occupancy: list[float]
     p0: float
     messages: dict[str, float]
     measured_tasks: int
-    measured_time: float
     events: int
     wall_seconds: float
     events_per_second: float
     engine: str
+    log_span: float | None = None
     response_times: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -112,35 +161,33 @@ class SimulationResult:
     def to_row(self, tail: int = 6) -> dict[str, Any]:
         """Flatten the result into one row for pandas or CSV.
 
-        Scalars, ``ci95_low``/``ci95_high``, the percentiles, ``msg_*`` rates and the first
-        ``tail`` entries ``s_1, s_2, ...`` of the tail (0 beyond the last measured level).
+        Scalars, ``ci95_low``/``ci95_high`` (NaN without an interval), the percentiles,
+        ``msg_*`` rates, ``warnings`` joined by ``"; "`` and the first ``tail`` entries
+        ``s_1, s_2, ...`` of the tail (0 beyond the last measured level).
         """
-        nested = ("ci95", "percentiles", "tail", "occupancy", "messages")
+        nested = ("ci95", "percentiles", "tail", "occupancy", "messages", "warnings")
         row = {k: v for k, v in self.to_dict().items() if k not in nested}
-        row["ci95_low"], row["ci95_high"] = self.ci95
+        row["ci95_low"], row["ci95_high"] = self.ci95 if self.ci95 else (math.nan, math.nan)
         row.update(self.percentiles)
         row.update({f"msg_{k}": v for k, v in self.messages.items()})
+        row["warnings"] = "; ".join(self.warnings)
         for i in range(tail):
             row[f"s_{i + 1}"] = self.tail[i] if i < len(self.tail) else 0.0
-        return row
+        return {k: (math.nan if v is None else v) for k, v in row.items()}
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (field names as in ``cloudsched simulate --format json``).
 
-        An undefined number (the interval of a run with a single measured batch) is None,
-        so the JSON stays standard (``null``, never ``NaN``).
+        An undefined number (no interval, an infinite relaxation time) is None, so the JSON
+        stays standard (``null``, never ``NaN`` or ``Infinity``).
         """
         out = asdict(self)
         out.pop("response_times")
-        out["ci95"] = [None if math.isnan(x) else x for x in self.ci95]
+        out["ci95"] = list(self.ci95) if self.ci95 else None
+        out["warnings"] = list(self.warnings)
         out["r"] = self.r
-        return out
-
-
-def _t_interval(means: np.ndarray) -> tuple[float, float]:
-    centre = float(means.mean())
-    half = t_half_width(means)
-    return (centre - half, centre + half)
+        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
+                for k, v in out.items()}  # fmt: skip
 
 
 def _resolve_dispatchers(servers: int, dispatchers: int | None, r: float | None) -> int:
@@ -177,6 +224,16 @@ class _Workload:
         return RenewalSource(
             self.interarrival, self.service, self.rate_per_server * n, arr_rng, svc_rng
         )
+
+    def variability(self) -> tuple[float, float]:
+        """``(c_a^2 + c_s^2) / 2`` and the mean service time (the time unit of the run)."""
+        if self.trace is not None:
+            gaps = np.diff(self.trace.arrivals)
+            ca2 = float(gaps.var() / gaps.mean() ** 2) if gaps.mean() > 0 else 1.0
+            svc = self.trace.services
+            return (ca2 + float(svc.var() / svc.mean() ** 2)) / 2, float(svc.mean())
+        ca2, cs2 = self.interarrival.cv**2, self.service.cv**2
+        return (ca2 + cs2) / 2, self.service.mean
 
 
 def _resolve_workload(
@@ -228,6 +285,24 @@ def _resolve_workload(
     return _Workload(general, rate, load, gap, svc, None, speed)
 
 
+def _generators(
+    rng: int | np.random.Generator | None, replications: int
+) -> tuple[int | None, list[np.random.Generator]]:
+    if isinstance(rng, np.random.Generator):
+        return None, [rng] if replications == 1 else list(rng.spawn(replications))
+    root = np.random.SeedSequence(rng)
+    seed = int(root.entropy)  # type: ignore[arg-type]
+    if replications == 1:
+        return seed, [np.random.default_rng(root)]
+    return seed, [np.random.default_rng(s) for s in root.spawn(replications)]
+
+
+def _check_warmup(warmup: float | str) -> float | None:
+    if isinstance(warmup, str) and warmup == "auto":
+        return None
+    return check_real("warmup", warmup, low=0.0, high=0.9)
+
+
 def simulate(
     policy: str,
     *,
@@ -240,9 +315,12 @@ def simulate(
     with_replacement: bool = False,
     tasks: int | None = None,
     horizon: float | None = None,
-    warmup: float = DEFAULT_WARMUP,
+    warmup: float | str = "auto",
     replications: int = 1,
     batches: int = DEFAULT_BATCHES,
+    precision: float = DEFAULT_PRECISION,
+    max_tasks: int = DEFAULT_MAX_TASKS,
+    initial: str = "auto",
     rng: int | np.random.Generator | None = None,
     service: Distribution | str | None = None,
     arrivals: Distribution | str | None = None,
@@ -251,14 +329,15 @@ def simulate(
     service_scale: float = 1.0,
     engine: str = "auto",
     keep_response_times: bool = False,
-    progress: Callable[[float], None] | None = None,
+    progress: Callable[[float, str], None] | None = None,
 ) -> SimulationResult:
-    """Simulate a dispatch policy.
+    """Simulate a dispatch policy until its steady-state mean is known to ``precision``.
 
     By default arrivals are Poisson and service times exponential with mean 1, simulated
     by the compiled Markov-chain engine (the fast path).  Other service or inter-arrival
     laws, per-server speeds or a trace switch to the compiled event-list engine, which has
-    the same policies, measurements and result record.
+    the same policies, measurements and result record.  How runs start, how long they
+    last, and how the warm-up and the interval are found: see the module notes.
 
     Parameters
     ----------
@@ -269,9 +348,9 @@ def simulate(
     load : float or None
         Offered load per unit of capacity (> 0): the arrival rate is
         ``load * sum(speeds) / E[service]`` (``load * N`` by default).  Loads >= 1 have no
-        steady state: a warning is issued and the run is bounded by ``tasks`` or
-        ``horizon`` as usual.  With a trace, None replays its own times, and a number
-        rescales its inter-arrival times by one common factor (service times untouched).
+        steady state: a warning is issued, the run has a fixed length (``tasks``, by default
+        ``max(10**6, 100 * N)``) and no interval.  With a trace, None replays its own times,
+        and a number rescales its inter-arrival times by one common factor.
     dispatchers, r : int or float
         Number of dispatchers M in [1, N], or servers per dispatcher (M = round(N / r)).
         Needed by ``round-robin`` and the JIQ family; defaults to M = 1 for the others.
@@ -282,16 +361,26 @@ def simulate(
     with_replacement : bool
         ``pod``/``jiq-pod`` probe with replacement instead of ``d`` distinct servers.
     tasks : int, optional
-        Run length in arrivals (default ``max(10**6, 100 * N)`` when ``horizon`` is not
-        given; with a trace, all its tasks).
+        Fix the run length in arrivals (with a trace: the first ``tasks`` of it).
     horizon : float, optional
-        Run length in time (mean service times; trace replays start at time 0).
-    warmup : float
-        Fraction of the run discarded before measuring, in [0, 0.9].
+        Fix the run length in time (mean service times; trace replays start at time 0).
+    warmup : "auto" or float
+        ``auto``: cut the warm-up where MSER finds it; a fraction in [0, 0.9] of the run
+        instead.
     replications : int
-        Independent replications, streams ``SeedSequence(seed).spawn(replications)``.
+        Independent replications, streams ``SeedSequence(seed).spawn(replications)``; the
+        interval then comes from their means.
     batches : int
-        Batches for the batch-means confidence interval (>= 2).
+        Batches of the batch-means interval (>= 2).
+    precision : float
+        Open-ended runs stop when the 95% half-width is at most this fraction of the mean,
+        in (0, 1).
+    max_tasks : int
+        Open-ended runs stop at this many arrivals per replication even if the precision
+        is not reached (the result says so).
+    initial : str
+        ``auto`` (``meanfield`` where the policy has a mean-field model and the fast path
+        runs, else ``empty``), ``meanfield`` or ``empty``.
     rng : int, numpy.random.Generator or None
         Root seed.  An int (or None: fresh entropy, recorded in the result as ``seed``) seeds
         a :class:`numpy.random.SeedSequence`; a Generator is used directly (``seed`` is None).
@@ -306,9 +395,11 @@ def simulate(
     engine : str
         ``auto`` (fast path when it applies), ``exponential`` or ``general``.
     keep_response_times : bool
-        Keep every measured response time in the result (``response_times``).
+        Keep every response time measured after the warm-up (``response_times``).
     progress : callable, optional
-        Called with the fraction done (0..1) between chunks of events.
+        Called as ``progress(fraction, status)`` while the run goes: ``fraction`` in [0, 1]
+        is the share done (an estimate for open-ended runs; negative: no new estimate) and
+        ``status`` a short text (the precision reached so far).
 
     Returns
     -------
@@ -339,50 +430,77 @@ def simulate(
         horizon = check_real("horizon", horizon, low=0.0, low_open=True)
     elif work.trace is not None:
         tasks = work.trace.arrivals.size - 1  # the last arrival closes the window
-    else:
+    elif work.load >= 1.0:
         tasks = max(10**6, 100 * servers)
-    warmup = check_real("warmup", warmup, low=0.0, high=0.9)
+    fixed_warmup = _check_warmup(warmup)
     replications = check_int("replications", replications, low=1)
-    batches = check_int("batches", batches, low=2)
+    batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
+    precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True, high_open=True)
+    max_tasks = check_int("max_tasks", max_tasks, low=1000)
+    check_choice("initial", initial, ("auto", "meanfield", "empty"))
+    model_start = has_meanfield_start(policy, work.load) and work.trace is None
+    if initial == "meanfield" and not model_start:
+        raise ParameterError(
+            "initial", initial, "'auto' or 'empty' (no mean-field model for this policy, "
+            "load or a trace replay)",
+        )  # fmt: skip
+    start = "meanfield" if initial == "meanfield" or (
+        initial == "auto" and model_start and not work.general) else "empty"  # fmt: skip
     if work.load >= 1.0:
-        warnings.warn(
-            f"load {work.load:g} >= 1: no steady state exists; results describe a run bounded by "
-            + (f"{tasks} tasks" if tasks is not None else f"horizon {horizon:g}"),
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        warnings.warn(_overload_note(work.load, tasks, horizon), RuntimeWarning, stacklevel=2)
+    variability, unit = work.variability()
+    relax = relaxation_time(
+        policy, work.load, servers=servers, r=servers / m, d=d, variability=variability,
+        time_unit=unit,
+    )  # fmt: skip
+    seed, gens = _generators(rng, replications)
 
-    if isinstance(rng, np.random.Generator):
-        seed = None
-        gens = [rng] if replications == 1 else list(rng.spawn(replications))
-    else:
-        root = np.random.SeedSequence(rng)
-        seed = int(root.entropy)  # type: ignore[arg-type]
-        gens = (
-            [np.random.default_rng(root)]
-            if replications == 1
-            else [np.random.default_rng(s) for s in root.spawn(replications)]
-        )
-
+    open_end = tasks is None and horizon is None
     spec = RunSpec(
         K.POLICY_CODES[policy], servers, m, work.rate_per_server, d, threshold, with_replacement,
-        batches=batches,
+        record=keep_response_times, open_end=open_end,
     )  # fmt: skip
     if tasks is not None:
-        spec = replace(spec, warm_tasks=int(warmup * tasks), end_tasks=tasks)
-    else:
-        assert horizon is not None
-        spec = replace(spec, t_warm=warmup * horizon, t_end=horizon)
+        spec = replace(spec, warm_tasks=0, end_tasks=tasks)
+    elif horizon is not None:
+        spec = replace(spec, t_warm=0.0, t_end=horizon)
+    else:  # micro-batches start at about 1/16 of a relaxation time
+        per_time = work.rate_per_server * servers
+        spec = replace(spec, width=max(1, int(min(per_time * relax / 16, max_tasks / 1024))))
     _ensure_compiled()
-    runs: list[RawRun] = []
-    for k, gen in enumerate(gens):
-        sub = None
-        if progress is not None:
-            sub = lambda f, k=k: progress((k + f) / len(gens))  # noqa: E731
-        runs.append(run_once(spec, gen, sub, work.source(gen, servers), work.speeds))
+    starts = [_initial(start, policy, servers, m, work, d, g) for g in gens]
+    if open_end:
+        engines = [
+            Engine(spec, g, work.source(g, servers), work.speeds, init)
+            for g, init in zip(gens, starts, strict=True)
+        ]
+        runs, reason = run_until_precise(
+            engines, batches=batches, relaxation=relax, precision=precision,
+            max_tasks=max_tasks, progress=progress,
+        )  # fmt: skip
+    else:
+        runs = []
+        for k, (g, init) in enumerate(zip(gens, starts, strict=True)):
+            sub = None
+            if progress is not None:
+                sub = lambda f, k=k: progress((k + f) / len(gens), "")  # noqa: E731
+            runs.append(run_once(spec, g, sub, work.source(g, servers), work.speeds, init))
+        reason = "trace" if work.trace is not None and tasks == work.trace.arrivals.size - 1 else (
+            "tasks" if tasks is not None else "horizon")  # fmt: skip
     return _summarise(
-        runs, policy, spec, work.load, tasks, horizon, warmup, seed, keep_response_times,
-        work.general,
+        runs, policy, spec, work, tasks, horizon, warmup, fixed_warmup, seed, batches, relax,
+        precision if open_end else None, reason, start, keep_response_times,
+    )  # fmt: skip
+
+
+def _initial(
+    start: str, policy: str, n: int, m: int, work: _Workload, d: int, rng: np.random.Generator
+) -> InitialState | None:
+    if start != "meanfield":
+        return None
+    return meanfield_state(
+        policy, n, m, work.load, r=n / m, d=d, rng=rng,
+        service=work.service if work.general else None,
     )  # fmt: skip
 
 
@@ -390,68 +508,108 @@ def _summarise(
     runs: list[RawRun],
     policy: str,
     spec: RunSpec,
-    load: float,
+    work: _Workload,
     tasks: int | None,
     horizon: float | None,
-    warmup: float,
+    warmup: float | str,
+    fixed_warmup: float | None,
     seed: int | None,
+    batches: int,
+    relax: float,
+    precision: float | None,
+    reason: str,
+    start: str,
     keep: bool,
-    general: bool,
 ) -> SimulationResult:
     n, m = spec.n, spec.m
-    if any(run.response_times.size == 0 for run in runs):
+    ests = [estimate(raw, batches=batches, relaxation=relax, warmup=fixed_warmup) for raw in runs]
+    wins = [window(raw, est.truncation) for raw, est in zip(runs, ests, strict=True)]
+    if any(raw.batches_used == 0 or est.batches == 0 for raw, est in zip(runs, ests, strict=True)):
         raise ParameterError(
-            "horizon", horizon, "long enough for a task to arrive after the warm-up"
-        )
-    times = np.concatenate([run.response_times for run in runs])
-    total = sum(float(run.batch_sum.sum()) for run in runs)
-    count = sum(int(run.batch_count.sum()) for run in runs)
+            "horizon" if horizon is not None else "tasks", horizon or tasks,
+            "long enough for tasks to arrive and be measured after the warm-up",
+        )  # fmt: skip
+    steady = work.load < 1.0 and all(e.warmup_found and not e.drifting for e in ests)
+    notes: list[str] = []
+    if work.load >= 1.0:
+        notes.append(_overload_note(work.load, tasks, horizon))
+    elif not all(e.warmup_found for e in ests):
+        notes.append("no warm-up truncation point found (the response times still trend): "
+                     "no steady state reached; run longer")  # fmt: skip
+    elif any(e.drifting for e in ests):
+        z = max(abs(e.drift_z) for e in ests)
+        notes.append(f"the two halves of the run differ by {z:.1f} standard errors: "
+                     "not steady; run longer")  # fmt: skip
+    log_span = None
+    if work.trace is not None:
+        _, unit = work.variability()
+        log_span = float(sum(w.duration for w in wins)) / unit
+        if steady and log_span < TRACE_RELAXATIONS * relax / unit:
+            steady = False
+            notes.append(
+                f"the replayed window spans {log_span:.3g} mean service times, too short for "
+                f"a steady state (an interval needs {TRACE_RELAXATIONS * relax / unit:.3g})"
+            )
     if len(runs) > 1:
-        means = np.array([run.batch_sum.sum() / run.batch_count.sum() for run in runs])
-        ci, method = _t_interval(means), f"replications ({len(runs)})"
+        means = np.array([e.mean for e in ests])
+        centre, half = float(means.mean()), replication_interval(means)
+        method = f"replications ({len(runs)}), each cut at its {_warmup_name(fixed_warmup)}"
+        certified = steady
     else:
-        filled = runs[0].batch_count > 0
-        bm = runs[0].batch_sum[filled] / runs[0].batch_count[filled]
-        half, rho = batch_means_half_width(bm)
-        centre = float(bm.mean())
-        ci, method = (centre - half, centre + half), f"batch means ({bm.size} batches by arrival)"
-        if rho > 0:
-            method += f", widened for lag-1 correlation (AR(1), rho = {rho:.2f})"
-    duration = sum(run.t_end - run.t_warm for run in runs)
-    levels = max(run.tail_area.size for run in runs)
+        est = ests[0]
+        centre, half = est.mean, est.half_width
+        method = _batch_method(est, fixed_warmup)
+        certified = steady and est.certified
+        if steady and not est.certified:
+            notes.append(_why_not_certified(est))
+    ci = None
+    if certified and math.isfinite(half):
+        ci = (max(centre - half, 0.0), centre + half)
+    reached = half / abs(centre) if ci is not None and centre != 0 else None
+    if reason == "max_tasks" and precision is not None:
+        shown = "none" if reached is None else f"{reached:.2%}"
+        notes.append(f"stopped at max_tasks = {spec_max(runs)} arrivals before the stopping "
+                     f"rule held: precision reached {shown} (target {precision:.2%})")  # fmt: skip
+    duration = sum(w.duration for w in wins)
+    levels = max(w.tail_area.size for w in wins)
     area = np.zeros(levels)
-    for run in runs:
-        area[: run.tail_area.size] += run.tail_area
+    for w in wins:
+        area[: w.tail_area.size] += w.tail_area
     s = area / (n * duration)
     s[0] = 1.0
     nz = np.flatnonzero(s > 0)
     s = s[: nz[-1] + 1]
     occupancy = s - np.append(s[1:], 0.0)
-    msgs = np.sum([run.messages for run in runs], axis=0) / (n * duration)
+    msgs = np.sum([w.messages for w in wins], axis=0) / (n * duration)
     is_iq = policy.startswith("jiq")
-    p0 = sum(run.p0_area for run in runs) / (m * duration) if is_iq else 1.0
+    p0 = sum(w.p0_area for w in wins) / (m * duration) if is_iq else 1.0
+    hist = np.sum([w.hist for w in wins], axis=0)
     events = sum(run.events for run in runs)
     wall = sum(run.wall_seconds for run in runs)
-    pct = np.percentile(times, list(PERCENTILES.values()))
+    low, high = min(run.rt_min for run in runs), max(run.rt_max for run in runs)
+    pct = histogram_percentiles(hist, list(PERCENTILES.values()), low, high)
+    kept = [
+        run.response_times[
+            (run.orders >= est.truncation * run.width)
+            & (run.orders < run.batches_estimated * run.width)
+        ]
+        for run, est in zip(runs, ests, strict=True)
+    ]
+    measured = sum(
+        int(run.batch_count[est.truncation : run.batches_estimated].sum())
+        for run, est in zip(runs, ests, strict=True)
+    )
     return SimulationResult(
-        policy=policy,
-        servers=n,
-        dispatchers=m,
-        load=load,
-        d=spec.d,
-        threshold=spec.z,
-        with_replacement=spec.replace,
-        tasks=tasks,
-        horizon=horizon,
-        warmup=warmup,
-        replications=len(runs),
-        seed=seed,
-        mean_response_time=total / count,
-        ci95=ci,
-        ci_method=method,
+        policy=policy, servers=n, dispatchers=m, load=work.load, d=spec.d, threshold=spec.z,
+        with_replacement=spec.replace, tasks=tasks, horizon=horizon, warmup=str(warmup),
+        replications=len(runs), seed=seed, mean_response_time=centre, ci95=ci,
+        ci_method=method, steady_state=steady, initial=start,
+        warmup_detected=all(e.warmup_found for e in ests) and fixed_warmup is None,
+        warmup_time=float(np.mean([w.start for w in wins])), measured_time=float(duration),
+        relaxation_estimate=max(e.relaxation for e in ests), precision_target=precision,
+        precision_reached=reached, stop_reason=reason, warnings=tuple(notes),
         percentiles={k: float(v) for k, v in zip(PERCENTILES, pct, strict=True)},
-        tail=[float(x) for x in s[1:]],
-        occupancy=[float(x) for x in occupancy],
+        tail=[float(x) for x in s[1:]], occupancy=[float(x) for x in occupancy],
         p0=float(p0),
         messages={
             "join": float(msgs[K.M_JOIN]),
@@ -459,11 +617,46 @@ def _summarise(
             "probe": float(msgs[K.M_PROBE]),
             "stale": float(msgs[K.M_STALE]),
         },
-        measured_tasks=int(times.size),
-        measured_time=float(duration),
-        events=events,
-        wall_seconds=wall,
+        measured_tasks=measured, events=events, wall_seconds=wall,
         events_per_second=events / wall if wall > 0 else math.inf,
-        engine="general" if general else "exponential",
-        response_times=times if keep else None,
+        engine="general" if work.general else "exponential", log_span=log_span,
+        response_times=np.concatenate(kept) if keep else None,
+    )  # fmt: skip
+
+
+def _overload_note(load: float, tasks: int | None, horizon: float | None) -> str:
+    bound = f"{tasks} tasks" if tasks is not None else f"horizon {horizon:g}"
+    return f"load {load:g} >= 1: no steady state exists; results describe a run bounded by {bound}"
+
+
+def spec_max(runs: list[RawRun]) -> int:
+    """Largest number of measured arrivals among ``runs``."""
+    return max(run.measured for run in runs)
+
+
+def _warmup_name(fixed: float | None) -> str:
+    return "MSER warm-up" if fixed is None else f"fixed warm-up ({fixed:g} of the run)"
+
+
+def _batch_method(est: SeriesEstimate, fixed: float | None) -> str:
+    relax = est.batch_span / est.relaxation if est.relaxation > 0 else math.inf
+    return (
+        f"batch means ({est.batches} batches of {est.batch_span:.4g} time units = "
+        f"{relax:.3g} relaxation times), {_warmup_name(fixed)}, widened x{est.correction:.3f} "
+        "for batch length"
+    )
+
+
+def _why_not_certified(est: SeriesEstimate) -> str:
+    if not math.isfinite(est.half_width):
+        return "interval withheld: too few measured batches; run longer"
+    if not est.long_enough:
+        return (
+            f"interval withheld: batches span {est.batch_span / est.relaxation:.3g} relaxation "
+            f"times (an honest interval needs {MIN_BATCH_RELAXATIONS:g}); run longer or use "
+            "replications"
+        )
+    return (
+        f"interval withheld: the batch means are correlated (von Neumann z = "
+        f"{est.independence_z:.2f}); run longer or use replications"
     )

@@ -1,0 +1,288 @@
+"""Steady-state output analysis shared by the simulators.
+
+A simulation measures a series of *micro-batches*: consecutive stretches of the run, each
+with a sum (of response times, of a time integral, ...) and a weight (a count of tasks, a
+duration).  From that series this module
+
+* cuts the warm-up with MSER (White 1997; the batched form MSER-m of White, Cobb and
+  Spratt 2000): the truncation point ``d`` minimises the squared standard error of the mean
+  of the remaining micro-batch means, ``sum_{i>=d} w_i (y_i - ybar_d)^2 / W_d^2``, searched
+  over the first half of the series.  A minimum at the end of that half means the series
+  still trends: no truncation point is found and the run is not (yet) steady;
+* estimates the integrated autocorrelation time of the remaining series (Sokal's
+  self-consistent window), in the units of the series' time axis;
+* forms ``batches`` batches of consecutive micro-batches (their numbers differ by at most
+  one) from the remaining micro-batches and computes a
+  Student-t interval for the mean (ratio estimator ``sum / weight``, its variance from the
+  residuals ``s_b - mean * w_b``).  Batch means are biased low in variance when batches are
+  short against the relaxation time ``R`` of the process: for a process whose
+  autocorrelation decays like ``exp(-t/R)`` the batch-means variance is
+  ``(1 - R/b (1 - e^(-b/R)))`` times the true one.  The interval is widened by that first-order
+  factor, and it is *certified* only when every batch spans at least ``MIN_BATCH_RELAXATIONS``
+  relaxation times and the batch means show no significant lag-1 autocorrelation (von
+  Neumann's test, 1% level);
+* tests for drift: the first and second half of the batches differ by more than
+  ``DRIFT_Z`` standard errors (the batch variance taken from successive differences, which a
+  trend does not inflate).
+
+The relaxation time is the larger of a model value (given by the caller) and the
+integrated autocorrelation time estimated from the data.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = [
+    "DRIFT_Z",
+    "MIN_BATCH_RELAXATIONS",
+    "SeriesEstimate",
+    "analyse_series",
+    "integrated_time",
+    "mser",
+    "von_neumann_ratio",
+]
+
+#: Batches must each span at least this many relaxation times for a certified interval.
+MIN_BATCH_RELAXATIONS = 5.0
+#: |z| of the first-half / second-half difference above which the series is drifting.
+DRIFT_Z = 4.0
+#: Significance level of the lag-1 independence test of the batch means.
+INDEPENDENCE_LEVEL = 0.01
+
+
+def mser(means: np.ndarray, weights: np.ndarray | None = None) -> tuple[int, bool]:
+    """Return the MSER truncation point of a series of batch means and whether it was found.
+
+    Parameters
+    ----------
+    means : numpy.ndarray
+        Batch means ``y_i``, shape ``(n,)``.
+    weights : numpy.ndarray, optional
+        Batch weights ``w_i`` (counts or durations); equal by default.
+
+    Returns
+    -------
+    (int, bool)
+        The number of leading batches to drop, and False when the minimum lies at the end
+        of the searched first half (the series is still trending).
+    """
+    y = np.asarray(means, dtype=np.float64)
+    n = y.size
+    if n < 4:
+        return 0, False
+    w = np.ones(n) if weights is None else np.asarray(weights, dtype=np.float64)
+    half = n // 2
+    # suffix sums, centred on the overall mean for accuracy
+    c = y - float(np.average(y, weights=w))
+    wsum = np.cumsum(w[::-1])[::-1][: half + 1]
+    s1 = np.cumsum((w * c)[::-1])[::-1][: half + 1]
+    s2 = np.cumsum((w * c * c)[::-1])[::-1][: half + 1]
+    stat = (s2 - s1 * s1 / wsum) / (wsum * wsum)
+    d = int(np.argmin(stat))
+    return d, d < half
+
+
+def integrated_time(means: np.ndarray, window: float = 6.0) -> float:
+    """Integrated autocorrelation time ``1 + 2 sum_k rho_k`` of a series, in its steps.
+
+    Sokal's self-consistent window: the sum runs to the first lag ``M >= window * tau``.
+    Returns 1 for a series too short or constant.
+    """
+    x = np.asarray(means, dtype=np.float64)
+    n = x.size
+    if n < 8:
+        return 1.0
+    x = x - x.mean()
+    f = np.fft.rfft(x, 2 * n)
+    acov = np.fft.irfft(f * np.conj(f))[:n]
+    if acov[0] <= 0:
+        return 1.0
+    rho = acov / acov[0]
+    tau = 1.0
+    for lag in range(1, n // 4):
+        tau += 2.0 * rho[lag]
+        if lag >= window * tau:
+            break
+    return max(1.0, float(tau))
+
+
+def von_neumann_ratio(means: np.ndarray) -> float:
+    """Standardised von Neumann statistic: about N(0, 1) for independent batch means.
+
+    Large positive values mean positive lag-1 autocorrelation.
+    """
+    y = np.asarray(means, dtype=np.float64)
+    k = y.size
+    x = y - y.mean()
+    ss = float(x @ x)
+    if k < 3 or ss <= 0:
+        return 0.0
+    c = 1.0 - float(np.sum(np.diff(y) ** 2)) / (2.0 * ss)
+    return c / math.sqrt((k - 2) / (k * k - 1))
+
+
+@dataclass(frozen=True)
+class SeriesEstimate:
+    """Mean of a steady-state series, its interval and how it was obtained.
+
+    Attributes
+    ----------
+    mean : float
+        Ratio estimate ``sum / weight`` over the kept micro-batches.
+    half_width : float
+        Half-width of the interval (``nan`` when fewer than two batches are available).
+    truncation : int
+        Micro-batches dropped at the start.
+    warmup_found : bool
+        Whether MSER found a truncation point in the first half of the series.
+    batches : int
+        Batches of the interval.
+    batch_span : float
+        Span of one batch on the series' time axis.
+    relaxation : float
+        Relaxation time used: max(model value, integrated autocorrelation time of the data).
+    correction : float
+        Factor by which the batch-means half-width was widened (>= 1).
+    independence_z : float
+        Von Neumann statistic of the batch means.
+    drift_z : float
+        Standardised difference between the two halves of the batches.
+    """
+
+    mean: float
+    half_width: float
+    truncation: int
+    warmup_found: bool
+    batches: int
+    batch_span: float
+    relaxation: float
+    correction: float
+    independence_z: float
+    drift_z: float
+
+    @property
+    def long_enough(self) -> bool:
+        """Every batch spans at least ``MIN_BATCH_RELAXATIONS`` relaxation times."""
+        return self.batch_span >= MIN_BATCH_RELAXATIONS * self.relaxation
+
+    @property
+    def independent(self) -> bool:
+        """The batch means pass the lag-1 independence test."""
+        return self.independence_z <= stats.norm.ppf(1.0 - INDEPENDENCE_LEVEL)
+
+    @property
+    def drifting(self) -> bool:
+        """The two halves of the batches differ significantly."""
+        return abs(self.drift_z) > DRIFT_Z
+
+    @property
+    def certified(self) -> bool:
+        """Warm-up found, batches long and independent, no drift: the interval is trusted."""
+        return (
+            self.warmup_found
+            and self.long_enough
+            and self.independent
+            and not self.drifting
+            and math.isfinite(self.half_width)
+        )
+
+    @property
+    def relative_half_width(self) -> float:
+        """``half_width / |mean|`` (``inf`` when undefined)."""
+        if not math.isfinite(self.half_width) or self.mean == 0:
+            return math.inf
+        return self.half_width / abs(self.mean)
+
+
+def _batch_sums(values: np.ndarray, batches: int) -> np.ndarray:
+    """Sum ``batches`` consecutive groups of nearly equal size (sizes differ by at most one)."""
+    edges = np.round(np.linspace(0, values.size, batches + 1)).astype(np.int64)
+    return np.add.reduceat(values, edges[:-1])
+
+
+def analyse_series(
+    sums: np.ndarray,
+    weights: np.ndarray,
+    times: np.ndarray,
+    *,
+    batches: int = 20,
+    relaxation: float = 0.0,
+    truncation: int | None = None,
+    level: float = 0.95,
+) -> SeriesEstimate:
+    """Cut the warm-up, batch the rest and return the mean with its interval.
+
+    Parameters
+    ----------
+    sums, weights : numpy.ndarray
+        Per micro-batch sum and weight, shape ``(n,)``; weights > 0.
+    times : numpy.ndarray
+        Start of each micro-batch and the end of the last, shape ``(n + 1,)`` (the axis on
+        which ``relaxation`` is measured: simulated time).
+    batches : int
+        Batches of the interval (>= 2).
+    relaxation : float
+        Model relaxation time (0 if unknown); the data's integrated time is used when larger.
+    truncation : int, optional
+        Micro-batches to drop at the start; default MSER.
+    level : float
+        Confidence level of the interval.
+
+    Returns
+    -------
+    SeriesEstimate
+    """
+    s = np.asarray(sums, dtype=np.float64)
+    w = np.asarray(weights, dtype=np.float64)
+    t = np.asarray(times, dtype=np.float64)
+    n = s.size
+    keep = w > 0
+    y = np.where(keep, s / np.where(keep, w, 1.0), 0.0)
+    if truncation is None:
+        d, found = mser(y[keep], w[keep]) if keep.sum() >= 4 else (0, False)
+        # map the index among kept micro-batches back to the full series
+        d = int(np.flatnonzero(keep)[d]) if keep.any() and d < keep.sum() else 0
+    else:
+        d, found = min(max(int(truncation), 0), n), True
+    rest = n - d
+    k = min(batches, rest)
+    if k < 2:
+        mean = float(s[d:].sum() / w[d:].sum()) if w[d:].sum() > 0 else math.nan
+        return SeriesEstimate(mean, math.nan, d, found, max(k, 0), math.nan, relaxation, 1.0,
+                              0.0, 0.0)  # fmt: skip
+    s, w, t = s[d:], w[d:], t[d:]
+    mean = float(s.sum() / w.sum())
+    step = float(t[-1] - t[0]) / s.size  # mean span of a micro-batch
+    ydata = y[d:]
+    relax = max(relaxation, integrated_time(ydata) * step)
+    bs, bw = _batch_sums(s, k), _batch_sums(w, k)
+    resid = (bs - mean * bw) / bw.mean()
+    se = float(resid.std(ddof=1)) / math.sqrt(k)
+    span = float(t[-1] - t[0]) / k
+    ratio = min(relax / span, 0.9) if span > 0 else 0.9
+    shortfall = ratio * (1.0 - math.exp(-1.0 / ratio)) if ratio > 0 else 0.0
+    correction = 1.0 / math.sqrt(1.0 - shortfall)
+    half = float(stats.t.ppf(0.5 + level / 2, k - 1)) * se * correction
+    halves = k // 2
+    first, second = bs[:halves].sum() / bw[:halves].sum(), bs[-halves:].sum() / bw[-halves:].sum()
+    # batch variance from successive differences: a trend does not inflate it
+    batch_var = float(np.sum(np.diff(resid) ** 2)) / (2 * (k - 1))
+    drift_se = correction * math.sqrt(batch_var * 2.0 / halves)
+    drift = (second - first) / drift_se if drift_se > 0 else 0.0
+    return SeriesEstimate(
+        mean=mean,
+        half_width=half,
+        truncation=d,
+        warmup_found=found,
+        batches=k,
+        batch_span=span,
+        relaxation=relax,
+        correction=correction,
+        independence_z=von_neumann_ratio(bs / bw),
+        drift_z=float(drift),
+    )
