@@ -54,7 +54,12 @@ def format_frame(df: pd.DataFrame, fmt: str, title: str, payload: dict[str, Any]
 
 
 class LazyProgress:
-    """A rich progress bar that appears only once a run has taken more than ``delay`` seconds."""
+    """A rich progress bar that appears only once a run has taken more than ``delay`` seconds.
+
+    Called as ``bar(fraction)`` or ``bar(fraction, status)``: a negative fraction keeps the
+    last one (the run is alive but has no new estimate), and ``status`` is shown after the
+    description (for example the precision an open-ended simulation has reached).
+    """
 
     def __init__(self, description: str, delay: float = 2.0) -> None:
         self.description = description
@@ -62,8 +67,14 @@ class LazyProgress:
         self.start = time.perf_counter()
         self.bar: Progress | None = None
         self.task: TaskID | None = None
+        self.fraction = 0.0
+        self.status = ""
 
-    def __call__(self, fraction: float) -> None:
+    def __call__(self, fraction: float, status: str = "") -> None:
+        if fraction >= 0:
+            self.fraction = fraction
+        if status:
+            self.status = status
         if self.bar is None:
             if time.perf_counter() - self.start < self.delay:
                 return
@@ -78,7 +89,8 @@ class LazyProgress:
             self.bar.start()
             self.task = self.bar.add_task(self.description, total=1.0)
         assert self.task is not None
-        self.bar.update(self.task, completed=fraction)
+        text = f"{self.description} {self.status}".strip()
+        self.bar.update(self.task, completed=self.fraction, description=text)
 
     def close(self) -> None:
         if self.bar is not None:

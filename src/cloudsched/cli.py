@@ -190,13 +190,24 @@ def simulate(
         False, "--with-replacement", help="Probe with replacement (supermarket model)."
     ),
     tasks: int = typer.Option(
-        None, "--tasks", help="Run length in arrivals (default max(1e6, 100 N))."
+        None, "--tasks", help="Fix the run length in arrivals (default: run until --precision)."
     ),
     horizon: float = typer.Option(
-        None, "--horizon", help="Run length in time (mean service times)."
+        None, "--horizon", help="Fix the run length in time (mean service times)."
     ),
-    warmup: float = typer.Option(
-        0.2, "--warmup", help="Fraction of the run discarded, in [0, 0.9]."
+    warmup: str = typer.Option(
+        "auto", "--warmup", help="auto (detected by MSER) or a fraction of the run, in [0, 0.9]."
+    ),
+    precision: float = typer.Option(
+        0.01, "--precision", help="Run until the 95% half-width is this fraction of the mean."
+    ),
+    max_tasks: int = typer.Option(
+        5_000_000_000, "--max-tasks", help="Stop a run at this many arrivals in any case."
+    ),
+    initial: str = typer.Option(
+        "auto",
+        "--initial",
+        help="auto (mean field where a model exists, else empty), meanfield or empty.",
     ),
     seed: int = typer.Option(
         None, "--seed", help="Root seed (default: fresh, reported in the output)."
@@ -243,6 +254,8 @@ def simulate(
     fmt = check_choice("--format", fmt, FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)
     lam = None if load is None else check_real("--load", load, low=0.0, low_open=True)
+    warm: float | str = warmup if warmup == "auto" else check_real(
+        "--warmup", warmup, low=0.0, high=0.9)  # fmt: skip
     log = read_trace(trace, trace_format, unfinished=unfinished) if trace else None
     speed = _parse_speeds(speeds) if speeds is not None else None
     bar = LazyProgress(f"{policy} N={servers}")
@@ -252,20 +265,28 @@ def simulate(
             res = run_simulation(
                 policy, servers=servers, load=lam, dispatchers=dispatchers, r=r, d=d,
                 threshold=threshold, with_replacement=with_replacement, tasks=tasks,
-                horizon=horizon, warmup=warmup, replications=replications, batches=batches,
+                horizon=horizon, warmup=warm, replications=replications, batches=batches,
+                precision=precision, max_tasks=max_tasks, initial=initial,
                 rng=seed, progress=bar, service=service, arrivals=arrivals,
                 trace=log.trace if log else None, service_scale=service_scale, engine=engine,
                 speeds=speed,
             )  # fmt: skip
         finally:
             bar.close()
-    for w in caught:
-        sys.stderr.write(f"warning: {_one_line(str(w.message))}\n")
+    shown = {_one_line(str(w.message)) for w in caught}
+    for note in [*shown, *(n for n in res.warnings if n not in shown)]:
+        sys.stderr.write(f"warning: {note}\n")
     df = pd.DataFrame([res.to_row(tail)])
     if fmt == "table":
-        text = render_table(
-            df.T.reset_index().set_axis(["field", "value"], axis=1), f"simulation: {policy}"
-        )
+        fields = df.T.reset_index().set_axis(["field", "value"], axis=1)
+        fields = fields[fields["field"] != "warnings"]
+        title = f"simulation: {policy}"
+        if not res.steady_state:
+            title += " — NOT STEADY: no interval"
+        elif res.ci95 is None:
+            title += " — interval withheld"
+        text = render_table(fields, title)
+        text += "".join(f"WARNING: {note}\n" for note in res.warnings)
     else:
         text = format_frame(df, fmt, "", res.to_dict())
     emit(text, out)

@@ -37,17 +37,17 @@ __all__ = ["LEVELS", "dgp_sections", "jiq_sections", "reproduce_dgp", "reproduce
 LEVELS = ("demo", "quick", "full")
 
 _SIZES: dict[str, dict[str, Any]] = {
-    "demo": {"tasks": 200_000, "table2_tasks": 300_000, "loads": [0.3, 0.6, 0.8, 0.9, 0.95],
+    "demo": {"precision": 0.03, "max_tasks": 2_000_000, "loads": [0.3, 0.6, 0.8, 0.9, 0.95],
              "ns": [100, 1000, 10_000], "trace_loads": [0.58, 0.78, 0.96],
              "dgp_horizon": 50_000.0, "mw_horizon": 500.0, "frames": [0.2, 1.0, 5.0],
              "alphas": [0.002], "betas": [0.8, 0.4, 0.2, 0.1, 0.05]},
-    "quick": {"tasks": 400_000, "table2_tasks": 1_000_000,
+    "quick": {"precision": 0.015, "max_tasks": 20_000_000,
               "loads": [0.1, 0.3, 0.5, 0.7, 0.8, 0.9, 0.95],
               "ns": [100, 300, 1000, 3000, 10_000, 30_000, 100_000],
               "trace_loads": [0.58, 0.68, 0.78, 0.88, 0.96], "dgp_horizon": 200_000.0,
               "mw_horizon": 2000.0, "frames": [0.1, 0.3, 1.0, 3.0, 10.0],
               "alphas": [0.001, 0.002, 0.004], "betas": [0.8, 0.4, 0.2, 0.1, 0.05]},
-    "full": {"tasks": 2_000_000, "table2_tasks": 4_000_000,
+    "full": {"precision": 0.005, "max_tasks": 500_000_000,
              "loads": [0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98],
              "ns": [100, 300, 1000, 3000, 10_000, 30_000, 100_000],
              "trace_loads": [0.58, 0.64, 0.7, 0.76, 0.82, 0.88, 0.92, 0.96],
@@ -96,12 +96,17 @@ def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
     report.table(d.figure4_table(r), "figure4_table.csv", "Mean-field values, r = 10, d = 2")
 
     report.heading("Task dispatch: occupancy q_i (Table II)")
-    report.table(d.table2_data(seed + 1, tasks=size["table2_tasks"]), "table2.csv",
-                 f"Fraction of servers with i tasks, N = 500, r = 10, load 0.9, "
-                 f"{size['table2_tasks']:,} tasks")  # fmt: skip
+    run = {"precision": size["precision"], "max_tasks": size["max_tasks"]}
+    length = (f"each run until its 95% interval is within {size['precision']:.1%} of the mean "
+              f"(at most {size['max_tasks']:,} tasks)")  # fmt: skip
+    report.table(
+        d.table2_data(seed + 1, **run),
+        "table2.csv",
+        f"Fraction of servers with i tasks, N = 500, r = 10, load 0.9; {length}",
+    )
 
     report.heading("Task dispatch: prediction against simulation (Figure 5)")
-    fig5 = d.figure5_data(seed, tasks=size["tasks"])
+    fig5 = d.figure5_data(seed, **run)
     grid = np.linspace(0.05, 0.96, 60)
     curves5 = {f"{lab} (mean field)": (grid, predict(p, grid, r=r, d=2).mean_response_time)
                for lab, p in (("JIQ", "jiq"), ("JIQ-Pod(2)", "jiq-pod"))}  # fmt: skip
@@ -112,11 +117,11 @@ def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
                        title="N = 1000, r = 10: simulation (95% CI) against mean field",
                        )  # fmt: skip
     report.figure("figure5.png", "Mean response time, simulated (N = 1000) and predicted")
-    report.table(fig5, "figure5.csv", f"N = 1000, {size['tasks']:,} tasks per point")
+    report.table(fig5, "figure5.csv", f"N = 1000; {length}")
 
     grid_df = _sweep(out_dir, "jiq-variants", {
         "kind": "simulate", "seed": seed + 10, "replications": 1,
-        "fixed": {"servers": 1000, "r": r, "d": 2, "threshold": 1, "tasks": size["tasks"]},
+        "fixed": {"servers": 1000, "r": r, "d": 2, "threshold": 1, **run},
         "grid": {"policy": [p for _, p in JIQ_VARIANTS], "load": size["loads"]},
     }, workers)  # fmt: skip
     names = dict((p, lab) for lab, p in JIQ_VARIANTS)
@@ -173,7 +178,7 @@ def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
     report.heading("Task dispatch: simulation error against N (new)")
     err = _sweep(out_dir, "error-vs-n", {
         "kind": "simulate", "seed": seed + 20, "replications": 1,
-        "fixed": {"r": r, "d": 2, "load": 0.9, "warmup": 0.2},
+        "fixed": {"r": r, "d": 2, "load": 0.9, **run},
         "grid": {"policy": ["jiq", "jiq-pod"], "servers": size["ns"]},
     }, workers)  # fmt: skip
     err = err.sort_values(["policy", "servers"], ignore_index=True)
@@ -191,10 +196,9 @@ def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
                log_x=True, title="Load 0.9, r = 10: finite-N error (95% CI)")  # fmt: skip
     report.figure("error_vs_n.png", "Relative error of the simulated mean response time "
                   "against the mean field, as N grows")  # fmt: skip
-    report.table(err[["policy", "servers", "tasks", "mean_response_time", "mean_field",
+    report.table(err[["policy", "servers", "measured_tasks", "mean_response_time", "mean_field",
                       "relative_error", "ci_half_relative"]], "error_vs_n.csv",
-                 "Simulation (default run length, max(1e6, 100 N) tasks) against mean "
-                 "field")  # fmt: skip
+                 f"Simulation against mean field; {length}")  # fmt: skip
 
     part = d.find_google_part()
     report.heading("Task dispatch: trace-driven simulation (Figures 9 and 10)")
@@ -240,7 +244,9 @@ def trace_load_data(seed: int, part: Path, loads: list[float], servers: int = 40
             res = simulate(policy, servers=servers, r=10.0, load=lam, d=2, trace=trace,
                            rng=np.random.default_rng(next(streams)))  # fmt: skip
             rows.append({"policy": label, "load": lam, "mean_response_time": res.mean_response_time,
-                         "p99": res.percentiles.get("p99", float("nan"))})  # fmt: skip
+                         "p99": res.percentiles.get("p99", float("nan")),
+                         "steady_state": res.steady_state,
+                         "log_span": res.log_span})  # fmt: skip
     return pd.DataFrame(rows)
 
 
