@@ -267,3 +267,35 @@ def test_maxweight_counts_every_job_that_changes_machines():
     assert ctl.frames >= 500
     assert ctl.migrations + ctl.preemptions >= vanished > 0
     assert ctl.migrated_nodes >= ctl.migrations
+
+
+# Steady-state rules shared with the dispatch simulator. -----------------------------------
+def test_a_stable_policy_reports_a_detected_warmup_and_certified_intervals():
+    res = simulate_placement(parse_cluster("3x3"), SMALL, "greedy", horizon=20_000, rng=1)
+    assert res.steady_state and res.warmup_detected and res.warnings == ()
+    assert 0 <= res.warmup < 0.5 * res.horizon
+    assert res.measured_time == pytest.approx(res.horizon - res.warmup)
+    for half in (res.cost_rate_ci, res.mean_queue_length_ci, res.mean_partition_cost_ci):
+        assert 0 < half < 0.2 * max(res.cost_rate, res.mean_queue_length)
+    assert res.relaxation_estimate >= 1.0  # at least one mean holding time
+
+
+def test_a_growing_queue_is_flagged_not_steady_with_no_intervals():
+    """DGP with alpha / beta too small to keep up: the queue grows all run long."""
+    res = simulate_placement(
+        parse_cluster("3x3"), SMALL, "dgp", horizon=2000, alpha=0.2, beta=0.1, rng=1
+    )
+    assert not res.steady_state
+    assert math.isnan(res.cost_rate_ci) and math.isnan(res.mean_queue_length_ci)
+    doc = res.to_dict()
+    assert doc["cost_rate_ci"] is None and doc["steady_state"] is False and doc["warnings"]
+
+
+def test_the_warmup_cut_removes_a_start_up_transient():
+    """The window starts after the cluster has filled: its mean queue is the steady one."""
+    cluster = parse_cluster("3x3")
+    auto = simulate_placement(cluster, SMALL, "storm-default", horizon=5000, rng=4)
+    none = simulate_placement(cluster, SMALL, "storm-default", horizon=5000, warmup=0.0, rng=4)
+    assert auto.warmup_detected and not none.warmup_detected and none.warmup == 0.0
+    assert auto.arrived < none.arrived  # counts cover the window only
+    assert auto.measured_time < none.measured_time

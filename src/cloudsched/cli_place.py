@@ -79,7 +79,9 @@ def place_simulate(
     horizon: float = typer.Option(
         None, "--horizon", help="Simulated time (default: 2000 x the longest mean duration)."
     ),
-    warmup: float = typer.Option(None, "--warmup", help="Discarded time (default: 20%)."),
+    warmup: float = typer.Option(
+        None, "--warmup", help="Discarded time (default: detected by MSER)."
+    ),
     seed: int = typer.Option(None, "--seed", help="Seed (default: fresh, reported)."),
     fmt: str = typer.Option("table", "--format", help="table or json."),
     out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
@@ -103,17 +105,22 @@ def place_simulate(
             )  # fmt: skip
         finally:
             bar.close()
-    for w in caught:
-        sys.stderr.write(f"warning: {w.message}\n")
+    shown = {str(w.message) for w in caught}
+    for note in [*shown, *(n for n in res.warnings if n not in shown)]:
+        sys.stderr.write(f"warning: {note}\n")
     payload = {"cluster": cluster, "racks": racks, "workload": str(workload), **res.to_dict()}
     if fmt == "json":
         emit(json.dumps(payload, indent=2), out)
         return
-    summary = {k: v for k, v in payload.items() if k not in ("per_type", "params")}
+    summary = {k: v for k, v in payload.items() if k not in ("per_type", "params", "warnings")}
     summary["params"] = json.dumps(res.params)
     rows = pd.DataFrame({"field": list(summary), "value": list(summary.values())})
-    text = render_table(rows, f"placement: {policy} on {cluster}")
+    title = f"placement: {policy} on {cluster}"
+    if not res.steady_state:
+        title += " — NOT STEADY: no intervals"
+    text = render_table(rows, title)
     text += render_table(pd.DataFrame(res.per_type)[_PER_TYPE], "per job type")
+    text += "".join(f"WARNING: {note}\n" for note in res.warnings)
     emit(text, out)
 
 

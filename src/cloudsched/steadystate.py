@@ -251,10 +251,11 @@ def analyse_series(
         d, found = min(max(int(truncation), 0), n), True
     rest = n - d
     k = min(batches, rest)
-    if k < 2:
+    if k < 2 or w[d:].sum() <= 0:
         mean = float(s[d:].sum() / w[d:].sum()) if w[d:].sum() > 0 else math.nan
-        return SeriesEstimate(mean, math.nan, d, found, max(k, 0), math.nan, relaxation, 1.0,
-                              0.0, 0.0)  # fmt: skip
+        return SeriesEstimate(
+            mean, math.nan, d, found, max(k, 0), math.nan, relaxation, 1.0, 0.0, 0.0
+        )
     s, w, t = s[d:], w[d:], t[d:]
     mean = float(s.sum() / w.sum())
     step = float(t[-1] - t[0]) / s.size  # mean span of a micro-batch
@@ -283,6 +284,6 @@ def analyse_series(
         batch_span=span,
         relaxation=relax,
         correction=correction,
-        independence_z=von_neumann_ratio(bs / bw),
+        independence_z=von_neumann_ratio(np.where(bw > 0, bs / np.where(bw > 0, bw, 1.0), mean)),
         drift_z=float(drift),
     )

@@ -303,7 +303,7 @@ def run(
     rng, policy, budget, par, lam, mu, nu, frozen_f, knodes, edges, edge_off, node_off, bfs,
     adj_off, adj, rack, slot_machine, dist, owner, mslots, mfree, spos, t_type, t_state,
     t_cost, t_slots, tfree, tlists, tpos, ntl, qbuf, qhead, qlen, cur_cost, fst, ist, acc,
-    cnt, scratch, iwork, bounds, snap,
+    cnt, scratch, iwork, bounds, snap, snap_cnt,
 ):  # fmt: skip
     """Advance the chain by at most ``budget`` events; return a status code.
 
@@ -311,7 +311,8 @@ def run(
     (J, 2, T) (actual, virtual), ``ntl`` (J, 2), ``qbuf`` (J, cap) float64 entry times,
     ``t_slots`` (T, Kmax), ``scratch`` (Kmax,), ``iwork`` (5, max(L, racks)) int64 work rows.
     ``bounds`` (B,) are the ends of the batches of the window (the last is ``fst[F_TEND]``):
-    when time crosses one, ``acc`` is copied to ``snap[b]`` (B, J, N_ACC).
+    when time crosses one, ``acc`` is copied to ``snap[b]`` (B, J, N_ACC) and ``cnt`` to
+    ``snap_cnt[b]`` (B, J, N_CNT).
     Returns DONE at ``fst[F_TEND]``, STOP at ``fst[F_TSTOP]`` (a MaxWeight frame boundary),
     CHUNK when the budget is spent, NEED_QUEUE when a queue buffer is full.
     """
@@ -346,6 +347,7 @@ def run(
             while b < bounds.size and bounds[b] <= t:
                 _accumulate(bounds[b] - start, qlen, ntl, cur_cost, acc)
                 snap[b] = acc
+                snap_cnt[b] = cnt
                 start = bounds[b]
                 b += 1
             ist[I_BATCH] = b

@@ -59,7 +59,8 @@ class PlacementEngine:
     horizon, warmup : float
         The run ends at ``horizon``; statistics cover ``(warmup, horizon]``.
     batches : int
-        The window is cut into this many equal batches for confidence intervals.
+        The window is cut into this many equal micro-batches; at the end of each, the time
+        integrals (``snap``) and counts (``snap_cnt``) so far are recorded.
     rng : numpy.random.Generator
         The only source of randomness.
     """
@@ -140,6 +141,7 @@ class PlacementEngine:
         self.bounds = warmup + (horizon - warmup) * np.arange(1, batches + 1) / batches
         self.bounds[-1] = horizon
         self.snap = np.zeros((batches, nj, K.N_ACC))
+        self.snap_cnt = np.zeros((batches, nj, K.N_CNT), dtype=np.int64)
         self.done = False
         self.on_stop: Callable[[PlacementEngine], None] | None = None
 
@@ -162,7 +164,7 @@ class PlacementEngine:
                 self.mslots, self.mfree, self.spos, self.t_type, self.t_state, self.t_cost,
                 self.t_slots, self.tfree, self.tlists, self.tpos, self.ntl, self.qbuf, self.qhead,
                 self.qlen, self.cur_cost, self.fst, self.ist, self.acc, self.cnt, self.scratch,
-                self.iwork, self.bounds, self.snap,
+                self.iwork, self.bounds, self.snap, self.snap_cnt,
             )  # fmt: skip
             if status == K.DONE:
                 self.done = True

@@ -29,11 +29,19 @@ from cloudsched.placement.optimize import MaxWeightSolution, max_weight_configur
 __all__ = ["FrameController"]
 
 
+#: Columns of :attr:`FrameController.history`.
+FRAME_FIELDS = ("time", "frames", "not_optimal", "migrations", "migrated_nodes", "preemptions")
+
+
 class FrameController:
-    """Called by the engine at each frame boundary; keeps MaxWeight's own counters."""
+    """Called by the engine at each frame boundary; keeps MaxWeight's own counters.
+
+    Counters run from time 0; ``history`` holds their values after every frame (columns
+    :data:`FRAME_FIELDS`), so that a measurement window can count the frames inside it.
+    """
 
     def __init__(
-        self, frame: float, alpha: float, f: str, time_limit: float | None, warmup: float
+        self, frame: float, alpha: float, f: str, time_limit: float | None, warmup: float = 0.0
     ) -> None:
         self.frame, self.alpha, self.f, self.time_limit = frame, alpha, f, time_limit
         self.warmup = warmup
@@ -44,6 +52,7 @@ class FrameController:
         self.preemptions = 0
         self.solve_time = 0.0
         self.solves = 0
+        self.history: list[tuple[float, int, int, int, int, int]] = []
         # The problem depends only on the jobs present per type: proven optima are reused
         # (HiGHS is deterministic, so this changes the run time, never the result).
         self._cache: dict[tuple[int, ...], MaxWeightSolution] = {}
@@ -106,7 +115,20 @@ class FrameController:
             K.fill(j, now, measuring, eng.qbuf, eng.qhead, eng.qlen, eng.acc, eng.cnt,
                    eng.cur_cost, eng.t_cost, eng.tlists, eng.tpos, eng.ntl, eng.t_type,
                    eng.t_state)  # fmt: skip
+        self.history.append((now, self.frames, self.not_optimal, self.migrations,
+                             self.migrated_nodes, self.preemptions))  # fmt: skip
         eng.set_stop(now + self.frame)
+
+    def counts_after(self, t: float) -> dict[str, int]:
+        """Frames and their counts after time ``t`` (the start of a measurement window)."""
+        before = (0, 0, 0, 0, 0)
+        for row in self.history:
+            if row[0] > t:
+                break
+            before = row[1:]
+        last = (self.frames, self.not_optimal, self.migrations, self.migrated_nodes,
+                self.preemptions)  # fmt: skip
+        return {k: a - b for k, a, b in zip(FRAME_FIELDS[1:], last, before, strict=True)}
 
     @staticmethod
     def _rebuild(

@@ -30,6 +30,15 @@ CHOICES where the note is silent:
   by the mean number of jobs in service (per job in service).
 * ``mean_wait`` is the mean time from entering the queue to being placed, over placements in
   the window (a job preempted by MaxWeight re-enters the queue).
+
+Measurement follows the dispatch simulator's rules (:mod:`cloudsched.steadystate`): the run
+is recorded from time 0 in 1024 equal micro-batches; the warm-up is cut where MSER finds it
+on the total queue length and on the cost rate (or at a fixed ``warmup`` time); the queue,
+cost-rate and cost-per-job intervals are batch means (``batches`` batches) widened for
+batch length and given only when certified (each batch at least five relaxation times, the
+relaxation time being the larger of the longest mean holding time and the integrated
+autocorrelation time measured); a queue or cost still trending, or a workload above the
+cluster's capacity, gives ``steady_state`` False and no intervals.  ``warnings`` says why.
 """
 
 from __future__ import annotations
@@ -43,17 +52,19 @@ from typing import Any
 
 import numpy as np
 
-from cloudsched._stats import t_half_width
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.placement import _kernel as K
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.engine import EngineParams, PlacementEngine
 from cloudsched.placement.maxweight import FrameController
 from cloudsched.placement.workload import JobType
+from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series, mser
 
 __all__ = ["PLACEMENT_POLICIES", "PlacementResult", "simulate_placement"]
 
 PLACEMENT_POLICIES = tuple(K.POLICY_CODES)
+#: Micro-batches recorded per run.
+MICRO_BATCHES = 1024
 
 
 @dataclass(frozen=True)
@@ -61,7 +72,11 @@ class PlacementResult:
     """Time averages and counts over the measurement window ``(warmup, horizon]``.
 
     Totals are over all job types; ``per_type`` holds one dict per type with the same
-    quantities.  ``*_ci`` are 95% confidence half-widths from batch means.
+    quantities.  ``*_ci`` are 95% confidence half-widths from batch means (NaN, ``null`` in
+    JSON, when the interval is not certified or there is no steady state).  ``warmup`` is
+    the time cut (detected by MSER unless it was given: ``warmup_detected``),
+    ``measured_time`` the length of the window, and ``steady_state``, ``ci_method``,
+    ``relaxation_estimate`` and ``warnings`` say how far the numbers can be trusted.
     """
 
     policy: str
@@ -69,6 +84,12 @@ class PlacementResult:
     seed: int | None
     horizon: float
     warmup: float
+    warmup_detected: bool
+    measured_time: float
+    steady_state: bool
+    relaxation_estimate: float
+    ci_method: str
+    warnings: tuple[str, ...]
     mean_queue_length: float
     mean_queue_length_ci: float
     mean_partition_cost: float
@@ -108,6 +129,7 @@ class PlacementResult:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; undefined values (NaN) become None."""
         out = asdict(self)
+        out["warnings"] = list(self.warnings)
         out["events_per_second"] = self.events_per_second
         return _nan_to_none(out)
 
@@ -124,10 +146,6 @@ def _nan_to_none(x: Any) -> Any:
 
 def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.nan
-
-
-def _half_width(samples: np.ndarray) -> float:
-    return t_half_width(samples[np.isfinite(samples)])
 
 
 def simulate_placement(
@@ -164,7 +182,7 @@ def simulate_placement(
     horizon : float, optional
         Simulated time (default: 2000 mean holding times of the longest type).
     warmup : float, optional
-        Start of the measurement window (default: 20% of the horizon).
+        Start of the measurement window (default: detected by MSER).
     beta, alpha, h, epsilon, f
         DGP: temperature, weight scale, bias, epsilon in (0, 1), ``log`` (log(1 + x)) or
         ``identity``.  MaxWeight uses ``alpha`` and ``f``.  CHOICE of defaults: beta 0.1,
@@ -185,7 +203,7 @@ def simulate_placement(
         Replace ``f_j(Q)`` by these fixed numbers (the fixed-weight algorithm of the seed's
         proof, used to test the product form).
     batches : int
-        Batches for the confidence intervals.
+        Batches for the confidence intervals (2..256).
     rng : int, numpy.random.Generator or None
         Seed or generator (an int is recorded in the result as ``seed``).
     progress : callable, optional
@@ -204,9 +222,8 @@ def simulate_placement(
     horizon = check_real(
         "horizon", 2000.0 * longest if horizon is None else horizon, low=0.0, low_open=True
     )
-    warmup = check_real(
-        "warmup", 0.2 * horizon if warmup is None else warmup, low=0.0, high=horizon, high_open=True
-    )
+    if warmup is not None:
+        warmup = check_real("warmup", warmup, low=0.0, high=horizon, high_open=True)
     beta = check_real("beta", beta, low=0.0, low_open=True)
     if alpha is None:
         alpha = 1.0 if policy == "maxweight" else 0.2
@@ -219,7 +236,7 @@ def simulate_placement(
         solver_time_limit = check_real(
             "solver_time_limit", solver_time_limit, low=0.0, low_open=True
         )
-    batches = check_int("batches", batches, low=2, high=10_000)
+    batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
     rates = None
     if clock_rate is not None:
         raw = np.broadcast_to(np.asarray(clock_rate, dtype=float), (len(job_types),))
@@ -230,23 +247,24 @@ def simulate_placement(
             raise ParameterError("frozen_weights", frozen_weights, "one number per job type")
         frozen = tuple(check_real("frozen_weights", w) for w in frozen_weights)
     demand = sum(jt.load * jt.topology.nodes for jt in job_types)
+    overload = None
     if demand >= cluster.total_slots:
-        warnings.warn(
+        overload = (
             f"the workload asks for {demand:.4g} slots on average but the cluster has "
-            f"{cluster.total_slots}: no policy can keep the queues bounded",
-            RuntimeWarning,
-            stacklevel=2,
+            f"{cluster.total_slots}: no policy can keep the queues bounded"
         )
+        warnings.warn(overload, RuntimeWarning, stacklevel=2)
     seed = rng if isinstance(rng, int) else None
     gen = np.random.default_rng(rng)
 
     params = EngineParams(
         K.POLICY_CODES[policy], beta, alpha, h, epsilon, f, bool(virtual_clock), rates, frozen
     )
-    eng = PlacementEngine(cluster, job_types, params, horizon, warmup, batches, gen)
+    # recorded from time 0; the warm-up is cut afterwards
+    eng = PlacementEngine(cluster, job_types, params, horizon, 0.0, MICRO_BATCHES, gen)
     ctl = None
     if policy == "maxweight":
-        ctl = FrameController(frame, alpha, f, solver_time_limit, warmup)
+        ctl = FrameController(frame, alpha, f, solver_time_limit)
         ctl.start(eng)
     t0 = time.perf_counter()
     while not eng.advance(200_000):
@@ -256,7 +274,7 @@ def simulate_placement(
     if progress is not None:
         progress(1.0)
     shown = _shown_params(policy, beta, alpha, h, epsilon, f, virtual_clock, eng.nu, frame, frozen)
-    return _summarise(eng, policy, shown, seed, horizon, warmup, wall, ctl)
+    return _summarise(eng, policy, shown, seed, horizon, warmup, batches, wall, ctl, overload)
 
 
 def _shown_params(
@@ -278,12 +296,29 @@ def _shown_params(
     return {}
 
 
+def _cut(eng: PlacementEngine, horizon: float, warmup: float | None) -> tuple[int, bool]:
+    """Micro-batches to drop: MSER on the queue and on the cost rate, or a fixed time."""
+    width = horizon / MICRO_BATCHES
+    if warmup is not None:
+        return min(math.ceil(warmup / width - 1e-9), MICRO_BATCHES - 2), False
+    per = np.diff(eng.snap.sum(axis=1), axis=0, prepend=0.0) / width  # (B, N_ACC)
+    d_queue, found_queue = mser(per[:, K.A_QUEUE])
+    d_cost, found_cost = mser(per[:, K.A_COST])
+    return max(d_queue, d_cost), found_queue and found_cost
+
+
 def _summarise(
     eng: PlacementEngine, policy: str, params: dict[str, Any], seed: int | None, horizon: float,
-    warmup: float, wall: float, ctl: FrameController | None,
+    warmup: float | None, batches: int, wall: float, ctl: FrameController | None,
+    overload: str | None,
 ) -> PlacementResult:  # fmt: skip
-    window = horizon - warmup
-    acc, cnt = eng.acc, eng.cnt
+    d, found = _cut(eng, horizon, warmup)
+    starts = np.concatenate([[0.0], eng.bounds])
+    t0 = float(starts[d])
+    window = horizon - t0
+    acc0 = eng.snap[d - 1] if d > 0 else np.zeros_like(eng.acc)
+    cnt0 = eng.snap_cnt[d - 1] if d > 0 else np.zeros_like(eng.cnt)
+    acc, cnt = eng.acc - acc0, eng.cnt - cnt0
     k = eng.knodes.astype(float)
     s = eng.cluster.total_slots
     in_service = acc[:, K.A_ACTUAL] / window
@@ -314,27 +349,62 @@ def _summarise(
             "proposals_failed": failed,
             "proposal_success_rate": _ratio(tried - failed, tried),
         })  # fmt: skip
-    # Batch means: differences of the snapshots taken at the batch ends.
-    snaps = np.diff(eng.snap, axis=0, prepend=np.zeros((1, *eng.snap.shape[1:])))
-    blen = window / snaps.shape[0]
-    b_queue = snaps[:, :, K.A_QUEUE].sum(axis=1) / blen
-    b_cost = snaps[:, :, K.A_COST].sum(axis=1) / blen
-    b_act = snaps[:, :, K.A_ACTUAL].sum(axis=1) / blen
-    with np.errstate(invalid="ignore", divide="ignore"):
-        b_per_job = np.where(b_act > 0, b_cost / np.where(b_act > 0, b_act, 1.0), np.nan)
+    # Micro-batch integrals (differences of the snapshots) and the three estimates.
+    per = np.diff(eng.snap.sum(axis=1), axis=0, prepend=0.0)  # (B, N_ACC)
+    width = np.diff(starts)
+    relax = max(jt.mean_duration for jt in eng.job_types)  # a lower bound: one holding time
+    est = {
+        name: analyse_series(num, den, starts, batches=batches, relaxation=relax, truncation=d)
+        for name, (num, den) in {
+            "queue": (per[:, K.A_QUEUE], width),
+            "cost": (per[:, K.A_COST], width),
+            "per_job": (per[:, K.A_COST], per[:, K.A_ACTUAL]),
+        }.items()
+    }
+    steady = overload is None and (found or warmup is not None)
+    notes = [overload] if overload else []
+    if overload is None and warmup is None and not found:
+        notes.append("no warm-up truncation point found (the queue or the cost still trends): "
+                     "no steady state reached; run longer")  # fmt: skip
+    drifting = [n for n in ("queue", "cost") if est[n].drifting]
+    if steady and drifting:
+        steady = False
+        notes.append(f"the {' and '.join(drifting)} differ between the two halves of the window "
+                     "by more than 4 standard errors: not steady")  # fmt: skip
+    withheld = [n for n, e in est.items() if steady and not _certified(e)]
+    if withheld:
+        notes.append(_why_withheld(est[withheld[0]], withheld))
+
+    def half(name: str) -> float:
+        e = est[name]
+        return e.half_width if steady and _certified(e) else math.nan
+
+    frames = ctl.counts_after(t0) if ctl else dict.fromkeys(
+        ("frames", "not_optimal", "migrations", "migrated_nodes", "preemptions"), 0)  # fmt: skip
     total_in = float(in_service.sum())
+    q = est["queue"]
     return PlacementResult(
         policy=policy,
         params=params,
         seed=seed,
         horizon=horizon,
-        warmup=warmup,
+        warmup=t0,
+        warmup_detected=warmup is None and found,
+        measured_time=window,
+        steady_state=steady,
+        relaxation_estimate=max(e.relaxation for e in est.values()),
+        ci_method=(
+            f"batch means ({q.batches} batches of {q.batch_span:.4g} time units, "
+            f"{'MSER' if warmup is None else 'fixed'} warm-up), widened x{q.correction:.3f} "
+            "for batch length"
+        ),
+        warnings=tuple(notes),
         mean_queue_length=float(queue.sum()),
-        mean_queue_length_ci=_half_width(b_queue),
+        mean_queue_length_ci=half("queue"),
         mean_partition_cost=_ratio(float(cost.sum()), total_in),
-        mean_partition_cost_ci=_half_width(b_per_job),
+        mean_partition_cost_ci=half("per_job"),
         cost_rate=float(cost.sum()),
-        cost_rate_ci=_half_width(b_cost),
+        cost_rate_ci=half("cost"),
         utilization=float(k @ in_service) / s,
         reserved_fraction=float(k @ (in_service + virtual)) / s,
         mean_in_service=total_in,
@@ -347,11 +417,11 @@ def _summarise(
         proposals_rejected=int(cnt[:, K.C_REJECTED].sum()),
         templates_added=int(cnt[:, K.C_ADDED].sum()),
         templates_removed=int(cnt[:, K.C_REMOVED].sum()),
-        migrations=ctl.migrations if ctl else 0,
-        migrated_nodes=ctl.migrated_nodes if ctl else 0,
-        preemptions=ctl.preemptions if ctl else 0,
-        frames=ctl.frames if ctl else 0,
-        frames_not_optimal=ctl.not_optimal if ctl else 0,
+        migrations=frames["migrations"],
+        migrated_nodes=frames["migrated_nodes"],
+        preemptions=frames["preemptions"],
+        frames=frames["frames"],
+        frames_not_optimal=frames["not_optimal"],
         solver_seconds=ctl.solve_time if ctl else 0.0,
         arrived=int(cnt[:, K.C_ARRIVED].sum()),
         placed=int(cnt[:, K.C_PLACED].sum()),
@@ -360,3 +430,19 @@ def _summarise(
         wall_time=wall,
         per_type=per_type,
     )
+
+
+def _certified(e: SeriesEstimate) -> bool:
+    """Batches long enough and independent (warm-up and drift are judged for the run)."""
+    return e.long_enough and e.independent and math.isfinite(e.half_width)
+
+
+def _why_withheld(e: SeriesEstimate, names: list[str]) -> str:
+    what = ", ".join(names)
+    if not e.long_enough:
+        return (
+            f"interval of {what} withheld: batches span {e.batch_span / e.relaxation:.3g} "
+            f"relaxation times (an honest interval needs {MIN_BATCH_RELAXATIONS:g}); "
+            "run longer (--horizon)"
+        )
+    return f"interval of {what} withheld: the batch means are correlated; run longer (--horizon)"

@@ -63,7 +63,9 @@ def plot_lines(
     for k, (label, (x, y, err)) in enumerate((points or {}).items()):
         # the k-th series of points shares the colour of the k-th curve
         color = colors[k] if k < len(colors) else None
-        ax.errorbar(x, y, yerr=err, fmt="o", ms=4, capsize=3, label=label, color=color)
+        # an interval that was withheld (None or NaN) draws no bar
+        yerr = None if err is None else np.asarray(err, dtype=float)
+        ax.errorbar(x, y, yerr=yerr, fmt="o", ms=4, capsize=3, label=label, color=color)
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if log_x:
