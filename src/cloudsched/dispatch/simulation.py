@@ -58,14 +58,13 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from cloudsched.dispatch import _kernel as K
-from cloudsched.dispatch.distributions import Distribution, Exponential, parse_spec
+from cloudsched.dispatch.distributions import Distribution
 from cloudsched.dispatch.engine import (
     MICRO_BATCHES,
     Engine,
     InitialState,
     RawRun,
     RunSpec,
-    TaskSource,
     _ensure_compiled,
     run_once,
 )
@@ -79,7 +78,7 @@ from cloudsched.dispatch.measure import (
 )
 from cloudsched.dispatch.policies import check_policy
 from cloudsched.dispatch.relaxation import relaxation_time
-from cloudsched.dispatch.workload import RenewalSource, Trace, TraceSource
+from cloudsched.dispatch.workload import Trace, Workload, resolve_workload
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate
 
@@ -201,88 +200,6 @@ def _resolve_dispatchers(servers: int, dispatchers: int | None, r: float | None)
         r = check_real("r", r, low=1.0, high=float(servers))
         return max(1, min(servers, round(servers / r)))  # CHOICE: M = round(N / r)
     return check_int("dispatchers", dispatchers, low=1, high=servers)
-
-
-@dataclass(frozen=True)
-class _Workload:
-    """Resolved arrivals and services: the fast path, or task sources for the event list."""
-
-    general: bool
-    rate_per_server: float  # arrivals per server per unit time
-    load: float  # offered load per unit of capacity
-    interarrival: Distribution
-    service: Distribution
-    trace: Trace | None
-    speeds: np.ndarray | None
-
-    def source(self, rng: np.random.Generator, n: int) -> TaskSource | None:
-        if not self.general:
-            return None
-        if self.trace is not None:
-            return TraceSource(self.trace)
-        arr_rng, svc_rng = rng.spawn(2)
-        return RenewalSource(
-            self.interarrival, self.service, self.rate_per_server * n, arr_rng, svc_rng
-        )
-
-    def variability(self) -> tuple[float, float]:
-        """``(c_a^2 + c_s^2) / 2`` and the mean service time (the time unit of the run)."""
-        if self.trace is not None:
-            gaps = np.diff(self.trace.arrivals)
-            ca2 = float(gaps.var() / gaps.mean() ** 2) if gaps.mean() > 0 else 1.0
-            svc = self.trace.services
-            return (ca2 + float(svc.var() / svc.mean() ** 2)) / 2, float(svc.mean())
-        ca2, cs2 = self.interarrival.cv**2, self.service.cv**2
-        return (ca2 + cs2) / 2, self.service.mean
-
-
-def _resolve_workload(
-    servers: int,
-    load: float | None,
-    service: Distribution | str | None,
-    arrivals: Distribution | str | None,
-    speeds: ArrayLike | None,
-    trace: Trace | None,
-    service_scale: float,
-    engine: str,
-) -> _Workload:
-    check_choice("engine", engine, ("auto", "exponential", "general"))
-    svc = parse_spec(service, "service") if isinstance(service, str) else service or Exponential()
-    gap = (
-        parse_spec(arrivals, "arrivals") if isinstance(arrivals, str) else arrivals or Exponential()
-    )
-    speed = None
-    if speeds is not None:
-        speed = np.asarray(speeds, dtype=np.float64)
-        if speed.shape != (servers,) or not np.all(np.isfinite(speed)) or np.any(speed <= 0):
-            raise ParameterError("speeds", f"{speed.size} values", f"{servers} positive numbers")
-    capacity = float(speed.sum()) if speed is not None else float(servers)
-    service_scale = check_real("service_scale", service_scale, low=0.0, low_open=True)
-    if trace is not None:
-        if engine == "exponential":
-            raise ParameterError("engine", engine, "'general' or 'auto' when a trace is replayed")
-        if service is not None or arrivals is not None:
-            raise ParameterError("trace", trace.source, "given without service or arrivals laws")
-        if load is not None:
-            load = check_real("load", load, low=0.0, low_open=True)
-        replay = trace.replay(capacity, load, service_scale)
-        offered = float(replay.services.sum() / (max(replay.span, 1e-300) * capacity))
-        rate = (replay.arrivals.size - 1) / max(replay.span, 1e-300) / servers
-        return _Workload(True, rate, offered, gap, svc, replay, speed)
-    if load is None:
-        raise ParameterError("load", None, "a number > 0 (it may be left out only with a trace)")
-    load = check_real("load", load, low=0.0, low_open=True)
-    fast = (
-        isinstance(svc, Exponential) and svc.mean == 1.0 and isinstance(gap, Exponential)
-        and speed is None
-    )  # fmt: skip
-    if engine == "exponential" and not fast:
-        raise ParameterError(
-            "engine", engine, "'general' or 'auto' unless arrivals are Poisson and service exp(1)"
-        )
-    general = engine == "general" or not fast
-    rate = load * capacity / svc.mean / servers
-    return _Workload(general, rate, load, gap, svc, None, speed)
 
 
 def _generators(
@@ -408,7 +325,7 @@ def simulate(
     """
     check_policy(policy)
     servers = check_int("servers", servers, low=1)
-    work = _resolve_workload(servers, load, service, arrivals, speeds, trace, service_scale, engine)
+    work = resolve_workload(servers, load, service, arrivals, speeds, trace, service_scale, engine)
     needs_m = policy == "round-robin" or policy.startswith("jiq")
     if needs_m or dispatchers is not None or r is not None:
         m = _resolve_dispatchers(servers, dispatchers, r)
@@ -494,7 +411,7 @@ def simulate(
 
 
 def _initial(
-    start: str, policy: str, n: int, m: int, work: _Workload, d: int, rng: np.random.Generator
+    start: str, policy: str, n: int, m: int, work: Workload, d: int, rng: np.random.Generator
 ) -> InitialState | None:
     if start != "meanfield":
         return None
@@ -508,7 +425,7 @@ def _summarise(
     runs: list[RawRun],
     policy: str,
     spec: RunSpec,
-    work: _Workload,
+    work: Workload,
     tasks: int | None,
     horizon: float | None,
     warmup: float | str,

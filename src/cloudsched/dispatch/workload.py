@@ -1,15 +1,20 @@
-"""Task sources for the general (event-list) engine: renewal arrivals or a replayed trace."""
+"""What arrives and how long it takes: the resolved workload of a simulation.
+
+Also the task sources of the general (event-list) engine: renewal arrivals, or a replayed
+trace.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
+from numpy.typing import ArrayLike
 
-from cloudsched.dispatch.distributions import Distribution
-from cloudsched.errors import ParameterError
+from cloudsched.dispatch.distributions import Distribution, Exponential, parse_spec
+from cloudsched.errors import ParameterError, check_choice, check_real
 
-__all__ = ["RenewalSource", "Trace", "TraceSource"]
+__all__ = ["RenewalSource", "Trace", "TraceSource", "Workload", "resolve_workload"]
 
 _CHUNK = 1 << 18
 
@@ -99,3 +104,92 @@ class TraceSource:
         self._pos = hi
         last = hi >= self.trace.arrivals.size
         return self.trace.arrivals[lo:hi], self.trace.services[lo:hi], last
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Resolved arrivals and services: the fast path, or task sources for the event list.
+
+    ``rate_per_server`` is the arrival rate per server, ``load`` the offered load per unit
+    of capacity; ``general`` is False on the Markov-chain fast path (Poisson arrivals,
+    exp(1) service, equal speeds).
+    """
+
+    general: bool
+    rate_per_server: float  # arrivals per server per unit time
+    load: float  # offered load per unit of capacity
+    interarrival: Distribution
+    service: Distribution
+    trace: Trace | None
+    speeds: np.ndarray | None
+
+    def source(self, rng: np.random.Generator, n: int) -> RenewalSource | TraceSource | None:
+        """Task source of one replication (None on the fast path)."""
+        if not self.general:
+            return None
+        if self.trace is not None:
+            return TraceSource(self.trace)
+        arr_rng, svc_rng = rng.spawn(2)
+        return RenewalSource(
+            self.interarrival, self.service, self.rate_per_server * n, arr_rng, svc_rng
+        )
+
+    def variability(self) -> tuple[float, float]:
+        """``(c_a^2 + c_s^2) / 2`` and the mean service time (the time unit of the run)."""
+        if self.trace is not None:
+            gaps = np.diff(self.trace.arrivals)
+            ca2 = float(gaps.var() / gaps.mean() ** 2) if gaps.mean() > 0 else 1.0
+            svc = self.trace.services
+            return (ca2 + float(svc.var() / svc.mean() ** 2)) / 2, float(svc.mean())
+        ca2, cs2 = self.interarrival.cv**2, self.service.cv**2
+        return (ca2 + cs2) / 2, self.service.mean
+
+
+def resolve_workload(
+    servers: int,
+    load: float | None,
+    service: Distribution | str | None,
+    arrivals: Distribution | str | None,
+    speeds: ArrayLike | None,
+    trace: Trace | None,
+    service_scale: float,
+    engine: str,
+) -> Workload:
+    """Validate the workload arguments of ``simulate`` and choose the engine."""
+    check_choice("engine", engine, ("auto", "exponential", "general"))
+    svc = parse_spec(service, "service") if isinstance(service, str) else service or Exponential()
+    gap = (
+        parse_spec(arrivals, "arrivals") if isinstance(arrivals, str) else arrivals or Exponential()
+    )
+    speed = None
+    if speeds is not None:
+        speed = np.asarray(speeds, dtype=np.float64)
+        if speed.shape != (servers,) or not np.all(np.isfinite(speed)) or np.any(speed <= 0):
+            raise ParameterError("speeds", f"{speed.size} values", f"{servers} positive numbers")
+    capacity = float(speed.sum()) if speed is not None else float(servers)
+    service_scale = check_real("service_scale", service_scale, low=0.0, low_open=True)
+    if trace is not None:
+        if engine == "exponential":
+            raise ParameterError("engine", engine, "'general' or 'auto' when a trace is replayed")
+        if service is not None or arrivals is not None:
+            raise ParameterError("trace", trace.source, "given without service or arrivals laws")
+        if load is not None:
+            load = check_real("load", load, low=0.0, low_open=True)
+        replay = trace.replay(capacity, load, service_scale)
+        offered = float(replay.services.sum() / (max(replay.span, 1e-300) * capacity))
+        rate = (replay.arrivals.size - 1) / max(replay.span, 1e-300) / servers
+        return Workload(True, rate, offered, gap, svc, replay, speed)
+    if load is None:
+        raise ParameterError("load", None, "a number > 0 (it may be left out only with a trace)")
+    load = check_real("load", load, low=0.0, low_open=True)
+    fast = (
+        isinstance(svc, Exponential) and svc.mean == 1.0 and isinstance(gap, Exponential)
+        and speed is None
+    )  # fmt: skip
+    if engine == "exponential" and not fast:
+        raise ParameterError(
+            "engine", engine, "'general' or 'auto' unless arrivals are Poisson and service exp(1)"
+        )
+    general = engine == "general" or not fast
+    rate = load * capacity / svc.mean / servers
+    return Workload(general, rate, load, gap, svc, None, speed)
