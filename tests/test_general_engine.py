@@ -8,6 +8,7 @@ from scipy import stats
 
 from cloudsched.dispatch import simulate
 from cloudsched.dispatch.distributions import Deterministic, LogNormal, Uniform
+from cloudsched.dispatch.relaxation import relaxation_time
 from cloudsched.dispatch.workload import Trace
 from cloudsched.errors import ParameterError
 
@@ -108,3 +109,34 @@ def test_bad_general_inputs():
         Trace(np.array([1.0, 0.5]), np.array([1.0, 1.0]))
     with pytest.raises(ParameterError, match=r"^service "):
         simulate("random", servers=2, load=0.5, service="weibull")
+
+
+def test_a_short_trace_is_not_called_steady():
+    """A log of a few hundred service times cannot show a steady state at load 0.9."""
+    rng = np.random.default_rng(5)
+    times = np.cumsum(rng.exponential(1 / (0.9 * 20), 4000))
+    trace = Trace(times, rng.exponential(1.0, 4000))
+    res = simulate("jiq", servers=20, r=5, load=None, trace=trace, rng=2)
+    assert res.log_span == pytest.approx(trace.span / trace.services.mean())
+    assert not res.steady_state and res.ci95 is None and res.stop_reason == "trace"
+    assert any("too short for a steady state" in w for w in res.warnings)
+
+
+def test_a_long_poisson_trace_gives_a_certified_interval():
+    n, load, tasks = 4, 0.5, 400_000
+    rng = np.random.default_rng(6)
+    trace = Trace(np.cumsum(rng.exponential(1 / (load * n), tasks)), rng.exponential(1.0, tasks))
+    res = simulate("random", servers=n, load=None, trace=trace, rng=3)
+    assert res.steady_state and res.ci95 is not None
+    se = (res.ci95[1] - res.ci95[0]) / 2 / 1.96
+    assert abs(res.mean_response_time - 1 / (1 - res.load)) <= 3.3 * se
+
+
+def test_general_laws_run_to_the_precision_target():
+    """Open-ended runs work on the event-list engine too (empty start by default)."""
+    res = simulate("jiq-pod", servers=50, r=5, load=0.8, service="lognormal:cv=2", rng=4)
+    assert res.engine == "general" and res.initial == "empty" and res.stop_reason == "precision"
+    assert res.steady_state and res.precision_reached <= 0.01
+    # lognormal service with cv 2: (c_a^2 + c_s^2) / 2 = 2.5 times the exponential value
+    base = relaxation_time("jiq-pod", 0.8, servers=50, r=5, d=2)
+    assert res.relaxation_estimate >= 2.5 * base * (1 - 1e-12)

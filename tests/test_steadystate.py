@@ -7,6 +7,7 @@ import pytest
 
 from cloudsched.steadystate import (
     analyse_series,
+    drift_limit,
     integrated_time,
     mser,
     von_neumann_ratio,
@@ -108,3 +109,14 @@ def test_ratio_estimate_with_unequal_weights():
     est = analyse_series(sums, counts, np.cumsum(np.append(0.0, counts)), truncation=0)
     assert est.mean == pytest.approx(sums.sum() / counts.sum())
     assert abs(est.mean - 2.0) <= est.half_width * 3.3 / 1.96
+
+
+def test_drift_false_alarms_are_rare_and_shared_among_replications():
+    """Independent batches: the drift test fires about once in a thousand series."""
+    rng = np.random.default_rng(10)
+    alarms = 0
+    for _ in range(4000):
+        x = rng.normal(size=200)
+        alarms += analyse_series(x, np.ones(200), np.arange(201.0), truncation=0).drifting
+    assert alarms <= 12  # expected 4 (level 0.001); 12 is far beyond it
+    assert drift_limit(20, 256) > drift_limit(20, 1) > 3.5

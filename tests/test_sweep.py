@@ -44,6 +44,23 @@ def test_rows_do_not_depend_on_executor_or_workers(spec, tmp_path):
     assert (a != b).all()
 
 
+def test_open_ended_runs_and_their_options_pass_through_a_sweep(tmp_path):
+    """Runs to a precision, with the initial state chosen: identical rows on any pool size."""
+    path = tmp_path / "open.yaml"
+    path.write_text(
+        "kind: simulate\nseed: 3\nfixed: {servers: 40, r: 4, precision: 0.05}\n"
+        "grid:\n  policy: [jiq, jiq-pod]\n  initial: [empty, meanfield]\n"
+        "  load: [0.6]\n"
+    )
+    spec = load_spec(path)
+    one = run_sweep(spec, tmp_path / "one")
+    two = run_sweep(spec, tmp_path / "two", workers=2)
+    assert _rows(one).equals(_rows(two))
+    assert set(one["initial"]) == {"empty", "meanfield"}
+    assert (one["stop_reason"] == "precision").all()
+    assert (one["precision_reached"] <= 0.05).all() and one["steady_state"].all()
+
+
 def test_a_killed_sweep_resumes_to_the_same_rows(tmp_path):
     path = tmp_path / "spec.yaml"
     longer = SPEC.replace("tasks: 20000", "tasks: 400000")

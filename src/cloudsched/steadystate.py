@@ -21,9 +21,10 @@ duration).  From that series this module
   factor, and it is *certified* only when every batch spans at least ``MIN_BATCH_RELAXATIONS``
   relaxation times and the batch means show no significant lag-1 autocorrelation (von
   Neumann's test, 1% level);
-* tests for drift: the first and second half of the batches differ by more than
-  ``DRIFT_Z`` standard errors (the batch variance taken from successive differences, which a
-  trend does not inflate).
+* tests for drift: the first and second half of the batches differ by more standard errors
+  than a false-alarm probability of ``DRIFT_LEVEL`` allows (Student's t; the batch variance
+  taken from successive differences, which a trend does not inflate; with several
+  replications the level is shared among them).
 
 The relaxation time is the larger of a model value (given by the caller) and the
 integrated autocorrelation time estimated from the data.
@@ -38,10 +39,11 @@ import numpy as np
 from scipy import stats
 
 __all__ = [
-    "DRIFT_Z",
+    "DRIFT_LEVEL",
     "MIN_BATCH_RELAXATIONS",
     "SeriesEstimate",
     "analyse_series",
+    "drift_limit",
     "integrated_time",
     "mser",
     "von_neumann_ratio",
@@ -49,8 +51,8 @@ __all__ = [
 
 #: Batches must each span at least this many relaxation times for a certified interval.
 MIN_BATCH_RELAXATIONS = 5.0
-#: |z| of the first-half / second-half difference above which the series is drifting.
-DRIFT_Z = 4.0
+#: False-alarm probability of the drift test (for one series, or for all replications).
+DRIFT_LEVEL = 1e-3
 #: Significance level of the lag-1 independence test of the batch means.
 INDEPENDENCE_LEVEL = 0.01
 
@@ -109,6 +111,15 @@ def integrated_time(means: np.ndarray, window: float = 6.0) -> float:
         if lag >= window * tau:
             break
     return max(1.0, float(tau))
+
+
+def drift_limit(batches: int, series: int = 1) -> float:
+    """|z| above which the two halves of ``batches`` batches differ, for ``series`` series.
+
+    Two-sided, family-wise false-alarm probability :data:`DRIFT_LEVEL` over ``series``
+    independent series (Bonferroni), Student's t with ``batches - 1`` degrees of freedom.
+    """
+    return float(stats.t.ppf(1.0 - DRIFT_LEVEL / (2 * series), max(batches - 1, 1)))
 
 
 def von_neumann_ratio(means: np.ndarray) -> float:
@@ -177,8 +188,12 @@ class SeriesEstimate:
 
     @property
     def drifting(self) -> bool:
-        """The two halves of the batches differ significantly."""
-        return abs(self.drift_z) > DRIFT_Z
+        """The two halves of the batches differ significantly (one series alone)."""
+        return self.drifts(1)
+
+    def drifts(self, series: int) -> bool:
+        """Drift, when this series is one of ``series`` tested together."""
+        return abs(self.drift_z) > drift_limit(self.batches, series)
 
     @property
     def certified(self) -> bool:

@@ -202,7 +202,7 @@ def _check(engines: Sequence[Engine], batches: int, relaxation: float, precision
         half = replication_interval(means)
         rel = half / abs(means.mean()) if means.mean() != 0 else math.inf
         ok = (
-            all(e.warmup_found and not e.drifting for e in ests)
+            all(e.warmup_found and not e.drifts(len(ests)) for e in ests)
             and min(spans) >= REPLICATION_RELAXATIONS * relax
             and rel <= precision
         )

@@ -149,7 +149,7 @@ class SimulationResult:
     wall_seconds: float
     events_per_second: float
     engine: str
-    log_span: float | None = None
+    log_span: float | None = None  # trace replays: the log's span in mean service times
     response_times: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -402,8 +402,9 @@ def simulate(
             if progress is not None:
                 sub = lambda f, k=k: progress((k + f) / len(gens), "")  # noqa: E731
             runs.append(run_once(spec, g, sub, work.source(g, servers), work.speeds, init))
-        reason = "trace" if work.trace is not None and tasks == work.trace.arrivals.size - 1 else (
-            "tasks" if tasks is not None else "horizon")  # fmt: skip
+        reason = "horizon" if horizon is not None else "tasks"
+        if work.trace is not None and tasks == work.trace.arrivals.size - 1:
+            reason = "trace"  # the whole log was replayed
     return _summarise(
         runs, policy, spec, work, tasks, horizon, warmup, fixed_warmup, seed, batches, relax,
         precision if open_end else None, reason, start, keep_response_times,
@@ -446,26 +447,29 @@ def _summarise(
             "horizon" if horizon is not None else "tasks", horizon or tasks,
             "long enough for tasks to arrive and be measured after the warm-up",
         )  # fmt: skip
-    steady = work.load < 1.0 and all(e.warmup_found and not e.drifting for e in ests)
+    steady = work.load < 1.0 and all(e.warmup_found and not e.drifts(len(ests)) for e in ests)
     notes: list[str] = []
     if work.load >= 1.0:
         notes.append(_overload_note(work.load, tasks, horizon))
     elif not all(e.warmup_found for e in ests):
         notes.append("no warm-up truncation point found (the response times still trend): "
                      "no steady state reached; run longer")  # fmt: skip
-    elif any(e.drifting for e in ests):
+    elif any(e.drifts(len(ests)) for e in ests):
         z = max(abs(e.drift_z) for e in ests)
         notes.append(f"the two halves of the run differ by {z:.1f} standard errors: "
                      "not steady; run longer")  # fmt: skip
     log_span = None
     if work.trace is not None:
         _, unit = work.variability()
-        log_span = float(sum(w.duration for w in wins)) / unit
-        if steady and log_span < TRACE_RELAXATIONS * relax / unit:
+        log_span = work.trace.span / unit
+        window_span = min(w.duration for w in wins) / unit
+        if steady and window_span < TRACE_RELAXATIONS * relax / unit:
             steady = False
             notes.append(
-                f"the replayed window spans {log_span:.3g} mean service times, too short for "
-                f"a steady state (an interval needs {TRACE_RELAXATIONS * relax / unit:.3g})"
+                f"the log spans {log_span:.3g} mean service times ({window_span:.3g} after the "
+                f"warm-up): too short for a steady state, which needs "
+                f"{TRACE_RELAXATIONS * relax / unit:.3g} here ({TRACE_RELAXATIONS:g} relaxation "
+                "times); the numbers describe this replay only"
             )
     if len(runs) > 1:
         means = np.array([e.mean for e in ests])
@@ -485,7 +489,7 @@ def _summarise(
     reached = half / abs(centre) if ci is not None and centre != 0 else None
     if reason == "max_tasks" and precision is not None:
         shown = "none" if reached is None else f"{reached:.2%}"
-        notes.append(f"stopped at max_tasks = {spec_max(runs)} arrivals before the stopping "
+        notes.append(f"stopped at max_tasks = {_max_measured(runs)} arrivals before the stopping "
                      f"rule held: precision reached {shown} (target {precision:.2%})")  # fmt: skip
     duration = sum(w.duration for w in wins)
     levels = max(w.tail_area.size for w in wins)
@@ -546,7 +550,7 @@ def _overload_note(load: float, tasks: int | None, horizon: float | None) -> str
     return f"load {load:g} >= 1: no steady state exists; results describe a run bounded by {bound}"
 
 
-def spec_max(runs: list[RawRun]) -> int:
+def _max_measured(runs: list[RawRun]) -> int:
     """Largest number of measured arrivals among ``runs``."""
     return max(run.measured for run in runs)
 

@@ -370,7 +370,7 @@ def _summarise(
     if steady and drifting:
         steady = False
         notes.append(f"the {' and '.join(drifting)} differ between the two halves of the window "
-                     "by more than 4 standard errors: not steady")  # fmt: skip
+                     "significantly (drift test, level 0.001): not steady")  # fmt: skip
     withheld = [n for n, e in est.items() if steady and not _certified(e)]
     if withheld:
         notes.append(_why_withheld(est[withheld[0]], withheld))
