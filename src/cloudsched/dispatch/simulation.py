@@ -482,7 +482,7 @@ def _summarise(
         method = _batch_method(est, fixed_warmup)
         certified = steady and est.certified
         if steady and not est.certified:
-            notes.append(_why_not_certified(est))
+            notes.append(_why_not_certified(est, work.trace is not None))
     ci = None
     if certified and math.isfinite(half):
         ci = (max(centre - half, 0.0), centre + half)
@@ -568,16 +568,16 @@ def _batch_method(est: SeriesEstimate, fixed: float | None) -> str:
     )
 
 
-def _why_not_certified(est: SeriesEstimate) -> str:
+def _why_not_certified(est: SeriesEstimate, trace: bool) -> str:
+    remedy = "the log is too short" if trace else "run longer or use replications"
     if not math.isfinite(est.half_width):
-        return "interval withheld: too few measured batches; run longer"
+        return f"interval withheld: too few measured batches; {remedy}"
     if not est.long_enough:
         return (
             f"interval withheld: batches span {est.batch_span / est.relaxation:.3g} relaxation "
-            f"times (an honest interval needs {MIN_BATCH_RELAXATIONS:g}); run longer or use "
-            "replications"
+            f"times (an honest interval needs {MIN_BATCH_RELAXATIONS:g}); {remedy}"
         )
     return (
         f"interval withheld: the batch means are correlated (von Neumann z = "
-        f"{est.independence_z:.2f}); run longer or use replications"
+        f"{est.independence_z:.2f}); {remedy}"
     )
