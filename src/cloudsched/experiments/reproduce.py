@@ -37,7 +37,7 @@ __all__ = ["LEVELS", "dgp_sections", "jiq_sections", "reproduce_dgp", "reproduce
 LEVELS = ("demo", "quick", "full")
 
 _SIZES: dict[str, dict[str, Any]] = {
-    "demo": {"precision": 0.03, "max_tasks": 2_000_000, "loads": [0.3, 0.6, 0.8, 0.9, 0.95],
+    "demo": {"precision": 0.03, "max_tasks": 20_000_000, "loads": [0.3, 0.6, 0.8, 0.9, 0.95],
              "ns": [100, 1000, 10_000], "trace_loads": [0.58, 0.78, 0.96],
              "dgp_horizon": 50_000.0, "mw_horizon": 500.0, "frames": [0.2, 1.0, 5.0],
              "alphas": [0.002], "betas": [0.8, 0.4, 0.2, 0.1, 0.05]},
