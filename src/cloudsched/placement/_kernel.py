@@ -230,7 +230,7 @@ def storm_slots(k, mfree, mslots, order_key, scratch):
     nm = mfree.size
     for m in range(nm):
         order_key[m] = -mfree[m] * nm + m
-    order = np.argsort(order_key)
+    order = np.argsort(order_key[:nm])
     got = 0
     depth = 0
     while got < k:
@@ -309,7 +309,8 @@ def run(
 
     Shapes: J types, S slots, L machines, T template rows, Kmax nodes.  ``tlists`` is
     (J, 2, T) (actual, virtual), ``ntl`` (J, 2), ``qbuf`` (J, cap) float64 entry times,
-    ``t_slots`` (T, Kmax), ``scratch`` (Kmax,), ``iwork`` (5, max(L, racks)) int64 work rows.
+    ``t_slots`` (T, Kmax), ``scratch`` (Kmax,), ``iwork`` (5, max(L, racks, J, Kmax)) int64
+    work rows (greedy indexes one of them by graph node).
     ``bounds`` (B,) are the ends of the batches of the window (the last is ``fst[F_TEND]``):
     when time crosses one, ``acc`` is copied to ``snap[b]`` (B, J, N_ACC) and ``cnt`` to
     ``snap_cnt[b]`` (B, J, N_CNT).

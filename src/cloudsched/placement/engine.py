@@ -137,7 +137,8 @@ class PlacementEngine:
         self.acc = np.zeros((nj, K.N_ACC))
         self.cnt = np.zeros((nj, K.N_CNT), dtype=np.int64)
         self.scratch = np.zeros(kmax, dtype=np.int64)
-        self.iwork = np.zeros((5, max(nm, cluster.racks, nj)), dtype=np.int64)
+        # work rows indexed by machine, rack, job type and (greedy) graph node
+        self.iwork = np.zeros((5, max(nm, cluster.racks, nj, kmax)), dtype=np.int64)
         self.bounds = warmup + (horizon - warmup) * np.arange(1, batches + 1) / batches
         self.bounds[-1] = horizon
         self.snap = np.zeros((batches, nj, K.N_ACC))
