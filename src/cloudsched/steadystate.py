@@ -285,11 +285,13 @@ def analyse_series(
     correction = 1.0 / math.sqrt(1.0 - shortfall)
     half = float(stats.t.ppf(0.5 + level / 2, k - 1)) * se * correction
     halves = k // 2
-    first, second = bs[:halves].sum() / bw[:halves].sum(), bs[-halves:].sum() / bw[-halves:].sum()
+    w_first, w_second = bw[:halves].sum(), bw[-halves:].sum()
     # batch variance from successive differences: a trend does not inflate it
     batch_var = float(np.sum(np.diff(resid) ** 2)) / (2 * (k - 1))
     drift_se = correction * math.sqrt(batch_var * 2.0 / halves)
-    drift = (second - first) / drift_se if drift_se > 0 else 0.0
+    drift = 0.0
+    if drift_se > 0 and w_first > 0 and w_second > 0:  # a half with no weight has no mean
+        drift = (bs[-halves:].sum() / w_second - bs[:halves].sum() / w_first) / drift_se
     return SeriesEstimate(
         mean=mean,
         half_width=half,

@@ -36,6 +36,7 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
+from cloudsched._quiet import captured_output
 from cloudsched.errors import ParameterError
 from cloudsched.placement.baselines import greedy
 from cloudsched.placement.cluster import Cluster
@@ -173,13 +174,14 @@ def max_weight_configuration(
     options: dict[str, float | bool] = {"mip_rel_gap": 1e-9, "disp": False}
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
-    res = milp(
-        np.asarray(obj),
-        constraints=LinearConstraint(a, lo, hi),
-        integrality=np.asarray(integral),
-        bounds=Bounds(0.0, 1.0),
-        options=options,
-    )
+    with captured_output("HiGHS (max-weight MILP)"):
+        res = milp(
+            np.asarray(obj),
+            constraints=LinearConstraint(a, lo, hi),
+            integrality=np.asarray(integral),
+            bounds=Bounds(0.0, 1.0),
+            options=options,
+        )
     if res.x is None:  # no feasible point within the time limit: use the empty configuration
         return MaxWeightSolution([], 0.0, 0.0, False, time.perf_counter() - t0)
     x = np.round(res.x).astype(np.int64)
@@ -289,7 +291,8 @@ def static_optimum(
             np.concatenate([np.ones(ncol), np.zeros(nj)])[None, :],
         ])  # fmt: skip
         b_ub = np.concatenate([-rho, [1.0]])
-        res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
+        with captured_output("HiGHS (master LP)"):
+            res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
         if res.status != 0:  # pragma: no cover - the master always has a feasible point
             raise RuntimeError(f"static optimum: master LP failed: {res.message}")
         duals = -res.ineqlin.marginals

@@ -369,8 +369,9 @@ def _summarise(
     drifting = [n for n in ("queue", "cost") if est[n].drifting]
     if steady and drifting:
         steady = False
-        notes.append(f"the {' and '.join(drifting)} differ between the two halves of the window "
-                     "significantly (drift test, level 0.001): not steady")  # fmt: skip
+        what = "queue length" if drifting == ["queue"] else " and ".join(drifting)
+        notes.append(f"the {what} changed significantly between the two halves of the window "
+                     "(drift test, level 0.001): not steady")  # fmt: skip
     withheld = [n for n, e in est.items() if steady and not _certified(e)]
     if withheld:
         notes.append(_why_withheld(est[withheld[0]], withheld))

@@ -1,0 +1,70 @@
+"""Every ``--format json`` output is standard JSON and nothing else, for every command and
+placement policy (captured at the file-descriptor level, so output written by compiled
+libraries such as HiGHS would be caught too)."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from cloudsched.cli import main
+from cloudsched.placement.simulation import PLACEMENT_POLICIES
+
+EXAMPLES = Path(__file__).parent.parent / "examples"
+
+
+def strict(text: str):
+    def bad(constant):
+        raise AssertionError(f"non-standard JSON constant {constant}")
+
+    return json.loads(text, parse_constant=bad)
+
+
+def run_json(capfd, *args):
+    with pytest.raises(SystemExit) as exc:
+        main([*args, "--format", "json"])
+    out, _ = capfd.readouterr()
+    assert exc.value.code == 0
+    return strict(out)
+
+
+@pytest.mark.parametrize("policy", PLACEMENT_POLICIES)
+def test_place_simulate_json_for_every_policy(capfd, policy):
+    doc = run_json(
+        capfd, "place", "simulate", "--cluster", "3x3", "--workload",
+        str(EXAMPLES / "demo-placement.yaml"), "--policy", policy, "--horizon", "60",
+        "--seed", "1",
+    )  # fmt: skip
+    assert doc["policy"] == policy and "steady_state" in doc
+
+
+def test_place_simulate_json_when_the_solver_runs_out_of_time(capfd):
+    doc = run_json(
+        capfd, "place", "simulate", "--cluster", "4x4", "--workload",
+        str(EXAMPLES / "demo-placement.yaml"), "--policy", "maxweight", "--horizon", "10",
+        "--solver-time-limit", "0.001", "--seed", "1",
+    )  # fmt: skip
+    assert doc["frames_not_optimal"] >= 0
+
+
+def test_place_bound_json(capfd):
+    doc = run_json(
+        capfd, "place", "bound", "--cluster", "3x3", "--workload",
+        str(EXAMPLES / "demo-placement.yaml"),
+    )  # fmt: skip
+    assert doc["cost_rate"] > 0
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("predict", "jiq-pod", "--load", "0.9"),
+        ("fluid", "jiq", "--load", "0.9", "--horizon", "5"),
+        ("simulate", "jiq-pod", "--servers", "50", "--r", "5", "--load", "0.8", "--seed", "1"),
+        ("simulate", "random", "--servers", "3", "--load", "1.2", "--tasks", "500",
+         "--seed", "1"),
+    ],
+    ids=["predict", "fluid", "simulate", "simulate-overload"],
+)  # fmt: skip
+def test_dispatch_json(capfd, args):
+    assert isinstance(run_json(capfd, *args), dict)
