@@ -179,6 +179,31 @@ class PlacementEngine:
                 return False
         return True
 
+    def extend(self, t_end: float) -> None:
+        """Let the run continue to time ``t_end`` (open-ended runs stop at checkpoints)."""
+        self.fst[K.F_TEND] = t_end
+        self.done = False
+
+    @property
+    def batches_done(self) -> int:
+        """Micro-batches whose end has been reached (their snapshots are recorded)."""
+        return int(self.ist[K.I_BATCH])
+
+    def merge_batches(self) -> None:
+        """Merge the (all finished) micro-batches in pairs; the next ones are twice as long."""
+        total = self.bounds.size
+        half = total // 2
+        width = float(self.bounds[-1] - self.bounds[-2]) if total > 1 else float(self.bounds[0])
+        self.snap[:half] = self.snap[1::2]
+        self.snap[half:] = 0.0
+        self.snap_cnt[:half] = self.snap_cnt[1::2]
+        self.snap_cnt[half:] = 0
+        bounds = np.empty(total)
+        bounds[:half] = self.bounds[1::2]
+        bounds[half:] = self.bounds[-1] + 2.0 * width * np.arange(1, total - half + 1)
+        self.bounds = bounds
+        self.ist[K.I_BATCH] = half
+
     def grow_queues(self, need: int = 0) -> None:
         """Double the queue buffers (at least to ``need`` entries), keeping FIFO order."""
         nj, cap = self.qbuf.shape

@@ -57,14 +57,18 @@ from cloudsched.placement import _kernel as K
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.engine import EngineParams, PlacementEngine
 from cloudsched.placement.maxweight import FrameController
+from cloudsched.placement.measure import estimates, precision_of, run_until_precise, summary_fields
 from cloudsched.placement.workload import JobType
-from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series, mser
 
 __all__ = ["PLACEMENT_POLICIES", "PlacementResult", "simulate_placement"]
 
 PLACEMENT_POLICIES = tuple(K.POLICY_CODES)
 #: Micro-batches recorded per run.
 MICRO_BATCHES = 1024
+#: Default relative precision of an open-ended run.
+DEFAULT_PRECISION = 0.02
+#: Default cap of an open-ended run, in mean holding times of the longest job type.
+DEFAULT_MAX_HOLDING_TIMES = 200_000.0
 
 
 @dataclass(frozen=True)
@@ -75,8 +79,11 @@ class PlacementResult:
     quantities.  ``*_ci`` are 95% confidence half-widths from batch means (NaN, ``null`` in
     JSON, when the interval is not certified or there is no steady state).  ``warmup`` is
     the time cut (detected by MSER unless it was given: ``warmup_detected``),
-    ``measured_time`` the length of the window, and ``steady_state``, ``ci_method``,
-    ``relaxation_estimate`` and ``warnings`` say how far the numbers can be trusted.
+    ``measured_time`` the length of the window, ``horizon`` its end; ``served_fraction`` is
+    jobs that left over jobs that arrived in the window (per type in ``per_type``); and
+    ``steady_state``, ``ci_method``, ``relaxation_estimate``, ``precision_target`` /
+    ``precision_reached`` (open-ended runs), ``stop_reason`` and ``warnings`` say how far the
+    numbers can be trusted.
     """
 
     policy: str
@@ -88,6 +95,9 @@ class PlacementResult:
     measured_time: float
     steady_state: bool
     relaxation_estimate: float
+    precision_target: float | None
+    precision_reached: float | None
+    stop_reason: str
     ci_method: str
     warnings: tuple[str, ...]
     mean_queue_length: float
@@ -96,6 +106,7 @@ class PlacementResult:
     mean_partition_cost_ci: float
     cost_rate: float
     cost_rate_ci: float
+    served_fraction: float
     utilization: float
     reserved_fraction: float
     mean_in_service: float
@@ -166,6 +177,8 @@ def simulate_placement(
     solver_time_limit: float | None = 10.0,
     frozen_weights: Sequence[float] | None = None,
     batches: int = 20,
+    precision: float = DEFAULT_PRECISION,
+    max_horizon: float | None = None,
     rng: int | np.random.Generator | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> PlacementResult:
@@ -180,7 +193,8 @@ def simulate_placement(
     policy : str
         One of ``storm-default``, ``greedy``, ``maxweight``, ``dgp``, ``dgp-clock``.
     horizon : float, optional
-        Simulated time (default: 2000 mean holding times of the longest type).
+        Fix the simulated time.  By default the run goes on until its intervals are certified
+        and precise (``precision``), or until ``max_horizon``.
     warmup : float, optional
         Start of the measurement window (default: detected by MSER).
     beta, alpha, h, epsilon, f
@@ -204,6 +218,12 @@ def simulate_placement(
         proof, used to test the product form).
     batches : int
         Batches for the confidence intervals (2..256).
+    precision : float
+        Open-ended runs stop when the cost rate's 95% half-width is at most this fraction
+        of it, and the mean queue length's at most this fraction of the jobs in the system.
+    max_horizon : float, optional
+        Open-ended runs stop at this time in any case (default: 200,000 mean holding times of
+        the longest type); the result says so.
     rng : int, numpy.random.Generator or None
         Seed or generator (an int is recorded in the result as ``seed``).
     progress : callable, optional
@@ -219,11 +239,16 @@ def simulate_placement(
     for jt in job_types:
         cluster.check_fits(jt.topology, name=f"job type {jt.name!r}")
     longest = max(jt.mean_duration for jt in job_types)
-    horizon = check_real(
-        "horizon", 2000.0 * longest if horizon is None else horizon, low=0.0, low_open=True
-    )
+    if horizon is not None:
+        horizon = check_real("horizon", horizon, low=0.0, low_open=True)
+    precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True)
+    max_horizon = check_real(
+        "max_horizon", DEFAULT_MAX_HOLDING_TIMES * longest if max_horizon is None else max_horizon,
+        low=0.0, low_open=True,
+    )  # fmt: skip
     if warmup is not None:
-        warmup = check_real("warmup", warmup, low=0.0, high=horizon, high_open=True)
+        limit = horizon if horizon is not None else max_horizon
+        warmup = check_real("warmup", warmup, low=0.0, high=limit, high_open=True)
     beta = check_real("beta", beta, low=0.0, low_open=True)
     if alpha is None:
         alpha = 1.0 if policy == "maxweight" else 0.2
@@ -260,21 +285,41 @@ def simulate_placement(
     params = EngineParams(
         K.POLICY_CODES[policy], beta, alpha, h, epsilon, f, bool(virtual_clock), rates, frozen
     )
-    # recorded from time 0; the warm-up is cut afterwards
-    eng = PlacementEngine(cluster, job_types, params, horizon, 0.0, MICRO_BATCHES, gen)
+    # recorded from time 0 in micro-batches; the warm-up is cut afterwards
+    relax = longest  # a lower bound of the relaxation time; the data's estimate may be larger
+    width = longest / 4 if horizon is None else horizon / MICRO_BATCHES
+    eng = PlacementEngine(
+        cluster, job_types, params, width * MICRO_BATCHES, 0.0, MICRO_BATCHES, gen
+    )
     ctl = None
     if policy == "maxweight":
         ctl = FrameController(frame, alpha, f, solver_time_limit)
         ctl.start(eng)
     t0 = time.perf_counter()
-    while not eng.advance(200_000):
-        if progress is not None:
-            progress(eng.now / horizon)
+    if horizon is None:
+        k, reason = run_until_precise(
+            eng, width=width, batches=batches, relaxation=relax, precision=precision,
+            max_horizon=max_horizon, progress=progress,
+        )  # fmt: skip
+    else:
+        while not eng.advance(200_000):
+            if progress is not None:
+                progress(eng.now / horizon)
+        k, reason = MICRO_BATCHES, "horizon"
     wall = time.perf_counter() - t0
     if progress is not None:
         progress(1.0)
+    est = estimates(eng, k, batches=batches, relaxation=relax, warmup=warmup)
+    fields = summary_fields(eng, k, est, ctl, overload, warmup is not None)
+    reached = None
+    if horizon is None and not math.isnan(fields["cost_rate_ci"]):
+        reached = precision_of(eng, est)
     shown = _shown_params(policy, beta, alpha, h, epsilon, f, virtual_clock, eng.nu, frame, frozen)
-    return _summarise(eng, policy, shown, seed, horizon, warmup, batches, wall, ctl, overload)
+    return PlacementResult(
+        policy=policy, params=shown, seed=seed, wall_time=wall, stop_reason=reason,
+        precision_target=precision if horizon is None else None, precision_reached=reached,
+        **fields,
+    )  # fmt: skip
 
 
 def _shown_params(
@@ -296,154 +341,3 @@ def _shown_params(
     return {}
 
 
-def _cut(eng: PlacementEngine, horizon: float, warmup: float | None) -> tuple[int, bool]:
-    """Micro-batches to drop: MSER on the queue and on the cost rate, or a fixed time."""
-    width = horizon / MICRO_BATCHES
-    if warmup is not None:
-        return min(math.ceil(warmup / width - 1e-9), MICRO_BATCHES - 2), False
-    per = np.diff(eng.snap.sum(axis=1), axis=0, prepend=0.0) / width  # (B, N_ACC)
-    d_queue, found_queue = mser(per[:, K.A_QUEUE])
-    d_cost, found_cost = mser(per[:, K.A_COST])
-    return max(d_queue, d_cost), found_queue and found_cost
-
-
-def _summarise(
-    eng: PlacementEngine, policy: str, params: dict[str, Any], seed: int | None, horizon: float,
-    warmup: float | None, batches: int, wall: float, ctl: FrameController | None,
-    overload: str | None,
-) -> PlacementResult:  # fmt: skip
-    d, found = _cut(eng, horizon, warmup)
-    starts = np.concatenate([[0.0], eng.bounds])
-    t0 = float(starts[d])
-    window = horizon - t0
-    acc0 = eng.snap[d - 1] if d > 0 else np.zeros_like(eng.acc)
-    cnt0 = eng.snap_cnt[d - 1] if d > 0 else np.zeros_like(eng.cnt)
-    acc, cnt = eng.acc - acc0, eng.cnt - cnt0
-    k = eng.knodes.astype(float)
-    s = eng.cluster.total_slots
-    in_service = acc[:, K.A_ACTUAL] / window
-    virtual = acc[:, K.A_VIRTUAL] / window
-    queue = acc[:, K.A_QUEUE] / window
-    cost = acc[:, K.A_COST] / window
-    per_type = []
-    for j, jt in enumerate(eng.job_types):
-        tried, failed = int(cnt[j, K.C_TRIED]), int(cnt[j, K.C_FAILED])
-        per_type.append({
-            "name": jt.name,
-            "nodes": jt.topology.nodes,
-            "edges": jt.topology.edges,
-            "arrival_rate": jt.arrival_rate,
-            "mean_duration": jt.mean_duration,
-            "load": jt.load,
-            "mean_queue_length": float(queue[j]),
-            "final_queue_length": int(eng.qlen[j]),
-            "mean_in_service": float(in_service[j]),
-            "mean_virtual_templates": float(virtual[j]),
-            "mean_partition_cost": _ratio(float(cost[j]), float(in_service[j])),
-            "cost_rate": float(cost[j]),
-            "mean_wait": _ratio(float(acc[j, K.A_WAIT]), float(cnt[j, K.C_PLACED])),
-            "arrived": int(cnt[j, K.C_ARRIVED]),
-            "placed": int(cnt[j, K.C_PLACED]),
-            "departed": int(cnt[j, K.C_DEPARTED]),
-            "proposals_tried": tried,
-            "proposals_failed": failed,
-            "proposal_success_rate": _ratio(tried - failed, tried),
-        })  # fmt: skip
-    # Micro-batch integrals (differences of the snapshots) and the three estimates.
-    per = np.diff(eng.snap.sum(axis=1), axis=0, prepend=0.0)  # (B, N_ACC)
-    width = np.diff(starts)
-    relax = max(jt.mean_duration for jt in eng.job_types)  # a lower bound: one holding time
-    est = {
-        name: analyse_series(num, den, starts, batches=batches, relaxation=relax, truncation=d)
-        for name, (num, den) in {
-            "queue": (per[:, K.A_QUEUE], width),
-            "cost": (per[:, K.A_COST], width),
-            "per_job": (per[:, K.A_COST], per[:, K.A_ACTUAL]),
-        }.items()
-    }
-    steady = overload is None and (found or warmup is not None)
-    notes = [overload] if overload else []
-    if overload is None and warmup is None and not found:
-        notes.append("no warm-up truncation point found (the queue or the cost still trends): "
-                     "no steady state reached; run longer")  # fmt: skip
-    drifting = [n for n in ("queue", "cost") if est[n].drifting]
-    if steady and drifting:
-        steady = False
-        what = "queue length" if drifting == ["queue"] else " and ".join(drifting)
-        notes.append(f"the {what} changed significantly between the two halves of the window "
-                     "(drift test, level 0.001): not steady")  # fmt: skip
-    withheld = [n for n, e in est.items() if steady and not _certified(e)]
-    if withheld:
-        notes.append(_why_withheld(est[withheld[0]], withheld))
-
-    def half(name: str) -> float:
-        e = est[name]
-        return e.half_width if steady and _certified(e) else math.nan
-
-    frames = ctl.counts_after(t0) if ctl else dict.fromkeys(
-        ("frames", "not_optimal", "migrations", "migrated_nodes", "preemptions"), 0)  # fmt: skip
-    total_in = float(in_service.sum())
-    q = est["queue"]
-    return PlacementResult(
-        policy=policy,
-        params=params,
-        seed=seed,
-        horizon=horizon,
-        warmup=t0,
-        warmup_detected=warmup is None and found,
-        measured_time=window,
-        steady_state=steady,
-        relaxation_estimate=max(e.relaxation for e in est.values()),
-        ci_method=(
-            f"batch means ({q.batches} batches of {q.batch_span:.4g} time units, "
-            f"{'MSER' if warmup is None else 'fixed'} warm-up), widened x{q.correction:.3f} "
-            "for batch length"
-        ),
-        warnings=tuple(notes),
-        mean_queue_length=float(queue.sum()),
-        mean_queue_length_ci=half("queue"),
-        mean_partition_cost=_ratio(float(cost.sum()), total_in),
-        mean_partition_cost_ci=half("per_job"),
-        cost_rate=float(cost.sum()),
-        cost_rate_ci=half("cost"),
-        utilization=float(k @ in_service) / s,
-        reserved_fraction=float(k @ (in_service + virtual)) / s,
-        mean_in_service=total_in,
-        mean_wait=_ratio(float(acc[:, K.A_WAIT].sum()), float(cnt[:, K.C_PLACED].sum())),
-        mean_actual_templates=total_in,
-        mean_virtual_templates=float(virtual.sum()),
-        final_queue_length=int(eng.qlen.sum()),
-        proposals_tried=int(cnt[:, K.C_TRIED].sum()),
-        proposals_failed=int(cnt[:, K.C_FAILED].sum()),
-        proposals_rejected=int(cnt[:, K.C_REJECTED].sum()),
-        templates_added=int(cnt[:, K.C_ADDED].sum()),
-        templates_removed=int(cnt[:, K.C_REMOVED].sum()),
-        migrations=frames["migrations"],
-        migrated_nodes=frames["migrated_nodes"],
-        preemptions=frames["preemptions"],
-        frames=frames["frames"],
-        frames_not_optimal=frames["not_optimal"],
-        solver_seconds=ctl.solve_time if ctl else 0.0,
-        arrived=int(cnt[:, K.C_ARRIVED].sum()),
-        placed=int(cnt[:, K.C_PLACED].sum()),
-        departed=int(cnt[:, K.C_DEPARTED].sum()),
-        events=int(eng.ist[K.I_EVENTS]),
-        wall_time=wall,
-        per_type=per_type,
-    )
-
-
-def _certified(e: SeriesEstimate) -> bool:
-    """Batches long enough and independent (warm-up and drift are judged for the run)."""
-    return e.long_enough and e.independent and math.isfinite(e.half_width)
-
-
-def _why_withheld(e: SeriesEstimate, names: list[str]) -> str:
-    what = ", ".join(names)
-    if not e.long_enough:
-        return (
-            f"interval of {what} withheld: batches span {e.batch_span / e.relaxation:.3g} "
-            f"relaxation times (an honest interval needs {MIN_BATCH_RELAXATIONS:g}); "
-            "run longer (--horizon)"
-        )
-    return f"interval of {what} withheld: the batch means are correlated; run longer (--horizon)"
