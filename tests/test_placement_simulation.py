@@ -281,10 +281,11 @@ def test_a_stable_policy_reports_a_detected_warmup_and_certified_intervals():
 
 
 def test_a_growing_queue_is_flagged_not_steady_with_no_intervals():
-    """DGP with alpha / beta too small to keep up: the queue grows all run long."""
+    """DGP with log weights and no bias: the star waits for ~e^(1/alpha) jobs, the queue grows."""
     res = simulate_placement(
-        parse_cluster("3x3"), SMALL, "dgp", horizon=2000, alpha=0.2, beta=0.1, rng=1
-    )
+        parse_cluster("3x3"), SMALL, "dgp", horizon=2000, alpha=0.2, beta=0.1, h=0.0, f="log",
+        rng=1,
+    )  # fmt: skip
     assert not res.steady_state
     assert math.isnan(res.cost_rate_ci) and math.isnan(res.mean_queue_length_ci)
     doc = res.to_dict()

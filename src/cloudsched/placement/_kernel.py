@@ -46,8 +46,8 @@ DONE, CHUNK, STOP, NEED_QUEUE = range(4)
 UNUSED, VIRTUAL, ACTUAL = range(3)
 
 # ``par`` (float64): algorithm parameters.
-P_BETA, P_ALPHA, P_H, P_EPS, P_FCODE, P_VCLOCK, P_FROZEN = range(7)
-N_PAR = 7
+P_BETA, P_ALPHA, P_EPS, P_FCODE, P_VCLOCK, P_FROZEN = range(6)
+N_PAR = 6
 # ``fst`` (float64 scalars).
 F_NOW, F_TWARM, F_TEND, F_TSTOP = range(4)
 N_FST = 4
@@ -78,11 +78,17 @@ def _keep_probability(w: float, beta: float) -> float:
 
 
 @kernel
-def queue_weight(j, qlen, par, frozen_f):
-    """``f_j(Q) = alpha * max(f(Q_j + h), eps / (4 |J|) * f(max_k Q_k + h))`` (or frozen)."""
+def queue_weight(j, qlen, par, wpar):
+    """``f_j(Q) = alpha * max(f(Q_j + h_j), eps / (4 |J|) * f(max_k Q_k + h_j))`` (or frozen).
+
+    ``wpar[0]`` holds frozen weights, ``wpar[1]`` the bias ``h_j`` of each type.  The floor
+    applies only while ``Q_j > 0``: a type with no queued job has nothing to protect, and a
+    floor raised by another type's queue would keep its empty templates alive and starve
+    that very type (the floor exists so that no type with waiting jobs is starved).
+    """
     if par[P_FROZEN] != 0.0:
-        return frozen_f[j]
-    h = par[P_H]
+        return wpar[0, j]
+    h = wpar[1, j]
     qmax = 0
     for k in range(qlen.size):
         qmax = max(qmax, qlen[k])
@@ -90,6 +96,8 @@ def queue_weight(j, qlen, par, frozen_f):
         own, top = math.log1p(qlen[j] + h), math.log1p(qmax + h)
     else:
         own, top = qlen[j] + h, qmax + h
+    if qlen[j] == 0:
+        return par[P_ALPHA] * own
     return par[P_ALPHA] * max(own, par[P_EPS] / (4.0 * qlen.size) * top)
 
 
@@ -264,10 +272,14 @@ def greedy_slots(j, k, node_off, bfs, adj_off, adj, rack, mfree, mslots, left, c
         best = -1
         if nh > 0:
             for m in range(nm):
-                if counts[m] > 0 and left[m] > 0 and (
-                    best < 0
-                    or counts[m] > counts[best]
-                    or (counts[m] == counts[best] and left[m] > left[best])
+                if (
+                    counts[m] > 0
+                    and left[m] > 0
+                    and (
+                        best < 0
+                        or counts[m] > counts[best]
+                        or (counts[m] == counts[best] and left[m] > left[best])
+                    )
                 ):
                     best = m
         if best < 0:
@@ -300,7 +312,7 @@ def _accumulate(dt, qlen, ntl, cur_cost, acc):
 
 @kernel
 def run(
-    rng, policy, budget, par, lam, mu, nu, frozen_f, knodes, edges, edge_off, node_off, bfs,
+    rng, policy, budget, par, lam, mu, nu, wpar, knodes, edges, edge_off, node_off, bfs,
     adj_off, adj, rack, slot_machine, dist, owner, mslots, mfree, spos, t_type, t_state,
     t_cost, t_slots, tfree, tlists, tpos, ntl, qbuf, qhead, qlen, cur_cost, fst, ist, acc,
     cnt, scratch, iwork, bounds, snap, snap_cnt,
@@ -422,7 +434,7 @@ def run(
                 cnt[j, C_TRIED] += 1
             if _random_partition(j, rng, knodes, owner, scratch):
                 b = template_cost(j, scratch, edges, edge_off, slot_machine, dist)
-                w = queue_weight(j, qlen, par, frozen_f) - b
+                w = queue_weight(j, qlen, par, wpar) - b
                 if rng.random() < _keep_probability(w, beta):
                     add_template(j, VIRTUAL, scratch, k, b, owner, slot_machine, mslots, mfree,
                                  spos, t_type, t_state, t_cost, t_slots, tfree, tlists, tpos,
@@ -434,7 +446,7 @@ def run(
             elif measuring:
                 cnt[j, C_FAILED] += 1
         if decide >= 0:
-            w = queue_weight(j, qlen, par, frozen_f) - t_cost[decide]
+            w = queue_weight(j, qlen, par, wpar) - t_cost[decide]
             if rng.random() >= _keep_probability(w, beta):
                 remove_template(decide, knodes, owner, slot_machine, mslots, mfree, spos, t_type,
                                 t_state, t_slots, tfree, tlists, tpos, ntl, ist)  # fmt: skip

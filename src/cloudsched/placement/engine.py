@@ -27,7 +27,7 @@ class EngineParams:
     policy: int
     beta: float = 1.0
     alpha: float = 1.0
-    h: float = 0.0
+    h: float | tuple[float, ...] = 0.0
     epsilon: float = 0.5
     f: str = "log"
     virtual_clock: bool = True
@@ -39,7 +39,6 @@ class EngineParams:
         out = np.zeros(K.N_PAR)
         out[K.P_BETA] = self.beta
         out[K.P_ALPHA] = self.alpha
-        out[K.P_H] = self.h
         out[K.P_EPS] = self.epsilon
         out[K.P_FCODE] = 0.0 if self.f == "log" else 1.0
         out[K.P_VCLOCK] = 1.0 if self.virtual_clock else 0.0
@@ -105,7 +104,11 @@ class PlacementEngine:
         self.nu = np.asarray(
             params.clock_rates if params.clock_rates is not None else self.lam, dtype=float
         )
-        self.frozen_f = np.asarray(params.frozen_weights or np.zeros(nj), dtype=float)
+        # row 0: frozen weights (if any); row 1: the bias h_j of each type
+        self.wpar = np.zeros((2, nj))
+        if params.frozen_weights is not None:
+            self.wpar[0] = params.frozen_weights
+        self.wpar[1] = np.broadcast_to(np.asarray(params.h, dtype=float), (nj,))
         self.par = params.par()
         # Dynamic state: every slot free, no template, empty queues.
         self.owner = np.full(s, -1, dtype=np.int64)
@@ -160,7 +163,7 @@ class PlacementEngine:
         while not self.done:
             status = K.run(
                 self.rng, self.params.policy, budget, self.par, self.lam, self.mu, self.nu,
-                self.frozen_f, self.knodes, self.edges, self.edge_off, self.node_off, self.bfs,
+                self.wpar, self.knodes, self.edges, self.edge_off, self.node_off, self.bfs,
                 self.adj_off, self.adj, self.rack, self.slot_machine, self.dist, self.owner,
                 self.mslots, self.mfree, self.spos, self.t_type, self.t_state, self.t_cost,
                 self.t_slots, self.tfree, self.tlists, self.tpos, self.ntl, self.qbuf, self.qhead,

@@ -39,12 +39,14 @@ class ReferencePlacement:
 
     def __init__(
         self, cluster: Cluster, job_types: Sequence[JobType], policy: str, rng: np.random.Generator,
-        *, beta: float = 0.1, alpha: float = 0.2, h: float = 0.0, epsilon: float = 0.5,
-        f: str = "log", virtual_clock: bool = True, frozen_weights: Sequence[float] | None = None,
+        *, beta: float = 0.1, alpha: float = 0.2, h: float | Sequence[float] = 0.0,
+        epsilon: float = 0.5, f: str = "log", virtual_clock: bool = True,
+        frozen_weights: Sequence[float] | None = None,
         warmup: float = 0.0, horizon: float = math.inf,
     ) -> None:  # fmt: skip
         self.cluster, self.jobs, self.policy, self.rng = cluster, list(job_types), policy, rng
-        self.beta, self.alpha, self.h, self.eps, self.f = beta, alpha, h, epsilon, f
+        self.beta, self.alpha, self.eps, self.f = beta, alpha, epsilon, f
+        self.h = [float(x) for x in np.broadcast_to(np.asarray(h, float), (len(self.jobs),))]
         self.vclock = virtual_clock
         self.frozen = frozen_weights
         self.warmup, self.horizon = warmup, horizon
@@ -95,8 +97,10 @@ class ReferencePlacement:
             return float(self.frozen[j])
         f = math.log1p if self.f == "log" else float
         q = [len(x) for x in self.queues]
-        top = self.eps / (4 * len(q)) * f(max(q) + self.h)
-        return self.alpha * max(f(q[j] + self.h), top)
+        if q[j] == 0:  # the floor protects only types with waiting jobs
+            return self.alpha * f(self.h[j])
+        top = self.eps / (4 * len(q)) * f(max(q) + self.h[j])
+        return self.alpha * max(f(q[j] + self.h[j]), top)
 
     def _fill(self, j: int, measuring: bool) -> None:
         while self.queues[j] and self.lists[j][1]:

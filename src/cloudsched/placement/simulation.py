@@ -55,6 +55,7 @@ import numpy as np
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.placement import _kernel as K
 from cloudsched.placement.cluster import Cluster
+from cloudsched.placement.defaults import cost_unit, dgp_defaults
 from cloudsched.placement.engine import EngineParams, PlacementEngine
 from cloudsched.placement.maxweight import FrameController
 from cloudsched.placement.measure import estimates, precision_of, run_until_precise, summary_fields
@@ -69,6 +70,18 @@ MICRO_BATCHES = 1024
 DEFAULT_PRECISION = 0.02
 #: Default cap of an open-ended run, in mean holding times of the longest job type.
 DEFAULT_MAX_HOLDING_TIMES = 200_000.0
+#: DGP's default alpha aims at a cost at most this far above the static bound.
+DEFAULT_TARGET_GAP = 0.15
+#: ``compare_bound`` by default when the cluster has at most this many slots ...
+BOUND_MAX_SLOTS = 32
+#: ... and every graph at most this many nodes.
+BOUND_MAX_NODES = 8
+#: Seconds allowed to each pricing MILP of the bound computed beside a run.
+BOUND_TIME_LIMIT = 10.0
+#: DGP alpha tried by calibration, in cost units, largest (shortest queues) first.
+CALIBRATION_ALPHAS = (1 / 25, 1 / 100, 1 / 400)
+#: Length of a calibration pilot run, in mean holding times of the longest type.
+PILOT_HOLDING_TIMES = 20_000.0
 
 
 @dataclass(frozen=True)
@@ -81,6 +94,8 @@ class PlacementResult:
     the time cut (detected by MSER unless it was given: ``warmup_detected``),
     ``measured_time`` the length of the window, ``horizon`` its end; ``served_fraction`` is
     jobs that left over jobs that arrived in the window (per type in ``per_type``); and
+    ``bound`` is the static optimum's cost rate when it was solved (``bound_gap`` the
+    cost's relative excess over it, ``bound_note`` why it is missing), and
     ``steady_state``, ``ci_method``, ``relaxation_estimate``, ``precision_target`` /
     ``precision_reached`` (open-ended runs), ``stop_reason`` and ``warnings`` say how far the
     numbers can be trusted.
@@ -107,6 +122,10 @@ class PlacementResult:
     cost_rate: float
     cost_rate_ci: float
     served_fraction: float
+    bound: float | None
+    bound_proven: bool | None
+    bound_gap: float | None
+    bound_note: str | None
     utilization: float
     reserved_fraction: float
     mean_in_service: float
@@ -155,6 +174,69 @@ def _nan_to_none(x: Any) -> Any:
     return x
 
 
+def bound_is_cheap(cluster: Cluster, job_types: Sequence[JobType]) -> bool:
+    """Say whether the static optimum is quick to prove (small cluster, small graphs)."""
+    return cluster.total_slots <= BOUND_MAX_SLOTS and all(
+        jt.topology.nodes <= BOUND_MAX_NODES for jt in job_types
+    )
+
+
+@dataclass(frozen=True)
+class _Bound:
+    value: float | None
+    proven: bool | None
+    note: str | None
+
+
+def _bound(cluster: Cluster, job_types: Sequence[JobType]) -> _Bound:
+    from cloudsched.placement.optimize import static_optimum
+
+    try:
+        opt = static_optimum(cluster, job_types, time_limit=BOUND_TIME_LIMIT)
+    except ParameterError as exc:
+        return _Bound(None, None, str(exc))
+    note = None if opt.proven else "a pricing problem hit its time limit: not proven optimal"
+    return _Bound(opt.cost_rate, opt.proven, note)
+
+
+def _gap(cost: float, bound: float) -> float | None:
+    if not math.isfinite(cost):
+        return None
+    scale = max(bound, 1e-9)
+    return max(cost - bound, 0.0) / scale if bound > 1e-9 else (0.0 if cost <= 1e-9 else math.inf)
+
+
+def _calibrate_alpha(
+    cluster: Cluster, job_types: Sequence[JobType], policy: str, bound: float, target: float,
+    seed: int, kw: dict[str, Any],
+) -> tuple[float, list[dict[str, float]]]:  # fmt: skip
+    """Largest alpha of :data:`CALIBRATION_ALPHAS` whose pilot cost is within ``target``.
+
+    Failing that, the alpha of the cheapest pilot.  Pilots run a fixed length with their own
+    generators, derived from ``seed``.
+    """
+    unit = cost_unit(cluster)
+    pilots: list[dict[str, float]] = []
+    best = None
+    length = PILOT_HOLDING_TIMES * max(jt.mean_duration for jt in job_types)
+    for i, a in enumerate(CALIBRATION_ALPHAS):
+        alpha = a * unit
+        r = simulate_placement(
+            cluster, job_types, policy, horizon=length, alpha=alpha, compare_bound=False,
+            rng=np.random.default_rng([seed, i]), **kw,
+        )  # fmt: skip
+        gap = _gap(r.cost_rate, bound)
+        pilots.append({"alpha": alpha, "cost_rate": r.cost_rate,
+                       "mean_queue_length": r.mean_queue_length,
+                       "gap": math.inf if gap is None else gap})  # fmt: skip
+        if best is None or r.cost_rate < pilots[best]["cost_rate"]:
+            best = i
+        if gap is not None and gap <= target and r.served_fraction >= 0.99:
+            return alpha, pilots
+    assert best is not None
+    return pilots[best]["alpha"], pilots
+
+
 def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.nan
 
@@ -166,11 +248,11 @@ def simulate_placement(
     *,
     horizon: float | None = None,
     warmup: float | None = None,
-    beta: float = 0.1,
+    beta: float | None = None,
     alpha: float | None = None,
-    h: float = 0.0,
-    epsilon: float = 0.5,
-    f: str = "log",
+    h: float | Sequence[float] | None = None,
+    epsilon: float | None = None,
+    f: str | None = None,
     virtual_clock: bool = True,
     clock_rate: float | Sequence[float] | None = None,
     frame: float = 1.0,
@@ -179,6 +261,8 @@ def simulate_placement(
     batches: int = 20,
     precision: float = DEFAULT_PRECISION,
     max_horizon: float | None = None,
+    compare_bound: bool | None = None,
+    target_gap: float = DEFAULT_TARGET_GAP,
     rng: int | np.random.Generator | None = None,
     progress: Callable[[float], None] | None = None,
 ) -> PlacementResult:
@@ -198,12 +282,12 @@ def simulate_placement(
     warmup : float, optional
         Start of the measurement window (default: detected by MSER).
     beta, alpha, h, epsilon, f
-        DGP: temperature, weight scale, bias, epsilon in (0, 1), ``log`` (log(1 + x)) or
-        ``identity``.  MaxWeight uses ``alpha`` and ``f``.  CHOICE of defaults: beta 0.1,
-        h 0, epsilon 0.5, f log; alpha 0.2 for DGP and 1 for MaxWeight.  The note gives no
-        values; these keep DGP stable and near the optimum on the demo's small instance
-        (with a large alpha / beta the configuration freezes: every template is kept and
-        the cost is that of random placement).
+        DGP: temperature, weight scale, bias (one number, or one per type), epsilon in
+        (0, 1), ``log`` (log(1 + x)) or ``identity``.  By default DGP's are read off the
+        instance (:func:`cloudsched.placement.defaults.dgp_defaults`), and when the static
+        bound is known ``alpha`` is calibrated: the largest of a few values (shortest
+        queues) whose pilot run comes within ``target_gap`` of the bound.  MaxWeight uses
+        ``alpha`` (default 1) and ``f`` (default ``log``).
     virtual_clock : bool
         DGP: empty templates get keep decisions at rate ``mu_j`` (see module notes).
     clock_rate : float or sequence of float, optional
@@ -224,6 +308,13 @@ def simulate_placement(
     max_horizon : float, optional
         Open-ended runs stop at this time in any case (default: 200,000 mean holding times of
         the longest type); the result says so.
+    compare_bound : bool, optional
+        Solve the static optimum (:func:`cloudsched.placement.optimize.static_optimum`) and
+        report it beside the cost (``bound``, ``bound_gap``).  Default: when the instance is
+        small enough for it to be cheap (:func:`bound_is_cheap`).
+    target_gap : float
+        DGP's default ``alpha`` aims at a cost at most this fraction above the bound; a
+        result further above it gets a warning.
     rng : int, numpy.random.Generator or None
         Seed or generator (an int is recorded in the result as ``seed``).
     progress : callable, optional
@@ -249,13 +340,21 @@ def simulate_placement(
     if warmup is not None:
         limit = horizon if horizon is not None else max_horizon
         warmup = check_real("warmup", warmup, low=0.0, high=limit, high_open=True)
-    beta = check_real("beta", beta, low=0.0, low_open=True)
-    if alpha is None:
-        alpha = 1.0 if policy == "maxweight" else 0.2
-    alpha = check_real("alpha", alpha, low=0.0, low_open=True)
-    h = check_real("h", h, low=0.0)
-    epsilon = check_real("epsilon", epsilon, low=0.0, high=1.0, low_open=True, high_open=True)
-    f = check_choice("f", f, ("log", "identity"))
+    dgp = policy in ("dgp", "dgp-clock")
+    auto = dgp_defaults(cluster, job_types) if dgp else {"alpha": 1.0, "f": "log"}
+    calibrate = dgp and alpha is None and frozen_weights is None
+    beta = check_real("beta", auto.get("beta", 0.1) if beta is None else beta,
+                      low=0.0, low_open=True)  # fmt: skip
+    alpha = check_real("alpha", auto["alpha"] if alpha is None else alpha,
+                       low=0.0, low_open=True)  # fmt: skip
+    hs = np.broadcast_to(np.asarray(auto.get("h", 0.0) if h is None else h, dtype=float),
+                         (len(job_types),))  # fmt: skip
+    h = tuple(check_real("h", x, low=0.0) for x in hs)
+    h = h[0] if len(set(h)) == 1 else h
+    epsilon = check_real("epsilon", auto.get("epsilon", 0.5) if epsilon is None else epsilon,
+                         low=0.0, high=1.0, low_open=True, high_open=True)  # fmt: skip
+    f = check_choice("f", str(auto["f"]) if f is None else f, ("log", "identity"))
+    target_gap = check_real("target_gap", target_gap, low=0.0, low_open=True)
     frame = check_real("frame", frame, low=0.0, low_open=True)
     if solver_time_limit is not None:
         solver_time_limit = check_real(
@@ -281,6 +380,20 @@ def simulate_placement(
         warnings.warn(overload, RuntimeWarning, stacklevel=2)
     seed = rng if isinstance(rng, int) else None
     gen = np.random.default_rng(rng)
+
+    bound = None
+    if compare_bound is None:
+        compare_bound = overload is None and bound_is_cheap(cluster, job_types)
+    if compare_bound and overload is None:
+        bound = _bound(cluster, job_types)
+    calibration = None
+    if calibrate and bound is not None and bound.value is not None:
+        pilot_seed = int(gen.integers(2**63))
+        alpha, calibration = _calibrate_alpha(
+            cluster, job_types, policy, bound.value, target_gap, pilot_seed,
+            dict(beta=beta, h=h, epsilon=epsilon, f=f, virtual_clock=virtual_clock,
+                 clock_rate=clock_rate),
+        )  # fmt: skip
 
     params = EngineParams(
         K.POLICY_CODES[policy], beta, alpha, h, epsilon, f, bool(virtual_clock), rates, frozen
@@ -315,15 +428,42 @@ def simulate_placement(
     if horizon is None and not math.isnan(fields["cost_rate_ci"]):
         reached = precision_of(eng, est)
     shown = _shown_params(policy, beta, alpha, h, epsilon, f, virtual_clock, eng.nu, frame, frozen)
+    if dgp:
+        shown["chosen"] = (
+            "calibrated against the bound"
+            if calibration
+            else ("from the instance" if alpha == auto["alpha"] else "given")
+        )
+        if calibration:
+            shown["pilots"] = calibration
+    gap = None
+    if bound is not None and bound.value is not None:
+        gap = _gap(fields["cost_rate"], bound.value)
+        if gap is not None and gap > target_gap and fields["steady_state"]:
+            why = (
+                (
+                    " (DGP's proposals are uniform random partitions: a cost nearer the bound "
+                    "needs a smaller --alpha and longer queues)"
+                )
+                if dgp
+                else ""
+            )
+            fields["warnings"] = (*fields["warnings"], (
+                f"cost rate {fields['cost_rate']:.4g} is {100 * gap:.0f}% above the static "
+                f"optimum {bound.value:.4g}{why}"
+            ))  # fmt: skip
     return PlacementResult(
         policy=policy, params=shown, seed=seed, wall_time=wall, stop_reason=reason,
         precision_target=precision if horizon is None else None, precision_reached=reached,
+        bound=None if bound is None else bound.value,
+        bound_proven=None if bound is None else bound.proven,
+        bound_gap=gap, bound_note=None if bound is None else bound.note,
         **fields,
     )  # fmt: skip
 
 
 def _shown_params(
-    policy: str, beta: float, alpha: float, h: float, epsilon: float, f: str,
+    policy: str, beta: float, alpha: float, h: float | tuple[float, ...], epsilon: float, f: str,
     virtual_clock: bool, nu: np.ndarray, frame: float, frozen: tuple[float, ...] | None,
 ) -> dict[str, Any]:  # fmt: skip
     if policy in ("dgp", "dgp-clock"):
@@ -339,5 +479,3 @@ def _shown_params(
     if policy == "maxweight":
         return {"alpha": alpha, "f": f, "frame": frame}
     return {}
-
-
