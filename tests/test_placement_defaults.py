@@ -1,0 +1,138 @@
+"""DGP's defaults, the epsilon floor, and MaxWeight's weights, each against an independent value."""
+
+import math
+
+import numpy as np
+import pytest
+
+from cloudsched.placement import JobType, chain, parse_cluster, star
+from cloudsched.placement import _kernel as K
+from cloudsched.placement.baselines import greedy
+from cloudsched.placement.defaults import cost_unit, dgp_defaults
+from cloudsched.placement.engine import EngineParams, PlacementEngine
+from cloudsched.placement.reference import ReferencePlacement
+from cloudsched.placement.simulation import simulate_placement
+
+SMALL = [JobType("chain3", 1.0, 1.0, chain(3)), JobType("star4", 0.5, 1.0, star(4))]
+
+
+def _par(alpha=1.0, eps=0.5, f="identity"):
+    return EngineParams(K.POLICY_CODES["dgp"], alpha=alpha, epsilon=eps, f=f).par()
+
+
+@pytest.mark.parametrize(
+    ("qlen", "j", "expected"),
+    [
+        # Q_j = 0: no floor, however long the other queue: alpha * (0 + h)
+        ([0, 100], 0, 1.0),
+        # Q_j > 0: the floor eps / (4 |J|) * (max Q + h) = 0.5 / 8 * 101 wins over 1 + 1
+        ([1, 100], 0, 0.5 / 8 * 101),
+        # Q_j > 0 and the own term larger than the floor
+        ([50, 100], 0, 51.0),
+        ([50, 100], 1, 101.0),
+    ],
+)
+def test_epsilon_floor_applies_only_to_types_with_waiting_jobs(qlen, j, expected):
+    wpar = np.zeros((2, 2))
+    wpar[1] = 1.0  # h_j
+    got = K.queue_weight(j, np.array(qlen, dtype=np.int64), _par(), wpar)
+    assert got == pytest.approx(expected)
+    ref = ReferencePlacement(parse_cluster("2x2"), [JobType("a", 1, 1, chain(2))] * 2, "dgp",
+                             np.random.default_rng(0), alpha=1.0, h=1.0, f="identity")  # fmt: skip
+    ref.queues = [list(range(n)) for n in qlen]
+    assert ref._weight(j) == pytest.approx(expected)
+
+
+def test_per_type_bias_is_used_per_type():
+    wpar = np.array([[0.0, 0.0], [0.5, 3.0]])
+    q = np.array([0, 0], dtype=np.int64)
+    assert K.queue_weight(0, q, _par(), wpar) == pytest.approx(0.5)
+    assert K.queue_weight(1, q, _par(), wpar) == pytest.approx(3.0)
+    assert K.queue_weight(1, q, _par(f="log"), wpar) == pytest.approx(math.log1p(3.0))
+
+
+def test_no_starvation_by_empty_templates_of_another_type():
+    """The issue's case: alpha 1, beta 0.05, log weights, no bias.
+
+    With the floor applied to empty types too, every empty chain template stayed alive while
+    the star queue grew (98,649 waiting); now both types are served.
+    """
+    res = simulate_placement(parse_cluster("3x3"), SMALL, "dgp", horizon=2000, alpha=1.0,
+                             beta=0.05, h=0.0, f="log", epsilon=0.5, compare_bound=False,
+                             rng=4)  # fmt: skip
+    star4 = res.per_type[1]
+    assert star4["served_fraction"] > 0.95
+    assert star4["mean_queue_length"] < 100
+
+
+def test_defaults_follow_the_rule():
+    cluster = parse_cluster("4x2", racks=2, cross_rack_cost=3.0)
+    got = dgp_defaults(cluster, SMALL)
+    assert cost_unit(cluster) == 1.0
+    expected_h = []
+    for jt in SMALL:
+        m = greedy(jt.topology, cluster.slots.copy(), cluster)
+        expected_h.append(cluster.cost(jt.topology, m) + 0.5)
+    assert got["h"] == pytest.approx(tuple(expected_h))
+    assert got["f"] == "identity" and got["beta"] == pytest.approx(0.1)
+    # one unit of cost is 3 when the only positive distance is 3
+    assert cost_unit(parse_cluster("4x2", racks=4, cross_rack_cost=3.0)) == 3.0
+    apart = parse_cluster("4x2", racks=4, cross_rack_cost=3.0)
+    assert dgp_defaults(apart, SMALL)["beta"] == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize("spec", ["3x3", "4x2"])
+def test_default_dgp_is_stable_and_near_the_optimum_on_the_demo(spec):
+    """The demo workload (55-75% of the slots): served >= 99%, cost within 15% of the bound."""
+    res = simulate_placement(parse_cluster(spec), SMALL, "dgp", rng=11)
+    assert res.params["chosen"] == "calibrated against the bound"
+    assert res.bound is not None and res.bound_proven
+    assert res.served_fraction >= 0.99
+    assert res.bound_gap is not None and res.bound_gap <= 0.15
+    assert res.cost_rate >= res.bound - 3 * res.cost_rate_ci  # a lower bound, up to noise
+
+
+def test_a_gap_above_the_target_is_flagged():
+    res = simulate_placement(parse_cluster("3x3"), SMALL, "dgp", horizon=3000, alpha=0.05,
+                             rng=2)  # fmt: skip
+    assert res.bound_gap is not None and res.bound_gap > 0.15
+    assert any("above the static optimum" in w for w in res.warnings)
+    assert res.to_dict()["bound"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("spec", ["3x3", "4x2"])
+def test_maxweight_cost_is_near_the_optimum(spec):
+    res = simulate_placement(parse_cluster(spec), SMALL, "maxweight", horizon=600, rng=3)
+    assert res.served_fraction >= 0.98
+    assert res.bound_gap is not None and res.bound_gap <= 0.15
+
+
+def test_maxweight_weights_count_waiting_and_running_jobs(monkeypatch):
+    """Each frame's weights are alpha f(Q_j + jobs of type j in service)."""
+    import cloudsched.placement.maxweight as mw
+
+    real = mw.max_weight_configuration
+    checked = []
+
+    def frame(e):
+        want = [int(e.qlen[j] + e.ntl[j, 0]) for j in range(2)]
+
+        def spy(cluster, topologies, values, present, **kw):
+            checked.append((want, [int(x) for x in present], int(e.ntl[:, 0].sum())))
+            assert values == pytest.approx([math.log1p(q) for q in want])
+            return real(cluster, topologies, values, present, **kw)
+
+        monkeypatch.setattr(mw, "max_weight_configuration", spy)
+        ctl(e)
+
+    cluster = parse_cluster("3x3")
+    params = EngineParams(K.POLICY_CODES["maxweight"], alpha=1.0, f="log")
+    eng = PlacementEngine(cluster, SMALL, params, 40.0, 0.0, 2, np.random.default_rng(5))
+    ctl = mw.FrameController(0.5, 1.0, "log", None, 0.0)
+    ctl.start(eng)
+    eng.on_stop = frame
+    while not eng.advance(10_000):
+        pass
+    assert len(checked) >= 5
+    assert all(want == present for want, present, _ in checked)
+    assert any(running > 0 for _, _, running in checked)  # frames with jobs in service
