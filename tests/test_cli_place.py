@@ -128,7 +128,8 @@ def test_malformed_workloads_exit_2(capsys, tmp_path, text, fragment):
 
 def test_unknown_grouping_exits_2(capsys, tmp_path):
     (tmp_path / "t.yaml").write_text(
-        "name: t\nspouts: [{id: s, parallelism: 1}]\nbolts: [{id: b, parallelism: 1}]\n"
+        "name: t\nspouts: [{id: s, className: C, parallelism: 1}]\n"
+        "bolts: [{id: b, className: C, parallelism: 1}]\n"
         "streams: [{from: s, to: b, grouping: {type: SIDEWAYS}}]\n"
     )
     path = tmp_path / "w.yaml"

@@ -67,22 +67,51 @@ def test_inline_and_spec_forms(tmp_path):
 BAD_FLUX = {
     "yaml": ("spouts: [\n  - id: a\n", "malformed YAML"),
     "grouping": (
-        "spouts: [{id: s, parallelism: 2}]\nbolts: [{id: b}]\n"
+        "spouts: [{id: s, className: C, parallelism: 2}]\nbolts: [{id: b, className: C}]\n"
         "streams: [{from: s, to: b, grouping: {type: MAGIC}}]\n",
         "unknown grouping MAGIC",
     ),
     "no grouping": (
-        "spouts: [{id: s}]\nbolts: [{id: b}]\nstreams: [{from: s, to: b}]\n",
+        "spouts: [{id: s, className: C}]\nbolts: [{id: b, className: C}]\n"
+        "streams: [{from: s, to: b}]\n",
         "needs a grouping type",
     ),
     "component": (
-        "spouts: [{id: s}]\nstreams: [{from: s, to: x, grouping: {type: SHUFFLE}}]\n",
+        "spouts: [{id: s, className: C}]\nstreams: [{from: s, to: x, grouping: {type: SHUFFLE}}]\n",
         "unknown component 'x'",
     ),
-    "parallelism": ("spouts: [{id: s, parallelism: 0}]\n", "parallelism of 's'"),
-    "no spout": ("bolts: [{id: b}]\n", "at least one spout"),
-    "duplicate": ("spouts: [{id: s}, {id: s}]\n", "defined twice"),
+    "parallelism": ("spouts: [{id: s, className: C, parallelism: 0}]\n", "parallelism of 's'"),
+    "no spout": ("bolts: [{id: b, className: C}]\n", "at least one spout"),
+    "duplicate": ("spouts: [{id: s, className: C}, {id: s, className: C}]\n", "defined twice"),
     "not a mapping": ("- 1\n- 2\n", "a Flux file is a mapping"),
+    "no className": ("spouts: [{id: s, parallelism: 2}]\n", "needs a 'className'"),
+    "component without className": (
+        "components: [{id: k}]\nspouts: [{id: s, className: C}]\n", "components entry 'k'"
+    ),
+    "unknown ref": (
+        "spouts: [{id: s, className: C, constructorArgs: [{ref: nope}]}]\n",
+        "unknown component 'nope'",
+    ),
+    "topologySource": (
+        "name: t\ntopologySource: {className: org.example.MyTopology}\n",
+        "'topologySource' builds the topology in Java code",
+    ),
+    "undefined property": (
+        "spouts: [{id: s, className: C, parallelism: ${spout.parallelism}}]\n",
+        "${spout.parallelism} is not defined",
+    ),
+    "unset env": (
+        "spouts: [{id: s, className: C, parallelism: ${ENV-CLOUDSCHED_SURELY_UNSET}}]\n",
+        "environment variable CLOUDSCHED_SURELY_UNSET is not set",
+    ),
+    "resource include": (
+        "includes: [{resource: true, file: /base.yaml}]\nspouts: [{id: s, className: C}]\n",
+        "classpath resource",
+    ),
+    "workers": (
+        "config: {topology.workers: 0}\nspouts: [{id: s, className: C}]\n",
+        "topology.workers must be an integer >= 1",
+    ),
 }
 
 
@@ -92,7 +121,7 @@ def test_malformed_flux_gives_one_line(tmp_path, case):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
     with pytest.raises(InputError) as exc:
-        load_flux(path)
+        load_flux(path, slots="workers")
     assert fragment in str(exc.value) and str(path) in str(exc.value)
     assert "\n" not in str(exc.value)
 

@@ -29,7 +29,15 @@ _PER_TYPE = [
 ]  # fmt: skip
 
 
-def _model(cluster: str, racks: int, cross_rack_cost: float, workload: Path, seed: int | None):
+_FLUX_SLOTS_HELP = (
+    "What takes a slot in a Flux topology: executors (one node each) or workers "
+    "(config topology.workers, Storm's EvenScheduler packing)."
+)
+_PER_SLOT_HELP = "Pack this many consecutive executors of a Flux topology into one slot."
+
+
+def _model(cluster: str, racks: int, cross_rack_cost: float, workload: Path, seed: int | None,
+           flux_slots: str = "executors", executors_per_slot: int | None = None):  # fmt: skip
     """Cluster and job types, with every graph checked against the cluster size."""
     from cloudsched.placement import load_workload, parse_cluster
 
@@ -38,7 +46,11 @@ def _model(cluster: str, racks: int, cross_rack_cost: float, workload: Path, see
     if racks > cl.machines:
         raise ParameterError("--racks", racks, f"an integer in [1, {cl.machines}] (the machines)")
     cl = parse_cluster(cluster, racks=racks, cross_rack_cost=cross_rack_cost)
-    jobs = load_workload(workload, np.random.default_rng(seed))
+    flux_slots = check_choice("--flux-slots", flux_slots, ("executors", "workers"))
+    if executors_per_slot is not None:
+        executors_per_slot = check_int("--executors-per-slot", executors_per_slot, low=1)
+    flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot}
+    jobs = load_workload(workload, np.random.default_rng(seed), flux=flux)
     for jt in jobs:
         cl.check_fits(jt.topology, name="--workload")
     return cl, jobs
@@ -55,6 +67,8 @@ def place_simulate(
     cross_rack_cost: float = typer.Option(
         2.0, "--cross-rack-cost", help="Cost of an edge broken across racks (>= 1)."
     ),
+    flux_slots: str = typer.Option("executors", "--flux-slots", help=_FLUX_SLOTS_HELP),
+    executors_per_slot: int = typer.Option(None, "--executors-per-slot", help=_PER_SLOT_HELP),
     beta: float = typer.Option(
         None, "--beta", help="DGP temperature (> 0; default: a tenth of the cost unit)."
     ),
@@ -114,7 +128,8 @@ def place_simulate(
     policy = check_choice("--policy", policy, PLACEMENT_POLICIES)
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0])
-    cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed)
+    cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
+                      executors_per_slot)  # fmt: skip
     bar = LazyProgress(f"place {policy} {cluster}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
@@ -170,6 +185,8 @@ def place_bound(
     cross_rack_cost: float = typer.Option(
         2.0, "--cross-rack-cost", help="Cost of an edge broken across racks (>= 1)."
     ),
+    flux_slots: str = typer.Option("executors", "--flux-slots", help=_FLUX_SLOTS_HELP),
+    executors_per_slot: int = typer.Option(None, "--executors-per-slot", help=_PER_SLOT_HELP),
     seed: int = typer.Option(0, "--seed", help="Seed for random graphs in the workload."),
     fmt: str = typer.Option("table", "--format", help="table or json."),
     out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
@@ -179,7 +196,8 @@ def place_bound(
 
     fmt = check_choice("--format", fmt, ("table", "json"))
     cross_rack_cost = check_real("--cross-rack-cost", cross_rack_cost, low=1.0)
-    cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed)
+    cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
+                      executors_per_slot)  # fmt: skip
     opt = static_optimum(cl, jobs)
     configs = [
         {"share": x, **{j.name: int(n[i]) for i, j in enumerate(jobs)}, "cost": b}

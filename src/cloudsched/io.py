@@ -19,7 +19,7 @@ import yaml
 
 from cloudsched.errors import InputError
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "read_yaml"]
+__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "read_yaml", "read_yaml_text"]
 
 
 def _default_mode() -> int:
@@ -75,6 +75,11 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
         text = Path(path).read_text()
     except OSError as exc:
         raise InputError(where, f"cannot open ({exc.strerror})") from None
+    return read_yaml_text(text, where)
+
+
+def read_yaml_text(text: str, where: str) -> Any:
+    """Parse YAML text read from ``where``; errors name ``where`` (and the line)."""
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

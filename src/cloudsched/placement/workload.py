@@ -48,8 +48,17 @@ class JobType:
         return self.arrival_rate * self.mean_duration
 
 
-def load_workload(path: str | Path, rng: np.random.Generator | None = None) -> list[JobType]:
-    """Read a workload YAML file (see the module docstring); ``rng`` seeds random graphs."""
+def load_workload(
+    path: str | Path,
+    rng: np.random.Generator | None = None,
+    *,
+    flux: Mapping[str, Any] | None = None,
+) -> list[JobType]:
+    """Read a workload YAML file (see the module docstring); ``rng`` seeds random graphs.
+
+    ``flux`` gives defaults (``slots``, ``executors_per_slot``) for every Flux topology that
+    does not set its own.
+    """
     where = str(path)
     rng = np.random.default_rng(rng)
     doc = read_yaml(path)
@@ -60,7 +69,7 @@ def load_workload(path: str | Path, rng: np.random.Generator | None = None) -> l
     for k, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise InputError(where, f"job_types[{k}] must be a mapping")
-        jobs.append(_job_type(item, k, Path(path).parent, rng, where))
+        jobs.append(_job_type(item, k, Path(path).parent, rng, where, flux or {}))
     names = [j.name for j in jobs]
     if len(set(names)) != len(names):
         raise InputError(where, "job type names must be distinct")
@@ -68,15 +77,20 @@ def load_workload(path: str | Path, rng: np.random.Generator | None = None) -> l
 
 
 def _job_type(
-    item: Mapping[str, Any], k: int, base: Path, rng: np.random.Generator, where: str
-) -> JobType:
+    item: Mapping[str, Any], k: int, base: Path, rng: np.random.Generator, where: str,
+    flux: Mapping[str, Any],
+) -> JobType:  # fmt: skip
     name = str(item.get("name", f"type{k}"))
     try:
         rate = check_real(f"{name}.arrival_rate", item.get("arrival_rate"), low=0.0, low_open=True)
         duration = check_real(
             f"{name}.mean_duration", item.get("mean_duration"), low=0.0, low_open=True
         )
-        topology = topology_from_spec(item.get("topology"), base, rng)
+        spec = item.get("topology")
+        if isinstance(spec, Mapping) and "flux" in spec and flux:
+            own = {"slots", "executors_per_slot"} & set(spec)
+            spec = {**spec} if own else {**spec, **{k: v for k, v in flux.items() if v is not None}}
+        topology = topology_from_spec(spec, base, rng)
     except InputError:
         raise
     except ParameterError as exc:
