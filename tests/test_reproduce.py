@@ -37,3 +37,24 @@ def test_reproduce_names_the_paper(capsys, tmp_path):
         main(["reproduce", "storm", "--out", str(tmp_path)])
     assert exc.value.code == 2
     assert "SEED_PAPER must be one of jiq, dgp" in capsys.readouterr().err
+
+
+def test_captions_follow_the_numbers():
+    import pandas as pd
+
+    from cloudsched.experiments.reproduce import maxweight_caption, tradeoff_caption
+
+    dgp = pd.DataFrame({"alpha": [0.002] * 3, "beta": [0.8, 0.2, 0.05],
+                        "cost_rate": [1.8, 0.7, 0.5], "mean_queue_length": [4000, 1500, 800]})
+    text = tradeoff_caption(dgp, {"greedy": (0.9, 0.501)}, 0.5)
+    assert "the cost falls from 1.8 to 0.5 and the queue falls from 4e+03 to 800 (together)" in text
+    assert "greedy: cost 0.501, queue 0.9" in text
+    dgp["mean_queue_length"] = [800, 1500, 4000]
+    text = tradeoff_caption(dgp, {}, 0.5)
+    assert "queue rises from 800 to 4e+03 (in opposite directions)" in text
+    mw = pd.DataFrame({"frame": [0.2, 5.0], "migrations_per_unit_time": [0.84, 0.02],
+                       "preemptions_per_unit_time": [0.7, 0.116], "cost_rate": [0.53, 0.57],
+                       "mean_queue_length": [2.5, 4.8]})
+    text = maxweight_caption(mw, 0.5)
+    assert "preemptions from 0.7 to 0.116" in text
+    assert "migrations per unit time go from 0.84" in text

@@ -278,8 +278,11 @@ def run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, 
         cluster, jobs = _place_model(model, base_dir, int(point.generate_state(1)[0]))
         res = simulate_placement(cluster, jobs, rng=rng, **rest).to_dict()
         per_type = res.pop("per_type")
-        res.pop("params")
+        # the parameters the run used (defaults included), e.g. DGP's calibrated alpha
+        used = res.pop("params")
+        used.pop("pilots", None)
         row = dict(res)
+        row["params_used"] = json.dumps(used)
         for t in per_type:
             keys = ("edges", "mean_queue_length", "mean_partition_cost", "cost_rate", "mean_wait")
             for key in keys:

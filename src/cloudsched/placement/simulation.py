@@ -199,11 +199,17 @@ def _bound(cluster: Cluster, job_types: Sequence[JobType]) -> _Bound:
     return _Bound(opt.cost_rate, opt.proven, note)
 
 
-def _gap(cost: float, bound: float) -> float | None:
+def _gap(cost: float, bound: float, ci: float = math.nan) -> float | None:
+    """Relative excess of ``cost`` over ``bound`` (0 when below it).
+
+    Against a zero bound the gap is 0 when the cost is zero within its interval, else inf.
+    """
     if not math.isfinite(cost):
         return None
-    scale = max(bound, 1e-9)
-    return max(cost - bound, 0.0) / scale if bound > 1e-9 else (0.0 if cost <= 1e-9 else math.inf)
+    if bound > 1e-9:
+        return max(cost - bound, 0.0) / bound
+    within = cost <= 1e-9 or (math.isfinite(ci) and cost - ci <= 0.0)
+    return 0.0 if within else math.inf
 
 
 def _calibrate_alpha(
@@ -408,7 +414,7 @@ def simulate_placement(
     if policy == "maxweight":
         ctl = FrameController(frame, alpha, f, solver_time_limit)
         ctl.start(eng)
-    t0 = time.perf_counter()
+    t0 = time.perf_counter()  # the simulation alone (not the bound, not calibration pilots)
     if horizon is None:
         k, reason = run_until_precise(
             eng, width=width, batches=batches, relaxation=relax, precision=precision,
@@ -438,7 +444,7 @@ def simulate_placement(
             shown["pilots"] = calibration
     gap = None
     if bound is not None and bound.value is not None:
-        gap = _gap(fields["cost_rate"], bound.value)
+        gap = _gap(fields["cost_rate"], bound.value, fields["cost_rate_ci"])
         if gap is not None and gap > target_gap and fields["steady_state"]:
             why = (
                 (
@@ -448,9 +454,10 @@ def simulate_placement(
                 if dgp
                 else ""
             )
+            how = "above a zero" if math.isinf(gap) else f"{100 * gap:.0f}% above the"
             fields["warnings"] = (*fields["warnings"], (
-                f"cost rate {fields['cost_rate']:.4g} is {100 * gap:.0f}% above the static "
-                f"optimum {bound.value:.4g}{why}"
+                f"cost rate {fields['cost_rate']:.4g} is {how} static optimum "
+                f"{bound.value:.4g}{why}"
             ))  # fmt: skip
     return PlacementResult(
         policy=policy, params=shown, seed=seed, wall_time=wall, stop_reason=reason,

@@ -69,7 +69,14 @@ def plot_lines(
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if log_x:
+        from matplotlib.ticker import NullFormatter, ScalarFormatter
+
         ax.set_xscale("log")
+        xs = sorted({float(v) for line in ax.get_lines() for v in np.ravel(line.get_xdata())})
+        if 0 < len(xs) <= 8:  # few x values: label exactly those (minor labels overprint)
+            ax.set_xticks(xs)
+            ax.xaxis.set_major_formatter(ScalarFormatter())
+            ax.xaxis.set_minor_formatter(NullFormatter())
     if log_y:
         ax.set_yscale("log")
     ax.grid(True, which="both", alpha=0.3)

@@ -38,24 +38,57 @@ def plot_tradeoff(
         Figure title.
     """
     plt = pyplot()
-    fig, ax = plt.subplots(figsize=(6.6, 4.4))
+    fig, ax = plt.subplots(figsize=(6.8, 4.6))
+    ax.set_xscale("log")
+    placed = []
     for k, (name, (queue, cost, ci, labels)) in enumerate(curves.items()):
         x, y = np.asarray(queue, dtype=float), np.asarray(cost, dtype=float)
         err = None if ci is None else np.asarray(ci, dtype=float)
         ax.errorbar(x, y, yerr=err, fmt="o-", ms=5, capsize=3, lw=1.6, label=name,
                     color=f"C{(k * 3) % 10}")  # fmt: skip
-        for xi, yi, text in zip(x, y, labels, strict=True):
-            ax.annotate(text, (xi, yi), textcoords="offset points", xytext=(6, 6), fontsize=7)
+        placed.append((x, y, list(labels)))
     styles = ["--", ":", "-.", (0, (5, 1))]
     for k, (label, level) in enumerate((lines or {}).items()):
-        ax.axhline(level, ls=styles[k % len(styles)], lw=1.4, color=f"C{k + 1}", label=label)
+        ax.axhline(level, ls=styles[k % len(styles)], lw=1.4, color="0.35", label=label)
+    markers = ["s", "D", "^", "v", "P"]
     for k, (label, (qx, cy)) in enumerate((points or {}).items()):
-        ax.plot([qx], [cy], marker="s", ms=7, ls="none", color=f"C{k + 5}", label=label)
-    ax.set_xscale("log")
-    ax.set_xlabel("mean queue length (jobs waiting)")
+        ax.plot([max(qx, 1e-2)], [cy], marker=markers[k % len(markers)], ms=8, ls="none",
+                color=f"C{k + 1}", label=f"{label}: queue {qx:.3g}, cost {cy:.3g}")  # fmt: skip
+    ax.autoscale_view()
+    for x, y, labels in placed:
+        _annotate_groups(ax, x, y, labels)
+    ax.set_xlabel("mean queue length (jobs waiting, log scale)")
     ax.set_ylabel("partitioning cost per unit time")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=7.5, loc="best")
     if title:
-        ax.set_title(title)
+        ax.set_title(title, fontsize=10)
     save(fig, path)
+
+
+def _annotate_groups(ax, x: np.ndarray, y: np.ndarray, labels: list[str],
+                     min_px: float = 22.0) -> None:  # fmt: skip
+    """Label points, merging runs of points closer than ``min_px`` into one label.
+
+    ``beta=0.1`` and ``beta=0.05`` that land on top of each other become one label
+    ``beta=0.1, 0.05`` instead of two overprinted ones.
+    """
+    if not labels:
+        return
+    xy = ax.transData.transform(np.column_stack([np.maximum(x, 1e-12), y]))
+    groups: list[list[int]] = [[0]]
+    for i in range(1, len(labels)):
+        if np.hypot(*(xy[i] - xy[groups[-1][0]])) < min_px:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    for n, g in enumerate(groups):
+        first = labels[g[0]]
+        if len(g) > 1 and "=" in first:
+            key = first.split("=", 1)[0]
+            text = key + "=" + ", ".join(labels[i].split("=", 1)[1] for i in g)
+        else:
+            text = ", ".join(labels[i] for i in g)
+        dy = 8 if n % 2 == 0 else -14
+        ax.annotate(text, (x[g[0]], y[g[0]]), textcoords="offset points", xytext=(7, dy),
+                    fontsize=7)  # fmt: skip
