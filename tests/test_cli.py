@@ -246,7 +246,7 @@ def test_simulate_overload_warns_in_one_line(capsys):
 
 
 SIM_BAD = [
-    (["--servers", "0", "--load", "0.5"], "--servers", "[1, inf)"),
+    (["--servers", "0", "--load", "0.5"], "--servers", "[1, 2^62]"),
     (["--servers", "10", "--load", "0", "--r", "2"], "--load", "(0, inf)"),
     (["--servers", "10", "--load", "0.5"], "--dispatchers", "[1, 10]"),
     (["--servers", "10", "--load", "0.5", "--dispatchers", "0"], "--dispatchers", "[1, 10]"),
@@ -256,9 +256,9 @@ SIM_BAD = [
     (
         ["--servers", "10", "--load", "0.5", "--r", "2", "--threshold", "-1"],
         "--threshold",
-        "[0, inf)",
+        "[0, 2^62]",
     ),
-    (["--servers", "10", "--load", "0.5", "--r", "2", "--tasks", "0"], "--tasks", "[1, inf)"),
+    (["--servers", "10", "--load", "0.5", "--r", "2", "--tasks", "0"], "--tasks", "[1, 2^62]"),
     (["--servers", "10", "--load", "0.5", "--r", "2", "--warmup", "1"], "--warmup", "[0, 0.9]"),
 ]
 

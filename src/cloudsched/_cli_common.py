@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import io
 import json
+import math
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from rich.console import Console
 from rich.progress import (
@@ -24,6 +26,45 @@ from rich.table import Table
 from cloudsched.io import atomic_write_text
 
 __all__ = ["LazyProgress", "emit", "format_frame", "render_table"]
+
+
+def check_outputs(
+    out: Path | None = None, plot: Path | None = None, out_dir: Path | None = None
+) -> None:
+    """Check ``--out`` (a file or, for reports and sweeps, a folder) and ``--plot`` first.
+
+    Run at the start of every command, so that a bad path fails before the work, not after.
+    """
+    from cloudsched.io import PLOT_FORMATS, check_output_dir, check_output_file
+
+    if out is not None:
+        check_output_file(out, "--out")
+    if plot is not None:
+        check_output_file(plot, "--plot", PLOT_FORMATS)
+    if out_dir is not None:
+        check_output_dir(out_dir, "--out")
+
+
+def to_json(payload: Any) -> str:
+    """Strict JSON (``allow_nan=False``): NaN and infinities become ``null``.
+
+    Results say why a value is missing (``steady_state``, ``warnings``, ``bound_note``).
+    """
+    return json.dumps(_finite(payload), indent=2, allow_nan=False)
+
+
+def _finite(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _finite(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_finite(v) for v in x]
+    if isinstance(x, float | np.floating):
+        return float(x) if math.isfinite(x) else None
+    if isinstance(x, np.integer):
+        return int(x)
+    if isinstance(x, np.bool_):
+        return bool(x)
+    return x
 
 
 def emit(text: str, out: Path | None) -> None:
@@ -47,7 +88,7 @@ def render_table(df: pd.DataFrame, title: str) -> str:
 
 def format_frame(df: pd.DataFrame, fmt: str, title: str, payload: dict[str, Any]) -> str:
     if fmt == "json":
-        return json.dumps(payload, indent=2)
+        return to_json(payload)
     if fmt == "csv":
         return df.to_csv(index=False)
     return render_table(df, title)

@@ -6,7 +6,6 @@ standard error and exits with status 2, never a traceback.
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from collections.abc import Sequence
@@ -17,7 +16,14 @@ import pandas as pd
 import typer
 from rich.console import Console
 
-from cloudsched._cli_common import LazyProgress, emit, format_frame, render_table
+from cloudsched._cli_common import (
+    LazyProgress,
+    check_outputs,
+    emit,
+    format_frame,
+    render_table,
+    to_json,
+)
 from cloudsched.errors import ParameterError, check_choice, check_int, check_loads, check_real
 
 __all__ = ["app", "main"]
@@ -33,6 +39,10 @@ app = typer.Typer(
 FORMATS = ("table", "csv", "json")
 
 
+#: Most loads one ``predict`` call solves (each is a fixed-point solve, ~1 ms).
+MAX_LOADS = 100_000
+
+
 def _parse_loads(load: Sequence[str] | None, loads: str | None) -> np.ndarray:
     """Combine ``--load`` values and a ``--loads START:STOP:COUNT`` range."""
     if load and loads:
@@ -40,7 +50,8 @@ def _parse_loads(load: Sequence[str] | None, loads: str | None) -> np.ndarray:
             "--load/--loads", loads, "given alone: use --load or --loads, not both"
         )
     if loads is not None:
-        allowed = "START:STOP:COUNT with 0 < START <= STOP < 1 and an integer COUNT >= 1"
+        allowed = (f"START:STOP:COUNT with 0 < START <= STOP < 1 and an integer COUNT in "
+                   f"[1, {MAX_LOADS}]")  # fmt: skip
         parts = loads.split(":")
         try:
             start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
@@ -49,7 +60,7 @@ def _parse_loads(load: Sequence[str] | None, loads: str | None) -> np.ndarray:
         if (
             len(parts) != 3
             or not (0 < start <= stop < 1)
-            or count < 1
+            or not 1 <= count <= MAX_LOADS
             or (count == 1 and start != stop)
         ):
             raise ParameterError("--loads", loads, allowed)
@@ -63,8 +74,12 @@ def _parse_loads(load: Sequence[str] | None, loads: str | None) -> np.ndarray:
 
 def _parse_speeds(value: str) -> np.ndarray:
     """``--speeds``: a comma-separated list, or the name of a file of numbers."""
+    looks_like_list = "," in value or value.replace(".", "", 1).strip().isdigit()
     path = Path(value)
-    text = path.read_text() if path.is_file() else value
+    try:
+        text = value if looks_like_list or not path.is_file() else path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ParameterError("--speeds", value, f"a readable file of numbers ({exc})") from None
     try:
         return np.array([float(t) for t in text.replace(",", " ").split()])
     except ValueError:
@@ -87,9 +102,12 @@ def predict(
     fmt: str = typer.Option("table", "--format", help="table, csv or json."),
     tail: int = typer.Option(6, "--tail", help="Tail columns s_1..s_K shown in table/csv output."),
     out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
-    plot: Path = typer.Option(None, "--plot", help="Also plot T against load to this PNG."),
+    plot: Path = typer.Option(
+        None, "--plot", help="Also plot T against load to this file (.png, .pdf or .svg)."
+    ),
 ) -> None:
     """Mean-field prediction of a dispatch policy: p0, response time, tail, message rates."""
+    check_outputs(out=out, plot=plot)
     from cloudsched.dispatch.meanfield import predict as mf_predict
 
     fmt = check_choice("--format", fmt, FORMATS)
@@ -134,9 +152,12 @@ def fluid(
     ),
     fmt: str = typer.Option("table", "--format", help="table, csv or json."),
     out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
-    plot: Path = typer.Option(None, "--plot", help="Also plot mean tasks per server against time."),
+    plot: Path = typer.Option(
+        None, "--plot", help="Also plot mean tasks per server against time (.png, .pdf, .svg)."
+    ),
 ) -> None:
     """Transient mean-field (fluid ODE) trajectory, e.g. recovery after a burst."""
+    check_outputs(out=out, plot=plot)
     from cloudsched.dispatch.fluid import fluid_trajectory
 
     fmt = check_choice("--format", fmt, FORMATS)
@@ -248,6 +269,7 @@ def simulate(
     out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
 ) -> None:
     """Simulate a dispatch policy: Poisson/exp(1) by default, any laws, or a replayed trace."""
+    check_outputs(out=out)
     from cloudsched.dispatch.simulation import simulate as run_simulation
     from cloudsched.dispatch.traces import read_trace
 
@@ -304,17 +326,20 @@ def trace_stats(
     ),
     unfinished: str = typer.Option("drop", "--unfinished", help="Google trace: drop or censor."),
     fmt: str = typer.Option("table", "--format", help="table or json."),
-    plot: Path = typer.Option(None, "--plot", help="Histogram of service times to this PNG."),
+    plot: Path = typer.Option(
+        None, "--plot", help="Histogram of service times to this file (.png, .pdf or .svg)."
+    ),
     out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
 ) -> None:
     """Task count, time span, arrival rate and service-time statistics of a log."""
+    check_outputs(out=out, plot=plot)
     from cloudsched.dispatch.traces import read_trace, trace_summary
 
     fmt = check_choice("--format", fmt, ("table", "json"))
     log = read_trace(files, trace_format, unfinished=unfinished)
     summary = trace_summary(log)
     if fmt == "json":
-        text = json.dumps(summary, indent=2)
+        text = to_json(summary)
     else:
         rows = pd.DataFrame({"field": list(summary), "value": [str(v) for v in summary.values()]})
         text = render_table(rows, f"trace: {', '.join(log.files)}")
@@ -342,6 +367,7 @@ def demo(
     out: Path = typer.Option(Path("cloudsched-report"), "--out", help="Report folder."),
 ) -> None:
     """Write a short report with figures and tables on built-in defaults."""
+    check_outputs(out_dir=out)
     from cloudsched.experiments.demo import run_demo
 
     path = run_demo(out)

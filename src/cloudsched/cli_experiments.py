@@ -15,6 +15,8 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
+from cloudsched._cli_common import check_outputs
+
 __all__ = ["register"]
 
 
@@ -52,6 +54,7 @@ def sweep(
     resume: bool = typer.Option(False, "--resume", help="Skip the runs already stored in --out."),
 ) -> None:
     """Run a grid of simulate/predict/place runs; results go to DIR/runs/*.parquet."""
+    check_outputs(out_dir=out)
     from cloudsched.experiments.sweep import load_spec, run_sweep
 
     parsed = load_spec(spec)
@@ -74,6 +77,7 @@ def reproduce(
     seed: int = typer.Option(2026, "--seed", help="Root seed of every run."),
 ) -> None:
     """Every table and figure of one seed paper, as report.md and report.html."""
+    check_outputs(out_dir=out)
     from cloudsched.errors import check_choice
     from cloudsched.experiments.reproduce import reproduce_dgp, reproduce_jiq
 

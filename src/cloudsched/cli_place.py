@@ -11,8 +11,8 @@ import numpy as np
 import pandas as pd
 import typer
 
-from cloudsched._cli_common import LazyProgress, emit, render_table
-from cloudsched.errors import ParameterError, check_choice, check_int, check_real
+from cloudsched._cli_common import LazyProgress, check_outputs, emit, render_table, to_json
+from cloudsched.errors import ParameterError, check_choice, check_int, check_real, check_seed
 
 __all__ = ["place_app"]
 
@@ -46,6 +46,7 @@ def _model(cluster: str, racks: int, cross_rack_cost: float, workload: Path, see
     if racks > cl.machines:
         raise ParameterError("--racks", racks, f"an integer in [1, {cl.machines}] (the machines)")
     cl = parse_cluster(cluster, racks=racks, cross_rack_cost=cross_rack_cost)
+    seed = check_seed("--seed", seed)
     flux_slots = check_choice("--flux-slots", flux_slots, ("executors", "workers"))
     if executors_per_slot is not None:
         executors_per_slot = check_int("--executors-per-slot", executors_per_slot, low=1)
@@ -122,6 +123,7 @@ def place_simulate(
     out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
 ) -> None:
     """Simulate one placement policy on a cluster and workload."""
+    check_outputs(out=out)
     from cloudsched.placement.simulation import PLACEMENT_POLICIES, simulate_placement
 
     fmt = check_choice("--format", fmt, ("table", "json"))
@@ -147,7 +149,7 @@ def place_simulate(
         sys.stderr.write(f"warning: {note}\n")
     payload = {"cluster": cluster, "racks": racks, "workload": str(workload), **res.to_dict()}
     if fmt == "json":
-        emit(json.dumps(payload, indent=2), out)
+        emit(to_json(payload), out)
         return
     summary = {k: v for k, v in payload.items() if k not in ("per_type", "params", "warnings")}
     summary["params"] = json.dumps({k: v for k, v in res.params.items() if k != "pilots"})
@@ -192,6 +194,7 @@ def place_bound(
     out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
 ) -> None:
     """Solve the static optimum: the least average cost that serves every type's load."""
+    check_outputs(out=out)
     from cloudsched.placement.optimize import static_optimum
 
     fmt = check_choice("--format", fmt, ("table", "json"))
@@ -215,7 +218,7 @@ def place_bound(
         "configurations": configs,
     }
     if fmt == "json":
-        emit(json.dumps(payload, indent=2), out)
+        emit(to_json(payload), out)
         return
     fields = ["cost_rate", "cost_per_job", "columns", "solve_time"]
     head = pd.DataFrame({"field": fields, "value": [payload[k] for k in fields]})

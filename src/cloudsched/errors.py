@@ -108,6 +108,18 @@ def check_int(name: str, value: Any, *, low: int | None = None, high: int | None
     return v
 
 
+#: Seeds are non-negative integers below this (numpy's SeedSequence takes any size; a bound
+#: keeps them printable and storable).
+SEED_LIMIT = 2**128
+
+
+def check_seed(name: str, value: Any) -> Any:
+    """Return ``value`` unchanged if it is None, a Generator, or an int in [0, 2**128)."""
+    if value is None or isinstance(value, np.random.Generator):
+        return value
+    return check_int(name, value, low=0, high=SEED_LIMIT - 1)
+
+
 def check_loads(name: str, loads: Any, *, high: float = 1.0, high_open: bool = True) -> np.ndarray:
     """Validate a scalar or sequence of loads in ``(0, high)`` and return a 1-d float array."""
     arr = np.atleast_1d(np.asarray(loads, dtype=object))
@@ -131,6 +143,17 @@ def check_choice(name: str, value: str, choices: Iterable[str]) -> str:
 def _interval(low: float | None, high: float | None, low_open: bool, high_open: bool) -> str:
     left = "(" if (low is None or low_open) else "["
     right = ")" if (high is None or high_open) else "]"
-    lo = "-inf" if low is None else f"{low:g}"
-    hi = "inf" if high is None else f"{high:g}"
+    lo = "-inf" if low is None else _number(low)
+    hi = "inf" if high is None else _number(high)
     return f"{left}{lo}, {hi}{right}"
+
+
+def _number(x: float) -> str:
+    """``2^62`` and ``2^128 - 1`` for the integer limits, ``%g`` otherwise."""
+    if isinstance(x, int) and x > 2**53:
+        k = (x + 1).bit_length() - 1
+        if x == 2**k:
+            return f"2^{k}"
+        if x + 1 == 2**k:
+            return f"2^{k} - 1"
+    return f"{x:g}"

@@ -2,8 +2,12 @@
 
 Output is atomic: write to a temporary file in the same folder, then rename.  A crash or a
 validation error half-way never leaves a truncated file behind, and an earlier result at
-the same path stays intact until the new one is complete.  Input helpers turn unreadable or
-malformed files into one-line :class:`~cloudsched.errors.InputError` messages.
+the same path stays intact until the new one is complete.  Output never damages what is
+there: a symbolic link is followed (its target is written, the link stays), a device, pipe,
+socket or directory is refused, and an existing file keeps its permissions.
+:func:`check_output_file` and :func:`check_output_dir` say so before any work starts.
+Input helpers turn unreadable or malformed files into one-line
+:class:`~cloudsched.errors.InputError` messages.
 """
 
 from __future__ import annotations
@@ -17,9 +21,86 @@ from typing import IO, Any
 
 import yaml
 
-from cloudsched.errors import InputError
+from cloudsched.errors import InputError, ParameterError
 
-__all__ = ["atomic_path", "atomic_write_bytes", "atomic_write_text", "read_yaml", "read_yaml_text"]
+__all__ = [
+    "PLOT_FORMATS",
+    "atomic_path",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "check_output_dir",
+    "check_output_file",
+    "read_yaml",
+    "read_yaml_text",
+]
+
+#: Figure formats chosen by the file extension.
+PLOT_FORMATS = ("png", "pdf", "svg")
+
+
+def _target(path: str | os.PathLike[str]) -> Path:
+    """Return the file that writing ``path`` would replace (symbolic links followed)."""
+    p = Path(path)
+    return Path(os.path.realpath(p)) if p.is_symlink() else p
+
+
+def check_output_file(
+    path: str | os.PathLike[str], option: str, formats: tuple[str, ...] | None = None
+) -> Path:
+    """Check that ``path`` can receive a result, before any work; return the file to write.
+
+    Refuses an empty path, a directory, anything that exists and is not a regular file
+    (device, pipe, socket), a folder that cannot be created or written, and, when
+    ``formats`` is given, an extension outside it.  A symbolic link resolves to its target.
+    """
+    raw = os.fspath(path)
+    if not str(raw).strip():
+        raise ParameterError(option, raw, "a file path")
+    target = _target(raw)
+    if formats is not None:
+        ext = target.suffix.lower().lstrip(".")
+        if ext not in formats:
+            raise ParameterError(option, raw, "a file ending in ." + ", .".join(formats))
+    if target.exists() or target.is_symlink():
+        if target.is_dir():
+            raise ParameterError(option, raw, "a file path (this is a directory)")
+        if not target.is_file():
+            raise ParameterError(option, raw, "a regular file (this is a device, pipe or socket)")
+    _probe_dir(target.parent, option, raw)
+    return target
+
+
+def check_output_dir(path: str | os.PathLike[str], option: str) -> Path:
+    """Check that ``path`` is, or can become, a writable directory (nothing is created)."""
+    raw = os.fspath(path)
+    if not str(raw).strip():
+        raise ParameterError(option, raw, "a directory path")
+    p = Path(raw)
+    if p.exists() and not p.is_dir():
+        raise ParameterError(option, raw, "a directory (this exists and is not one)")
+    _probe_dir(p, option, raw)
+    return p
+
+
+def _probe_dir(folder: Path, option: str, raw: str) -> None:
+    """Make sure ``folder`` exists or can be created, and that a file can be created in it.
+
+    Nothing is left behind: the probe file is removed and no folder is created (the nearest
+    existing ancestor is probed instead).
+    """
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        if not probe.is_dir():
+            raise NotADirectoryError(20, "a file is in the way")
+        fd, tmp = tempfile.mkstemp(prefix=".cloudsched-probe.", dir=probe)
+        os.close(fd)
+        os.unlink(tmp)
+    except OSError as exc:
+        why = exc.strerror or type(exc).__name__
+        allowed = f"a path in a writable folder ({probe}: {why})"
+        raise ParameterError(option, raw, allowed) from None
 
 
 def _default_mode() -> int:
@@ -34,16 +115,22 @@ def atomic_path(path: str | os.PathLike[str]) -> Iterator[Path]:
     """Yield a temporary path next to ``path``; rename it onto ``path`` on success.
 
     Use for writers that want a file name (``savefig``, ``to_parquet``).  If the body
-    raises, the temporary file is removed and ``path`` is untouched.
+    raises, the temporary file is removed and ``path`` is untouched.  A symbolic link is
+    followed (its target is replaced, the link stays); an existing file keeps its mode; a
+    directory, device, pipe or socket is never replaced.
     """
-    target = Path(path)
+    target = _target(path)
+    if target.exists() and not target.is_file():
+        kind = "a directory" if target.is_dir() else "not a regular file"
+        raise InputError(str(path), f"will not replace it: it is {kind}")
+    mode = (target.stat().st_mode & 0o7777) if target.exists() else _default_mode()
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     os.close(fd)
     tmp_path = Path(tmp)
     try:
         yield tmp_path
-        os.chmod(tmp_path, _default_mode())
+        os.chmod(tmp_path, mode)
         os.replace(tmp_path, target)
     except BaseException:
         tmp_path.unlink(missing_ok=True)

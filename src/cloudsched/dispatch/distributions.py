@@ -9,11 +9,15 @@ the mean is 1 unless ``mean=`` is given (for arrivals the CLI rescales it from `
 ``det``                     deterministic
 ``uniform[:cv=c]``          uniform on [mean (1 - sqrt(3) c), mean (1 + sqrt(3) c)];
                             default c = 1/sqrt(3), i.e. [0, 2 mean]; c <= 1/sqrt(3)
-``lognormal:cv=c``          lognormal with that mean and coefficient of variation
-``h2:cv=c``                 two-phase hyperexponential, balanced means (c >= 1)
-``pareto:alpha=a,max=h``    bounded Pareto on [low, h] with shape a; ``low`` solves the mean
+``lognormal:cv=c``          lognormal with that mean and coefficient of variation (c <= 1000)
+``h2:cv=c``                 two-phase hyperexponential, balanced means (1 <= c <= 1000)
+``pareto:alpha=a,max=h``    bounded Pareto on [low, h] with shape a in [0.05, 20] and
+                            h <= 1e9 mean; ``low`` solves the mean
 ``empirical:FILE``          resampled uniformly from the numbers in FILE, rescaled to the mean
 ==========================  ===============================================================
+
+Means are limited to [1e-6, 1e6] time units, where the simulator's clock and histogram keep
+their resolution.
 """
 
 from __future__ import annotations
@@ -149,7 +153,7 @@ class HyperExponential(Distribution):
     cv_: float = 2.0
 
     def __post_init__(self) -> None:
-        check_real("cv", self.cv_, low=1.0)
+        check_real("cv", self.cv_, low=1.0, high=CV_MAX)
 
     @property
     def p1(self) -> float:
@@ -172,6 +176,17 @@ class HyperExponential(Distribution):
         return HyperExponential(mean, self.cv_)
 
 
+#: Allowed mean of a law (in time units): beyond it the simulator's histogram and clock
+#: resolution (about 2^-32 to 2^41) can no longer represent response times.
+MEAN_RANGE = (1e-6, 1e6)
+#: Allowed Pareto shape: outside it the truncated moments under- or overflow.
+PARETO_ALPHA = (0.05, 20.0)
+#: Largest coefficient of variation of lognormal and h2 laws (their moments overflow later).
+CV_MAX = 1e3
+#: Largest ``max / mean`` of a bounded Pareto.
+PARETO_MAX_RATIO = 1e9
+
+
 def _pareto_moment(k: int, alpha: float, low: float, high: float) -> float:
     norm = alpha * low**alpha / (1.0 - (low / high) ** alpha)
     if math.isclose(k, alpha):
@@ -189,15 +204,21 @@ class BoundedPareto(Distribution):
     low: float = field(init=False)
 
     def __post_init__(self) -> None:
-        check_real("alpha", self.alpha, low=0.0, low_open=True)
-        check_real("max", self.high, low=self.mean, low_open=True)
-        low = optimize.brentq(
-            lambda lo: _pareto_moment(1, self.alpha, lo, self.high) - self.mean,
-            self.mean * 1e-12,
-            self.mean * (1 - 1e-12),
-            xtol=1e-15 * self.mean,
-            rtol=1e-14,
-        )
+        check_real("alpha", self.alpha, low=PARETO_ALPHA[0], high=PARETO_ALPHA[1])
+        check_real("max", self.high, low=self.mean, high=PARETO_MAX_RATIO * self.mean,
+                   low_open=True)  # fmt: skip
+        def excess(lo: float) -> float:
+            with np.errstate(all="ignore"):
+                return _pareto_moment(1, self.alpha, lo, self.high) - self.mean
+
+        a, b = self.mean * 1e-12, self.mean * (1 - 1e-12)
+        fa, fb = excess(a), excess(b)
+        if not (math.isfinite(fa) and math.isfinite(fb) and fa < 0.0 < fb):
+            raise ParameterError(
+                "max", self.high, f"a bound for which a Pareto of shape {self.alpha:g} can "
+                f"have mean {self.mean:g} (try a smaller max or a larger alpha)",
+            )  # fmt: skip
+        low = optimize.brentq(excess, a, b, xtol=1e-15 * self.mean, rtol=1e-14)
         object.__setattr__(self, "low", float(low))
 
     @property
@@ -275,10 +296,12 @@ def parse_spec(spec: str, name: str = "--service") -> Distribution:
         if not file:
             raise ParameterError(name, spec, "empirical:FILE")
         return Empirical(
-            _read_sample(file, name), check_real(f"{name} mean", mean, low=0.0, low_open=True)
+            _read_sample(file, name),
+            check_real(f"{name} mean", mean, low=MEAN_RANGE[0], high=MEAN_RANGE[1]),
         )
     params = _params(rest, name, spec)
-    mean = check_real(f"{name} mean", params.pop("mean", 1.0), low=0.0, low_open=True)
+    mean = check_real(f"{name} mean", params.pop("mean", 1.0), low=MEAN_RANGE[0],
+                      high=MEAN_RANGE[1])  # fmt: skip
     try:
         if kind in ("exp", "exponential", "poisson"):
             dist: Distribution = Exponential(mean)
@@ -288,7 +311,8 @@ def parse_spec(spec: str, name: str = "--service") -> Distribution:
             dist = Uniform(mean, params.pop("cv", 1.0 / math.sqrt(3.0)))
         elif kind == "lognormal":
             dist = LogNormal(
-                mean, check_real(f"{name} cv", params.pop("cv", 1.0), low=0.0, low_open=True)
+                mean,
+                check_real("cv", params.pop("cv", 1.0), low=0.0, high=CV_MAX, low_open=True),
             )
         elif kind in ("h2", "hyperexp"):
             dist = HyperExponential(mean, params.pop("cv", 2.0))

@@ -199,6 +199,16 @@ def _solve(
     return FluidTrajectory(policy, lam, r, d, sol.t, tail, p0, x[-1].copy())
 
 
+#: Longest integration: far past the slowest relaxation of a stable system (~4e4 time units at
+#: load 0.99); longer spans only make LSODA fail.
+MAX_HORIZON = 1e7
+#: Most output times of one trajectory.
+MAX_POINTS = 1_000_000
+#: Largest initial backlog per server: the ODE carries one level per task and LSODA a dense
+#: Jacobian of that size squared, so 1,000 levels already take seconds per step.
+MAX_INITIAL_TASKS = 1000
+
+
 def fluid_trajectory(
     policy: str,
     load: float,
@@ -243,9 +253,9 @@ def fluid_trajectory(
         The trajectory on ``num_points`` evenly spaced times.
     """
     lam, r, d = _validate(policy, load, r, d)
-    horizon = check_real("horizon", horizon, low=0.0, low_open=True)
-    num_points = check_int("num_points", num_points, low=2)
-    initial_tasks = check_int("initial_tasks", initial_tasks, low=0)
+    horizon = check_real("horizon", horizon, low=0.0, high=MAX_HORIZON, low_open=True)
+    num_points = check_int("num_points", num_points, low=2, high=MAX_POINTS)
+    initial_tasks = check_int("initial_tasks", initial_tasks, low=0, high=MAX_INITIAL_TASKS)
     if initial_load is not None:
         initial_load = float(check_loads("initial_load", initial_load)[0])
     k_levels, j_levels = _sizes(policy, max(lam, initial_load or 0.0), r, d)

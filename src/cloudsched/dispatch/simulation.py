@@ -79,11 +79,14 @@ from cloudsched.dispatch.measure import (
 from cloudsched.dispatch.policies import check_policy
 from cloudsched.dispatch.relaxation import relaxation_time
 from cloudsched.dispatch.workload import Trace, Workload, resolve_workload
-from cloudsched.errors import ParameterError, check_choice, check_int, check_real
+from cloudsched.errors import ParameterError, check_choice, check_int, check_real, check_seed
+from cloudsched.resources import INT_LIMIT, check_memory
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate
 
 __all__ = ["SimulationResult", "simulate"]
 
+#: Memory per simulated server (state, I-queue arena, probe permutation), measured: ~180 B.
+BYTES_PER_SERVER = 200
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99.9": 99.9}
 #: Default number of batches for batch means.
 DEFAULT_BATCHES = 20
@@ -207,7 +210,7 @@ def _generators(
 ) -> tuple[int | None, list[np.random.Generator]]:
     if isinstance(rng, np.random.Generator):
         return None, [rng] if replications == 1 else list(rng.spawn(replications))
-    root = np.random.SeedSequence(rng)
+    root = np.random.SeedSequence(check_seed("seed", rng))
     seed = int(root.entropy)  # type: ignore[arg-type]
     if replications == 1:
         return seed, [np.random.default_rng(root)]
@@ -324,7 +327,8 @@ def simulate(
         The summary record.
     """
     check_policy(policy)
-    servers = check_int("servers", servers, low=1)
+    servers = check_int("servers", servers, low=1, high=INT_LIMIT)
+    check_memory("servers", servers, servers * BYTES_PER_SERVER, "of server state")
     work = resolve_workload(servers, load, service, arrivals, speeds, trace, service_scale, engine)
     needs_m = policy == "round-robin" or policy.startswith("jiq")
     if needs_m or dispatchers is not None or r is not None:
@@ -337,12 +341,12 @@ def simulate(
         d = check_int("d", d, low=1, high=servers)
     else:
         d = check_int("d", d, low=1)
-    threshold = check_int("threshold", threshold, low=0)
+    threshold = check_int("threshold", threshold, low=0, high=INT_LIMIT)
     if tasks is not None and horizon is not None:
         raise ParameterError("tasks", tasks, "given alone (use tasks or horizon, not both)")
     if tasks is not None:
         high = work.trace.arrivals.size - 1 if work.trace is not None else None
-        tasks = check_int("tasks", tasks, low=1, high=high)
+        tasks = check_int("tasks", tasks, low=1, high=INT_LIMIT if high is None else high)
     elif horizon is not None:
         horizon = check_real("horizon", horizon, low=0.0, low_open=True)
     elif work.trace is not None:
@@ -353,7 +357,7 @@ def simulate(
     replications = check_int("replications", replications, low=1)
     batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
     precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True, high_open=True)
-    max_tasks = check_int("max_tasks", max_tasks, low=1000)
+    max_tasks = check_int("max_tasks", max_tasks, low=1000, high=INT_LIMIT)
     check_choice("initial", initial, ("auto", "meanfield", "empty"))
     model_start = has_meanfield_start(policy, work.load) and work.trace is None
     if initial == "meanfield" and not model_start:

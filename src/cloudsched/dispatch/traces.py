@@ -263,6 +263,34 @@ def _finish(
                     float(first_submit), float(last_submit), header)  # fmt: skip
 
 
+#: Memory per task while a log is read (Python rows before the arrays are built), measured.
+BYTES_PER_ROW_READ = 130
+#: A text row is at least this many bytes (the smallest plausible record).
+MIN_ROW_BYTES = 16
+
+
+def _check_files(files: Sequence[str | Path]) -> None:
+    """Refuse non-regular files and logs whose rows could not fit in memory.
+
+    A device such as /dev/zero never ends; gzip files are assumed to expand tenfold.
+    """
+    from cloudsched.resources import check_memory
+
+    total = 0.0
+    for f in files:
+        p = Path(f)
+        if not p.exists():
+            raise TraceError(str(f), "cannot open (No such file or directory)")
+        if not p.is_file():
+            raise TraceError(str(f), "not a regular file (a device, pipe or folder cannot be read "
+                             "as a log)")  # fmt: skip
+        size = p.stat().st_size
+        total += size * (10 if p.suffix == ".gz" else 1)
+    rows = total / MIN_ROW_BYTES
+    check_memory("trace", ", ".join(map(str, files)), rows * BYTES_PER_ROW_READ,
+                 "to read the log (upper estimate)")  # fmt: skip
+
+
 def read_trace(
     paths: str | Path | Sequence[str | Path], fmt: str, *, unfinished: str = "drop"
 ) -> TraceLog:
@@ -289,6 +317,7 @@ def read_trace(
     files = [paths] if isinstance(paths, str | Path) else list(paths)
     if not files:
         raise ParameterError("trace", paths, "at least one file")
+    _check_files(files)
     if fmt == "google2011":
         return _read_google(files, unfinished)
     if fmt == "swf":

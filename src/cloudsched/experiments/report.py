@@ -145,7 +145,13 @@ class Report:
 
 
 def ensure_dir(path: str | os.PathLike[str]) -> Path:
-    """Create ``path`` (and parents) if needed and return it as a :class:`Path`."""
-    p = Path(path)
+    """Create ``path`` (and parents) if needed and return it as a :class:`Path`.
+
+    A path that exists and is not a directory, or a folder that cannot be written, is a
+    :class:`~cloudsched.errors.ParameterError` naming ``--out``.
+    """
+    from cloudsched.io import check_output_dir
+
+    p = check_output_dir(path, "--out")
     p.mkdir(parents=True, exist_ok=True)
     return p

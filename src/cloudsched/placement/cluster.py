@@ -93,4 +93,10 @@ def parse_cluster(spec: str, racks: int = 1, cross_rack_cost: float = 2.0) -> Cl
     if not match or int(match.group(1)) < 1 or int(match.group(2)) < 1:
         raise ParameterError("cluster", spec, "MACHINESxSLOTS with both numbers >= 1, e.g. 50x12")
     machines, slots = int(match.group(1)), int(match.group(2))
+    from cloudsched.resources import check_memory
+
+    # per slot: owner, position and machine (int64), plus a template row; per machine pair:
+    # the distance matrix
+    need = 64.0 * machines * slots + 8.0 * machines * machines
+    check_memory("cluster", spec, need, "of cluster state")
     return Cluster(np.full(machines, slots, dtype=np.int64), racks, cross_rack_cost)

@@ -52,7 +52,7 @@ from typing import Any
 
 import numpy as np
 
-from cloudsched.errors import ParameterError, check_choice, check_int, check_real
+from cloudsched.errors import ParameterError, check_choice, check_int, check_real, check_seed
 from cloudsched.placement import _kernel as K
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.defaults import cost_unit, dgp_defaults
@@ -384,6 +384,7 @@ def simulate_placement(
             f"{cluster.total_slots}: no policy can keep the queues bounded"
         )
         warnings.warn(overload, RuntimeWarning, stacklevel=2)
+    rng = check_seed("seed", rng)
     seed = rng if isinstance(rng, int) else None
     gen = np.random.default_rng(rng)
 

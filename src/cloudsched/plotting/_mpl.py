@@ -19,10 +19,15 @@ def pyplot() -> Any:
 
 
 def save(fig: Any, path: str | os.PathLike[str]) -> None:
-    """Save ``fig`` as PNG to ``path`` atomically and close it."""
+    """Save ``fig`` to ``path`` atomically and close it; the extension picks the format.
+
+    ``.pdf`` and ``.svg`` give those formats, anything else PNG.
+    """
     plt = pyplot()
+    ext = os.path.splitext(os.fspath(path))[1].lower().lstrip(".")
+    fmt = ext if ext in ("pdf", "svg") else "png"
     try:
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=120, bbox_inches="tight")
+            fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)

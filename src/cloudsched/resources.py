@@ -1,0 +1,71 @@
+"""Up-front resource checks: refuse, with the estimate, work that cannot fit in memory.
+
+The limit is a fraction of the memory the system reports as available
+(``/proc/meminfo``'s ``MemAvailable``, or total physical memory elsewhere), overridable
+with the environment variable ``CLOUDSCHED_MAX_MEMORY`` (bytes, or with a ``K``/``M``/``G``/
+``T`` suffix).  Estimates are per-item costs measured on this code (for example about 180
+bytes per simulated server), so they catch the sizes that would die in ``MemoryError``, not
+the ones that merely come close.
+"""
+
+from __future__ import annotations
+
+import os
+
+from cloudsched.errors import ParameterError
+
+__all__ = ["INT_LIMIT", "check_memory", "memory_limit"]
+
+#: Largest integer parameter accepted anywhere (the kernels count in int64).
+INT_LIMIT = 2**62
+#: Share of the available memory a single run may plan to use.
+MEMORY_SHARE = 0.8
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def _available() -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (ValueError, OSError, AttributeError):
+        return 2**34
+
+
+def memory_limit() -> int:
+    """Bytes a run may plan to use (``CLOUDSCHED_MAX_MEMORY`` or a share of what is free)."""
+    raw = os.environ.get("CLOUDSCHED_MAX_MEMORY", "").strip().upper().removesuffix("B")
+    if raw:
+        unit = raw[-1] if raw[-1] in _UNITS else ""
+        try:
+            value = float(raw[: len(raw) - len(unit)]) * _UNITS[unit]
+        except ValueError:
+            raise ParameterError(
+                "CLOUDSCHED_MAX_MEMORY", raw, "a number of bytes, optionally with K, M, G or T"
+            ) from None
+        if value > 0:
+            return int(value)
+    return int(MEMORY_SHARE * _available())
+
+
+def _human(n: float) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if abs(n) < 1024 or unit == "PiB":
+            return f"{n:.3g} {unit}"
+        n /= 1024
+    return f"{n:.3g} PiB"
+
+
+def check_memory(name: str, value: object, need: float, what: str) -> None:
+    """Raise :class:`ParameterError` on ``name`` if ``need`` bytes exceed the memory limit."""
+    limit = memory_limit()
+    if need > limit:
+        raise ParameterError(
+            name, value, f"small enough to fit in memory: about {_human(need)} {what} needed, "
+            f"{_human(limit)} allowed (set CLOUDSCHED_MAX_MEMORY to change the limit)",
+        )  # fmt: skip
