@@ -51,7 +51,9 @@ def check(n: int) -> None:
         horizon = 20.0 * max(jt.mean_duration for jt in jobs)
         # MaxWeight solves a MILP per frame: a few short frames cover its code paths
         kw = {"frame": horizon / 4, "solver_time_limit": 0.2} if policy == "maxweight" else {}
-        res = simulate_placement(cluster, jobs, policy, horizon=horizon, rng=seed, **kw)
+        # no bound and no DGP calibration pilots: the kernels, not the solver, are under test
+        res = simulate_placement(cluster, jobs, policy, horizon=horizon, rng=seed,
+                                 compare_bound=False, **kw)  # fmt: skip
         assert 0.0 <= res.utilization <= res.reserved_fraction + 1e-9 <= 1.0 + 2e-9
         assert res.mean_queue_length >= 0 and res.mean_in_service >= 0
         json.dumps(res.to_dict(), allow_nan=False)  # strict JSON

@@ -49,3 +49,46 @@ def test_bad_input_exits_2_with_one_line(capsys, case):
     assert exc.value.code == 2, err
     assert err.count("\n") == 1 and fragment in err, err
     assert "Traceback" not in err and out == ""
+
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{c}: &{c} [{', '.join([f'*{p}'] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+)
+
+
+@pytest.mark.parametrize(("kind", "text", "fragment"), [
+    ("workload", BOMB + "job_types: *i\n", "expands to more than"),
+    ("workload", "job_types: " + "[" * 100 + "]" * 100 + "\n", "nested deeper than 64"),
+    ("sweep", BOMB + "kind: simulate\nseed: 1\nfixed: {policy: random}\ngrid: {x: *i}\n",
+     "expands to more than"),
+])  # fmt: skip
+def test_yaml_bombs_are_refused_quickly(capsys, tmp_path, kind, text, fragment):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    if kind == "workload":
+        argv = ["place", "simulate", "--cluster", "3x3", "--workload", str(path)]
+    else:
+        argv = ["sweep", str(path), "--out", str(tmp_path / "out")]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_unreachable_dask_scheduler_is_one_line(capsys, tmp_path, monkeypatch):
+    import socket
+
+    import cloudsched.experiments.sweep as sweep
+
+    monkeypatch.setattr(sweep, "DASK_CONNECT_TIMEOUT", 2.0)
+    with socket.socket() as s:  # a port nobody listens on once closed
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    spec = tmp_path / "s.yaml"
+    spec.write_text("kind: predict\nseed: 1\nfixed: {policy: jiq, r: 10}\ngrid: {load: [0.5]}\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["sweep", str(spec), "--out", str(tmp_path / "o"),
+              "--scheduler", f"tcp://127.0.0.1:{port}"])  # fmt: skip
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2 and err.count("\n") == 1, err
+    assert "--scheduler must be the address of a reachable Dask scheduler" in err

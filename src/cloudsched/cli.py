@@ -24,7 +24,14 @@ from cloudsched._cli_common import (
     render_table,
     to_json,
 )
-from cloudsched.errors import ParameterError, check_choice, check_int, check_loads, check_real
+from cloudsched.errors import (
+    ExternalError,
+    ParameterError,
+    check_choice,
+    check_int,
+    check_loads,
+    check_real,
+)
 
 __all__ = ["app", "main"]
 
@@ -393,6 +400,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     except ParameterError as exc:
         sys.stderr.write(f"error: {_one_line(_cli_name(exc))}\n")
         sys.exit(2)
+    except ExternalError as exc:
+        sys.stderr.write(f"error: {_one_line(str(exc))}\n")
+        sys.exit(1)
     except typer.TyperException as exc:  # usage errors (exit code 2) and other CLI errors
         sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
         sys.exit(exc.exit_code)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -20,10 +22,22 @@ from cloudsched._cli_common import check_outputs
 __all__ = ["register"]
 
 
+def _interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM ends a sweep like Ctrl-C: workers stopped, temporary files removed."""
+    raise KeyboardInterrupt
+
+
 class _CountBar:
-    """A rich bar with run counts and an ETA, on standard error."""
+    """A rich bar with run counts and an ETA, on standard error when it is a terminal.
+
+    Without a terminal nothing is drawn (a transient bar would still leave a blank line,
+    which would break the one-line error contract).
+    """
 
     def __init__(self, description: str) -> None:
+        import sys
+
+        self.live = sys.stderr.isatty()
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -34,13 +48,17 @@ class _CountBar:
             transient=True,
         )
         self.task = self.bar.add_task(description, total=None)
-        self.bar.start()
+        if self.live:
+            self.bar.start()
 
     def __call__(self, done: int, total: int) -> None:
-        self.bar.update(self.task, completed=done, total=total)
+        if self.live:
+            self.bar.update(self.task, completed=done, total=total)
 
     def close(self) -> None:
-        self.bar.stop()
+        if self.live:
+            self.bar.stop()
+            self.live = False
 
 
 def sweep(
@@ -49,7 +67,7 @@ def sweep(
     executor: str = typer.Option("local", "--executor", help="local or dask."),
     workers: int = typer.Option(1, "--workers", help="Worker processes (>= 1)."),
     scheduler: str = typer.Option(
-        None, "--scheduler", help="Dask scheduler address (default: start a LocalCluster)."
+        None, "--scheduler", help="Dask scheduler address (implies --executor dask)."
     ),
     resume: bool = typer.Option(False, "--resume", help="Skip the runs already stored in --out."),
 ) -> None:
@@ -59,12 +77,23 @@ def sweep(
 
     parsed = load_spec(spec)
     bar = _CountBar(f"sweep {spec.name}")
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         df = run_sweep(
             parsed, out, executor=executor, workers=workers, scheduler=scheduler,
             resume=resume, progress=bar,
         )  # fmt: skip
+    except KeyboardInterrupt:
+        bar.close()
+        from cloudsched.experiments.sweep import stored_ids
+
+        kept = len(stored_ids(out)) if out.is_dir() else 0
+        Console(stderr=True).print(
+            f"interrupted: {kept} runs stored in {out / 'runs'}; rerun with --resume to finish"
+        )
+        raise typer.Exit(130) from None
     finally:
+        signal.signal(signal.SIGTERM, previous)
         bar.close()
     Console(stderr=True).print(f"{len(df)} runs stored in {out / 'runs'}")
 

@@ -40,6 +40,10 @@ class ParameterError(ValueError):
         super().__init__(f"{name} must be {allowed} (got {value!r})")
 
 
+class ExternalError(RuntimeError):
+    """Something outside cloudsched failed (a Dask scheduler or worker); one line, exit 1."""
+
+
 class InputError(ParameterError):
     """An input file is missing or malformed; the message names the file (and line)."""
 

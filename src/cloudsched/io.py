@@ -165,9 +165,56 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
     return read_yaml_text(text, where)
 
 
+#: Limits of an input YAML file: size, nesting, and nodes once aliases are expanded
+#: ("billion laughs": aliases of aliases expand exponentially while the file stays tiny).
+YAML_MAX_BYTES = 16 * 2**20
+YAML_MAX_DEPTH = 64
+YAML_MAX_NODES = 1_000_000
+
+
+def _line(event: Any) -> str:
+    mark = getattr(event, "start_mark", None)
+    return f":{mark.line + 1}" if mark is not None else ""
+
+
 def read_yaml_text(text: str, where: str) -> Any:
-    """Parse YAML text read from ``where``; errors name ``where`` (and the line)."""
+    """Parse YAML text read from ``where``; errors name ``where`` (and the line).
+
+    Only ``yaml.safe_load`` is used, after a pass over the event stream that refuses files
+    larger than :data:`YAML_MAX_BYTES`, nested deeper than :data:`YAML_MAX_DEPTH`, or with
+    more than :data:`YAML_MAX_NODES` nodes once every alias is expanded.
+    """
     try:
+        if len(text) > YAML_MAX_BYTES:
+            raise InputError(where, f"too large for a YAML input ({len(text)} characters; "
+                             f"at most {YAML_MAX_BYTES})")  # fmt: skip
+        counts: list[int] = [0]  # nodes inside each open collection (expanded)
+        anchors: list[str | None] = [None]
+        sizes: dict[str, int] = {}
+        for event in yaml.parse(text, Loader=yaml.SafeLoader):
+            if isinstance(event, yaml.CollectionStartEvent):
+                counts.append(0)
+                anchors.append(event.anchor)
+                if len(counts) - 1 > YAML_MAX_DEPTH:
+                    raise InputError(where + _line(event),
+                                     f"nested deeper than {YAML_MAX_DEPTH} levels")  # fmt: skip
+                continue
+            if isinstance(event, yaml.CollectionEndEvent):
+                n, name = counts.pop() + 1, anchors.pop()
+                if name is not None:
+                    sizes[name] = n
+            elif isinstance(event, yaml.AliasEvent):
+                n = sizes.get(event.anchor or "", 1)
+            elif isinstance(event, yaml.ScalarEvent):
+                n = 1
+            else:
+                continue
+            counts[-1] += n
+            if counts[-1] > YAML_MAX_NODES:
+                raise InputError(
+                    where + _line(event), f"expands to more than {YAML_MAX_NODES} values "
+                    "(aliases of aliases?): refused",
+                )  # fmt: skip
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

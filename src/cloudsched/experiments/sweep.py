@@ -34,9 +34,11 @@ import inspect
 import itertools
 import json
 import math
+import os
 import types
 import typing
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +46,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cloudsched.errors import InputError, ParameterError
+from cloudsched.errors import ExternalError, InputError, ParameterError
 from cloudsched.io import atomic_path, read_yaml
 
 __all__ = ["KINDS", "Run", "SweepSpec", "load_results", "load_spec", "run_one", "run_sweep"]
@@ -348,7 +350,11 @@ def run_sweep(
     workers : int
         Worker processes.
     scheduler : str, optional
-        Address of a running Dask scheduler (``tcp://host:8786``).
+        Address of a running Dask scheduler (``tcp://host:8786``); implies ``dask``.
+        An unreachable address is a
+        :class:`ParameterError`; a worker or scheduler lost mid-sweep, or no live worker for
+        :data:`DASK_NO_WORKER_TIMEOUT` seconds, an :class:`ExternalError` saying what was
+        stored (``resume`` continues).
     resume : bool
         Skip stored runs; without it a directory that already holds runs is refused.
     progress : callable, optional
@@ -358,6 +364,10 @@ def run_sweep(
 
     executor = check_choice("executor", executor, ("local", "dask"))
     workers = check_int("workers", workers, low=1, high=1024)
+    if scheduler is not None:
+        if not str(scheduler).strip():
+            raise ParameterError("scheduler", scheduler, "a Dask scheduler address")
+        executor = "dask"
     out = Path(out_dir)
     done = stored_ids(out)
     if done and not resume:
@@ -392,13 +402,33 @@ def run_sweep(
     return df[df["run_id"].isin({r.run_id for r in spec.runs()})].reset_index(drop=True)
 
 
+def _watch_parent() -> None:
+    """Pool worker initializer: exit as soon as the sweep's process is gone.
+
+    A worker whose parent was killed (SIGKILL leaves no chance to clean up) would otherwise
+    compute its run to the end for nobody.
+    """
+    import threading
+    import time
+
+    parent = os.getppid()
+
+    def watch() -> None:
+        while True:
+            if os.getppid() != parent:
+                os._exit(1)
+            time.sleep(0.5)
+
+    threading.Thread(target=watch, daemon=True, name="cloudsched-parent-watch").start()
+
+
 def _run_pool(spec: SweepSpec, out: Path, todo: list[Run], workers: int,
               progress: Callable[[int, int], None] | None) -> None:  # fmt: skip
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
     ctx = multiprocessing.get_context("spawn")
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_watch_parent)
     try:
         pending = {
             pool.submit(run_one, spec.kind, r.params, spec.seed, r.spawn_key, spec.base_dir): r
@@ -409,20 +439,40 @@ def _run_pool(spec: SweepSpec, out: Path, todo: list[Run], workers: int,
             ready, _ = wait(pending, return_when=FIRST_COMPLETED)
             for fut in ready:
                 run = pending.pop(fut)
-                _store(out, spec, run, fut.result())
+                try:
+                    row = fut.result()
+                except BrokenProcessPool:
+                    raise ExternalError(
+                        f"a worker process died (killed, or out of memory): {finished} of "
+                        f"{len(todo)} runs stored in {out}; rerun with --resume"
+                    ) from None
+                _store(out, spec, run, row)
                 finished += 1
                 if progress is not None:
                     progress(finished, len(todo))
     except BaseException:
-        # Ctrl-C or a failed run: drop the queued runs, do not wait for the ones in flight
+        # Ctrl-C, SIGTERM or a failed run: drop the queued runs and stop the ones in flight
+        # (their results would be lost anyway; a resumed sweep recomputes them identically)
+        processes = list(getattr(pool, "_processes", {}).values())
         pool.shutdown(wait=False, cancel_futures=True)
+        for proc in processes:
+            proc.terminate()
         raise
     pool.shutdown()
 
 
+#: Seconds to reach a Dask scheduler before giving up.
+DASK_CONNECT_TIMEOUT = 10.0
+#: Seconds a Dask sweep waits with no live worker before it stops.
+DASK_NO_WORKER_TIMEOUT = 60.0
+
+
 def _run_dask(spec: SweepSpec, out: Path, todo: list[Run], workers: int, scheduler: str | None,
               progress: Callable[[int, int], None] | None) -> None:  # fmt: skip
-    from distributed import Client, LocalCluster, as_completed
+    import time
+
+    from distributed import Client, LocalCluster
+    from distributed import wait as dask_wait
 
     cluster = None
     if scheduler is None:
@@ -431,17 +481,53 @@ def _run_dask(spec: SweepSpec, out: Path, todo: list[Run], workers: int, schedul
         )
         client = Client(cluster)
     else:
-        client = Client(scheduler)
+        try:
+            client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT)
+        except (OSError, TimeoutError, ValueError, TypeError) as exc:
+            raise ParameterError(
+                "--scheduler", scheduler, f"the address of a reachable Dask scheduler, e.g. "
+                f"tcp://host:8786 ({type(exc).__name__}: {exc})",
+            ) from None  # fmt: skip
     try:
         futures = {
             client.submit(run_one, spec.kind, r.params, spec.seed, r.spawn_key, spec.base_dir,
                           pure=False, key=f"cloudsched-{r.run_id}"): r
             for r in todo
         }  # fmt: skip
-        for finished, fut in enumerate(as_completed(futures), start=1):
-            _store(out, spec, futures[fut], fut.result())
-            if progress is not None:
-                progress(finished, len(todo))
+        pending, finished, alone_since = set(futures), 0, None
+        while pending:
+            try:
+                ready, pending = dask_wait(pending, timeout=5, return_when="FIRST_COMPLETED")
+            except TimeoutError:
+                ready = set()
+                if client.scheduler_info().get("workers"):
+                    alone_since = None
+                elif alone_since is None:
+                    alone_since = time.monotonic()
+                elif time.monotonic() - alone_since > DASK_NO_WORKER_TIMEOUT:
+                    raise ExternalError(
+                        f"no live Dask worker for {DASK_NO_WORKER_TIMEOUT:g} s: {finished} of "
+                        f"{len(todo)} runs stored in {out}; start workers and rerun with --resume"
+                    ) from None
+            for fut in ready:
+                try:
+                    row = fut.result()
+                except (OSError, TimeoutError) as exc:  # lost scheduler or worker
+                    raise ExternalError(
+                        f"the Dask cluster failed ({type(exc).__name__}: {exc}): {finished} of "
+                        f"{len(todo)} runs stored in {out}; rerun with --resume"
+                    ) from None
+                except Exception as exc:
+                    if type(exc).__name__ != "KilledWorker":
+                        raise
+                    raise ExternalError(
+                        f"a Dask worker died running {futures[fut].run_id}: {finished} of "
+                        f"{len(todo)} runs stored in {out}; rerun with --resume"
+                    ) from None
+                _store(out, spec, futures[fut], row)
+                finished += 1
+                if progress is not None:
+                    progress(finished, len(todo))
     finally:
         client.close()
         if cluster is not None:
