@@ -41,7 +41,8 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_input_exits_2_with_one_line(capsys, case):
+def test_bad_input_exits_2_with_one_line(capsys, monkeypatch, case):
+    monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "8G")  # the same limit on every machine
     argv, fragment = CASES[case]
     with pytest.raises(SystemExit) as exc:
         main(argv)
@@ -92,3 +93,38 @@ def test_unreachable_dask_scheduler_is_one_line(capsys, tmp_path, monkeypatch):
     _, err = capsys.readouterr()
     assert exc.value.code == 2 and err.count("\n") == 1, err
     assert "--scheduler must be the address of a reachable Dask scheduler" in err
+
+
+@pytest.mark.parametrize(("topology", "fragment"), [
+    ("{generator: complete, nodes: 100000}", "a graph of 1e+05 nodes"),
+    ("{flux: big.yaml}", "parallelism must be small enough to fit in memory"),
+])  # fmt: skip
+def test_huge_graphs_are_refused_before_they_are_built(capsys, monkeypatch, tmp_path, topology,
+                                                       fragment):  # fmt: skip
+    monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "8G")
+    (tmp_path / "big.yaml").write_text(
+        "spouts: [{id: s, className: C, parallelism: 100000}]\n"
+        "bolts: [{id: b, className: C, parallelism: 100000}]\n"
+        "streams: [{from: s, to: b, grouping: {type: SHUFFLE}}]\n"
+    )
+    path = tmp_path / "w.yaml"
+    path.write_text(f"job_types:\n  - {{name: a, arrival_rate: 1, mean_duration: 1, "
+                    f"topology: {topology}}}\n")  # fmt: skip
+    with pytest.raises(SystemExit) as exc:
+        main(["place", "bound", "--cluster", "3x3", "--workload", str(path)])
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_memory_limit_comes_from_the_environment(monkeypatch):
+    from cloudsched.errors import ParameterError
+    from cloudsched.resources import check_memory, memory_limit
+
+    monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "1.5G")
+    assert memory_limit() == int(1.5 * 2**30)
+    check_memory("x", 1, 2**30, "one GiB")
+    with pytest.raises(ParameterError, match="x must be small enough to fit in memory: two GiB"):
+        check_memory("x", 1, 2**31, "two GiB")
+    monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "lots")
+    with pytest.raises(ParameterError, match="CLOUDSCHED_MAX_MEMORY"):
+        memory_limit()

@@ -66,6 +66,6 @@ def check_memory(name: str, value: object, need: float, what: str) -> None:
     limit = memory_limit()
     if need > limit:
         raise ParameterError(
-            name, value, f"small enough to fit in memory: about {_human(need)} {what} needed, "
+            name, value, f"small enough to fit in memory: {what} needs about {_human(need)}, "
             f"{_human(limit)} allowed (set CLOUDSCHED_MAX_MEMORY to change the limit)",
         )  # fmt: skip

@@ -328,7 +328,7 @@ def simulate(
     """
     check_policy(policy)
     servers = check_int("servers", servers, low=1, high=INT_LIMIT)
-    check_memory("servers", servers, servers * BYTES_PER_SERVER, "of server state")
+    check_memory("servers", servers, servers * BYTES_PER_SERVER, "the server state")
     work = resolve_workload(servers, load, service, arrivals, speeds, trace, service_scale, engine)
     needs_m = policy == "round-robin" or policy.startswith("jiq")
     if needs_m or dispatchers is not None or r is not None:

@@ -288,7 +288,7 @@ def _check_files(files: Sequence[str | Path]) -> None:
         total += size * (10 if p.suffix == ".gz" else 1)
     rows = total / MIN_ROW_BYTES
     check_memory("trace", ", ".join(map(str, files)), rows * BYTES_PER_ROW_READ,
-                 "to read the log (upper estimate)")  # fmt: skip
+                 "reading the log (upper estimate)")  # fmt: skip
 
 
 def read_trace(

@@ -98,5 +98,5 @@ def parse_cluster(spec: str, racks: int = 1, cross_rack_cost: float = 2.0) -> Cl
     # per slot: owner, position and machine (int64), plus a template row; per machine pair:
     # the distance matrix
     need = 64.0 * machines * slots + 8.0 * machines * machines
-    check_memory("cluster", spec, need, "of cluster state")
+    check_memory("cluster", spec, need, "the cluster state")
     return Cluster(np.full(machines, slots, dtype=np.int64), racks, cross_rack_cost)

@@ -111,6 +111,19 @@ def _from_graph(name: str, g: nx.Graph) -> Topology:
     return Topology(name, g)
 
 
+#: Memory of a graph while it is built (networkx dict-of-dicts), measured roughly.
+BYTES_PER_EDGE = 400
+BYTES_PER_NODE = 300
+
+
+def _check_size(name: str, value: Any, nodes: float, edges: float) -> None:
+    """Refuse, before building it, a graph that could not fit in memory."""
+    from cloudsched.resources import check_memory
+
+    check_memory(name, value, nodes * BYTES_PER_NODE + edges * BYTES_PER_EDGE,
+                 f"a graph of {nodes:.3g} nodes and {edges:.3g} edges")  # fmt: skip
+
+
 def chain(k: int) -> Topology:
     """Path 0 - 1 - ... - (k-1)."""
     k = check_int("nodes", k, low=1)
@@ -136,6 +149,7 @@ def tree(k: int, branching: int = 2) -> Topology:
 def complete(k: int) -> Topology:
     """Complete graph on k nodes."""
     k = check_int("nodes", k, low=1)
+    _check_size("nodes", k, k, k * (k - 1) / 2)
     return _from_graph(f"complete-{k}", nx.complete_graph(k))
 
 
@@ -143,6 +157,8 @@ def random_graph(k: int, p: float, rng: np.random.Generator) -> Topology:
     """Erdos-Renyi G(k, p): each pair is an edge with probability p (no connectivity forced)."""
     k = check_int("nodes", k, low=1)
     p = check_real("p", p, low=0.0, high=1.0)
+    # the pair indices (2 x 8 bytes per pair) exist whatever p is
+    _check_size("nodes", k, k, k * (k - 1) / 2 * max(p, 16 / BYTES_PER_EDGE))
     g = nx.Graph()
     g.add_nodes_from(range(k))
     i, j = np.triu_indices(k, 1)
@@ -343,6 +359,16 @@ def _apply_includes(doc: dict[str, Any], path: Path, properties: Mapping[str, st
             doc["streams"] = list(doc.get("streams") or []) + list(sub["streams"])
 
 
+def _flux_edges(doc: Mapping[str, Any], comps: Mapping[str, int]) -> float:
+    """Upper estimate of the executor edges the streams create (before building them)."""
+    total = 0.0
+    for s in doc.get("streams") or []:
+        if isinstance(s, Mapping):
+            a, b = comps.get(str(s.get("from")), 0), comps.get(str(s.get("to")), 0)
+            total += a * b
+    return total
+
+
 def load_flux(
     path: str | Path,
     *,
@@ -363,6 +389,7 @@ def load_flux(
     doc = _read_flux(Path(path), properties or {})
     _apply_includes(doc, Path(path), properties or {})
     comps = _components(doc, where)
+    _check_size("parallelism", where, sum(comps.values()), _flux_edges(doc, comps))
     first: dict[str, int] = {}
     g = nx.Graph()
     for cid, par in comps.items():
