@@ -247,7 +247,7 @@ def test_simulate_overload_warns_in_one_line(capsys):
 
 SIM_BAD = [
     (["--servers", "0", "--load", "0.5"], "--servers", "[1, 2^62]"),
-    (["--servers", "10", "--load", "0", "--r", "2"], "--load", "(0, inf)"),
+    (["--servers", "10", "--load", "0", "--r", "2"], "--load", "(0, 10]"),
     (["--servers", "10", "--load", "0.5"], "--dispatchers", "[1, 10]"),
     (["--servers", "10", "--load", "0.5", "--dispatchers", "0"], "--dispatchers", "[1, 10]"),
     (["--servers", "10", "--load", "0.5", "--dispatchers", "11"], "--dispatchers", "[1, 10]"),

@@ -132,8 +132,10 @@ def predict(
             "probe_rate": pred.probe_rate,
         }
     )
-    for i in range(tail):
-        df[f"s_{i + 1}"] = [t[i] if i < t.size else 0.0 for t in pred.tails]
+    if tail:  # all tail columns at once (one insert per column fragments the frame)
+        cols = {f"s_{i + 1}": [t[i] if i < t.size else 0.0 for t in pred.tails]
+                for i in range(tail)}  # fmt: skip
+        df = pd.concat([df, pd.DataFrame(cols)], axis=1)
     payload = {"policy": policy, "params": {"r": pred.r, "d": pred.d}, "points": points}
     title = f"mean field: {policy} (r={pred.r}, d={pred.d})"
     emit(format_frame(df, fmt, title, payload), out)
@@ -279,10 +281,12 @@ def simulate(
     check_outputs(out=out)
     from cloudsched.dispatch.simulation import simulate as run_simulation
     from cloudsched.dispatch.traces import read_trace
+    from cloudsched.dispatch.workload import MAX_LOAD
 
     fmt = check_choice("--format", fmt, FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)
-    lam = None if load is None else check_real("--load", load, low=0.0, low_open=True)
+    lam = None if load is None else check_real("--load", load, low=0.0, high=MAX_LOAD,
+                                               low_open=True)  # fmt: skip
     warm: float | str = warmup if warmup == "auto" else check_real(
         "--warmup", warmup, low=0.0, high=0.9)  # fmt: skip
     log = read_trace(trace, trace_format, unfinished=unfinished) if trace else None

@@ -199,6 +199,13 @@ def _solve(
     return FluidTrajectory(policy, lam, r, d, sol.t, tail, p0, x[-1].copy())
 
 
+def _check_state_size(n: int, r: float) -> None:
+    """LSODA keeps dense n x n matrices (a Jacobian and its factor): refuse what cannot fit."""
+    from cloudsched.resources import check_memory
+
+    check_memory("r", r, 3 * 8.0 * n * n, f"the fluid ODE's {n} equations (dense Jacobian)")
+
+
 #: Longest integration: far past the slowest relaxation of a stable system (~4e4 time units at
 #: load 0.99); longer spans only make LSODA fail.
 MAX_HORIZON = 1e7
@@ -260,6 +267,7 @@ def fluid_trajectory(
         initial_load = float(check_loads("initial_load", initial_load)[0])
     k_levels, j_levels = _sizes(policy, max(lam, initial_load or 0.0), r, d)
     k_levels = max(k_levels, initial_tasks + 8)
+    _check_state_size(k_levels + j_levels, r)
     x0 = _initial_state(policy, r, d, k_levels, j_levels, initial_tasks, initial_load)
     t_eval = np.linspace(0.0, horizon, num_points)
     return _solve(policy, lam, r, d, x0, k_levels, t_eval, rtol, atol)
@@ -276,6 +284,7 @@ def fluid_steady_state(
     """
     lam, r, d = _validate(policy, load, r, d)
     k_levels, j_levels = _sizes(policy, lam, r, d)
+    _check_state_size(k_levels + j_levels, r)
     x = _initial_state(policy, r, d, k_levels, j_levels, 0, None)
     t0, chunk = 0.0, 50.0
     while True:

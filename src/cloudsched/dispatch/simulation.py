@@ -87,6 +87,8 @@ __all__ = ["SimulationResult", "simulate"]
 
 #: Memory per simulated server (state, I-queue arena, probe permutation), measured: ~180 B.
 BYTES_PER_SERVER = 200
+#: Most replications of one call (each is a full run, run in lockstep).
+MAX_REPLICATIONS = 10_000
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99.9": 99.9}
 #: Default number of batches for batch means.
 DEFAULT_BATCHES = 20
@@ -354,7 +356,9 @@ def simulate(
     elif work.load >= 1.0:
         tasks = max(10**6, 100 * servers)
     fixed_warmup = _check_warmup(warmup)
-    replications = check_int("replications", replications, low=1)
+    replications = check_int("replications", replications, low=1, high=MAX_REPLICATIONS)
+    check_memory("replications", replications, replications * servers * BYTES_PER_SERVER,
+                 "the replications' server state")  # fmt: skip
     batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
     precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True, high_open=True)
     max_tasks = check_int("max_tasks", max_tasks, low=1000, high=INT_LIMIT)

@@ -16,6 +16,11 @@ from cloudsched.errors import ParameterError, check_choice, check_real
 
 __all__ = ["RenewalSource", "Trace", "TraceSource", "Workload", "resolve_workload"]
 
+#: Largest load accepted: an overloaded run keeps every waiting task in memory, and the
+#: drain after the last measured arrival still simulates arrivals (memory grows with the
+#: load: about 2.8 GB at load 10 with the default million tasks).
+MAX_LOAD = 10.0
+
 _CHUNK = 1 << 18
 
 
@@ -174,14 +179,14 @@ def resolve_workload(
         if service is not None or arrivals is not None:
             raise ParameterError("trace", trace.source, "given without service or arrivals laws")
         if load is not None:
-            load = check_real("load", load, low=0.0, low_open=True)
+            load = check_real("load", load, low=0.0, high=MAX_LOAD, low_open=True)
         replay = trace.replay(capacity, load, service_scale)
         offered = float(replay.services.sum() / (max(replay.span, 1e-300) * capacity))
         rate = (replay.arrivals.size - 1) / max(replay.span, 1e-300) / servers
         return Workload(True, rate, offered, gap, svc, replay, speed)
     if load is None:
         raise ParameterError("load", None, "a number > 0 (it may be left out only with a trace)")
-    load = check_real("load", load, low=0.0, low_open=True)
+    load = check_real("load", load, low=0.0, high=MAX_LOAD, low_open=True)
     fast = (
         isinstance(svc, Exponential) and svc.mean == 1.0 and isinstance(gap, Exponential)
         and speed is None

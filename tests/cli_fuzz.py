@@ -1,0 +1,109 @@
+"""Hypothesis strategies for the CLI fuzz tier: a fast, valid command line with one option
+replaced by a hostile value (huge, negative, NaN, infinite, empty, garbage, or a bad path).
+
+The contract checked for every example: exit 0 with valid output (strict JSON when asked),
+or exit 2 with exactly one line on standard error, never a traceback; a hang is turned into a
+failure by an alarm far above any legitimate run of these sizes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+DEMO = str(EXAMPLES / "demo-placement.yaml")
+
+#: Fast, valid base commands and the options the fuzzer may replace (run-length options
+#: are replaced by hostile values too, but the alarm bounds them).
+BASES = {
+    "predict": (["predict", "jiq", "--load", "0.5", "--r", "10", "--format", "json"],
+                ["--load", "--r", "--d", "--tail", "--loads"]),
+    "fluid": (["fluid", "jiq-pod", "--load", "0.5", "--r", "10", "--horizon", "5",
+               "--format", "json"],
+              ["--load", "--r", "--d", "--horizon", "--points", "--initial-tasks",
+               "--initial-load"]),
+    "simulate": (["simulate", "jiq-pod", "--servers", "20", "--load", "0.5", "--r", "5",
+                  "--tasks", "5000", "--seed", "1", "--format", "json"],
+                 ["--servers", "--load", "--r", "--d", "--threshold", "--seed", "--batches",
+                  "--replications", "--precision", "--service", "--arrivals", "--speeds",
+                  "--service-scale", "--tail", "--dispatchers"]),
+    "place": (["place", "simulate", "--cluster", "3x3", "--workload", DEMO, "--policy", "greedy",
+               "--horizon", "50", "--seed", "1", "--format", "json"],
+              ["--cluster", "--racks", "--cross-rack-cost", "--horizon", "--seed", "--beta",
+               "--alpha", "--h", "--epsilon", "--frame", "--precision", "--target-gap",
+               "--executors-per-slot", "--policy", "--f"]),
+    "bound": (["place", "bound", "--cluster", "3x3", "--workload", DEMO, "--format", "json"],
+              ["--cluster", "--racks", "--cross-rack-cost", "--seed"]),
+}  # fmt: skip
+
+NUMBERS = ["0", "-1", "1", "2", "-0", "0.5", "1e-320", "1e308", "1e309", "-1e309", "nan", "inf",
+           "-inf", "99999999999999999999999", "-99999999999999999999", "1.5", "3", "1e6",
+           "1e12", "0x10", "", " ", "abc", "1,2", "1:2:3", "0.1:0.9:3", "2x2", "0x0", "3x0",
+           "1000000000x1000000000", "exp", "det:mean=0", "pareto:alpha=0", "lognormal:cv=-1",
+           "empirical:/nonexistent", "h2:cv=0.5", "uniform:cv=2", "exp:mean=nan",
+           "\u00e9\u00e8", "--load"]  # fmt: skip
+
+
+@st.composite
+def hostile_argv(draw) -> list[str]:
+    """A base command with one option's value replaced (or added) by a hostile value."""
+    name = draw(st.sampled_from(sorted(BASES)))
+    base, options = BASES[name]
+    option = draw(st.sampled_from(options))
+    value = draw(st.one_of(
+        st.sampled_from(NUMBERS),
+        st.integers(min_value=-(2**70), max_value=2**70).map(str),
+        st.floats(allow_nan=True, allow_infinity=True).map(repr),
+        st.text(min_size=0, max_size=12),
+    ))  # fmt: skip
+    argv = list(base)
+    if option in argv:
+        argv[argv.index(option) + 1] = value
+    else:
+        argv += [option, value]
+    if option == "--loads" and "--load" in argv:
+        i = argv.index("--load")
+        del argv[i : i + 2]
+    return argv
+
+
+class Hang(Exception):
+    """Raised by the alarm: the command did not finish within the bound."""
+
+
+def run_contract(main, capsys, argv: list[str], seconds: int = 120) -> None:
+    """Run ``argv`` in-process and check the contract (see the module docstring)."""
+
+    def alarm(signum, frame):
+        raise Hang(f"no answer within {seconds} s: {argv}")
+
+    capsys.readouterr()  # drop what an earlier (failing, shrunk) example left behind
+    if os.environ.get("CLOUDSCHED_FUZZ_ECHO"):
+        print("FUZZ", argv, file=sys.__stderr__, flush=True)
+    previous = signal.signal(signal.SIGALRM, alarm)
+    signal.alarm(seconds)
+    try:
+        try:
+            main(argv)
+            code = 0
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err, (argv, err)
+    if code == 0:
+        if "--format" in argv and argv[argv.index("--format") + 1] == "json":
+            json.loads(out, parse_constant=lambda c: (_ for _ in ()).throw(
+                AssertionError(f"non-standard JSON constant {c} for {argv}")))  # fmt: skip
+        return
+    assert code == 2, (argv, code, err)
+    lines = [line for line in err.splitlines() if not line.startswith("warning:")]
+    assert len(lines) == 1 and lines[0].startswith("error: "), (argv, err)

@@ -1,0 +1,27 @@
+"""The CLI fuzz tier (see tests/cli_fuzz.py): 40 examples here, 600 in the slow tier.
+
+It found, among others: --replications 1e9 (MemoryError), --load 6e16 (32 GiB), fluid --r 1e6
+(129 TiB), and a fragmented-frame warning on --tail 100.
+"""
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from cli_fuzz import hostile_argv, run_contract
+from cloudsched.cli import main
+
+SETTINGS = dict(deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(argv=hostile_argv())
+def test_hostile_command_lines_keep_the_contract(capsys, argv):
+    run_contract(main, capsys, argv)
+
+
+@pytest.mark.slow
+@settings(max_examples=600, **SETTINGS)
+@given(argv=hostile_argv())
+def test_many_hostile_command_lines_keep_the_contract(capsys, argv):
+    run_contract(main, capsys, argv)
