@@ -163,6 +163,9 @@ def place_simulate(
         text += _bound_line(res.cost_rate, res.cost_rate_ci, res.bound, res.bound_gap)
     elif res.bound_note:
         text += f"static optimum not available: {res.bound_note}\n"
+    else:
+        text += "static optimum not computed (by default only up to 32 slots and 8-node " \
+                "graphs; --compare-bound forces it)\n"
     text += "".join(f"WARNING: {note}\n" for note in res.warnings)
     emit(text, out)
 
