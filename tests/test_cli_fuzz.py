@@ -7,7 +7,7 @@ It found, among others: --replications 1e9 (MemoryError), --load 6e16 (32 GiB), 
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from cli_fuzz import hostile_argv, run_contract
+from cli_fuzz import BASES, hostile_argv, run_contract
 from cloudsched.cli import main
 
 SETTINGS = dict(deadline=None, derandomize=True,
@@ -25,3 +25,11 @@ def test_hostile_command_lines_keep_the_contract(capsys, argv):
 @given(argv=hostile_argv())
 def test_many_hostile_command_lines_keep_the_contract(capsys, argv):
     run_contract(main, capsys, argv)
+
+
+@pytest.mark.parametrize("name", sorted(BASES))
+def test_every_base_command_succeeds_as_is(capsys, name):
+    """Without this, a broken base command (exit 2 on every input) would pass the fuzz."""
+    with pytest.raises(SystemExit) as exc:
+        main(list(BASES[name][0]))
+    assert exc.value.code == 0, capsys.readouterr().err
