@@ -128,3 +128,12 @@ def test_memory_limit_comes_from_the_environment(monkeypatch):
     monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "lots")
     with pytest.raises(ParameterError, match="CLOUDSCHED_MAX_MEMORY"):
         memory_limit()
+
+
+@pytest.mark.parametrize("seed", ["-3", "9" * 40])
+def test_reproduce_seed_out_of_range(capsys, tmp_path, seed):
+    with pytest.raises(SystemExit) as exc:
+        main(["reproduce", "jiq", "--quick", "--out", str(tmp_path / "r"), "--seed", seed])
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2 and err.count("\n") == 1
+    assert "--seed must be an integer in [0, 2^62]" in err

@@ -107,10 +107,11 @@ def reproduce(
 ) -> None:
     """Every table and figure of one seed paper, as report.md and report.html."""
     check_outputs(out_dir=out)
-    from cloudsched.errors import check_choice
+    from cloudsched.errors import check_choice, check_int
     from cloudsched.experiments.reproduce import reproduce_dgp, reproduce_jiq
 
     which = check_choice("SEED_PAPER", seed_paper, ("jiq", "dgp"))
+    seed = check_int("--seed", seed, low=0, high=2**62)  # stored as int64, plus small offsets
     run = reproduce_jiq if which == "jiq" else reproduce_dgp
     console = Console(stderr=True)
     path = run(out, quick=quick, workers=workers, seed=seed,

@@ -174,8 +174,9 @@ def parse_spec(doc: dict[str, Any], where: str = "spec", base_dir: str = ".") ->
     if kind not in KINDS:
         raise InputError(where, f"'kind' must be one of {', '.join(KINDS)} (got {kind!r})")
     seed = doc.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise InputError(where, f"'seed' must be an integer >= 0 (got {seed!r})")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**62:
+        # stored as int64 in every Parquet row (reproductions add small offsets)
+        raise InputError(where, f"'seed' must be an integer in [0, 2^62] (got {seed!r})")
     reps = doc.get("replications", 1)
     if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 100_000:
         raise InputError(where, f"'replications' must be an integer in [1, 100000] (got {reps!r})")
