@@ -1,4 +1,4 @@
-"""File-content fuzz: hostile workload YAML files and CSV logs keep the bad-input contract.
+"""File-content fuzz: hostile workload YAML files, CSV and SWF logs keep the bad-input contract.
 
 Each example writes one file and runs a short command on it; the contract is that of
 ``tests/cli_fuzz.py`` (exit 0 with strict JSON, or exit 2 with one line, no traceback).
@@ -62,6 +62,21 @@ CSV = st.tuples(
 ).map(lambda hr: "\n".join([hr[0], *hr[1]]) + "\n")  # fmt: skip
 
 
+SWF_FIELD = st.one_of(st.sampled_from(["-1", "0", "1", "5", "60", "1e309", "nan", "x", "",
+                                       "99999999999999999999"]), st.integers(-5, 10**6).map(str))
+SWF = st.lists(
+    st.one_of(st.just("; MaxJobs: 3"), st.lists(SWF_FIELD, min_size=0, max_size=20).map(" ".join)),
+    max_size=8,
+).map(lambda lines: "\n".join(lines) + "\n")  # fmt: skip
+
+
+def _check_swf(capsys, tmp_path, text):
+    path = tmp_path / "log.swf"
+    path.write_text(text)
+    run_contract(main, capsys, ["trace", "stats", str(path), "--trace-format", "swf",
+                                "--format", "json"])  # fmt: skip
+
+
 def _check_workload(capsys, tmp_path, doc):
     run_contract(main, capsys, _workload_argv(tmp_path, doc))
 
@@ -85,6 +100,13 @@ def test_the_base_commands_accept_valid_files(capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["trace", "stats", str(path), "--trace-format", "csv", "--format", "json"])
     assert exc.value.code == 0, capsys.readouterr().err
+    swf = tmp_path / "log.swf"
+    swf.write_text("; MaxJobs: 40\n" + "".join(
+        f"{k} {k * 10} 0 {5 + k % 4} 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n" for k in range(1, 41)
+    ))  # fmt: skip
+    with pytest.raises(SystemExit) as exc:
+        main(["trace", "stats", str(swf), "--trace-format", "swf", "--format", "json"])
+    assert exc.value.code == 0, capsys.readouterr().err
 
 
 @settings(max_examples=30, **SETTINGS)
@@ -97,6 +119,19 @@ def test_hostile_workload_files(capsys, tmp_path, doc):
 @given(text=CSV)
 def test_hostile_csv_logs(capsys, tmp_path, text):
     _check_csv(capsys, tmp_path, text)
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(text=SWF)
+def test_hostile_swf_logs(capsys, tmp_path, text):
+    _check_swf(capsys, tmp_path, text)
+
+
+@pytest.mark.slow
+@settings(max_examples=300, **SETTINGS)
+@given(text=SWF)
+def test_many_hostile_swf_logs(capsys, tmp_path, text):
+    _check_swf(capsys, tmp_path, text)
 
 
 @pytest.mark.slow
