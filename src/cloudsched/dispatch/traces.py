@@ -28,6 +28,7 @@ import csv
 import gzip
 import io
 import zlib
+from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,8 +101,8 @@ def _read_google(paths: Sequence[str | Path], unfinished: str) -> TraceLog:
     ended: dict[tuple[int, int], float] = {}  # task -> last KILL/FAIL/EVICT/LOST time (s)
     skipped: set[tuple[int, int]] = set()  # tasks present before the window
     done: set[tuple[int, int]] = set()
-    arrivals: list[float] = []
-    services: list[float] = []
+    arrivals = array("d")  # 8 bytes a value (a list of floats costs 32)
+    services = array("d")
     files: list[str] = []
     last_time, records, zero = 0, 0, 0
     for name, lineno, text in _lines(paths):
@@ -150,8 +151,10 @@ def _read_google(paths: Sequence[str | Path], unfinished: str) -> TraceLog:
             else:
                 zero += 1
     submitted = len(arrivals) + len(first) + zero
-    first_submit = min([*arrivals, *first.values()], default=0.0)
-    last_submit = max([*arrivals, *first.values()], default=0.0)
+    first_submit = min(min(arrivals, default=np.inf), min(first.values(), default=np.inf))
+    last_submit = max(max(arrivals, default=-np.inf), max(first.values(), default=-np.inf))
+    if not arrivals and not first:
+        first_submit = last_submit = 0.0
     censored = 0
     if unfinished == "censor":
         end = last_time / 1e6
@@ -166,8 +169,8 @@ def _read_google(paths: Sequence[str | Path], unfinished: str) -> TraceLog:
 
 
 def _read_swf(paths: Sequence[str | Path]) -> TraceLog:
-    arrivals: list[float] = []
-    services: list[float] = []
+    arrivals = array("d")  # 8 bytes a value (a list of floats costs 32)
+    services = array("d")
     header: dict[str, str] = {}
     files: list[str] = []
     records = 0
@@ -203,8 +206,8 @@ def _read_swf(paths: Sequence[str | Path]) -> TraceLog:
 
 
 def _read_csv(paths: Sequence[str | Path]) -> TraceLog:
-    arrivals: list[float] = []
-    services: list[float] = []
+    arrivals = array("d")  # 8 bytes a value (a list of floats costs 32)
+    services = array("d")
     columns: tuple[int, int] | None = None
     files: list[str] = []
     records, last = 0, -np.inf
@@ -240,8 +243,8 @@ def _read_csv(paths: Sequence[str | Path]) -> TraceLog:
 
 
 def _finish(
-    arrivals: list[float],
-    services: list[float],
+    arrivals: array[float],
+    services: array[float],
     fmt: str,
     files: list[str],
     records: int,
@@ -254,8 +257,8 @@ def _finish(
     where = ", ".join(files) if files else fmt
     if len(arrivals) < 2:
         raise TraceError(where, f"fewer than two usable tasks ({len(arrivals)})")
-    a = np.asarray(arrivals)
-    s = np.asarray(services)
+    a = np.frombuffer(arrivals, dtype=np.float64)
+    s = np.frombuffer(services, dtype=np.float64)
     order = np.argsort(a, kind="stable")  # censored tasks are appended out of order
     dropped = submitted - len(arrivals)
     trace = Trace(a[order], s[order], where)
@@ -263,8 +266,8 @@ def _finish(
                     float(first_submit), float(last_submit), header)  # fmt: skip
 
 
-#: Memory per task while a log is read (Python rows before the arrays are built), measured.
-BYTES_PER_ROW_READ = 130
+#: Memory per task while a log is read (value arrays, then the sorted copies), measured ~52 B.
+BYTES_PER_ROW_READ = 64
 #: A text row is at least this many bytes (the smallest plausible record).
 MIN_ROW_BYTES = 16
 
