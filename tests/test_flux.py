@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from cloudsched.placement import load_flux
-from cloudsched.placement.topology import read_properties, topology_from_spec
+from cloudsched.placement.flux import read_properties
+from cloudsched.placement.topology import topology_from_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

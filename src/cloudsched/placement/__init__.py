@@ -1,7 +1,8 @@
 """Graph-job placement for stream processing (Storm topologies).
 
-* Model: job graphs (:mod:`~cloudsched.placement.topology`: generators, inline graphs and
-  Apache Storm Flux files expanded to executors), clusters and partitioning cost
+* Model: job graphs (:mod:`~cloudsched.placement.topology`: generators and inline graphs;
+  :mod:`~cloudsched.placement.flux`: Apache Storm Flux files expanded to executors or
+  packed into workers), clusters and partitioning cost
   (:mod:`~cloudsched.placement.cluster`), job types from a workload file
   (:mod:`~cloudsched.placement.workload`).
 * Policies: Storm default and greedy (:mod:`~cloudsched.placement.baselines`), DGP and
@@ -14,6 +15,7 @@
 
 from cloudsched.placement.baselines import greedy, storm_default
 from cloudsched.placement.cluster import Cluster, parse_cluster
+from cloudsched.placement.flux import GROUPINGS, load_flux
 from cloudsched.placement.optimize import (
     MaxWeightSolution,
     StaticOptimum,
@@ -27,12 +29,10 @@ from cloudsched.placement.simulation import (
 )
 from cloudsched.placement.topology import (
     GENERATORS,
-    GROUPINGS,
     Topology,
     chain,
     complete,
     from_edges,
-    load_flux,
     random_graph,
     star,
     topology_from_spec,

@@ -1,48 +1,14 @@
-"""Job graphs (Storm topologies): generators, inline graphs and Apache Storm Flux files.
+"""Job graphs (Storm topologies): generators, inline graphs, and the workload-file form.
 
 A :class:`Topology` is an undirected simple graph on nodes ``0..K-1``; every node needs one
 slot, and an edge whose two nodes sit on different machines is a broken edge (the
 partitioning cost of ``shared/design/graph-placement.md``).
 
-Flux files (``spouts``, ``bolts``, ``streams``) are expanded to the executor level: a
-component of parallelism p becomes p nodes (``component``, ``index`` attributes), spouts
-first, in file order.  CHOICE, one rule per grouping (a stream from A, parallelism a, to B,
-parallelism b):
-
-* ``GLOBAL``: every executor of A sends to executor 0 of B (a edges);
-* ``SHUFFLE``, ``LOCAL_OR_SHUFFLE``, ``FIELDS``, ``PARTIAL_KEY``, ``ALL``, ``NONE``,
-  ``DIRECT``, ``CUSTOM``: any executor of A may send to any executor of B, so all a x b
-  pairs are edges (the locality preference of ``LOCAL_OR_SHUFFLE`` and the choices of
-  ``DIRECT``/``CUSTOM`` depend on run-time state the model does not have).
-
-Direction is dropped (data flow in either direction crosses the network the same way) and
-parallel streams between the same executors count once.
-
-Flux files are read as Storm's ``FluxParser`` reads them: ``includes`` (one level, each
-``{file: PATH, override: BOOL}``, PATH relative to the including file; classpath
-``resource: true`` includes cannot be read here and are rejected) merge name, ``config``,
-``components``, ``spouts``, ``bolts`` (by ``id``; an include replaces an existing definition
-only with ``override: true``) and ``streams`` (appended); ``${name}`` is replaced by a
-property from the ``properties`` file (Java ``key=value`` lines) and ``${ENV-NAME}`` by the
-environment variable ``NAME``; a reference left unresolved is an error (Storm would keep
-the literal text).  Every spout and bolt needs a ``className``, every ``components`` entry an
-``id`` and a ``className``, and every ``ref`` must name a component; ``topologySource``
-(a topology built by Java code) is rejected.  Storm's system executors (ackers, metrics)
-are not modelled.
-
-What takes a slot (``slots``): ``executors`` (default, the graph-job model: one node per
-executor), ``workers`` (Storm's model: ``config: topology.workers`` worker processes, one
-per slot; executors, ordered by component id then index as Storm numbers its tasks, go to
-worker ``i mod W``, exactly as ``EvenScheduler.scheduleTopology`` deals them out; two
-workers are linked when any of their executors communicate, links inside a worker cost
-nothing), or ``executors_per_slot: k`` (consecutive groups of ``k`` executors, the same
-ordering).  Grouped graphs count a link between two slots once, whatever the traffic.
+Storm Flux files are read by :mod:`cloudsched.placement.flux`.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,35 +17,20 @@ from typing import Any
 import networkx as nx
 import numpy as np
 
-from cloudsched.errors import InputError, ParameterError, check_int, check_real
-from cloudsched.io import read_yaml_text
+from cloudsched.errors import ParameterError, check_int, check_real
 
 __all__ = [
     "GENERATORS",
-    "GROUPINGS",
     "Topology",
     "chain",
     "complete",
     "from_edges",
-    "load_flux",
     "random_graph",
-    "read_properties",
     "star",
     "topology_from_spec",
     "tree",
 ]
 
-GROUPINGS = (
-    "SHUFFLE",
-    "LOCAL_OR_SHUFFLE",
-    "FIELDS",
-    "PARTIAL_KEY",
-    "ALL",
-    "GLOBAL",
-    "NONE",
-    "DIRECT",
-    "CUSTOM",
-)
 GENERATORS = ("chain", "star", "tree", "complete", "random")
 
 
@@ -187,262 +138,6 @@ def from_edges(
     return Topology(name, g)
 
 
-def _components(doc: Mapping[str, Any], where: str) -> dict[str, int]:
-    comps: dict[str, int] = {}
-    if doc.get("topologySource") is not None:
-        raise InputError(
-            where, "'topologySource' builds the topology in Java code, which cloudsched cannot "
-            "run: describe it with 'spouts', 'bolts' and 'streams' instead",
-        )  # fmt: skip
-    known = _check_object_defs(doc.get("components"), "components", where, need_id=True)
-    for key in ("spouts", "bolts"):
-        _check_object_defs(doc.get(key), key, where, need_id=True, known=known)
-    for key in ("spouts", "bolts"):
-        items = doc.get(key) or []
-        if not isinstance(items, list):
-            raise InputError(where, f"'{key}' must be a list")
-        for item in items:
-            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-                raise InputError(where, f"every entry of '{key}' needs a string 'id'")
-            cid = item["id"]
-            if cid in comps:
-                raise InputError(where, f"component id {cid!r} is defined twice")
-            par = item.get("parallelism", 1)
-            if isinstance(par, bool) or not isinstance(par, int) or par < 1:
-                raise InputError(
-                    where, f"parallelism of {cid!r} must be an integer >= 1, got {par!r}"
-                )
-            comps[cid] = par
-    if not doc.get("spouts"):
-        raise InputError(where, "a topology needs at least one spout")
-    return comps
-
-
-def _check_object_defs(
-    items: Any, key: str, where: str, *, need_id: bool, known: set[str] | None = None
-) -> set[str]:
-    """Check ``components`` / ``spouts`` / ``bolts`` entries: id, className, refs."""
-    if items is None:
-        return set()
-    if not isinstance(items, list):
-        raise InputError(where, f"'{key}' must be a list")
-    ids: set[str] = set()
-    for item in items:
-        if not isinstance(item, Mapping):
-            raise InputError(where, f"every entry of '{key}' is a mapping")
-        cid = item.get("id")
-        if need_id and not isinstance(cid, str):
-            raise InputError(where, f"every entry of '{key}' needs a string 'id'")
-        if not isinstance(item.get("className"), str) or not item["className"].strip():
-            raise InputError(where, f"{key} entry {cid!r} needs a 'className' (Storm requires it)")
-        if known is not None:
-            for ref in _refs(item):
-                if ref not in known:
-                    raise InputError(
-                        where, f"{key} entry {cid!r} refers to unknown component {ref!r} "
-                        "(define it under 'components')",
-                    )  # fmt: skip
-        ids.add(str(cid))
-    return ids
-
-
-def _refs(x: Any) -> list[str]:
-    """Every ``ref:`` value (and ``reflist`` entry) inside a definition."""
-    out: list[str] = []
-    if isinstance(x, Mapping):
-        for k, v in x.items():
-            if k == "ref" and isinstance(v, str):
-                out.append(v)
-            elif k == "reflist" and isinstance(v, list):
-                out.extend(str(r) for r in v)
-            else:
-                out.extend(_refs(v))
-    elif isinstance(x, list):
-        for v in x:
-            out.extend(_refs(v))
-    return out
-
-
-_VAR = re.compile(r"\$\{([^}]+)\}")
-
-
-def read_properties(path: str | Path) -> dict[str, str]:
-    """Read a Java ``.properties`` file (``key=value`` or ``key: value``; ``#``/``!`` comments)."""
-    out: dict[str, str] = {}
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot open the properties file ({exc.strerror})") from None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
-        if m:
-            out[m.group(1)] = m.group(2)
-    return out
-
-
-def _substitute(text: str, where: str, properties: Mapping[str, str]) -> str:
-    def one(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name.startswith("ENV-"):
-            value = os.environ.get(name[4:])
-            if value is None:
-                raise InputError(where, f"${{{name}}}: environment variable {name[4:]} is not set")
-            return value
-        if name not in properties:
-            raise InputError(where, f"${{{name}}} is not defined (give a properties file with "
-                             f"'properties:' next to 'flux:')")  # fmt: skip
-        return properties[name]
-
-    return "\n".join(
-        line if line.lstrip().startswith("#") else _VAR.sub(one, line)
-        for line in text.splitlines()
-    )
-
-
-def _read_flux(path: Path, properties: Mapping[str, str]) -> dict[str, Any]:
-    where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(where, f"cannot open ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(where, "the Flux file is not UTF-8 text") from None
-    doc = read_yaml_text(_substitute(text, where, properties), where)
-    if not isinstance(doc, Mapping):
-        raise InputError(where, "a Flux file is a mapping with 'spouts', 'bolts' and 'streams'")
-    return dict(doc)
-
-
-def _merge_by_id(base: list[Any], extra: list[Any], override: bool) -> list[Any]:
-    out = list(base)
-    index = {d.get("id"): i for i, d in enumerate(out) if isinstance(d, Mapping)}
-    for d in extra:
-        cid = d.get("id") if isinstance(d, Mapping) else None
-        if cid in index:
-            if override:
-                out[index[cid]] = d
-        else:
-            index[cid] = len(out)
-            out.append(d)
-    return out
-
-
-def _apply_includes(doc: dict[str, Any], path: Path, properties: Mapping[str, str]) -> None:
-    """Merge ``includes`` as Storm's ``FluxParser.processIncludes`` does (one level)."""
-    includes = doc.get("includes") or []
-    if not isinstance(includes, list):
-        raise InputError(str(path), "'includes' must be a list of {file: PATH, override: BOOL}")
-    for inc in includes:
-        if not isinstance(inc, Mapping) or not isinstance(inc.get("file"), str):
-            raise InputError(str(path), "every include needs a 'file'")
-        if inc.get("resource"):
-            raise InputError(str(path), f"include {inc['file']!r} is a classpath resource "
-                             "(resource: true), which only a Storm jar can read: copy it next "
-                             "to this file and include it as a file")  # fmt: skip
-        override = bool(inc.get("override", False))
-        sub = _read_flux(path.parent / inc["file"], properties)
-        if sub.get("name") is not None and (override or doc.get("name") is None):
-            doc["name"] = sub["name"]
-        if isinstance(sub.get("config"), Mapping):
-            config = dict(doc.get("config") or {})
-            for k, v in sub["config"].items():
-                if override or k not in config:
-                    config[k] = v
-            doc["config"] = config
-        for key in ("components", "bolts", "spouts"):
-            if isinstance(sub.get(key), list):
-                doc[key] = _merge_by_id(list(doc.get(key) or []), sub[key], override)
-        if isinstance(sub.get("streams"), list):
-            doc["streams"] = list(doc.get("streams") or []) + list(sub["streams"])
-
-
-def _flux_edges(doc: Mapping[str, Any], comps: Mapping[str, int]) -> float:
-    """Upper estimate of the executor edges the streams create (before building them)."""
-    total = 0.0
-    for s in doc.get("streams") or []:
-        if isinstance(s, Mapping):
-            a, b = comps.get(str(s.get("from")), 0), comps.get(str(s.get("to")), 0)
-            total += a * b
-    return total
-
-
-def load_flux(
-    path: str | Path,
-    *,
-    slots: str = "executors",
-    executors_per_slot: int | None = None,
-    properties: Mapping[str, str] | None = None,
-) -> Topology:
-    """Read an Apache Storm Flux YAML file and build its graph (see module rules).
-
-    ``slots`` is ``executors`` (one node per executor) or ``workers`` (one node per worker
-    of ``config: topology.workers``, Storm's packing); ``executors_per_slot`` groups that
-    many consecutive executors per node instead.  ``properties`` fills ``${name}``.
-    """
-    where = str(path)
-    slots = str(slots)
-    if slots not in ("executors", "workers"):
-        raise ParameterError("slots", slots, "executors or workers")
-    doc = _read_flux(Path(path), properties or {})
-    _apply_includes(doc, Path(path), properties or {})
-    comps = _components(doc, where)
-    _check_size("parallelism", where, sum(comps.values()), _flux_edges(doc, comps))
-    first: dict[str, int] = {}
-    g = nx.Graph()
-    for cid, par in comps.items():
-        first[cid] = g.number_of_nodes()
-        g.add_nodes_from((first[cid] + k, {"component": cid, "index": k}) for k in range(par))
-    streams = doc.get("streams") or []
-    if not isinstance(streams, list):
-        raise InputError(where, "'streams' must be a list")
-    for s in streams:
-        if not isinstance(s, Mapping):
-            raise InputError(where, "every stream is a mapping with 'from', 'to' and 'grouping'")
-        src, dst = str(s.get("from")), str(s.get("to"))
-        for end in (src, dst):
-            if end not in comps:
-                raise InputError(where, f"stream refers to unknown component {end!r}")
-        grouping = s.get("grouping") or {}
-        kind = str(grouping.get("type", "")).upper() if isinstance(grouping, Mapping) else ""
-        if not kind:
-            raise InputError(where, f"the stream {src} -> {dst} needs a grouping type")
-        if kind not in GROUPINGS:
-            allowed = ", ".join(GROUPINGS)
-            raise InputError(where, f"unknown grouping {kind} (allowed: {allowed})")
-        a = range(first[src], first[src] + comps[src])
-        b = range(first[dst], first[dst] + comps[dst])
-        if kind == "GLOBAL":
-            g.add_edges_from((u, b[0]) for u in a if u != b[0])
-        else:
-            g.add_edges_from((u, v) for u in a for v in b if u != v)
-    name = str(doc.get("name") or Path(path).stem)
-    if slots == "executors" and executors_per_slot is None:
-        return Topology(name, g)
-    # Storm numbers tasks component by component in sorted id order
-    order = sorted(g.nodes, key=lambda v: (g.nodes[v]["component"], g.nodes[v]["index"]))
-    n = len(order)
-    if executors_per_slot is not None:
-        k = check_int("executors_per_slot", executors_per_slot, low=1)
-        group = {v: i // k for i, v in enumerate(order)}
-        label = f"{name} ({k} executors per slot)"
-    else:
-        config = doc.get("config") or {}
-        workers = config.get("topology.workers", 1) if isinstance(config, Mapping) else 1
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InputError(where, f"config topology.workers must be an integer >= 1, "
-                             f"got {workers!r}")  # fmt: skip
-        w = min(workers, n)
-        group = {v: i % w for i, v in enumerate(order)}
-        label = f"{name} ({w} workers)"
-    packed = nx.Graph()
-    packed.add_nodes_from(range(max(group.values()) + 1))
-    packed.add_edges_from((group[u], group[v]) for u, v in g.edges if group[u] != group[v])
-    return Topology(label, packed)
-
-
 def topology_from_spec(spec: Any, base_dir: str | Path, rng: np.random.Generator) -> Topology:
     """Build a topology from its workload-file form.
 
@@ -455,6 +150,8 @@ def topology_from_spec(spec: Any, base_dir: str | Path, rng: np.random.Generator
             "topology", spec, "a mapping with 'generator', 'nodes'/'edges' or 'flux'"
         )
     if "flux" in spec:
+        from cloudsched.placement.flux import load_flux, read_properties
+
         path = Path(base_dir) / str(spec["flux"])
         props = None
         if spec.get("properties") is not None:
