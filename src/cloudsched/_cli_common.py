@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import os
 import sys
 import time
 from pathlib import Path
@@ -99,12 +100,18 @@ class LazyProgress:
 
     Called as ``bar(fraction)`` or ``bar(fraction, status)``: a negative fraction keeps the
     last one (the run is alive but has no new estimate), and ``status`` is shown after the
-    description (for example the precision an open-ended simulation has reached).
+    description (for example the precision an open-ended simulation has reached).  When
+    standard error is not a terminal (a log file, CI), a plain line with the fraction done
+    and the time left is written every ``every`` seconds instead of a live bar (default 60,
+    or ``CLOUDSCHED_PROGRESS_SECONDS``).
     """
 
-    def __init__(self, description: str, delay: float = 2.0) -> None:
+    def __init__(self, description: str, delay: float = 2.0, every: float | None = None) -> None:
         self.description = description
         self.delay = delay
+        self.every = every if every is not None else _progress_seconds()
+        self.console = Console(stderr=True)
+        self.last_line = time.perf_counter()
         self.start = time.perf_counter()
         self.bar: Progress | None = None
         self.task: TaskID | None = None
@@ -116,6 +123,9 @@ class LazyProgress:
             self.fraction = fraction
         if status:
             self.status = status
+        if not self.console.is_terminal:
+            self._plain_line()
+            return
         if self.bar is None:
             if time.perf_counter() - self.start < self.delay:
                 return
@@ -124,7 +134,7 @@ class LazyProgress:
                 BarColumn(),
                 TaskProgressColumn(),
                 TimeRemainingColumn(),
-                console=Console(stderr=True),
+                console=self.console,
                 transient=True,
             )
             self.bar.start()
@@ -133,6 +143,40 @@ class LazyProgress:
         text = f"{self.description} {self.status}".strip()
         self.bar.update(self.task, completed=self.fraction, description=text)
 
+    def _plain_line(self) -> None:
+        now = time.perf_counter()
+        if now - self.last_line < self.every:
+            return
+        self.last_line = now
+        elapsed = now - self.start
+        left = "unknown"
+        if 0 < self.fraction < 1:
+            left = _duration(elapsed * (1 - self.fraction) / self.fraction)
+        text = f"{self.description} {self.status}".strip()
+        sys.stderr.write(f"progress: {text}: {100 * self.fraction:.1f}% after "
+                         f"{_duration(elapsed)}, about {left} left (Ctrl-C stops)\n")  # fmt: skip
+        sys.stderr.flush()
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+
+
+def _duration(seconds: float) -> str:
+    """``95 s``, ``12 min``, ``3.4 h`` or ``127 days``: a rough duration for progress lines."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    if seconds < 172800:
+        return f"{seconds / 3600:.1f} h"
+    return f"{seconds / 86400:.0f} days"
+
+
+def _progress_seconds() -> float:
+    """Seconds between plain progress lines: ``CLOUDSCHED_PROGRESS_SECONDS`` or 60."""
+    try:
+        value = float(os.environ.get("CLOUDSCHED_PROGRESS_SECONDS", "60"))
+    except ValueError:
+        return 60.0
+    return value if math.isfinite(value) and value > 0 else 60.0

@@ -411,6 +411,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
         sys.exit(exc.exit_code)
     except (typer.Abort, KeyboardInterrupt):
-        sys.stderr.write("aborted\n")
-        sys.exit(130)
+        code = 130
+    if code == 130:  # Typer turns Ctrl-C into a silent Exit(130)
+        sys.stderr.write("interrupted: stopped before finishing (no file is left half-written)\n")
     sys.exit(code if isinstance(code, int) else 0)

@@ -91,7 +91,7 @@ def sweep(
         Console(stderr=True).print(
             f"interrupted: {kept} runs stored in {out / 'runs'}; rerun with --resume to finish"
         )
-        raise typer.Exit(130) from None
+        raise SystemExit(130) from None  # not typer.Exit: main() would add its own line
     finally:
         signal.signal(signal.SIGTERM, previous)
         bar.close()
