@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import signal
+import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import typer
 from rich.console import Console
 from rich.progress import (
@@ -96,6 +98,20 @@ def sweep(
         signal.signal(signal.SIGTERM, previous)
         bar.close()
     Console(stderr=True).print(f"{len(df)} runs stored in {out / 'runs'}")
+    for note in _warning_summary(df):
+        sys.stderr.write(f"warning: {note}\n")
+
+
+def _warning_summary(df: Any) -> list[str]:
+    """One line per distinct run warning: how many runs have it (the rows keep them all)."""
+    if "warnings" not in df.columns:
+        return []
+    counts: dict[str, int] = {}
+    for cell in df["warnings"].dropna():
+        note = "; ".join(map(str, cell)) if isinstance(cell, list | tuple | np.ndarray) else cell
+        if note:
+            counts[str(note)] = counts.get(str(note), 0) + 1
+    return [f"{n} of {len(df)} runs: {note}" for note, n in counts.items()]
 
 
 def reproduce(

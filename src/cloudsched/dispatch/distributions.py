@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import abc
 import math
+from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -185,6 +186,9 @@ PARETO_ALPHA = (0.05, 20.0)
 CV_MAX = 1e3
 #: Largest ``max / mean`` of a bounded Pareto.
 PARETO_MAX_RATIO = 1e9
+#: An empirical sample's values must lie within these multiples of its mean (the histogram
+#: and the event pool are sized for such spreads; 1e-320 rescaled to mean 1 is infinite).
+SAMPLE_SPREAD = (1e-12, 1e9)
 
 
 def _pareto_moment(k: int, alpha: float, low: float, high: float) -> float:
@@ -243,11 +247,20 @@ class Empirical(Distribution):
 
     def __post_init__(self) -> None:
         v = np.asarray(self.values, dtype=np.float64)
-        if v.ndim != 1 or v.size == 0 or not np.all(np.isfinite(v)) or np.any(v <= 0):
+        if v.ndim != 1 or v.size == 0:
+            raise ParameterError("empirical sample", f"{v.size} values", "at least one value")
+        bad = np.flatnonzero(~np.isfinite(v) | (v <= 0))
+        if bad.size:
+            raise ParameterError("empirical sample", f"value {bad[0] + 1} = {v[bad[0]]!r}",
+                                 "finite and positive numbers")  # fmt: skip
+        top = float(v.max())
+        raw_mean = top * float(np.mean(v / top))  # no overflow for values near 1e308
+        if float(v.min()) < raw_mean * SAMPLE_SPREAD[0] or top > raw_mean * SAMPLE_SPREAD[1]:
             raise ParameterError(
-                "empirical sample", f"{v.size} values", "non-empty, finite and positive"
-            )
-        object.__setattr__(self, "values", v * (self.mean / v.mean()))
+                "empirical sample", f"values from {float(v.min()):.3g} to {top:.3g} "
+                f"(mean {raw_mean:.3g})", "values within [1e-12, 1e9] x the sample mean",
+            )  # fmt: skip
+        object.__setattr__(self, "values", (v / raw_mean) * self.mean)
 
     @property
     def variance(self) -> float:  # noqa: D102
@@ -266,22 +279,34 @@ _ALLOWED = (
 
 
 def _read_sample(path: str, name: str) -> np.ndarray:
+    from cloudsched.resources import check_memory
+
+    file = Path(path)
     try:
-        text = Path(path).read_text()
+        if file.exists() and not file.is_file():
+            raise ParameterError(f"{name} file", path, "a regular file of numbers")
+        # a number takes at least 2 characters ("1 "): at most size/2 values, 8 bytes each
+        check_memory(f"{name} file", path, file.stat().st_size * 4.0, "the sample's values")
+        with open(file, encoding="utf-8") as fh:
+            values = array("d")
+            for lineno, line in enumerate(fh, 1):
+                for token in line.replace(",", " ").split():
+                    try:
+                        x = float(token)
+                    except ValueError:
+                        x = math.nan
+                    if not (math.isfinite(x) and x > 0):
+                        raise ParameterError(
+                            f"{name} file", f"{path}:{lineno}: {token!r}",
+                            "positive finite numbers separated by spaces, commas or lines",
+                        ) from None  # fmt: skip
+                    values.append(x)
     except OSError as exc:
         raise ParameterError(f"{name} file", path, f"a readable file ({exc.strerror})") from None
-    values = []
-    for lineno, line in enumerate(text.splitlines(), 1):
-        for token in line.replace(",", " ").split():
-            try:
-                values.append(float(token))
-            except ValueError:
-                raise ParameterError(
-                    f"{name} file",
-                    f"{path}:{lineno}: {token!r}",
-                    "numbers separated by spaces, commas or lines",
-                ) from None
-    return np.asarray(values)
+    except UnicodeDecodeError as exc:
+        raise ParameterError(f"{name} file", path,
+                             f"UTF-8 text (byte {exc.start} is not)") from None  # fmt: skip
+    return np.frombuffer(values, dtype=np.float64).copy()
 
 
 def parse_spec(spec: str, name: str = "--service") -> Distribution:
@@ -295,10 +320,12 @@ def parse_spec(spec: str, name: str = "--service") -> Distribution:
         _no_extra(params, name, spec)
         if not file:
             raise ParameterError(name, spec, "empirical:FILE")
-        return Empirical(
-            _read_sample(file, name),
-            check_real(f"{name} mean", mean, low=MEAN_RANGE[0], high=MEAN_RANGE[1]),
-        )
+        sample = _read_sample(file, name)
+        mean = check_real(f"{name} mean", mean, low=MEAN_RANGE[0], high=MEAN_RANGE[1])
+        try:
+            return Empirical(sample, mean)
+        except ParameterError as exc:
+            raise ParameterError(f"{name} file", f"{file}: {exc.value}", exc.allowed) from None
     params = _params(rest, name, spec)
     mean = check_real(f"{name} mean", params.pop("mean", 1.0), low=MEAN_RANGE[0],
                       high=MEAN_RANGE[1])  # fmt: skip

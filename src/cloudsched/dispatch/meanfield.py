@@ -275,6 +275,25 @@ class MeanFieldPrediction:
         ]
 
 
+def check_prediction(
+    policy: str,
+    loads: ArrayLike,
+    *,
+    r: float = 10.0,
+    d: int = 2,
+    tail_tol: float = 1e-9,
+    max_tail: int = 1000,
+) -> tuple[np.ndarray, float, int, float, int]:
+    """Check the arguments of :func:`predict` (same meaning); return loads, r, d, tol, tail."""
+    check_meanfield_policy(policy)
+    lam = check_loads("load", loads)
+    r = check_real("r", r, low=0.0, high=R_MAX, low_open=True)
+    d = check_int("d", d, low=1, high=D_MAX)
+    tail_tol = check_real("tail_tol", tail_tol, low=0.0, high=1.0, low_open=True)
+    max_tail = check_int("max_tail", max_tail, low=1)
+    return lam, r, d, tail_tol, max_tail
+
+
 def predict(
     policy: str,
     loads: ArrayLike,
@@ -313,12 +332,9 @@ def predict(
     probing decision even for ``d = 1``; ``random`` and ``jiq`` (a uniform choice, no
     probe) and ``jsq`` (whose global state tracking is not modelled as messages) report 0.
     """
-    check_meanfield_policy(policy)
-    lam = check_loads("load", loads)
-    r = check_real("r", r, low=0.0, high=R_MAX, low_open=True)
-    d = check_int("d", d, low=1, high=D_MAX)
-    tail_tol = check_real("tail_tol", tail_tol, low=0.0, high=1.0, low_open=True)
-    max_tail = check_int("max_tail", max_tail, low=1)
+    lam, r, d, tail_tol, max_tail = check_prediction(
+        policy, loads, r=r, d=d, tail_tol=tail_tol, max_tail=max_tail
+    )
 
     has_iqueue = policy in ("jiq", "jiq-pod")
     d_eff = {"random": 1, "jiq": 1, "jsq": 1}.get(policy, d)

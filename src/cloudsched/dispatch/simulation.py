@@ -83,7 +83,7 @@ from cloudsched.errors import ParameterError, check_choice, check_int, check_rea
 from cloudsched.resources import INT_LIMIT, check_memory
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate
 
-__all__ = ["SimulationResult", "simulate"]
+__all__ = ["SimulationPlan", "SimulationResult", "plan_simulation", "simulate"]
 
 #: Memory per simulated server (state, I-queue arena, probe permutation), measured: ~180 B.
 BYTES_PER_SERVER = 200
@@ -225,6 +225,130 @@ def _check_warmup(warmup: float | str) -> float | None:
     return check_real("warmup", warmup, low=0.0, high=0.9)
 
 
+@dataclass(frozen=True)
+class SimulationPlan:
+    """The arguments of :func:`simulate`, checked and resolved; nothing has run yet.
+
+    ``m`` is the number of dispatchers, ``start`` the initial state (``meanfield`` or
+    ``empty``), ``fixed_warmup`` the warm-up fraction (None: detected) and ``work`` the
+    resolved arrival/service model.
+    """
+
+    policy: str
+    servers: int
+    m: int
+    d: int
+    threshold: int
+    with_replacement: bool
+    tasks: int | None
+    horizon: float | None
+    warmup: float | str
+    fixed_warmup: float | None
+    replications: int
+    batches: int
+    precision: float
+    max_tasks: int
+    start: str
+    work: Workload
+    keep_response_times: bool
+
+
+def plan_simulation(
+    policy: str,
+    *,
+    servers: int,
+    load: float | None,
+    dispatchers: int | None = None,
+    r: float | None = None,
+    d: int = 2,
+    threshold: int = 1,
+    with_replacement: bool = False,
+    tasks: int | None = None,
+    horizon: float | None = None,
+    warmup: float | str = "auto",
+    replications: int = 1,
+    batches: int = DEFAULT_BATCHES,
+    precision: float = DEFAULT_PRECISION,
+    max_tasks: int = DEFAULT_MAX_TASKS,
+    initial: str = "auto",
+    service: Distribution | str | None = None,
+    arrivals: Distribution | str | None = None,
+    speeds: ArrayLike | None = None,
+    trace: Trace | None = None,
+    service_scale: float = 1.0,
+    engine: str = "auto",
+    keep_response_times: bool = False,
+) -> SimulationPlan:
+    """Check and resolve the arguments of :func:`simulate` without running anything.
+
+    Takes the same arguments as :func:`simulate` (but ``rng`` and ``progress``) and raises
+    :class:`~cloudsched.errors.ParameterError` on the first bad one; sweeps call it on every
+    point of a grid before the first run.
+    """
+    check_policy(policy)
+    servers = check_int("servers", servers, low=1, high=INT_LIMIT)
+    check_memory("servers", servers, servers * BYTES_PER_SERVER, "the server state")
+    work = resolve_workload(servers, load, service, arrivals, speeds, trace, service_scale, engine)
+    needs_m = policy == "round-robin" or policy.startswith("jiq")
+    if needs_m or dispatchers is not None or r is not None:
+        m = _resolve_dispatchers(servers, dispatchers, r)
+    else:
+        m = 1
+    if policy == "jiq-sq":
+        d = check_int("d", d, low=1, high=m)
+    elif policy in ("pod", "jiq-pod"):
+        d = check_int("d", d, low=1, high=servers)
+    else:
+        d = check_int("d", d, low=1)
+    threshold = check_int("threshold", threshold, low=0, high=INT_LIMIT)
+    if tasks is not None and horizon is not None:
+        raise ParameterError("tasks", tasks, "given alone (use tasks or horizon, not both)")
+    if tasks is not None:
+        high = work.trace.arrivals.size - 1 if work.trace is not None else None
+        tasks = check_int("tasks", tasks, low=1, high=INT_LIMIT if high is None else high)
+    elif horizon is not None:
+        horizon = check_real("horizon", horizon, low=0.0, low_open=True)
+    elif work.trace is not None:
+        tasks = work.trace.arrivals.size - 1  # the last arrival closes the window
+    elif work.load >= 1.0:
+        tasks = max(10**6, 100 * servers)
+    fixed_warmup = _check_warmup(warmup)
+    replications = check_int("replications", replications, low=1, high=MAX_REPLICATIONS)
+    check_memory("replications", replications, replications * servers * BYTES_PER_SERVER,
+                 "the replications' server state")  # fmt: skip
+    batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
+    precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True, high_open=True)
+    max_tasks = check_int("max_tasks", max_tasks, low=1000, high=INT_LIMIT)
+    check_choice("initial", initial, ("auto", "meanfield", "empty"))
+    model_start = has_meanfield_start(policy, work.load) and work.trace is None
+    if initial == "meanfield" and not model_start:
+        raise ParameterError(
+            "initial", initial, "'auto' or 'empty' (no mean-field model for this policy, "
+            "load or a trace replay)",
+        )  # fmt: skip
+    start = "meanfield" if initial == "meanfield" or (
+        initial == "auto" and model_start and not work.general) else "empty"  # fmt: skip
+    return SimulationPlan(
+        policy=policy,
+        servers=servers,
+        m=m,
+        d=d,
+        threshold=threshold,
+        with_replacement=with_replacement,
+        tasks=tasks,
+        horizon=horizon,
+        warmup=warmup,
+        fixed_warmup=fixed_warmup,
+        replications=replications,
+        batches=batches,
+        precision=precision,
+        max_tasks=max_tasks,
+        start=start,
+        work=work,
+        keep_response_times=keep_response_times,
+    )
+
+
 def simulate(
     policy: str,
     *,
@@ -328,51 +452,43 @@ def simulate(
     SimulationResult
         The summary record.
     """
-    check_policy(policy)
-    servers = check_int("servers", servers, low=1, high=INT_LIMIT)
-    check_memory("servers", servers, servers * BYTES_PER_SERVER, "the server state")
-    work = resolve_workload(servers, load, service, arrivals, speeds, trace, service_scale, engine)
-    needs_m = policy == "round-robin" or policy.startswith("jiq")
-    if needs_m or dispatchers is not None or r is not None:
-        m = _resolve_dispatchers(servers, dispatchers, r)
-    else:
-        m = 1
-    if policy == "jiq-sq":
-        d = check_int("d", d, low=1, high=m)
-    elif policy in ("pod", "jiq-pod"):
-        d = check_int("d", d, low=1, high=servers)
-    else:
-        d = check_int("d", d, low=1)
-    threshold = check_int("threshold", threshold, low=0, high=INT_LIMIT)
-    if tasks is not None and horizon is not None:
-        raise ParameterError("tasks", tasks, "given alone (use tasks or horizon, not both)")
-    if tasks is not None:
-        high = work.trace.arrivals.size - 1 if work.trace is not None else None
-        tasks = check_int("tasks", tasks, low=1, high=INT_LIMIT if high is None else high)
-    elif horizon is not None:
-        horizon = check_real("horizon", horizon, low=0.0, low_open=True)
-    elif work.trace is not None:
-        tasks = work.trace.arrivals.size - 1  # the last arrival closes the window
-    elif work.load >= 1.0:
-        tasks = max(10**6, 100 * servers)
-    fixed_warmup = _check_warmup(warmup)
-    replications = check_int("replications", replications, low=1, high=MAX_REPLICATIONS)
-    check_memory("replications", replications, replications * servers * BYTES_PER_SERVER,
-                 "the replications' server state")  # fmt: skip
-    batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
-    precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True, high_open=True)
-    max_tasks = check_int("max_tasks", max_tasks, low=1000, high=INT_LIMIT)
-    check_choice("initial", initial, ("auto", "meanfield", "empty"))
-    model_start = has_meanfield_start(policy, work.load) and work.trace is None
-    if initial == "meanfield" and not model_start:
-        raise ParameterError(
-            "initial", initial, "'auto' or 'empty' (no mean-field model for this policy, "
-            "load or a trace replay)",
-        )  # fmt: skip
-    start = "meanfield" if initial == "meanfield" or (
-        initial == "auto" and model_start and not work.general) else "empty"  # fmt: skip
-    if work.load >= 1.0:
-        warnings.warn(_overload_note(work.load, tasks, horizon), RuntimeWarning, stacklevel=2)
+    plan = plan_simulation(
+        policy, servers=servers, load=load, dispatchers=dispatchers, r=r, d=d,
+        threshold=threshold, with_replacement=with_replacement, tasks=tasks,
+        horizon=horizon, warmup=warmup, replications=replications, batches=batches,
+        precision=precision, max_tasks=max_tasks, initial=initial, service=service,
+        arrivals=arrivals, speeds=speeds, trace=trace, service_scale=service_scale,
+        engine=engine, keep_response_times=keep_response_times,
+    )  # fmt: skip
+    rng = check_seed("seed", rng)
+    if plan.work.load >= 1.0:
+        warnings.warn(_overload_note(plan.work.load, plan.tasks, plan.horizon), RuntimeWarning,
+                      stacklevel=2)  # fmt: skip
+    return _run(plan, rng, progress)
+
+
+def _run(
+    plan: SimulationPlan,
+    rng: int | np.random.Generator | None,
+    progress: Callable[[float, str], None] | None,
+) -> SimulationResult:
+    policy = plan.policy
+    servers = plan.servers
+    m = plan.m
+    d = plan.d
+    threshold = plan.threshold
+    with_replacement = plan.with_replacement
+    tasks = plan.tasks
+    horizon = plan.horizon
+    warmup = plan.warmup
+    fixed_warmup = plan.fixed_warmup
+    replications = plan.replications
+    batches = plan.batches
+    precision = plan.precision
+    max_tasks = plan.max_tasks
+    start = plan.start
+    work = plan.work
+    keep_response_times = plan.keep_response_times
     variability, unit = work.variability()
     relax = relaxation_time(
         policy, work.load, servers=servers, r=servers / m, d=d, variability=variability,

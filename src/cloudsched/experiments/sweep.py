@@ -37,6 +37,7 @@ import math
 import os
 import types
 import typing
+import warnings
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -88,6 +89,18 @@ def _parameters(kind: str) -> dict[str, Any]:
     if kind == "place":
         out.update(PLACE_MODEL_KEYS)
     return out
+
+
+def _required(kind: str) -> set[str]:
+    """Parameters without a default that a sweep of ``kind`` must set."""
+    if kind == "predict":
+        return {"policy", "load"}
+    if kind == "place":
+        return {"cluster", "workload"}
+    signature = inspect.signature(_target(kind)).parameters
+    return {name for name, p in signature.items()
+            if p.default is p.empty and name not in _NOT_SWEPT
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}  # fmt: skip
 
 
 def _accepts(tp: Any, value: Any) -> bool:
@@ -204,36 +217,38 @@ def parse_spec(doc: dict[str, Any], where: str = "spec", base_dir: str = ".") ->
     both = set(fixed) & set(grid)
     if both:
         raise InputError(where, f"{sorted(both)[0]} is in both 'fixed' and 'grid'")
-    if kind == "place":
-        for key in ("cluster", "workload"):
-            if key not in fixed and key not in grid:
-                raise InputError(where, f"a place sweep needs '{key}' (in fixed or grid)")
+    for key in sorted(_required(kind)):
+        if key not in fixed and key not in grid:
+            raise InputError(where, f"a {kind} sweep needs '{key}' (in fixed or grid)")
     spec = SweepSpec(kind, seed, reps, dict(fixed), {k: list(v) for k, v in grid.items()}, base_dir)
     _dry_check(spec, where)
     return spec
 
 
 def _dry_check(spec: SweepSpec, where: str) -> None:
-    """Catch bad values (not just types) before any run, where a cheap check exists."""
-    from cloudsched.dispatch.policies import POLICIES
-    from cloudsched.errors import check_choice
-    from cloudsched.placement.simulation import PLACEMENT_POLICIES
+    """Check every point's values as its run would, before any run (nothing is computed)."""
+    from cloudsched.dispatch.meanfield import check_prediction
+    from cloudsched.dispatch.simulation import plan_simulation
+    from cloudsched.placement.simulation import plan_placement
 
-    policies = PLACEMENT_POLICIES if spec.kind == "place" else POLICIES
-    models_seen: set[str] = set()
+    models: dict[str, tuple[Any, Any]] = {}
     for params in spec.points():
         try:
-            if "policy" in params:
-                check_choice("policy", params["policy"], policies)
-            if spec.kind != "place":
-                continue
-            model = {k: params[k] for k in PLACE_MODEL_KEYS if k in params}
-            key = json.dumps(model, sort_keys=True)
-            if key not in models_seen:  # each cluster/workload read once
-                models_seen.add(key)
-                _place_model(model, spec.base_dir, 0)
+            if spec.kind == "simulate":
+                plan_simulation(**params)
+            elif spec.kind == "predict":
+                kw = {k: v for k, v in params.items() if k != "load"}
+                check_prediction(loads=[params["load"]], **kw)
+            else:
+                model = {k: params[k] for k in PLACE_MODEL_KEYS if k in params}
+                key = json.dumps(model, sort_keys=True)
+                if key not in models:  # each cluster/workload read once
+                    models[key] = _place_model(model, spec.base_dir, 0)
+                rest = {k: v for k, v in params.items() if k not in PLACE_MODEL_KEYS}
+                plan_placement(*models[key], **rest)
         except ParameterError as exc:
-            raise InputError(where, str(exc)) from None
+            point = ", ".join(f"{k}={params[k]!r}" for k in spec.grid)
+            raise InputError(where, f"at {point}: {exc}" if point else str(exc)) from None
 
 
 def _place_model(params: dict[str, Any], base_dir: str, seed: int) -> tuple[Any, Any]:
@@ -252,7 +267,18 @@ def _place_model(params: dict[str, Any], base_dir: str, seed: int) -> tuple[Any,
 
 def run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, ...],
             base_dir: str = ".") -> dict[str, Any]:  # fmt: skip
-    """Run one point and return its result row (flat: scalars only)."""
+    """Run one point and return its result row (flat: scalars only).
+
+    Warnings the run issues are not printed (workers would print them out of order); they
+    are in the row's ``warnings`` column, which the CLI summarises at the end.
+    """
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return _run_one(kind, params, root, spawn_key, base_dir)
+
+
+def _run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, ...],
+             base_dir: str) -> dict[str, Any]:  # fmt: skip
     ss = np.random.SeedSequence(root, spawn_key=spawn_key)
     rng = np.random.default_rng(ss)
     if kind == "simulate":

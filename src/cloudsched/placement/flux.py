@@ -190,6 +190,13 @@ def _read_flux(path: Path, properties: Mapping[str, str]) -> dict[str, Any]:
     doc = read_yaml_text(_substitute(text, where, properties), where)
     if not isinstance(doc, Mapping):
         raise InputError(where, "a Flux file is a mapping with 'spouts', 'bolts' and 'streams'")
+    for key in ("spouts", "bolts", "streams", "components", "includes"):
+        if doc.get(key) is not None and not isinstance(doc[key], list):
+            raise InputError(where, f"'{key}' must be a list (got {type(doc[key]).__name__})")
+    if doc.get("config") is not None and not isinstance(doc["config"], Mapping):
+        raise InputError(where, "'config' must be a mapping of Storm settings")
+    if isinstance(doc.get("name"), (list, Mapping)):
+        raise InputError(where, "'name' must be a string")
     return dict(doc)
 
 

@@ -61,7 +61,13 @@ from cloudsched.placement.maxweight import FrameController
 from cloudsched.placement.measure import estimates, precision_of, run_until_precise, summary_fields
 from cloudsched.placement.workload import JobType
 
-__all__ = ["PLACEMENT_POLICIES", "PlacementResult", "simulate_placement"]
+__all__ = [
+    "PLACEMENT_POLICIES",
+    "PlacementPlan",
+    "PlacementResult",
+    "plan_placement",
+    "simulate_placement",
+]
 
 PLACEMENT_POLICIES = tuple(K.POLICY_CODES)
 #: Micro-batches recorded per run.
@@ -247,6 +253,150 @@ def _ratio(a: float, b: float) -> float:
     return a / b if b > 0 else math.nan
 
 
+@dataclass(frozen=True)
+class PlacementPlan:
+    """The arguments of :func:`simulate_placement`, checked and resolved (nothing has run).
+
+    ``auto`` holds the instance's DGP defaults, ``calibrate`` says whether ``alpha`` will be
+    calibrated against the bound, ``overload`` is the overload warning (None if the workload
+    fits), ``rates`` and ``frozen`` the checked ``clock_rate`` and ``frozen_weights``.
+    """
+
+    policy: str
+    longest: float
+    horizon: float | None
+    precision: float
+    max_horizon: float
+    warmup: float | None
+    dgp: bool
+    auto: dict[str, Any]
+    calibrate: bool
+    beta: float
+    alpha: float
+    h: float | tuple[float, ...]
+    epsilon: float
+    f: str
+    target_gap: float
+    frame: float
+    solver_time_limit: float | None
+    batches: int
+    rates: tuple[float, ...] | None
+    frozen: tuple[float, ...] | None
+    overload: str | None
+    virtual_clock: bool
+    clock_rate: float | Sequence[float] | None
+    compare_bound: bool | None
+
+
+def plan_placement(
+    cluster: Cluster,
+    job_types: Sequence[JobType],
+    policy: str = "dgp",
+    *,
+    horizon: float | None = None,
+    warmup: float | None = None,
+    beta: float | None = None,
+    alpha: float | None = None,
+    h: float | Sequence[float] | None = None,
+    epsilon: float | None = None,
+    f: str | None = None,
+    virtual_clock: bool = True,
+    clock_rate: float | Sequence[float] | None = None,
+    frame: float = 1.0,
+    solver_time_limit: float | None = 10.0,
+    frozen_weights: Sequence[float] | None = None,
+    batches: int = 20,
+    precision: float = DEFAULT_PRECISION,
+    max_horizon: float | None = None,
+    compare_bound: bool | None = None,
+    target_gap: float = DEFAULT_TARGET_GAP,
+) -> PlacementPlan:
+    """Check and resolve the arguments of :func:`simulate_placement` without running anything.
+
+    Same arguments (but ``rng`` and ``progress``); raises
+    :class:`~cloudsched.errors.ParameterError` on the first bad one.
+    """
+    policy = check_choice("policy", policy, PLACEMENT_POLICIES)
+    if not job_types:
+        raise ParameterError("job_types", [], "at least one job type")
+    for jt in job_types:
+        cluster.check_fits(jt.topology, name=f"job type {jt.name!r}")
+    longest = max(jt.mean_duration for jt in job_types)
+    if horizon is not None:
+        horizon = check_real("horizon", horizon, low=0.0, low_open=True)
+    precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True)
+    max_horizon = check_real(
+        "max_horizon", DEFAULT_MAX_HOLDING_TIMES * longest if max_horizon is None else max_horizon,
+        low=0.0, low_open=True,
+    )  # fmt: skip
+    if warmup is not None:
+        limit = horizon if horizon is not None else max_horizon
+        warmup = check_real("warmup", warmup, low=0.0, high=limit, high_open=True)
+    dgp = policy in ("dgp", "dgp-clock")
+    auto = dgp_defaults(cluster, job_types) if dgp else {"alpha": 1.0, "f": "log"}
+    calibrate = dgp and alpha is None and frozen_weights is None
+    beta = check_real("beta", auto.get("beta", 0.1) if beta is None else beta,
+                      low=0.0, low_open=True)  # fmt: skip
+    alpha = check_real("alpha", auto["alpha"] if alpha is None else alpha,
+                       low=0.0, low_open=True)  # fmt: skip
+    hs = np.broadcast_to(np.asarray(auto.get("h", 0.0) if h is None else h, dtype=float),
+                         (len(job_types),))  # fmt: skip
+    h = tuple(check_real("h", x, low=0.0) for x in hs)
+    h = h[0] if len(set(h)) == 1 else h
+    epsilon = check_real("epsilon", auto.get("epsilon", 0.5) if epsilon is None else epsilon,
+                         low=0.0, high=1.0, low_open=True, high_open=True)  # fmt: skip
+    f = check_choice("f", str(auto["f"]) if f is None else f, ("log", "identity"))
+    target_gap = check_real("target_gap", target_gap, low=0.0, low_open=True)
+    frame = check_real("frame", frame, low=0.0, low_open=True)
+    if solver_time_limit is not None:
+        solver_time_limit = check_real(
+            "solver_time_limit", solver_time_limit, low=0.0, low_open=True
+        )
+    batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
+    rates = None
+    if clock_rate is not None:
+        raw = np.broadcast_to(np.asarray(clock_rate, dtype=float), (len(job_types),))
+        rates = tuple(check_real("clock_rate", r, low=0.0, low_open=True) for r in raw)
+    frozen = None
+    if frozen_weights is not None:
+        if len(frozen_weights) != len(job_types):
+            raise ParameterError("frozen_weights", frozen_weights, "one number per job type")
+        frozen = tuple(check_real("frozen_weights", w) for w in frozen_weights)
+    demand = sum(jt.load * jt.topology.nodes for jt in job_types)
+    overload = None
+    if demand >= cluster.total_slots:
+        overload = (
+            f"the workload asks for {demand:.4g} slots on average but the cluster has "
+            f"{cluster.total_slots}: no policy can keep the queues bounded"
+        )
+    return PlacementPlan(
+        policy=policy,
+        longest=longest,
+        horizon=horizon,
+        precision=precision,
+        max_horizon=max_horizon,
+        warmup=warmup,
+        dgp=dgp,
+        auto=auto,
+        calibrate=calibrate,
+        beta=beta,
+        alpha=alpha,
+        h=h,
+        epsilon=epsilon,
+        f=f,
+        target_gap=target_gap,
+        frame=frame,
+        solver_time_limit=solver_time_limit,
+        batches=batches,
+        rates=rates,
+        frozen=frozen,
+        overload=overload,
+        virtual_clock=virtual_clock,
+        clock_rate=clock_rate,
+        compare_bound=compare_bound,
+    )
+
+
 def simulate_placement(
     cluster: Cluster,
     job_types: Sequence[JobType],
@@ -330,60 +480,39 @@ def simulate_placement(
     -------
     PlacementResult
     """
-    policy = check_choice("policy", policy, PLACEMENT_POLICIES)
-    if not job_types:
-        raise ParameterError("job_types", [], "at least one job type")
-    for jt in job_types:
-        cluster.check_fits(jt.topology, name=f"job type {jt.name!r}")
-    longest = max(jt.mean_duration for jt in job_types)
-    if horizon is not None:
-        horizon = check_real("horizon", horizon, low=0.0, low_open=True)
-    precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True)
-    max_horizon = check_real(
-        "max_horizon", DEFAULT_MAX_HOLDING_TIMES * longest if max_horizon is None else max_horizon,
-        low=0.0, low_open=True,
+    plan = plan_placement(
+        cluster, job_types, policy, horizon=horizon, warmup=warmup, beta=beta, alpha=alpha,
+        h=h, epsilon=epsilon, f=f, virtual_clock=virtual_clock, clock_rate=clock_rate,
+        frame=frame, solver_time_limit=solver_time_limit, frozen_weights=frozen_weights,
+        batches=batches, precision=precision, max_horizon=max_horizon,
+        compare_bound=compare_bound, target_gap=target_gap,
     )  # fmt: skip
-    if warmup is not None:
-        limit = horizon if horizon is not None else max_horizon
-        warmup = check_real("warmup", warmup, low=0.0, high=limit, high_open=True)
-    dgp = policy in ("dgp", "dgp-clock")
-    auto = dgp_defaults(cluster, job_types) if dgp else {"alpha": 1.0, "f": "log"}
-    calibrate = dgp and alpha is None and frozen_weights is None
-    beta = check_real("beta", auto.get("beta", 0.1) if beta is None else beta,
-                      low=0.0, low_open=True)  # fmt: skip
-    alpha = check_real("alpha", auto["alpha"] if alpha is None else alpha,
-                       low=0.0, low_open=True)  # fmt: skip
-    hs = np.broadcast_to(np.asarray(auto.get("h", 0.0) if h is None else h, dtype=float),
-                         (len(job_types),))  # fmt: skip
-    h = tuple(check_real("h", x, low=0.0) for x in hs)
-    h = h[0] if len(set(h)) == 1 else h
-    epsilon = check_real("epsilon", auto.get("epsilon", 0.5) if epsilon is None else epsilon,
-                         low=0.0, high=1.0, low_open=True, high_open=True)  # fmt: skip
-    f = check_choice("f", str(auto["f"]) if f is None else f, ("log", "identity"))
-    target_gap = check_real("target_gap", target_gap, low=0.0, low_open=True)
-    frame = check_real("frame", frame, low=0.0, low_open=True)
-    if solver_time_limit is not None:
-        solver_time_limit = check_real(
-            "solver_time_limit", solver_time_limit, low=0.0, low_open=True
-        )
-    batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
-    rates = None
-    if clock_rate is not None:
-        raw = np.broadcast_to(np.asarray(clock_rate, dtype=float), (len(job_types),))
-        rates = tuple(check_real("clock_rate", r, low=0.0, low_open=True) for r in raw)
-    frozen = None
-    if frozen_weights is not None:
-        if len(frozen_weights) != len(job_types):
-            raise ParameterError("frozen_weights", frozen_weights, "one number per job type")
-        frozen = tuple(check_real("frozen_weights", w) for w in frozen_weights)
-    demand = sum(jt.load * jt.topology.nodes for jt in job_types)
-    overload = None
-    if demand >= cluster.total_slots:
-        overload = (
-            f"the workload asks for {demand:.4g} slots on average but the cluster has "
-            f"{cluster.total_slots}: no policy can keep the queues bounded"
-        )
-        warnings.warn(overload, RuntimeWarning, stacklevel=2)
+    if plan.overload is not None:
+        warnings.warn(plan.overload, RuntimeWarning, stacklevel=2)
+    policy = plan.policy
+    longest = plan.longest
+    horizon = plan.horizon
+    precision = plan.precision
+    max_horizon = plan.max_horizon
+    warmup = plan.warmup
+    dgp = plan.dgp
+    auto = plan.auto
+    calibrate = plan.calibrate
+    beta = plan.beta
+    alpha = plan.alpha
+    h = plan.h
+    epsilon = plan.epsilon
+    f = plan.f
+    target_gap = plan.target_gap
+    frame = plan.frame
+    solver_time_limit = plan.solver_time_limit
+    batches = plan.batches
+    rates = plan.rates
+    frozen = plan.frozen
+    overload = plan.overload
+    virtual_clock = plan.virtual_clock
+    clock_rate = plan.clock_rate
+    compare_bound = plan.compare_bound
     rng = check_seed("seed", rng)
     seed = rng if isinstance(rng, int) else None
     gen = np.random.default_rng(rng)
