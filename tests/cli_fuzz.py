@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 DEMO = str(EXAMPLES / "demo-placement.yaml")
+TRACE = str(Path(__file__).resolve().parent / "data" / "small-log.csv")
 
 #: Fast, valid base commands and the options the fuzzer may replace (run-length options
 #: are replaced by hostile values too, but the alarm bounds them).
@@ -40,6 +41,17 @@ BASES = {
                "--executors-per-slot", "--policy", "--f"]),
     "bound": (["place", "bound", "--cluster", "3x3", "--workload", DEMO, "--format", "json"],
               ["--cluster", "--racks", "--cross-rack-cost", "--seed"]),
+    "general": (["simulate", "pod", "--servers", "30", "--load", "0.7", "--tasks", "4000",
+                 "--seed", "3", "--service", "lognormal:cv=2", "--arrivals", "h2:cv=2",
+                 "--format", "json"],
+                ["--service", "--arrivals", "--d", "--load", "--warmup", "--speeds",
+                 "--initial", "--engine", "--tail", "--batches"]),
+    "trace": (["simulate", "jiq", "--servers", "20", "--r", "5", "--trace", TRACE,
+               "--trace-format", "csv", "--seed", "1", "--format", "json"],
+              ["--load", "--tasks", "--service-scale", "--trace-format", "--unfinished",
+               "--trace", "--warmup"]),
+    "stats": (["trace", "stats", TRACE, "--trace-format", "csv", "--format", "json"],
+              ["--trace-format", "--unfinished", "--format"]),
 }  # fmt: skip
 
 NUMBERS = ["0", "-1", "1", "2", "-0", "0.5", "1e-320", "1e308", "1e309", "-1e309", "nan", "inf",
@@ -50,26 +62,34 @@ NUMBERS = ["0", "-1", "1", "2", "-0", "0.5", "1e-320", "1e308", "1e309", "-1e309
            "\u00e9\u00e8", "--load"]  # fmt: skip
 
 
+VALUES = st.one_of(
+    st.sampled_from(NUMBERS),
+    st.integers(min_value=-(2**70), max_value=2**70).map(str),
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.text(min_size=0, max_size=12),
+)
+
+
 @st.composite
-def hostile_argv(draw) -> list[str]:
-    """A base command with one option's value replaced (or added) by a hostile value."""
+def hostile_argv(draw, most: int = 1) -> list[str]:
+    """A base command with 1..``most`` options' values replaced (or added) by hostile values
+    (``most`` > 1 also repeats or drops an option now and then)."""
     name = draw(st.sampled_from(sorted(BASES)))
     base, options = BASES[name]
-    option = draw(st.sampled_from(options))
-    value = draw(st.one_of(
-        st.sampled_from(NUMBERS),
-        st.integers(min_value=-(2**70), max_value=2**70).map(str),
-        st.floats(allow_nan=True, allow_infinity=True).map(repr),
-        st.text(min_size=0, max_size=12),
-    ))  # fmt: skip
     argv = list(base)
-    if option in argv:
-        argv[argv.index(option) + 1] = value
-    else:
-        argv += [option, value]
-    if option == "--loads" and "--load" in argv:
-        i = argv.index("--load")
-        del argv[i : i + 2]
+    for option in draw(st.lists(st.sampled_from(options), min_size=1, max_size=most)):
+        value = draw(VALUES)
+        action = draw(st.sampled_from(["set"] * 4 + ["repeat", "drop"])) if most > 1 else "set"
+        if action == "drop" and option in argv and option != argv[-2]:
+            i = argv.index(option)
+            del argv[i : i + 2]
+        elif option in argv and action == "set":
+            argv[argv.index(option) + 1] = value
+        else:
+            argv += [option, value]
+        if option == "--loads" and "--load" in argv:
+            i = argv.index("--load")
+            del argv[i : i + 2]
     return argv
 
 

@@ -33,3 +33,16 @@ def test_every_base_command_succeeds_as_is(capsys, name):
     with pytest.raises(SystemExit) as exc:
         main(list(BASES[name][0]))
     assert exc.value.code == 0, capsys.readouterr().err
+
+
+@settings(max_examples=30, **SETTINGS)
+@given(argv=hostile_argv(most=3))
+def test_several_hostile_options_keep_the_contract(capsys, argv):
+    run_contract(main, capsys, argv)
+
+
+@pytest.mark.slow
+@settings(max_examples=400, **SETTINGS)
+@given(argv=hostile_argv(most=3))
+def test_many_vectors_of_hostile_options_keep_the_contract(capsys, argv):
+    run_contract(main, capsys, argv)
