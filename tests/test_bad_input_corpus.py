@@ -137,3 +137,59 @@ def test_reproduce_seed_out_of_range(capsys, tmp_path, seed):
     _, err = capsys.readouterr()
     assert exc.value.code == 2 and err.count("\n") == 1
     assert "--seed must be an integer in [0, 2^62]" in err
+
+
+SPEC = ("kind: simulate\nfixed: {servers: 20, r: 5, load: 0.5, tasks: 2000}\n"
+        "grid: {policy: [jiq, pod]}\n")
+JOB = "job_types:\n  - {{name: a, arrival_rate: {rate}, mean_duration: 1, topology: {topo}}}\n"
+#: Found by the re-run campaign (tests/bad_input_campaign.py): file name -> content, the
+#: command (FILE is the file), and what the one line must say.
+FOUND = {
+    "latin-1 workload": (b"name: \xe9\n", ["place", "bound", "--cluster", "3x3", "--workload",
+                                           "FILE"], "not UTF-8 text"),
+    "latin-1 sweep spec": (b"kind: \xe9\n", ["sweep", "FILE", "--out", "OUT"], "not UTF-8 text"),
+    "list as a node label": (JOB.format(rate=1, topo="{nodes: [[1]], edges: []}"),
+                             ["place", "bound", "--cluster", "3x3", "--workload", "FILE"],
+                             "list of distinct labels"),
+    "duration 1e300 (HiGHS model error)": (
+        JOB.format(rate=1, topo="{generator: chain, nodes: 3}").replace("mean_duration: 1",
+                                                                        "mean_duration: 1e300"),
+        ["place", "bound", "--cluster", "3x3", "--workload", "FILE"], "a.mean_duration must be"),
+    "log with all arrivals at 0": ("arrival,service\n0,1\n0,1\n0,1\n",
+                                   ["simulate", "jiq", "--servers", "20", "--r", "5", "--trace",
+                                    "FILE", "--trace-format", "csv"],
+                                   "--trace must be arrivals that span a positive time"),
+    "sweep without servers": (SPEC.replace("servers: 20, ", ""), ["sweep", "FILE", "--out", "OUT"],
+                              "a simulate sweep needs 'servers'"),
+    "sweep point out of range": (SPEC.replace("r: 5", "r: 5, d: 50"),
+                                 ["sweep", "FILE", "--out", "OUT"],
+                                 "at policy='pod': d must be an integer in [1, 20]"),
+    "sweep grid repeats a value": (SPEC.replace("[jiq, pod]", "[jiq, jiq]"),
+                                   ["sweep", "FILE", "--out", "OUT"], "lists 'jiq' more than once"),
+    "empirical sample of 1e-320": ("1e-320\n1\n", [*SIM, "--tasks", "1000", "--service",
+                                                "empirical:FILE"], "within [1e-12, 1e9]"),
+    "empirical sample in latin-1": (b"\xe9 1\n", [*SIM, "--tasks", "1000", "--service",
+                                                  "empirical:FILE"], "UTF-8 text"),
+    "flux streams not a list": ("name: t\nspouts: [{id: s, className: S}]\nstreams: -1\n",
+                                ["place", "bound", "--cluster", "3x3", "--workload", "WORKLOAD"],
+                                "'streams' must be a list"),
+    "reproduce --workers 0 (checked before any section)": (
+        "", ["reproduce", "jiq", "--quick", "--workers", "0", "--out", "OUT"],
+        "--workers must be an integer in [1, 1024]"),
+    "demo --out ''": ("", ["demo", "--out", ""], "--out must be a directory path"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(FOUND))
+def test_campaign_findings_exit_2_with_one_line(capsys, tmp_path, case):
+    content, argv, fragment = FOUND[case]
+    path = tmp_path / "input"
+    path.write_bytes(content if isinstance(content, bytes) else content.encode())
+    (tmp_path / "w.yaml").write_text(JOB.format(rate=1, topo=f"{{flux: {path}}}"))
+    subst = {"FILE": str(path), "OUT": str(tmp_path / "out"), "WORKLOAD": str(tmp_path / "w.yaml")}
+    argv = [a.replace("empirical:FILE", f"empirical:{path}") for a in argv]
+    with pytest.raises(SystemExit) as exc:
+        main([subst.get(a, a) for a in argv])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and err.count("\n") == 1 and fragment in err, err
+    assert "Traceback" not in err and out == "" and not (tmp_path / "out").exists()

@@ -1,4 +1,5 @@
-"""The CLI fuzz tier (see tests/cli_fuzz.py): 40 examples here, 600 in the slow tier.
+"""The CLI fuzz tier (see tests/cli_fuzz.py): one hostile option (40 examples here, 600 in the
+slow tier) and vectors of up to three (30 here, 400 slow).
 
 It found, among others: --replications 1e9 (MemoryError), --load 6e16 (32 GiB), fluid --r 1e6
 (129 TiB), and a fragmented-frame warning on --tail 100.

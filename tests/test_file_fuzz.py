@@ -1,4 +1,5 @@
-"""File-content fuzz: hostile workload YAML files, CSV and SWF logs keep the bad-input contract.
+"""File-content fuzz: hostile workload YAML, Flux files, sweep specs, empirical samples, CSV, SWF
+and Google logs keep the bad-input contract.
 
 Each example writes one file and runs a short command on it; the contract is that of
 ``tests/cli_fuzz.py`` (exit 0 with strict JSON, or exit 2 with one line, no traceback).

@@ -1,9 +1,10 @@
+import math
 from pathlib import Path
 
 import pytest
 
 from cloudsched.errors import InputError
-from cloudsched.placement import load_workload
+from cloudsched.placement import JobType, load_workload
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -23,7 +24,7 @@ def job(name="a", rate=1, duration=1, topology=CHAIN):
 
 
 BAD = {
-    "rate": (f"job_types: [{job(rate=0)}]", "a.arrival_rate must be in (0, inf)"),
+    "rate": (f"job_types: [{job(rate=0)}]", "a.arrival_rate must be in [1e-06, 1e+06]"),
     "duration": (f"job_types: [{job(duration=-2)}]", "a.mean_duration"),
     "generator": (
         f"job_types: [{job(topology='topology: {generator: cube, nodes: 2}')}]",
@@ -44,3 +45,18 @@ def test_bad_workloads_give_one_line(tmp_path, case):
     with pytest.raises(InputError) as exc:
         load_workload(path)
     assert fragment in str(exc.value) and "\n" not in str(exc.value)
+
+
+@pytest.mark.parametrize("field,value", [("arrival_rate", -1.0), ("arrival_rate", 0.0),
+                                         ("mean_duration", 1e300), ("arrival_rate", math.nan),
+                                         ("mean_duration", "x")])  # fmt: skip
+def test_a_job_type_checks_itself_when_built(field, value):
+    """JobType(rate=-1) used to be accepted and fail later inside the kernel."""
+    from cloudsched.errors import ParameterError
+    from cloudsched.placement.topology import chain
+
+    kw = {"name": "a", "arrival_rate": 1.0, "mean_duration": 1.0, "topology": chain(3)}
+    kw[field] = value
+    with pytest.raises(ParameterError, match=field):
+        JobType(**kw)
+    assert JobType(**{**kw, field: 2.0}).load == pytest.approx(2.0)

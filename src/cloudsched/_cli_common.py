@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ __all__ = ["LazyProgress", "emit", "format_frame", "render_table"]
 
 
 def check_outputs(
-    out: Path | None = None, plot: Path | None = None, out_dir: Path | None = None
+    out: Path | None = None, plot: Path | None = None, out_dir: str | Path | None = None
 ) -> None:
     """Check ``--out`` (a file or, for reports and sweeps, a folder) and ``--plot`` first.
 
@@ -101,9 +103,10 @@ class LazyProgress:
     Called as ``bar(fraction)`` or ``bar(fraction, status)``: a negative fraction keeps the
     last one (the run is alive but has no new estimate), and ``status`` is shown after the
     description (for example the precision an open-ended simulation has reached).  When
-    standard error is not a terminal (a log file, CI), a plain line with the fraction done
-    and the time left is written every ``every`` seconds instead of a live bar (default 60,
-    or ``CLOUDSCHED_PROGRESS_SECONDS``).
+    standard error is not a terminal (a log file, CI), a helper thread writes a plain line
+    with the share done and the time left every ``every`` seconds instead (default 60, or
+    ``CLOUDSCHED_PROGRESS_SECONDS``), also while a solver holds the main thread; it writes
+    to a copy of descriptor 2 taken at the start, which solver-output capture leaves alone.
     """
 
     def __init__(self, description: str, delay: float = 2.0, every: float | None = None) -> None:
@@ -111,12 +114,18 @@ class LazyProgress:
         self.delay = delay
         self.every = every if every is not None else _progress_seconds()
         self.console = Console(stderr=True)
-        self.last_line = time.perf_counter()
         self.start = time.perf_counter()
         self.bar: Progress | None = None
         self.task: TaskID | None = None
-        self.fraction = 0.0
+        self.fraction = -1.0  # unknown until the run gives an estimate
         self.status = ""
+        self.stop = threading.Event()
+        self.fd = -1
+        if not self.console.is_terminal:
+            with contextlib.suppress(OSError):
+                self.fd = os.dup(2)
+                threading.Thread(target=self._beat, name="cloudsched progress",
+                                 daemon=True).start()  # fmt: skip
 
     def __call__(self, fraction: float, status: str = "") -> None:
         if fraction >= 0:
@@ -124,8 +133,7 @@ class LazyProgress:
         if status:
             self.status = status
         if not self.console.is_terminal:
-            self._plain_line()
-            return
+            return  # the helper thread writes the lines
         if self.bar is None:
             if time.perf_counter() - self.start < self.delay:
                 return
@@ -141,25 +149,34 @@ class LazyProgress:
             self.task = self.bar.add_task(self.description, total=1.0)
         assert self.task is not None
         text = f"{self.description} {self.status}".strip()
-        self.bar.update(self.task, completed=self.fraction, description=text)
+        self.bar.update(self.task, completed=max(self.fraction, 0.0), description=text)
 
-    def _plain_line(self) -> None:
-        now = time.perf_counter()
-        if now - self.last_line < self.every:
-            return
-        self.last_line = now
-        elapsed = now - self.start
-        left = "unknown"
-        if 0 < self.fraction < 1:
-            left = _duration(elapsed * (1 - self.fraction) / self.fraction)
+    def _beat(self) -> None:
+        try:
+            while not self.stop.wait(self.every):
+                with contextlib.suppress(OSError):
+                    os.write(self.fd, self.line().encode())
+        finally:  # closed here, never under a write (the number could be reused meanwhile)
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+
+    def line(self) -> str:
+        """Return the plain progress line (what a log shows)."""
+        elapsed = time.perf_counter() - self.start
         text = f"{self.description} {self.status}".strip()
-        sys.stderr.write(f"progress: {text}: {100 * self.fraction:.1f}% after "
-                         f"{_duration(elapsed)}, about {left} left (Ctrl-C stops)\n")  # fmt: skip
-        sys.stderr.flush()
+        if self.fraction < 0:  # no estimate of the share done (e.g. column generation)
+            done = f"running for {_duration(elapsed)}, time left unknown"
+        else:
+            left = "unknown"
+            if 0 < self.fraction < 1:
+                left = "about " + _duration(elapsed * (1 - self.fraction) / self.fraction)
+            done = f"{100 * self.fraction:.1f}% after {_duration(elapsed)}, {left} left"
+        return f"progress: {text}: {done} (Ctrl-C stops)\n"
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
+        self.stop.set()
 
 
 def _duration(seconds: float) -> str:

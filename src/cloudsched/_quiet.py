@@ -5,6 +5,12 @@ the process's standard output from C++, below Python's ``sys.stdout``, where no 
 setting reaches it.  :func:`captured_output` points file descriptors 1 and 2 at a temporary
 file for the duration of a call and hands what was written to the ``cloudsched.solver``
 logger at DEBUG level.
+
+:func:`solve_quietly` also runs the call in a helper thread: HiGHS releases the GIL but
+never returns to Python during a long solve, so a Ctrl-C would otherwise wait for the solve
+to end (minutes for a large cluster).  The main thread waits on the helper and gets the
+``KeyboardInterrupt`` at once; descriptors 1 and 2 are restored before it propagates (the
+abandoned solve ends with the process).
 """
 
 from __future__ import annotations
@@ -15,9 +21,13 @@ import logging
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
-__all__ = ["captured_output"]
+T = TypeVar("T")
+
+__all__ = ["captured_output", "solve_quietly"]
 
 log = logging.getLogger("cloudsched.solver")
 _LIBC = ctypes.CDLL(None) if os.name == "posix" else None
@@ -50,3 +60,24 @@ def captured_output(label: str) -> Iterator[None]:
             text = tmp.read().decode(errors="replace").strip()
             if text:
                 log.debug("%s wrote: %s", label, text)
+
+
+def solve_quietly(label: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` with its C output captured and Ctrl-C answered at once."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["value"] = fn(*args, **kwargs)
+        except BaseException as exc:  # handed to the caller's thread
+            box["error"] = exc
+
+    with captured_output(label):
+        helper = threading.Thread(target=target, name=f"cloudsched {label}", daemon=True)
+        helper.start()
+        while helper.is_alive():
+            helper.join(0.25)  # returns as soon as the solve ends; wakes for signals
+    if "error" in box:
+        raise box["error"]
+    value: T = box["value"]
+    return value

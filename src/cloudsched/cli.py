@@ -375,10 +375,11 @@ register_experiments(app)
 
 @app.command()
 def demo(
-    out: Path = typer.Option(Path("cloudsched-report"), "--out", help="Report folder."),
+    out_arg: str = typer.Option("cloudsched-report", "--out", help="Report folder."),
 ) -> None:
     """Write a short report with figures and tables on built-in defaults."""
-    check_outputs(out_dir=out)
+    check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')
+    out = Path(out_arg)
     from cloudsched.experiments.demo import run_demo
 
     path = run_demo(out)

@@ -19,7 +19,7 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from cloudsched._cli_common import check_outputs
+from cloudsched._cli_common import LazyProgress, check_outputs
 
 __all__ = ["register"]
 
@@ -32,14 +32,14 @@ def _interrupt(signum: int, frame: Any) -> None:
 class _CountBar:
     """A rich bar with run counts and an ETA, on standard error when it is a terminal.
 
-    Without a terminal nothing is drawn (a transient bar would still leave a blank line,
-    which would break the one-line error contract).
+    Without a terminal no bar is drawn (a transient bar would still leave a blank line,
+    which would break the one-line error contract); a plain ``progress:`` line with the runs
+    done and the time left is written every minute instead (``CLOUDSCHED_PROGRESS_SECONDS``).
     """
 
     def __init__(self, description: str) -> None:
-        import sys
-
         self.live = sys.stderr.isatty()
+        self.plain = LazyProgress(description)
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
@@ -56,8 +56,11 @@ class _CountBar:
     def __call__(self, done: int, total: int) -> None:
         if self.live:
             self.bar.update(self.task, completed=done, total=total)
+        elif total > 0:
+            self.plain(done / total, f"({done} of {total} runs)")
 
     def close(self) -> None:
+        self.plain.close()
         if self.live:
             self.bar.stop()
             self.live = False
@@ -65,7 +68,9 @@ class _CountBar:
 
 def sweep(
     spec: Path = typer.Argument(..., help="Sweep spec (YAML): kind, seed, fixed, grid, ..."),
-    out: Path = typer.Option(..., "--out", help="Results directory (Parquet, one file per run)."),
+    out_arg: str = typer.Option(
+        ..., "--out", help="Results directory (Parquet, one file per run)."
+    ),
     executor: str = typer.Option("local", "--executor", help="local or dask."),
     workers: int = typer.Option(1, "--workers", help="Worker processes (>= 1)."),
     scheduler: str = typer.Option(
@@ -74,7 +79,8 @@ def sweep(
     resume: bool = typer.Option(False, "--resume", help="Skip the runs already stored in --out."),
 ) -> None:
     """Run a grid of simulate/predict/place runs; results go to DIR/runs/*.parquet."""
-    check_outputs(out_dir=out)
+    check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')
+    out = Path(out_arg)
     from cloudsched.experiments.sweep import load_spec, run_sweep
 
     parsed = load_spec(spec)
@@ -116,18 +122,20 @@ def _warning_summary(df: Any) -> list[str]:
 
 def reproduce(
     seed_paper: str = typer.Argument(..., help="jiq (task dispatch) or dgp (graph placement)."),
-    out: Path = typer.Option(..., "--out", help="Report folder."),
+    out_arg: str = typer.Option(..., "--out", help="Report folder."),
     quick: bool = typer.Option(False, "--quick", help="Smaller systems: under 5 minutes."),
     workers: int = typer.Option(2, "--workers", help="Worker processes for the sweeps (>= 1)."),
     seed: int = typer.Option(2026, "--seed", help="Root seed of every run."),
 ) -> None:
     """Every table and figure of one seed paper, as report.md and report.html."""
-    check_outputs(out_dir=out)
+    check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')
+    out = Path(out_arg)
     from cloudsched.errors import check_choice, check_int
     from cloudsched.experiments.reproduce import reproduce_dgp, reproduce_jiq
 
     which = check_choice("SEED_PAPER", seed_paper, ("jiq", "dgp"))
     seed = check_int("--seed", seed, low=0, high=2**62)  # stored as int64, plus small offsets
+    workers = check_int("--workers", workers, low=1, high=1024)
     run = reproduce_jiq if which == "jiq" else reproduce_dgp
     console = Console(stderr=True)
     path = run(out, quick=quick, workers=workers, seed=seed,

@@ -204,7 +204,13 @@ def place_bound(
     cross_rack_cost = check_real("--cross-rack-cost", cross_rack_cost, low=1.0)
     cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
                       executors_per_slot)  # fmt: skip
-    opt = static_optimum(cl, jobs)
+    bar = LazyProgress(f"place bound {cluster}")
+    try:
+        opt = static_optimum(
+            cl, jobs, progress=lambda n, v: bar(-1.0, f"({n} columns, LP cost {v:.4g})")
+        )
+    finally:
+        bar.close()
     configs = [
         {"share": x, **{j.name: int(n[i]) for i, j in enumerate(jobs)}, "cost": b}
         for x, n, b in opt.configurations

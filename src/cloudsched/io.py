@@ -159,9 +159,17 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
     """Parse a YAML file; raise :class:`InputError` naming the file (and line) on failure."""
     where = str(path)
     try:
-        text = Path(path).read_text()
+        with open(path, "rb") as fh:  # never more than the limit (a device never ends)
+            data = fh.read(YAML_MAX_BYTES + 1)
     except OSError as exc:
         raise InputError(where, f"cannot open ({exc.strerror})") from None
+    if len(data) > YAML_MAX_BYTES:
+        raise InputError(where, f"too large for a YAML input (more than {YAML_MAX_BYTES} bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputError(f"{where}:{line}", f"not UTF-8 text (byte {exc.start})") from None
     return read_yaml_text(text, where)
 
 

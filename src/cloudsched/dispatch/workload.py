@@ -181,6 +181,8 @@ def resolve_workload(
         if load is not None:
             load = check_real("load", load, low=0.0, high=MAX_LOAD, low_open=True)
         replay = trace.replay(capacity, load, service_scale)
+        if not replay.span > 0:
+            raise ParameterError("trace", trace.source, "arrivals that span a positive time")
         offered = float(replay.services.sum() / (max(replay.span, 1e-300) * capacity))
         rate = (replay.arrivals.size - 1) / max(replay.span, 1e-300) / servers
         return Workload(True, rate, offered, gap, svc, replay, speed)

@@ -29,14 +29,14 @@ configuration has negative reduced cost, which proves the optimum.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
 from scipy.optimize import Bounds, LinearConstraint, linprog, milp
 
-from cloudsched._quiet import captured_output
+from cloudsched._quiet import solve_quietly
 from cloudsched.errors import ParameterError
 from cloudsched.placement.baselines import greedy
 from cloudsched.placement.cluster import Cluster
@@ -174,14 +174,11 @@ def max_weight_configuration(
     options: dict[str, float | bool] = {"mip_rel_gap": 1e-9, "disp": False}
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
-    with captured_output("HiGHS (max-weight MILP)"):
-        res = milp(
-            np.asarray(obj),
-            constraints=LinearConstraint(a, lo, hi),
-            integrality=np.asarray(integral),
-            bounds=Bounds(0.0, 1.0),
-            options=options,
-        )
+    res = solve_quietly(
+        "HiGHS (max-weight MILP)", milp, np.asarray(obj),
+        constraints=LinearConstraint(a, lo, hi), integrality=np.asarray(integral),
+        bounds=Bounds(0.0, 1.0), options=options,
+    )  # fmt: skip
     if res.x is None:  # no feasible point within the time limit: use the empty configuration
         return MaxWeightSolution([], 0.0, 0.0, False, time.perf_counter() - t0)
     x = np.round(res.x).astype(np.int64)
@@ -245,11 +242,13 @@ def static_optimum(
     *,
     max_columns: int = 2000,
     time_limit: float | None = None,
+    progress: Callable[[int, float], None] | None = None,
 ) -> StaticOptimum:
     """Solve the static partitioning LP exactly by column generation.
 
     ``time_limit`` bounds each pricing MILP (seconds); if one stops early the answer is
-    marked ``proven=False``.
+    marked ``proven=False``.  ``progress(columns, cost_rate)`` is called after each master
+    LP (the cost rate of the columns so far, an upper estimate of the optimum).
 
     Raises
     ------
@@ -291,10 +290,12 @@ def static_optimum(
             np.concatenate([np.ones(ncol), np.zeros(nj)])[None, :],
         ])  # fmt: skip
         b_ub = np.concatenate([-rho, [1.0]])
-        with captured_output("HiGHS (master LP)"):
-            res = linprog(c, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs")
+        res = solve_quietly("HiGHS (master LP)", linprog, c, A_ub=a_ub, b_ub=b_ub,
+                            bounds=(0, None), method="highs")  # fmt: skip
         if res.status != 0:  # pragma: no cover - the master always has a feasible point
             raise RuntimeError(f"static optimum: master LP failed: {res.message}")
+        if progress is not None:
+            progress(ncol, float(res.fun))
         duals = -res.ineqlin.marginals
         prices, sigma = duals[:nj], -duals[nj]
         best = max_weight_configuration(cluster, tops, prices, time_limit=time_limit)

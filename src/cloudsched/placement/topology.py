@@ -122,9 +122,21 @@ def from_edges(
     nodes: int | Sequence[Any], edges: Sequence[Sequence[Any]], name: str = "inline"
 ) -> Topology:
     """Graph from a node count or node labels, and a list of ``[u, v]`` pairs."""
-    labels = list(range(nodes)) if isinstance(nodes, int) else list(nodes)
+    allowed = "a positive count or a list of distinct labels (strings or integers)"
+    if not isinstance(edges, Sequence) or isinstance(edges, str):
+        raise ParameterError("edges", edges, "a list of pairs [u, v] of node labels")
+    if isinstance(nodes, int) and not isinstance(nodes, bool):
+        nodes = check_int("nodes", nodes, low=1)
+        _check_size("nodes", nodes, nodes, len(edges))
+        labels: list[Any] = list(range(nodes))
+    elif isinstance(nodes, Sequence) and not isinstance(nodes, str):
+        labels = list(nodes)
+    else:
+        raise ParameterError("nodes", nodes, allowed)
+    if any(isinstance(v, bool) or not isinstance(v, str | int) for v in labels):
+        raise ParameterError("nodes", nodes, allowed)
     if not labels or len(set(labels)) != len(labels):
-        raise ParameterError("nodes", nodes, "a positive count or a list of distinct labels")
+        raise ParameterError("nodes", nodes, allowed)
     index = {v: k for k, v in enumerate(labels)}
     g = nx.Graph()
     g.add_nodes_from(range(len(labels)))
@@ -132,6 +144,8 @@ def from_edges(
         if not isinstance(edge, Sequence) or isinstance(edge, str) or len(edge) != 2:
             raise ParameterError("edges", edge, "pairs [u, v] of node labels")
         u, v = edge
+        if not all(isinstance(x, str | int) and not isinstance(x, bool) for x in (u, v)):
+            raise ParameterError("edges", edge, "pairs of two different listed nodes")
         if u not in index or v not in index or u == v:
             raise ParameterError("edges", edge, "pairs of two different listed nodes")
         g.add_edge(index[u], index[v])

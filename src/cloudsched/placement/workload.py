@@ -30,7 +30,11 @@ from cloudsched.errors import InputError, ParameterError, check_real
 from cloudsched.io import read_yaml
 from cloudsched.placement.topology import Topology, topology_from_spec
 
-__all__ = ["JobType", "load_workload"]
+__all__ = ["RATE_RANGE", "JobType", "load_workload"]
+
+#: Allowed arrival rates and mean durations of a job type (time units of the simulation):
+#: outside it the static optimum's LP is badly scaled (HiGHS refuses a duration of 1e300).
+RATE_RANGE = (1e-6, 1e6)
 
 
 @dataclass(frozen=True)
@@ -41,6 +45,18 @@ class JobType:
     arrival_rate: float
     mean_duration: float
     topology: Topology
+
+    def __post_init__(self) -> None:
+        """Check the fields (a bad rate would otherwise fail later, inside the kernel)."""
+        if not isinstance(self.name, str) or not self.name:
+            raise ParameterError("name", self.name, "a non-empty string")
+        for field, value in (("arrival_rate", self.arrival_rate),
+                             ("mean_duration", self.mean_duration)):  # fmt: skip
+            checked = check_real(f"{self.name}.{field}", value, low=RATE_RANGE[0],
+                                 high=RATE_RANGE[1])  # fmt: skip
+            object.__setattr__(self, field, checked)
+        if not isinstance(self.topology, Topology):
+            raise ParameterError(f"{self.name}.topology", self.topology, "a Topology")
 
     @property
     def load(self) -> float:
@@ -82,17 +98,17 @@ def _job_type(
 ) -> JobType:  # fmt: skip
     name = str(item.get("name", f"type{k}"))
     try:
-        rate = check_real(f"{name}.arrival_rate", item.get("arrival_rate"), low=0.0, low_open=True)
-        duration = check_real(
-            f"{name}.mean_duration", item.get("mean_duration"), low=0.0, low_open=True
-        )
+        rate = check_real(f"{name}.arrival_rate", item.get("arrival_rate"), low=RATE_RANGE[0],
+                          high=RATE_RANGE[1])  # fmt: skip
+        duration = check_real(f"{name}.mean_duration", item.get("mean_duration"),
+                              low=RATE_RANGE[0], high=RATE_RANGE[1])  # fmt: skip
         spec = item.get("topology")
         if isinstance(spec, Mapping) and "flux" in spec and flux:
             own = {"slots", "executors_per_slot"} & set(spec)
             spec = {**spec} if own else {**spec, **{k: v for k, v in flux.items() if v is not None}}
         topology = topology_from_spec(spec, base, rng)
+        return JobType(name, rate, duration, topology)
     except InputError:
         raise
     except ParameterError as exc:
         raise InputError(where, f"job type {name!r}: {exc}") from None
-    return JobType(name, rate, duration, topology)
