@@ -9,7 +9,8 @@ separate process with its address space capped (``--memory-cap``, default 10 GiB
 ``CLOUDSCHED_MAX_MEMORY`` at 4G, so a run that allocates beyond its own estimate ends in a
 ``MemoryError`` instead of taking the machine.  The outcome of every case is one of:
 
-* ``clean error``: exit 2 and one line ``error: ...`` (warnings aside);
+* ``clean error``: exit 2 and one line ``error: ...`` (``warning:`` and ``progress:`` lines
+  aside);
 * ``correct run``: exit 0, output valid (strict JSON where asked) and the case's own check
   passes (e.g. a symbolic link is still a link, a file kept its mode);
 * ``long run, clean stop``: still running at the timeout, it had written progress lines with
@@ -411,12 +412,13 @@ def judge(case: Case, timeout: float, cap: int) -> tuple[str, str]:
         rc = proc.returncode
         if os.path.isdir(d / "ro"):
             os.chmod(d / "ro", 0o700)
-        lines = [x for x in err.splitlines() if x.strip() and not x.startswith("warning:")]
+        lines = [x for x in err.splitlines()
+                 if x.strip() and not x.startswith(("warning:", "progress:"))]
         if "Traceback" in err:
             kind = "memory traceback" if "MemoryError" in err else "traceback"
             return kind, err.strip().splitlines()[-1]
         if long_run:
-            progress = any(x.startswith("progress: ") for x in lines)
+            progress = "\nprogress: " in "\n" + err
             stopped = rc == 130 and lines and lines[-1].startswith("interrupted")
             if progress and stopped:
                 return "long run, clean stop", lines[0]

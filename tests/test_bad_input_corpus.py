@@ -35,6 +35,9 @@ CASES = {
     "h2 cv huge": ([*SIM, "--service", "h2:cv=1e300"], "cv must be in"),
     "cluster beyond memory": (["place", "simulate", "--cluster", "3x1000000000000",
                                "--workload", DEMO], "--cluster must be small enough"),
+    "overloaded run beyond memory": (["simulate", "jiq", "--servers", "100", "--r", "10",
+                                      "--load", "10", "--tasks", "100000000"],
+                                     "--load must be small enough to fit in memory"),
     "place negative seed": (["place", "simulate", "--cluster", "3x3", "--workload", DEMO,
                              "--seed", "-5"], "--seed must be an integer in [0"),
 }  # fmt: skip
