@@ -196,3 +196,17 @@ def test_campaign_findings_exit_2_with_one_line(capsys, tmp_path, case):
     out, err = capsys.readouterr()
     assert exc.value.code == 2 and err.count("\n") == 1 and fragment in err, err
     assert "Traceback" not in err and out == "" and not (tmp_path / "out").exists()
+
+
+def test_max_memory_option_sets_the_limit(capsys, monkeypatch):
+    monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "64G")  # restored after the test
+    argv = ["simulate", "jiq", "--servers", "100", "--r", "10", "--load", "10"]
+    with pytest.raises(SystemExit) as exc:
+        main(["--max-memory", "1G", *argv])
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2 and err.count("\n") == 1 and "needs about 2.68 GiB, 1 GiB" in err
+    for bad in ("lots", "-5", "0", "nan"):
+        with pytest.raises(SystemExit) as exc:
+            main(["--max-memory", bad, *argv])
+        _, err = capsys.readouterr()
+        assert exc.value.code == 2 and err.startswith("error: --max-memory must be a positive")

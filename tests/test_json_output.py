@@ -68,3 +68,21 @@ def test_place_bound_json(capfd):
 )  # fmt: skip
 def test_dispatch_json(capfd, args):
     assert isinstance(run_json(capfd, *args), dict)
+
+
+def test_nulled_values_carry_a_reason(capsys, tmp_path):
+    """Infinite or undefined values become null, listed under "undefined" with what they were."""
+    import json
+
+    from cloudsched.cli import main
+
+    log = tmp_path / "z.csv"
+    log.write_text("arrival,service\n0,1\n0,1\n0,1\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["trace", "stats", str(log), "--trace-format", "csv", "--format", "json"])
+    assert exc.value.code == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["arrival_rate_per_s"] is None and doc["offered_work_s_per_s"] is None
+    undefined = {"arrival_rate_per_s": "infinite", "offered_work_s_per_s": "infinite"}
+    assert doc["undefined"] == undefined
+    assert "same time" in doc["notes"][0]

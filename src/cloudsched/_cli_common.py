@@ -51,18 +51,28 @@ def check_outputs(
 def to_json(payload: Any) -> str:
     """Strict JSON (``allow_nan=False``): NaN and infinities become ``null``.
 
-    Results say why a value is missing (``steady_state``, ``warnings``, ``bound_note``).
+    Results say why a value is missing (``steady_state``, ``warnings``, ``bound_note``,
+    ``notes``); a mapping that had such values also gets ``"undefined"``: each nulled
+    field's path and what it was (``infinite`` or ``not a number``).
     """
-    return json.dumps(_finite(payload), indent=2, allow_nan=False)
+    undefined: dict[str, str] = {}
+    clean = _finite(payload, "", undefined)
+    if undefined and isinstance(clean, dict) and "undefined" not in clean:
+        clean["undefined"] = undefined
+    return json.dumps(clean, indent=2, allow_nan=False)
 
 
-def _finite(x: Any) -> Any:
+def _finite(x: Any, path: str = "", undefined: dict[str, str] | None = None) -> Any:
     if isinstance(x, dict):
-        return {str(k): _finite(v) for k, v in x.items()}
+        return {str(k): _finite(v, f"{path}.{k}".lstrip("."), undefined) for k, v in x.items()}
     if isinstance(x, list | tuple):
-        return [_finite(v) for v in x]
+        return [_finite(v, f"{path}[{i}]", undefined) for i, v in enumerate(x)]
     if isinstance(x, float | np.floating):
-        return float(x) if math.isfinite(x) else None
+        if math.isfinite(x):
+            return float(x)
+        if undefined is not None:
+            undefined[path] = "not a number" if math.isnan(x) else "infinite"
+        return None
     if isinstance(x, np.integer):
         return int(x)
     if isinstance(x, np.bool_):

@@ -6,6 +6,7 @@ standard error and exits with status 2, never a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -325,6 +326,20 @@ def simulate(
     emit(text, out)
 
 
+@app.callback()
+def _options(
+    max_memory: str = typer.Option(
+        None, "--max-memory", help="Refuse work whose memory estimate exceeds this (8G, 512M; "
+        "default: 80% of the available memory, or CLOUDSCHED_MAX_MEMORY).",
+    ),
+) -> None:
+    """Choose and tune schedulers for cloud services by analysis and simulation."""
+    if max_memory is not None:
+        from cloudsched.resources import parse_memory
+
+        os.environ["CLOUDSCHED_MAX_MEMORY"] = str(parse_memory(max_memory, "--max-memory"))
+
+
 trace_app = typer.Typer(help="Inspect workload logs.", no_args_is_help=True)
 app.add_typer(trace_app, name="trace")
 
@@ -352,8 +367,10 @@ def trace_stats(
     if fmt == "json":
         text = to_json(summary)
     else:
-        rows = pd.DataFrame({"field": list(summary), "value": [str(v) for v in summary.values()]})
+        shown = {k: v for k, v in summary.items() if k != "notes"}
+        rows = pd.DataFrame({"field": list(shown), "value": [str(v) for v in shown.values()]})
         text = render_table(rows, f"trace: {', '.join(log.files)}")
+        text += "".join(f"NOTE: {note}\n" for note in summary["notes"])  # type: ignore[attr-defined]
     emit(text, out)
     if plot is not None:
         from cloudsched.plotting.dispatch import plot_histogram

@@ -10,6 +10,7 @@ the ones that merely come close.
 
 from __future__ import annotations
 
+import math
 import os
 
 from cloudsched.errors import ParameterError
@@ -37,19 +38,24 @@ def _available() -> int:
         return 2**34
 
 
+def parse_memory(raw: str, name: str = "CLOUDSCHED_MAX_MEMORY") -> int:
+    """Bytes in ``raw`` (``8G``, ``512M``, ``1.5T``, ``123456``); errors name ``name``."""
+    text = raw.strip().upper().removesuffix("B")
+    unit = text[-1] if text and text[-1] in _UNITS else ""
+    try:
+        value = float(text[: len(text) - len(unit)]) * _UNITS[unit]
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 1):
+        raise ParameterError(name, raw, "a positive number of bytes, optionally with K, M, G or T")
+    return int(value)
+
+
 def memory_limit() -> int:
     """Bytes a run may plan to use (``CLOUDSCHED_MAX_MEMORY`` or a share of what is free)."""
-    raw = os.environ.get("CLOUDSCHED_MAX_MEMORY", "").strip().upper().removesuffix("B")
-    if raw:
-        unit = raw[-1] if raw[-1] in _UNITS else ""
-        try:
-            value = float(raw[: len(raw) - len(unit)]) * _UNITS[unit]
-        except ValueError:
-            raise ParameterError(
-                "CLOUDSCHED_MAX_MEMORY", raw, "a number of bytes, optionally with K, M, G or T"
-            ) from None
-        if value > 0:
-            return int(value)
+    raw = os.environ.get("CLOUDSCHED_MAX_MEMORY", "")
+    if raw.strip():
+        return parse_memory(raw)
     return int(MEMORY_SHARE * _available())
 
 
@@ -67,5 +73,5 @@ def check_memory(name: str, value: object, need: float, what: str) -> None:
     if need > limit:
         raise ParameterError(
             name, value, f"small enough to fit in memory: {what} needs about {_human(need)}, "
-            f"{_human(limit)} allowed (set CLOUDSCHED_MAX_MEMORY to change the limit)",
+            f"{_human(limit)} allowed (--max-memory or CLOUDSCHED_MAX_MEMORY changes the limit)",
         )  # fmt: skip

@@ -357,4 +357,7 @@ def trace_summary(log: TraceLog) -> dict[str, object]:
         "service_p99_s": float(pct[2]),
         "service_max_s": float(svc.max()),
         "offered_work_s_per_s": float(svc.sum() / t.span) if t.span > 0 else float("inf"),
-    }
+        "notes": [] if t.span > 0 else [
+            "arrival_rate_per_s and offered_work_s_per_s are infinite: every arrival of the "
+            "log is at the same time"],
+    }  # fmt: skip
