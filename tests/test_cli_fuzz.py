@@ -17,33 +17,33 @@ SETTINGS = dict(deadline=None, derandomize=True,
 
 @settings(max_examples=40, **SETTINGS)
 @given(argv=hostile_argv())
-def test_hostile_command_lines_keep_the_contract(capsys, argv):
-    run_contract(main, capsys, argv)
+def test_hostile_command_lines_keep_the_contract(capfd, argv):
+    run_contract(main, capfd, argv)
 
 
 @pytest.mark.slow
 @settings(max_examples=600, **SETTINGS)
 @given(argv=hostile_argv())
-def test_many_hostile_command_lines_keep_the_contract(capsys, argv):
-    run_contract(main, capsys, argv)
+def test_many_hostile_command_lines_keep_the_contract(capfd, argv):
+    run_contract(main, capfd, argv)
 
 
 @pytest.mark.parametrize("name", sorted(BASES))
-def test_every_base_command_succeeds_as_is(capsys, name):
+def test_every_base_command_succeeds_as_is(capfd, name):
     """Without this, a broken base command (exit 2 on every input) would pass the fuzz."""
     with pytest.raises(SystemExit) as exc:
         main(list(BASES[name][0]))
-    assert exc.value.code == 0, capsys.readouterr().err
+    assert exc.value.code == 0, capfd.readouterr().err
 
 
 @settings(max_examples=30, **SETTINGS)
 @given(argv=hostile_argv(most=3))
-def test_several_hostile_options_keep_the_contract(capsys, argv):
-    run_contract(main, capsys, argv)
+def test_several_hostile_options_keep_the_contract(capfd, argv):
+    run_contract(main, capfd, argv)
 
 
 @pytest.mark.slow
 @settings(max_examples=400, **SETTINGS)
 @given(argv=hostile_argv(most=3))
-def test_many_vectors_of_hostile_options_keep_the_contract(capsys, argv):
-    run_contract(main, capsys, argv)
+def test_many_vectors_of_hostile_options_keep_the_contract(capfd, argv):
+    run_contract(main, capfd, argv)

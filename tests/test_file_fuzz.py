@@ -73,82 +73,82 @@ SWF = st.lists(
 ).map(lambda lines: "\n".join(lines) + "\n")  # fmt: skip
 
 
-def _check_swf(capsys, tmp_path, text):
+def _check_swf(capfd, tmp_path, text):
     path = tmp_path / "log.swf"
     path.write_text(text)
-    run_contract(main, capsys, ["trace", "stats", str(path), "--trace-format", "swf",
+    run_contract(main, capfd, ["trace", "stats", str(path), "--trace-format", "swf",
                                 "--format", "json"])  # fmt: skip
 
 
-def _check_workload(capsys, tmp_path, doc):
-    run_contract(main, capsys, _workload_argv(tmp_path, doc))
+def _check_workload(capfd, tmp_path, doc):
+    run_contract(main, capfd, _workload_argv(tmp_path, doc))
 
 
-def _check_csv(capsys, tmp_path, text):
+def _check_csv(capfd, tmp_path, text):
     path = tmp_path / "log.csv"
     path.write_text(text)
-    run_contract(main, capsys, ["trace", "stats", str(path), "--trace-format", "csv",
+    run_contract(main, capfd, ["trace", "stats", str(path), "--trace-format", "csv",
                                 "--format", "json"])  # fmt: skip
 
 
-def test_the_base_commands_accept_valid_files(capsys, tmp_path):
+def test_the_base_commands_accept_valid_files(capfd, tmp_path):
     """Without this, a broken base command (exit 2 on every input) would pass the fuzz."""
     job = {"name": "a", "arrival_rate": 1.0, "mean_duration": 1.0,
            "topology": {"generator": "chain", "nodes": 3}}  # fmt: skip
     with pytest.raises(SystemExit) as exc:
         main(_workload_argv(tmp_path, {"job_types": [job]}))
-    assert exc.value.code == 0, capsys.readouterr().err
+    assert exc.value.code == 0, capfd.readouterr().err
     path = tmp_path / "log.csv"
     path.write_text("arrival,service\n" + "".join(f"{k},{1 + k % 3}\n" for k in range(50)))
     with pytest.raises(SystemExit) as exc:
         main(["trace", "stats", str(path), "--trace-format", "csv", "--format", "json"])
-    assert exc.value.code == 0, capsys.readouterr().err
+    assert exc.value.code == 0, capfd.readouterr().err
     swf = tmp_path / "log.swf"
     swf.write_text("; MaxJobs: 40\n" + "".join(
         f"{k} {k * 10} 0 {5 + k % 4} 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n" for k in range(1, 41)
     ))  # fmt: skip
     with pytest.raises(SystemExit) as exc:
         main(["trace", "stats", str(swf), "--trace-format", "swf", "--format", "json"])
-    assert exc.value.code == 0, capsys.readouterr().err
+    assert exc.value.code == 0, capfd.readouterr().err
 
 
 @settings(max_examples=30, **SETTINGS)
 @given(doc=WORKLOAD)
-def test_hostile_workload_files(capsys, tmp_path, doc):
-    _check_workload(capsys, tmp_path, doc)
+def test_hostile_workload_files(capfd, tmp_path, doc):
+    _check_workload(capfd, tmp_path, doc)
 
 
 @settings(max_examples=30, **SETTINGS)
 @given(text=CSV)
-def test_hostile_csv_logs(capsys, tmp_path, text):
-    _check_csv(capsys, tmp_path, text)
+def test_hostile_csv_logs(capfd, tmp_path, text):
+    _check_csv(capfd, tmp_path, text)
 
 
 @settings(max_examples=30, **SETTINGS)
 @given(text=SWF)
-def test_hostile_swf_logs(capsys, tmp_path, text):
-    _check_swf(capsys, tmp_path, text)
+def test_hostile_swf_logs(capfd, tmp_path, text):
+    _check_swf(capfd, tmp_path, text)
 
 
 @pytest.mark.slow
 @settings(max_examples=300, **SETTINGS)
 @given(text=SWF)
-def test_many_hostile_swf_logs(capsys, tmp_path, text):
-    _check_swf(capsys, tmp_path, text)
+def test_many_hostile_swf_logs(capfd, tmp_path, text):
+    _check_swf(capfd, tmp_path, text)
 
 
 @pytest.mark.slow
 @settings(max_examples=300, **SETTINGS)
 @given(doc=WORKLOAD)
-def test_many_hostile_workload_files(capsys, tmp_path, doc):
-    _check_workload(capsys, tmp_path, doc)
+def test_many_hostile_workload_files(capfd, tmp_path, doc):
+    _check_workload(capfd, tmp_path, doc)
 
 
 @pytest.mark.slow
 @settings(max_examples=300, **SETTINGS)
 @given(text=CSV)
-def test_many_hostile_csv_logs(capsys, tmp_path, text):
-    _check_csv(capsys, tmp_path, text)
+def test_many_hostile_csv_logs(capfd, tmp_path, text):
+    _check_csv(capfd, tmp_path, text)
 
 
 # --- Google task_events, Flux files, empirical samples and sweep specs -----------------------
@@ -234,10 +234,10 @@ def google_logs(draw):
 GOOGLE = google_logs()
 
 
-def _check_google(capsys, tmp_path, text, unfinished):
+def _check_google(capfd, tmp_path, text, unfinished):
     path = tmp_path / "part-00000-of-00500.csv"
     path.write_text(text)
-    run_contract(main, capsys, ["trace", "stats", str(path), "--trace-format", "google2011",
+    run_contract(main, capfd, ["trace", "stats", str(path), "--trace-format", "google2011",
                                 "--unfinished", unfinished, "--format", "json"])  # fmt: skip
 
 
@@ -275,8 +275,8 @@ def _flux_argv(tmp_path, doc, slots):
     return ["place", "bound", "--cluster", "3x3", "--workload", str(path), "--format", "json"]
 
 
-def _check_flux(capsys, tmp_path, doc, slots):
-    run_contract(main, capsys, _flux_argv(tmp_path, doc, slots))
+def _check_flux(capfd, tmp_path, doc, slots):
+    run_contract(main, capfd, _flux_argv(tmp_path, doc, slots))
 
 
 EMPIRICAL_LINE = st.one_of(CSV_FIELD, st.floats(allow_nan=True, allow_infinity=True).map(repr),
@@ -294,10 +294,10 @@ def _insert(lines, changes):
     return lines
 
 
-def _check_empirical(capsys, tmp_path, text):
+def _check_empirical(capfd, tmp_path, text):
     path = tmp_path / "sample.txt"
     path.write_text(text)
-    run_contract(main, capsys, ["simulate", "jiq-pod", "--servers", "20", "--load", "0.5", "--r",
+    run_contract(main, capfd, ["simulate", "jiq-pod", "--servers", "20", "--load", "0.5", "--r",
                                 "5", "--tasks", "3000", "--seed", "1", "--service",
                                 f"empirical:{path}", "--format", "json"])  # fmt: skip
 
@@ -321,17 +321,17 @@ SWEEP_ODD = st.one_of(
 SWEEP = mutated(st.sampled_from(SWEEP_BASES), values=SWEEP_ODD)
 
 
-def _check_sweep(capsys, tmp_path, doc):
+def _check_sweep(capfd, tmp_path, doc):
     path = tmp_path / "spec.yaml"
     path.write_text(yaml.safe_dump(doc, allow_unicode=True))
     out = tmp_path / "out"
     import shutil
 
     shutil.rmtree(out, ignore_errors=True)
-    run_contract(main, capsys, ["sweep", str(path), "--out", str(out)])
+    run_contract(main, capfd, ["sweep", str(path), "--out", str(out)])
 
 
-def test_the_other_readers_accept_valid_files(capsys, tmp_path):
+def test_the_other_readers_accept_valid_files(capfd, tmp_path):
     """The base cases of the fuzzers below succeed (so refusing everything would fail)."""
     good_google = "".join(f"{t},,{j},0,,{k},u,0,0,0.1,0.1,0,0\n"
                           for j in range(1, 6) for t, k in ((10 * j, 0), (10 * j + 2, 1),
@@ -343,79 +343,79 @@ def test_the_other_readers_accept_valid_files(capsys, tmp_path):
         with pytest.raises(SystemExit) as exc:
             main(["trace", "stats", str(path), "--trace-format", "google2011", "--unfinished",
                   unfinished, "--format", "json"])  # fmt: skip
-        assert exc.value.code == 0, capsys.readouterr().err
-        assert '"tasks_used": 5' in capsys.readouterr().out
+        assert exc.value.code == 0, capfd.readouterr().err
+        assert '"tasks_used": 5' in capfd.readouterr().out
     flux = {"name": "t", "spouts": [{"id": "s", "className": "X", "parallelism": 2}],
             "bolts": [{"id": "b", "className": "Y", "parallelism": 2}],
             "streams": [{"from": "s", "to": "b", "grouping": {"type": "SHUFFLE"}}]}  # fmt: skip
     for slots in ({}, {"slots": "executors"}, {"slots": "workers"}, {"executors_per_slot": 2}):
         with pytest.raises(SystemExit) as exc:
             main(_flux_argv(tmp_path, flux, slots))
-        assert exc.value.code == 0, (slots, capsys.readouterr().err)
-        assert '"cost_per_job"' in capsys.readouterr().out
+        assert exc.value.code == 0, (slots, capfd.readouterr().err)
+        assert '"cost_per_job"' in capfd.readouterr().out
     sample = tmp_path / "sample.txt"
     sample.write_text("1\n2\n3.5\n")
     with pytest.raises(SystemExit) as exc:
         main(["simulate", "jiq-pod", "--servers", "20", "--load", "0.5", "--r", "5", "--tasks",
               "3000", "--seed", "1", "--service", f"empirical:{sample}", "--format", "json"])
-    assert exc.value.code == 0, capsys.readouterr().err
-    capsys.readouterr()
+    assert exc.value.code == 0, capfd.readouterr().err
+    capfd.readouterr()
     for k, (doc, runs) in enumerate(zip(SWEEP_BASES, (4, 2, 4), strict=True)):
         spec = tmp_path / f"spec{k}.yaml"
         spec.write_text(yaml.safe_dump(doc))
         with pytest.raises(SystemExit) as exc:
             main(["sweep", str(spec), "--out", str(tmp_path / f"out{k}")])
-        assert exc.value.code == 0, capsys.readouterr().err
+        assert exc.value.code == 0, capfd.readouterr().err
         assert len(list((tmp_path / f"out{k}" / "runs").glob("*.parquet"))) == runs
 
 
 @settings(max_examples=30, **SETTINGS)
 @given(text=GOOGLE, unfinished=st.sampled_from(["drop", "censor"]))
-def test_hostile_google_logs(capsys, tmp_path, text, unfinished):
-    _check_google(capsys, tmp_path, text, unfinished)
+def test_hostile_google_logs(capfd, tmp_path, text, unfinished):
+    _check_google(capfd, tmp_path, text, unfinished)
 
 
 @settings(max_examples=30, **SETTINGS)
 @given(doc=FLUX, slots=SLOTS)
-def test_hostile_flux_files(capsys, tmp_path, doc, slots):
-    _check_flux(capsys, tmp_path, doc, slots)
+def test_hostile_flux_files(capfd, tmp_path, doc, slots):
+    _check_flux(capfd, tmp_path, doc, slots)
 
 
 @settings(max_examples=30, **SETTINGS)
 @given(text=EMPIRICAL)
-def test_hostile_empirical_samples(capsys, tmp_path, text):
-    _check_empirical(capsys, tmp_path, text)
+def test_hostile_empirical_samples(capfd, tmp_path, text):
+    _check_empirical(capfd, tmp_path, text)
 
 
 @settings(max_examples=20, **SETTINGS)
 @given(doc=SWEEP)
-def test_hostile_sweep_specs(capsys, tmp_path, doc):
-    _check_sweep(capsys, tmp_path, doc)
+def test_hostile_sweep_specs(capfd, tmp_path, doc):
+    _check_sweep(capfd, tmp_path, doc)
 
 
 @pytest.mark.slow
 @settings(max_examples=300, **SETTINGS)
 @given(text=GOOGLE, unfinished=st.sampled_from(["drop", "censor"]))
-def test_many_hostile_google_logs(capsys, tmp_path, text, unfinished):
-    _check_google(capsys, tmp_path, text, unfinished)
+def test_many_hostile_google_logs(capfd, tmp_path, text, unfinished):
+    _check_google(capfd, tmp_path, text, unfinished)
 
 
 @pytest.mark.slow
 @settings(max_examples=300, **SETTINGS)
 @given(doc=FLUX, slots=SLOTS)
-def test_many_hostile_flux_files(capsys, tmp_path, doc, slots):
-    _check_flux(capsys, tmp_path, doc, slots)
+def test_many_hostile_flux_files(capfd, tmp_path, doc, slots):
+    _check_flux(capfd, tmp_path, doc, slots)
 
 
 @pytest.mark.slow
 @settings(max_examples=300, **SETTINGS)
 @given(text=EMPIRICAL)
-def test_many_hostile_empirical_samples(capsys, tmp_path, text):
-    _check_empirical(capsys, tmp_path, text)
+def test_many_hostile_empirical_samples(capfd, tmp_path, text):
+    _check_empirical(capfd, tmp_path, text)
 
 
 @pytest.mark.slow
 @settings(max_examples=200, **SETTINGS)
 @given(doc=SWEEP)
-def test_many_hostile_sweep_specs(capsys, tmp_path, doc):
-    _check_sweep(capsys, tmp_path, doc)
+def test_many_hostile_sweep_specs(capfd, tmp_path, doc):
+    _check_sweep(capfd, tmp_path, doc)

@@ -171,16 +171,14 @@ def fluid(
     from cloudsched.dispatch.fluid import fluid_trajectory
 
     fmt = check_choice("--format", fmt, FORMATS)
-    traj = fluid_trajectory(
-        policy,
-        load,
-        r=r,
-        d=d,
-        horizon=horizon,
-        num_points=points,
-        initial_tasks=initial_tasks,
-        initial_load=initial_load,
-    )
+    bar = LazyProgress(f"fluid {policy}")
+    try:
+        traj = fluid_trajectory(
+            policy, load, r=r, d=d, horizon=horizon, num_points=points,
+            initial_tasks=initial_tasks, initial_load=initial_load, progress=bar,
+        )  # fmt: skip
+    finally:
+        bar.close()
     df = pd.DataFrame({"t": traj.t, "p0": traj.p0, "mean_tasks": traj.mean_tasks})
     for i in range(min(3, traj.tail.shape[1])):
         df[f"s_{i + 1}"] = traj.tail[:, i]

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import integrate, stats
 
-from cloudsched.dispatch.meanfield import predict
+from cloudsched.dispatch.meanfield import R_MIN, predict
 from cloudsched.errors import ParameterError, check_int, check_loads, check_real
 
 __all__ = ["FluidTrajectory", "fluid_steady_state", "fluid_trajectory"]
@@ -163,9 +163,23 @@ def _validate(policy: str, load: float, r: float, d: int) -> tuple[float, float,
     if policy not in FLUID_POLICIES:
         raise ParameterError("policy", policy, "one of " + ", ".join(FLUID_POLICIES))
     lam = float(check_loads("load", load)[0])
-    r = check_real("r", r, low=0.0, low_open=True)
+    r = check_real("r", r, low=R_MIN)
     d = 1 if policy in ("random", "jiq") else check_int("d", d, low=1, high=4096)
     return lam, r, d
+
+
+def _watched(rhs: Rhs, t0: float, t1: float, progress: Callable[[float], None]) -> Rhs:
+    """``rhs`` reporting the share of ``[t0, t1]`` integrated so far (never going back)."""
+    done = [0.0]
+
+    def watched(t: float, x: np.ndarray) -> np.ndarray:
+        share = min(1.0, max(done[0], (t - t0) / (t1 - t0)))
+        if share > done[0]:
+            done[0] = share
+            progress(share)
+        return rhs(t, x)
+
+    return watched
 
 
 def _solve(
@@ -178,10 +192,13 @@ def _solve(
     t_eval: np.ndarray,
     rtol: float,
     atol: float,
+    progress: Callable[[float], None] | None = None,
 ) -> FluidTrajectory:
     """Integrate from ``x0`` at time ``t_eval[0]`` and convert states to tails and p0."""
     j_levels = x0.size - k_levels if policy in ("jiq", "jiq-pod") else 0
     rhs = _rhs_iqueue(lam, r, d, k_levels, j_levels) if j_levels else _rhs_plain(lam, d)
+    if progress is not None:
+        rhs = _watched(rhs, float(t_eval[0]), float(t_eval[-1]), progress)
     sol = integrate.solve_ivp(
         rhs, (t_eval[0], t_eval[-1]), x0, method="LSODA", t_eval=t_eval, rtol=rtol, atol=atol
     )
@@ -228,6 +245,7 @@ def fluid_trajectory(
     initial_load: float | None = None,
     rtol: float = 1e-10,
     atol: float = 1e-13,
+    progress: Callable[[float], None] | None = None,
 ) -> FluidTrajectory:
     """Integrate the fluid ODE from an initial state over ``[0, horizon]``.
 
@@ -253,6 +271,9 @@ def fluid_trajectory(
         load step.
     rtol, atol : float
         Tolerances passed to :func:`scipy.integrate.solve_ivp` (LSODA).
+    progress : callable, optional
+        Called with the share of ``[0, horizon]`` integrated so far (large ``r`` takes long:
+        about 25 s at r = 613).
 
     Returns
     -------
@@ -270,7 +291,7 @@ def fluid_trajectory(
     _check_state_size(k_levels + j_levels, r)
     x0 = _initial_state(policy, r, d, k_levels, j_levels, initial_tasks, initial_load)
     t_eval = np.linspace(0.0, horizon, num_points)
-    return _solve(policy, lam, r, d, x0, k_levels, t_eval, rtol, atol)
+    return _solve(policy, lam, r, d, x0, k_levels, t_eval, rtol, atol, progress)
 
 
 def fluid_steady_state(

@@ -41,6 +41,9 @@ __all__ = [
 _LOG_2PI = float(np.log(2.0 * np.pi))
 #: Largest r accepted; the numerics are checked over [0.01, 1e4] and stay finite well beyond.
 R_MAX = 1e8
+#: Smallest servers-per-dispatcher ratio: below it the I-queue solve underflows (r = 1e-67
+#: failed in the fluid model's root finding); 1e-6 is checked at loads 0.01-0.999, d 1-5.
+R_MIN = 1e-6
 #: Largest d accepted.
 D_MAX = 4096
 
@@ -117,7 +120,7 @@ def jiq_p0(loads: ArrayLike, r: float, d: int = 1) -> np.ndarray:
         ``p0`` for each load, strictly inside (0, 1).
     """
     lam = check_loads("load", loads)
-    r = check_real("r", r, low=0.0, high=R_MAX, low_open=True)
+    r = check_real("r", r, low=R_MIN, high=R_MAX)
     d = check_int("d", d, low=1, high=D_MAX)
     out = np.empty_like(lam)
     for k, x in enumerate(lam):
@@ -287,7 +290,7 @@ def check_prediction(
     """Check the arguments of :func:`predict` (same meaning); return loads, r, d, tol, tail."""
     check_meanfield_policy(policy)
     lam = check_loads("load", loads)
-    r = check_real("r", r, low=0.0, high=R_MAX, low_open=True)
+    r = check_real("r", r, low=R_MIN, high=R_MAX)
     d = check_int("d", d, low=1, high=D_MAX)
     tail_tol = check_real("tail_tol", tail_tol, low=0.0, high=1.0, low_open=True)
     max_tail = check_int("max_tail", max_tail, low=1)

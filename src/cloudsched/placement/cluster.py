@@ -19,6 +19,11 @@ from cloudsched.placement.topology import Topology
 __all__ = ["Cluster", "parse_cluster"]
 
 
+#: Largest cost of an edge broken across racks: costs enter the LPs and the DGP weights, which
+#: overflow beyond this (1e308 made the bound's costs infinite).
+MAX_CROSS_RACK_COST = 1e6
+
+
 @dataclass(frozen=True)
 class Cluster:
     """Machines with slot counts, optionally grouped into racks.
@@ -43,7 +48,8 @@ class Cluster:
         if s.ndim != 1 or s.size == 0 or np.any(s < 1):
             raise ParameterError("cluster", self.slots, "at least one machine, each with >= 1 slot")
         racks = check_int("racks", self.racks, low=1, high=int(s.size))
-        cost = check_real("cross_rack_cost", self.cross_rack_cost, low=1.0)
+        cost = check_real("cross_rack_cost", self.cross_rack_cost, low=1.0,
+                          high=MAX_CROSS_RACK_COST)
         rack = np.arange(s.size) * racks // s.size
         dist = np.where(rack[:, None] == rack[None, :], 1.0, cost)
         np.fill_diagonal(dist, 0.0)
