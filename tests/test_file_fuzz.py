@@ -3,7 +3,7 @@ and Google logs keep the bad-input contract.
 
 Each example writes one file and runs a short command on it; the contract is that of
 ``tests/cli_fuzz.py`` (exit 0 with strict JSON, or exit 2 with one line, no traceback).
-30 examples of each kind here, 300 in the slow tier.
+20-30 examples of each kind here, 200-300 in the slow tier.
 """
 
 import copy
