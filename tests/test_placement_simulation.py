@@ -300,3 +300,19 @@ def test_the_warmup_cut_removes_a_start_up_transient():
     assert auto.warmup_detected and not none.warmup_detected and none.warmup == 0.0
     assert auto.arrived < none.arrived  # counts cover the window only
     assert auto.measured_time < none.measured_time
+
+
+@pytest.mark.parametrize("kw", [dict(h="x"), dict(h=[1.0, 2.0, 3.0]), dict(h=[1.0, "a"]),
+                                dict(clock_rate="x"), dict(clock_rate=[[1.0]]),
+                                dict(frozen_weights="ab"), dict(frozen_weights=5),
+                                dict(frozen_weights=[1.0])])  # fmt: skip
+def test_per_type_arguments_are_checked_before_the_run(kw):
+    """Sweep specs hand these over from YAML: a wrong shape or type is a ParameterError."""
+    from cloudsched.placement.simulation import plan_placement
+
+    jobs = [JobType("a", 1.0, 1.0, chain(2)), JobType("b", 0.5, 1.0, star(3))]
+    with pytest.raises(ParameterError, match=next(iter(kw))):
+        plan_placement(parse_cluster("3x3"), jobs, "dgp", **kw)
+    plan = plan_placement(parse_cluster("3x3"), jobs, "dgp", h=[1.0, 2.0], clock_rate=0.5,
+                          frozen_weights=[1.0, 2.0])  # fmt: skip
+    assert plan.h == (1.0, 2.0) and plan.rates == (0.5, 0.5) and plan.frozen == (1.0, 2.0)

@@ -317,12 +317,12 @@ def plan_simulation(
         tasks = work.trace.arrivals.size - 1  # the last arrival closes the window
     elif work.load >= 1.0:
         tasks = max(10**6, 100 * servers)
-    if work.load >= 1.0:
-        _check_overload_memory(work.load, servers, tasks, horizon, replications)
     fixed_warmup = _check_warmup(warmup)
     replications = check_int("replications", replications, low=1, high=MAX_REPLICATIONS)
     check_memory("replications", replications, replications * servers * BYTES_PER_SERVER,
                  "the replications' server state")  # fmt: skip
+    if work.load >= 1.0:
+        _check_overload_memory(work.load, servers, tasks, horizon, replications)
     batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
     precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True, high_open=True)
     max_tasks = check_int("max_tasks", max_tasks, low=1000, high=INT_LIMIT)

@@ -288,6 +288,20 @@ class PlacementPlan:
     compare_bound: bool | None
 
 
+def _per_type(
+    name: str, value: Any, n: int, *, low: float = -math.inf, low_open: bool = False,
+    scalar: bool = True,
+) -> tuple[float, ...]:  # fmt: skip
+    """One checked number per job type: ``value`` is a number (if ``scalar``) or n of them."""
+    if scalar and not isinstance(value, list | tuple | np.ndarray):
+        return (check_real(name, value, low=low, low_open=low_open),) * n
+    if isinstance(value, str) or not isinstance(value, list | tuple | np.ndarray) or len(
+        value) != n:  # fmt: skip
+        allowed = f"one number{' or one' if scalar else ''} per job type ({n})"
+        raise ParameterError(name, value, allowed)
+    return tuple(check_real(name, x, low=low, low_open=low_open) for x in value)
+
+
 def plan_placement(
     cluster: Cluster,
     job_types: Sequence[JobType],
@@ -339,10 +353,8 @@ def plan_placement(
                       low=0.0, low_open=True)  # fmt: skip
     alpha = check_real("alpha", auto["alpha"] if alpha is None else alpha,
                        low=0.0, low_open=True)  # fmt: skip
-    hs = np.broadcast_to(np.asarray(auto.get("h", 0.0) if h is None else h, dtype=float),
-                         (len(job_types),))  # fmt: skip
-    h = tuple(check_real("h", x, low=0.0) for x in hs)
-    h = h[0] if len(set(h)) == 1 else h
+    hs = _per_type("h", auto.get("h", 0.0) if h is None else h, len(job_types), low=0.0)
+    h = hs[0] if len(set(hs)) == 1 else hs
     epsilon = check_real("epsilon", auto.get("epsilon", 0.5) if epsilon is None else epsilon,
                          low=0.0, high=1.0, low_open=True, high_open=True)  # fmt: skip
     f = check_choice("f", str(auto["f"]) if f is None else f, ("log", "identity"))
@@ -355,13 +367,13 @@ def plan_placement(
     batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
     rates = None
     if clock_rate is not None:
-        raw = np.broadcast_to(np.asarray(clock_rate, dtype=float), (len(job_types),))
-        rates = tuple(check_real("clock_rate", r, low=0.0, low_open=True) for r in raw)
+        rates = _per_type("clock_rate", clock_rate, len(job_types), low=0.0, low_open=True)
     frozen = None
     if frozen_weights is not None:
-        if len(frozen_weights) != len(job_types):
+        if isinstance(frozen_weights, str) or not isinstance(frozen_weights, Sequence | np.ndarray):
             raise ParameterError("frozen_weights", frozen_weights, "one number per job type")
-        frozen = tuple(check_real("frozen_weights", w) for w in frozen_weights)
+        frozen = _per_type("frozen_weights", list(frozen_weights), len(job_types),
+                           scalar=False)  # fmt: skip
     demand = sum(jt.load * jt.topology.nodes for jt in job_types)
     overload = None
     if demand >= cluster.total_slots:
