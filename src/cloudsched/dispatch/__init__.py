@@ -7,6 +7,7 @@ Policies (see :mod:`cloudsched.dispatch.policies`): ``random``, ``round-robin``,
 from cloudsched.dispatch.fluid import FluidTrajectory, fluid_steady_state, fluid_trajectory
 from cloudsched.dispatch.meanfield import (
     MeanFieldPrediction,
+    check_prediction,
     iqueue_distribution,
     jiq_p0,
     predict,
@@ -17,7 +18,12 @@ from cloudsched.dispatch.policies import (
     POLICIES,
     NoMeanFieldModelError,
 )
-from cloudsched.dispatch.simulation import SimulationResult, simulate
+from cloudsched.dispatch.simulation import (
+    SimulationPlan,
+    SimulationResult,
+    plan_simulation,
+    simulate,
+)
 
 __all__ = [
     "MEANFIELD_POLICIES",
@@ -25,11 +31,14 @@ __all__ = [
     "FluidTrajectory",
     "MeanFieldPrediction",
     "NoMeanFieldModelError",
+    "SimulationPlan",
     "SimulationResult",
+    "check_prediction",
     "fluid_steady_state",
     "fluid_trajectory",
     "iqueue_distribution",
     "jiq_p0",
+    "plan_simulation",
     "predict",
     "simulate",
     "tail_probabilities",

@@ -24,7 +24,9 @@ from cloudsched.placement.optimize import (
 )
 from cloudsched.placement.simulation import (
     PLACEMENT_POLICIES,
+    PlacementPlan,
     PlacementResult,
+    plan_placement,
     simulate_placement,
 )
 from cloudsched.placement.topology import (
@@ -47,6 +49,7 @@ __all__ = [
     "Cluster",
     "JobType",
     "MaxWeightSolution",
+    "PlacementPlan",
     "PlacementResult",
     "StaticOptimum",
     "Topology",
@@ -58,6 +61,7 @@ __all__ = [
     "load_workload",
     "max_weight_configuration",
     "parse_cluster",
+    "plan_placement",
     "random_graph",
     "simulate_placement",
     "star",
