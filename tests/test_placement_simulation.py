@@ -308,7 +308,7 @@ def test_the_warmup_cut_removes_a_start_up_transient():
                                 dict(frozen_weights=[1.0])])  # fmt: skip
 def test_per_type_arguments_are_checked_before_the_run(kw):
     """Sweep specs hand these over from YAML: a wrong shape or type is a ParameterError."""
-    from cloudsched.placement.simulation import plan_placement
+    from cloudsched.placement.plan import plan_placement
 
     jobs = [JobType("a", 1.0, 1.0, chain(2)), JobType("b", 0.5, 1.0, star(3))]
     with pytest.raises(ParameterError, match=next(iter(kw))):

@@ -13,17 +13,13 @@ from cloudsched.dispatch.meanfield import (
     predict,
     tail_probabilities,
 )
+from cloudsched.dispatch.plan import SimulationPlan, plan_simulation
 from cloudsched.dispatch.policies import (
     MEANFIELD_POLICIES,
     POLICIES,
     NoMeanFieldModelError,
 )
-from cloudsched.dispatch.simulation import (
-    SimulationPlan,
-    SimulationResult,
-    plan_simulation,
-    simulate,
-)
+from cloudsched.dispatch.simulation import SimulationResult, simulate
 
 __all__ = [
     "MEANFIELD_POLICIES",

@@ -60,7 +60,6 @@ from numpy.typing import ArrayLike
 from cloudsched.dispatch import _kernel as K
 from cloudsched.dispatch.distributions import Distribution
 from cloudsched.dispatch.engine import (
-    MICRO_BATCHES,
     Engine,
     InitialState,
     RawRun,
@@ -68,7 +67,7 @@ from cloudsched.dispatch.engine import (
     _ensure_compiled,
     run_once,
 )
-from cloudsched.dispatch.initial import has_meanfield_start, meanfield_state
+from cloudsched.dispatch.initial import meanfield_state
 from cloudsched.dispatch.measure import (
     estimate,
     histogram_percentiles,
@@ -76,31 +75,22 @@ from cloudsched.dispatch.measure import (
     run_until_precise,
     window,
 )
-from cloudsched.dispatch.policies import check_policy
+from cloudsched.dispatch.plan import (
+    DEFAULT_BATCHES,
+    DEFAULT_MAX_TASKS,
+    DEFAULT_PRECISION,
+    SimulationPlan,
+    overload_note,
+    plan_simulation,
+)
 from cloudsched.dispatch.relaxation import relaxation_time
-from cloudsched.dispatch.workload import Trace, Workload, resolve_workload
-from cloudsched.errors import ParameterError, check_choice, check_int, check_real, check_seed
-from cloudsched.resources import INT_LIMIT, check_memory
+from cloudsched.dispatch.workload import Trace, Workload
+from cloudsched.errors import ParameterError, check_seed
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate
 
-__all__ = ["SimulationPlan", "SimulationResult", "plan_simulation", "simulate"]
+__all__ = ["SimulationResult", "simulate"]
 
-#: Memory per simulated server (state, I-queue arena, probe permutation), measured: ~180 B.
-BYTES_PER_SERVER = 200
-#: Memory per task of an overloaded run's backlog, per unit of load: the drain after the last
-#: measured arrival still simulates arrivals, about load x backlog of them, until the backlog
-#: is served (measured: 2.7 GB for 10^6 tasks at load 10 with N = 100, 0.37 GB at load 2;
-#: issue 18's drain without arrivals will remove the factor).
-BYTES_PER_BACKLOG_TASK = 320
-#: Most replications of one call (each is a full run, run in lockstep).
-MAX_REPLICATIONS = 10_000
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99.9": 99.9}
-#: Default number of batches for batch means.
-DEFAULT_BATCHES = 20
-#: Default relative precision (95% half-width / mean) of an open-ended run.
-DEFAULT_PRECISION = 0.01
-#: Default cap on the arrivals of one replication of an open-ended run.
-DEFAULT_MAX_TASKS = 5_000_000_000
 #: A trace replay must span this many relaxation times to be called steady.
 TRACE_RELAXATIONS = DEFAULT_BATCHES * MIN_BATCH_RELAXATIONS
 
@@ -199,19 +189,6 @@ class SimulationResult:
                 for k, v in out.items()}  # fmt: skip
 
 
-def _resolve_dispatchers(servers: int, dispatchers: int | None, r: float | None) -> int:
-    if dispatchers is not None and r is not None:
-        raise ParameterError(
-            "dispatchers", dispatchers, "given alone (use dispatchers or r, not both)"
-        )
-    if dispatchers is None and r is None:
-        raise ParameterError("dispatchers", None, f"an integer in [1, {servers}] (or give r)")
-    if r is not None:
-        r = check_real("r", r, low=1.0, high=float(servers))
-        return max(1, min(servers, round(servers / r)))  # CHOICE: M = round(N / r)
-    return check_int("dispatchers", dispatchers, low=1, high=servers)
-
-
 def _generators(
     rng: int | np.random.Generator | None, replications: int
 ) -> tuple[int | None, list[np.random.Generator]]:
@@ -222,138 +199,6 @@ def _generators(
     if replications == 1:
         return seed, [np.random.default_rng(root)]
     return seed, [np.random.default_rng(s) for s in root.spawn(replications)]
-
-
-def _check_warmup(warmup: float | str) -> float | None:
-    if isinstance(warmup, str) and warmup == "auto":
-        return None
-    return check_real("warmup", warmup, low=0.0, high=0.9)
-
-
-@dataclass(frozen=True)
-class SimulationPlan:
-    """The arguments of :func:`simulate`, checked and resolved; nothing has run yet.
-
-    ``m`` is the number of dispatchers, ``start`` the initial state (``meanfield`` or
-    ``empty``), ``fixed_warmup`` the warm-up fraction (None: detected) and ``work`` the
-    resolved arrival/service model.
-    """
-
-    policy: str
-    servers: int
-    m: int
-    d: int
-    threshold: int
-    with_replacement: bool
-    tasks: int | None
-    horizon: float | None
-    warmup: float | str
-    fixed_warmup: float | None
-    replications: int
-    batches: int
-    precision: float
-    max_tasks: int
-    start: str
-    work: Workload
-    keep_response_times: bool
-
-
-def plan_simulation(
-    policy: str,
-    *,
-    servers: int,
-    load: float | None,
-    dispatchers: int | None = None,
-    r: float | None = None,
-    d: int = 2,
-    threshold: int = 1,
-    with_replacement: bool = False,
-    tasks: int | None = None,
-    horizon: float | None = None,
-    warmup: float | str = "auto",
-    replications: int = 1,
-    batches: int = DEFAULT_BATCHES,
-    precision: float = DEFAULT_PRECISION,
-    max_tasks: int = DEFAULT_MAX_TASKS,
-    initial: str = "auto",
-    service: Distribution | str | None = None,
-    arrivals: Distribution | str | None = None,
-    speeds: ArrayLike | None = None,
-    trace: Trace | None = None,
-    service_scale: float = 1.0,
-    engine: str = "auto",
-    keep_response_times: bool = False,
-) -> SimulationPlan:
-    """Check and resolve the arguments of :func:`simulate` without running anything.
-
-    Takes the same arguments as :func:`simulate` (but ``rng`` and ``progress``) and raises
-    :class:`~cloudsched.errors.ParameterError` on the first bad one; sweeps call it on every
-    point of a grid before the first run.
-    """
-    check_policy(policy)
-    servers = check_int("servers", servers, low=1, high=INT_LIMIT)
-    check_memory("servers", servers, servers * BYTES_PER_SERVER, "the server state")
-    work = resolve_workload(servers, load, service, arrivals, speeds, trace, service_scale, engine)
-    needs_m = policy == "round-robin" or policy.startswith("jiq")
-    if needs_m or dispatchers is not None or r is not None:
-        m = _resolve_dispatchers(servers, dispatchers, r)
-    else:
-        m = 1
-    if policy == "jiq-sq":
-        d = check_int("d", d, low=1, high=m)
-    elif policy in ("pod", "jiq-pod"):
-        d = check_int("d", d, low=1, high=servers)
-    else:
-        d = check_int("d", d, low=1)
-    threshold = check_int("threshold", threshold, low=0, high=INT_LIMIT)
-    if tasks is not None and horizon is not None:
-        raise ParameterError("tasks", tasks, "given alone (use tasks or horizon, not both)")
-    if tasks is not None:
-        high = work.trace.arrivals.size - 1 if work.trace is not None else None
-        tasks = check_int("tasks", tasks, low=1, high=INT_LIMIT if high is None else high)
-    elif horizon is not None:
-        horizon = check_real("horizon", horizon, low=0.0, low_open=True)
-    elif work.trace is not None:
-        tasks = work.trace.arrivals.size - 1  # the last arrival closes the window
-    elif work.load >= 1.0:
-        tasks = max(10**6, 100 * servers)
-    fixed_warmup = _check_warmup(warmup)
-    replications = check_int("replications", replications, low=1, high=MAX_REPLICATIONS)
-    check_memory("replications", replications, replications * servers * BYTES_PER_SERVER,
-                 "the replications' server state")  # fmt: skip
-    if work.load >= 1.0:
-        _check_overload_memory(work.load, servers, tasks, horizon, replications)
-    batches = check_int("batches", batches, low=2, high=MICRO_BATCHES // 4)
-    precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True, high_open=True)
-    max_tasks = check_int("max_tasks", max_tasks, low=1000, high=INT_LIMIT)
-    check_choice("initial", initial, ("auto", "meanfield", "empty"))
-    model_start = has_meanfield_start(policy, work.load) and work.trace is None
-    if initial == "meanfield" and not model_start:
-        raise ParameterError(
-            "initial", initial, "'auto' or 'empty' (no mean-field model for this policy, "
-            "load or a trace replay)",
-        )  # fmt: skip
-    start = "meanfield" if initial == "meanfield" or (
-        initial == "auto" and model_start and not work.general) else "empty"  # fmt: skip
-    return SimulationPlan(
-        policy=policy,
-        servers=servers,
-        m=m,
-        d=d,
-        threshold=threshold,
-        with_replacement=with_replacement,
-        tasks=tasks,
-        horizon=horizon,
-        warmup=warmup,
-        fixed_warmup=fixed_warmup,
-        replications=replications,
-        batches=batches,
-        precision=precision,
-        max_tasks=max_tasks,
-        start=start,
-        work=work,
-        keep_response_times=keep_response_times,
-    )
 
 
 def simulate(
@@ -469,62 +314,44 @@ def simulate(
     )  # fmt: skip
     rng = check_seed("seed", rng)
     if plan.work.load >= 1.0:
-        warnings.warn(_overload_note(plan.work.load, plan.tasks, plan.horizon), RuntimeWarning,
+        warnings.warn(overload_note(plan.work.load, plan.tasks, plan.horizon), RuntimeWarning,
                       stacklevel=2)  # fmt: skip
     return _run(plan, rng, progress)
 
 
 def _run(
-    plan: SimulationPlan,
+    p: SimulationPlan,
     rng: int | np.random.Generator | None,
     progress: Callable[[float, str], None] | None,
 ) -> SimulationResult:
-    policy = plan.policy
-    servers = plan.servers
-    m = plan.m
-    d = plan.d
-    threshold = plan.threshold
-    with_replacement = plan.with_replacement
-    tasks = plan.tasks
-    horizon = plan.horizon
-    warmup = plan.warmup
-    fixed_warmup = plan.fixed_warmup
-    replications = plan.replications
-    batches = plan.batches
-    precision = plan.precision
-    max_tasks = plan.max_tasks
-    start = plan.start
-    work = plan.work
-    keep_response_times = plan.keep_response_times
+    """Run the checked plan ``p``: the replications, then the summary record."""
+    work, n = p.work, p.servers
     variability, unit = work.variability()
-    relax = relaxation_time(
-        policy, work.load, servers=servers, r=servers / m, d=d, variability=variability,
-        time_unit=unit,
-    )  # fmt: skip
-    seed, gens = _generators(rng, replications)
-
-    open_end = tasks is None and horizon is None
+    relax = relaxation_time(p.policy, work.load, servers=n, r=n / p.m, d=p.d,
+                            variability=variability, time_unit=unit)  # fmt: skip
+    seed, gens = _generators(rng, p.replications)
+    open_end = p.tasks is None and p.horizon is None
     spec = RunSpec(
-        K.POLICY_CODES[policy], servers, m, work.rate_per_server, d, threshold, with_replacement,
-        record=keep_response_times, open_end=open_end,
+        K.POLICY_CODES[p.policy], n, p.m, work.rate_per_server, p.d, p.threshold,
+        p.with_replacement, record=p.keep_response_times, open_end=open_end,
     )  # fmt: skip
-    if tasks is not None:
-        spec = replace(spec, warm_tasks=0, end_tasks=tasks)
-    elif horizon is not None:
-        spec = replace(spec, t_warm=0.0, t_end=horizon)
+    if p.tasks is not None:
+        spec = replace(spec, warm_tasks=0, end_tasks=p.tasks)
+    elif p.horizon is not None:
+        spec = replace(spec, t_warm=0.0, t_end=p.horizon)
     else:  # micro-batches start at about 1/16 of a relaxation time
-        per_time = work.rate_per_server * servers
-        spec = replace(spec, width=max(1, int(min(per_time * relax / 16, max_tasks / 1024))))
+        per_time = work.rate_per_server * n
+        spec = replace(spec, width=max(1, int(min(per_time * relax / 16, p.max_tasks / 1024))))
     _ensure_compiled()
-    starts = [_initial(start, policy, servers, m, work, d, g) for g in gens]
+    starts = [_initial(p.start, p.policy, n, p.m, work, p.d, g) for g in gens]
     if open_end:
         engines = [
-            Engine(spec, g, work.source(g, servers), work.speeds, init)
+            Engine(spec, g, work.source(g, n), work.speeds, init)
             for g, init in zip(gens, starts, strict=True)
         ]
         runs, reason = run_until_precise(
-            engines, batches=batches, relaxation=relax, precision=precision,
-            max_tasks=max_tasks, progress=progress,
+            engines, batches=p.batches, relaxation=relax, precision=p.precision,
+            max_tasks=p.max_tasks, progress=progress,
         )  # fmt: skip
     else:
         runs = []
@@ -532,15 +359,15 @@ def _run(
             sub = None
             if progress is not None:
                 sub = lambda f, k=k: progress((k + f) / len(gens), "")  # noqa: E731
-            runs.append(run_once(spec, g, sub, work.source(g, servers), work.speeds, init))
-        reason = "horizon" if horizon is not None else "tasks"
-        if work.trace is not None and tasks == work.trace.arrivals.size - 1:
+            runs.append(run_once(spec, g, sub, work.source(g, n), work.speeds, init))
+        reason = "horizon" if p.horizon is not None else "tasks"
+        if work.trace is not None and p.tasks == work.trace.arrivals.size - 1:
             reason = "trace"  # the whole log was replayed
     return _summarise(
-        runs, policy, spec, work, tasks, horizon, warmup, fixed_warmup, seed, batches, relax,
-        precision if open_end else None, reason, start, keep_response_times,
+        runs, p.policy, spec, work, p.tasks, p.horizon, p.warmup, p.fixed_warmup, seed,
+        p.batches, relax, p.precision if open_end else None, reason, p.start,
+        p.keep_response_times,
     )  # fmt: skip
-
 
 def _initial(
     start: str, policy: str, n: int, m: int, work: Workload, d: int, rng: np.random.Generator
@@ -581,7 +408,7 @@ def _summarise(
     steady = work.load < 1.0 and all(e.warmup_found and not e.drifts(len(ests)) for e in ests)
     notes: list[str] = []
     if work.load >= 1.0:
-        notes.append(_overload_note(work.load, tasks, horizon))
+        notes.append(overload_note(work.load, tasks, horizon))
     elif not all(e.warmup_found for e in ests):
         notes.append("no warm-up truncation point found (the response times still trend): "
                      "no steady state reached; run longer")  # fmt: skip
@@ -674,22 +501,6 @@ def _summarise(
         engine="general" if work.general else "exponential", log_span=log_span,
         response_times=np.concatenate(kept) if keep else None,
     )  # fmt: skip
-
-
-def _check_overload_memory(
-    load: float, servers: int, tasks: int | None, horizon: float | None, replications: int
-) -> None:
-    """Refuse an overloaded run whose queues cannot fit in memory (see BYTES_PER_BACKLOG_TASK)."""
-    arrivals = tasks if tasks is not None else load * servers * (horizon or 0.0)
-    backlog = arrivals * (1.0 - 1.0 / load)  # tasks still waiting when arrivals stop counting
-    need = BYTES_PER_BACKLOG_TASK * load * backlog * replications
-    check_memory("load", load, need, f"the queues of an overloaded run ({arrivals:.3g} arrivals "
-                 f"at load {load:g} leave about {backlog:.3g} tasks waiting)")  # fmt: skip
-
-
-def _overload_note(load: float, tasks: int | None, horizon: float | None) -> str:
-    bound = f"{tasks} tasks" if tasks is not None else f"horizon {horizon:g}"
-    return f"load {load:g} >= 1: no steady state exists; results describe a run bounded by {bound}"
 
 
 def _max_measured(runs: list[RawRun]) -> int:

@@ -232,8 +232,8 @@ def parse_spec(doc: dict[str, Any], where: str = "spec", base_dir: str = ".") ->
 def _dry_check(spec: SweepSpec, where: str) -> None:
     """Check every point's values as its run would, before any run (nothing is computed)."""
     from cloudsched.dispatch.meanfield import check_prediction
-    from cloudsched.dispatch.simulation import plan_simulation
-    from cloudsched.placement.simulation import plan_placement
+    from cloudsched.dispatch.plan import plan_simulation
+    from cloudsched.placement.plan import plan_placement
 
     models: dict[str, tuple[Any, Any]] = {}
     for params in spec.points():

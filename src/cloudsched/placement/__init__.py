@@ -22,13 +22,8 @@ from cloudsched.placement.optimize import (
     max_weight_configuration,
     static_optimum,
 )
-from cloudsched.placement.simulation import (
-    PLACEMENT_POLICIES,
-    PlacementPlan,
-    PlacementResult,
-    plan_placement,
-    simulate_placement,
-)
+from cloudsched.placement.plan import PLACEMENT_POLICIES, PlacementPlan, plan_placement
+from cloudsched.placement.simulation import PlacementResult, simulate_placement
 from cloudsched.placement.topology import (
     GENERATORS,
     Topology,
