@@ -203,10 +203,12 @@ def parse_spec(doc: dict[str, Any], where: str = "spec", base_dir: str = ".") ->
     for key, values in grid.items():
         if not isinstance(values, list) or not values:
             raise InputError(where, f"grid.{key} must be a non-empty list of values")
-        seen = [json.dumps(v, sort_keys=True, default=str) for v in values]
-        if len(set(seen)) != len(seen):
-            twice = next(v for v, t in zip(values, seen, strict=True) if seen.count(t) > 1)
-            raise InputError(where, f"grid.{key} lists {twice!r} more than once (the same run)")
+        seen: set[str] = set()
+        for v in values:  # a repeated value would be the same run twice
+            text = json.dumps(v, sort_keys=True, default=str)
+            if text in seen:
+                raise InputError(where, f"grid.{key} lists {v!r} more than once (the same run)")
+            seen.add(text)
     for section, items in (("fixed", {k: [v] for k, v in fixed.items()}), ("grid", grid)):
         for key, values in items.items():
             if key not in params:
