@@ -11,7 +11,7 @@ import time
 import numpy as np
 
 from cloudsched.dispatch import fluid_steady_state, predict
-from cloudsched.dispatch.reference import reference_response_time
+from cloudsched.testing.meanfield_oracle import reference_response_time
 
 
 def best_of(fn, repeats: int = 5) -> float:

@@ -1,9 +1,10 @@
 """Placement simulator: speed, exact-solver times, and DGP as graphs grow.
 
 1. Job events per second of every policy on 50 machines x 12 slots with the word-count
-   topology (25 executors) at 80% of the slots; the ratio is to the plain-Python reference
-   of DGP's chain (``placement.reference``) measured in the same run.  For MaxWeight, one
-   frame's exact problem is timed (with a limit), since one solve at this size is too slow.
+   topology (25 executors) at 80% of the slots; the ratio is to the plain-Python mirror of
+   DGP's chain (``cloudsched.testing.placement_mirror``) measured in the same run.  For
+   MaxWeight, one frame's exact problem is timed (with a limit), since one solve at this
+   size is too slow.
 2. Solve time of the exact problems as the cluster grows: the max-weight configuration
    (HiGHS MILP) and the static optimum (column generation).
 3. DGP (default parameters) as the graph grows from 3 to 25 nodes (chains, one type, 60%
@@ -25,8 +26,8 @@ import numpy as np
 
 from cloudsched.placement import JobType, chain, load_flux, parse_cluster, star
 from cloudsched.placement.optimize import max_weight_configuration, static_optimum
-from cloudsched.placement.reference import ReferencePlacement
 from cloudsched.placement.simulation import simulate_placement
+from cloudsched.testing.placement_mirror import ReferencePlacement
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 QUICK = "--quick" in sys.argv

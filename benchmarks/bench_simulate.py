@@ -28,7 +28,7 @@ import numpy as np
 from cloudsched.dispatch import _kernel as K
 from cloudsched.dispatch import simulate
 from cloudsched.dispatch.engine import RunSpec
-from cloudsched.dispatch.sim_reference import reference_run
+from cloudsched.testing.dispatch_mirror import mirror_run as reference_run
 
 N, LOAD = 1000, 0.9
 

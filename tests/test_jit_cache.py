@@ -57,3 +57,40 @@ def test_other_compile_errors_are_not_hidden(fresh_jit, monkeypatch):
     monkeypatch.setattr(numba, "njit", broken)
     with pytest.raises(RuntimeError, match="something else"):
         fresh_jit.kernel(lambda x: x)
+
+
+CHILD = """
+import numpy as np
+from cloudsched.dispatch.engine import Engine, RunSpec
+eng = Engine(RunSpec("jiq-pod", 10, 2, 0.9, 2, end_tasks=100), np.random.default_rng(0))
+eng.advance(10**6)
+print(sum(eng._run.stats.cache_hits.values()), sum(eng._run.stats.cache_misses.values()))
+"""
+
+
+def test_a_policy_kernel_is_compiled_once_then_loaded_from_disk(tmp_path):
+    """The specialised kernels (closures over a policy's hooks) hit numba's disk cache."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [
+        subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env,
+                       check=True, timeout=600).stdout.split()  # fmt: skip
+        for _ in range(2)
+    ]
+    assert runs[0] == ["0", "1"]  # compiled
+    assert runs[1] == ["1", "0"]  # loaded
+
+
+def test_the_fingerprint_is_part_of_the_cache_key():
+    import cloudsched._jit as jit
+
+    def f(x):
+        return x
+
+    a, b = jit._FingerprintCache(f, "one"), jit._FingerprintCache(f, "two")
+    codegen = type("Codegen", (), {"magic_tuple": lambda self: ("x",)})()
+    assert a._index_key((), codegen) != b._index_key((), codegen)
+    assert a._index_key((), codegen) == jit._FingerprintCache(f, "one")._index_key((), codegen)

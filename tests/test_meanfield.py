@@ -4,8 +4,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cloudsched.dispatch import NoMeanFieldModelError, jiq_p0, predict, tail_probabilities
-from cloudsched.dispatch.reference import reference_p0, reference_response_time
 from cloudsched.errors import ParameterError
+from cloudsched.testing.meanfield_oracle import reference_p0, reference_response_time
 
 # The design note's table (r = 10, d = 2), to 3 decimals (4 for p0 as printed there).
 TABLE = [

@@ -10,14 +10,15 @@ from cloudsched.placement import _kernel as K
 from cloudsched.placement.baselines import greedy
 from cloudsched.placement.defaults import cost_unit, dgp_defaults
 from cloudsched.placement.engine import EngineParams, PlacementEngine
-from cloudsched.placement.reference import ReferencePlacement
+from cloudsched.placement.policies import get_placement_policy
 from cloudsched.placement.simulation import simulate_placement
+from cloudsched.testing.placement_mirror import ReferencePlacement
 
 SMALL = [JobType("chain3", 1.0, 1.0, chain(3)), JobType("star4", 0.5, 1.0, star(4))]
 
 
 def _par(alpha=1.0, eps=0.5, f="identity"):
-    return EngineParams(K.POLICY_CODES["dgp"], alpha=alpha, epsilon=eps, f=f).par()
+    return EngineParams(get_placement_policy("dgp").code, alpha=alpha, epsilon=eps, f=f).par()
 
 
 @pytest.mark.parametrize(
@@ -115,10 +116,10 @@ def test_maxweight_weights_count_waiting_and_running_jobs(monkeypatch):
     checked = []
 
     def frame(e):
-        want = [int(e.qlen[j] + e.ntl[j, 0]) for j in range(2)]
+        want = [int(e.st.qlen[j] + e.st.ntl[j, 0]) for j in range(2)]
 
         def spy(cluster, topologies, values, present, **kw):
-            checked.append((want, [int(x) for x in present], int(e.ntl[:, 0].sum())))
+            checked.append((want, [int(x) for x in present], int(e.st.ntl[:, 0].sum())))
             assert values == pytest.approx([math.log1p(q) for q in want])
             return real(cluster, topologies, values, present, **kw)
 
@@ -126,7 +127,7 @@ def test_maxweight_weights_count_waiting_and_running_jobs(monkeypatch):
         ctl(e)
 
     cluster = parse_cluster("3x3")
-    params = EngineParams(K.POLICY_CODES["maxweight"], alpha=1.0, f="log")
+    params = EngineParams(get_placement_policy("maxweight").code, alpha=1.0, f="log")
     eng = PlacementEngine(cluster, SMALL, params, 40.0, 0.0, 2, np.random.default_rng(5))
     ctl = mw.FrameController(0.5, 1.0, "log", None, 0.0)
     ctl.start(eng)

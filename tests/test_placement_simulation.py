@@ -8,17 +8,18 @@ from hypothesis import strategies as st
 
 from cloudsched.errors import ParameterError
 from cloudsched.placement import JobType, chain, complete, parse_cluster, star
-from cloudsched.placement import _kernel as K
+from cloudsched.placement import state as S
 from cloudsched.placement.engine import EngineParams, PlacementEngine
 from cloudsched.placement.optimize import static_optimum
-from cloudsched.placement.reference import ReferencePlacement, product_form
+from cloudsched.placement.policies import get_placement_policy
 from cloudsched.placement.simulation import simulate_placement
+from cloudsched.testing.placement_mirror import ReferencePlacement, product_form
 
 SMALL = [JobType("chain3", 1.0, 1.0, chain(3)), JobType("star4", 0.5, 1.0, star(4))]
 
 
 def _engine(cluster, jobs, policy, horizon, seed, **kw):
-    params = EngineParams(K.POLICY_CODES[policy], **kw)
+    params = EngineParams(get_placement_policy(policy).code, **kw)
     return PlacementEngine(cluster, jobs, params, horizon, 0.0, 2, np.random.default_rng(seed))
 
 
@@ -44,8 +45,8 @@ def test_kernel_matches_reference(machines, slots, policy, sizes, beta, f, vcloc
     ref = ReferencePlacement(cluster, jobs, policy, np.random.default_rng(seed), horizon=60.0, **kw)
     while not ref.done:
         ref.step()
-    np.testing.assert_array_equal(eng.cnt, ref.count)
-    np.testing.assert_allclose(eng.acc, ref.area, rtol=1e-9, atol=1e-9)
+    np.testing.assert_array_equal(eng.mt.cnt, ref.count)
+    np.testing.assert_allclose(eng.mt.acc, ref.area, rtol=1e-9, atol=1e-9)
     assert [list(q) for q in ref.queues] == [list(eng.queue(j)) for j in range(len(jobs))]
 
 
@@ -56,14 +57,14 @@ def _check(eng, started, departures):
     A template id freed by a departure can be reused in the same event by another job, so
     at most one template per departure in the event may show new slots.
     """
-    owner = eng.owner
+    owner = eng.st.owner
     moved = 0
     seen = np.full(owner.size, -1)
     actual = set()
     for j in range(len(eng.job_types)):
         for is_actual in (True, False):
             for tid in eng.templates(j, is_actual).tolist():
-                slots = eng.t_slots[tid, : eng.knodes[j]]
+                slots = eng.st.t_slots[tid, : eng.mo.knodes[j]]
                 assert np.all(seen[slots] == -1), "a slot held by two templates"
                 seen[slots] = tid
                 assert np.all(owner[slots] == tid)
@@ -76,11 +77,11 @@ def _check(eng, started, departures):
         del started[tid]
     assert moved <= departures, "a running job moved"
     assert np.all((owner == -1) == (seen == -1))
-    free = np.bincount(eng.slot_machine[owner == -1], minlength=eng.mfree.size)
-    assert free.tolist() == eng.mfree.tolist()
-    assert np.all(eng.qlen >= 0)
-    in_service = int(eng.ntl[:, 0].sum())
-    assert eng.ist[K.I_ARR_ALL] == eng.ist[K.I_DEP_ALL] + in_service + int(eng.qlen.sum())
+    free = np.bincount(eng.mo.slot_machine[owner == -1], minlength=eng.st.mfree.size)
+    assert free.tolist() == eng.st.mfree.tolist()
+    assert np.all(eng.st.qlen >= 0)
+    in_service = int(eng.st.ntl[:, 0].sum())
+    assert eng.st.ist[S.I_ARR_ALL] == eng.st.ist[S.I_DEP_ALL] + in_service + int(eng.st.qlen.sum())
 
 
 @settings(max_examples=25, deadline=None)
@@ -96,9 +97,9 @@ def test_invariants_hold_after_every_event(policy, shape, seed):
     started: dict[int, np.ndarray] = {}
     done = False
     while not done:
-        before = int(eng.ist[K.I_DEP_ALL])
+        before = int(eng.st.ist[S.I_DEP_ALL])
         done = eng.advance(1)
-        _check(eng, started, int(eng.ist[K.I_DEP_ALL]) - before)
+        _check(eng, started, int(eng.st.ist[S.I_DEP_ALL]) - before)
 
 
 def test_shorter_maxweight_frames_mean_more_migrations():

@@ -1,6 +1,7 @@
 """Every dispatch policy against an independent reference (default tier, seeded).
 
-References: the exact Markov chain of tiny systems (``exact_chain.py``), the E_N/M/1 queue
+References: the exact Markov chain of tiny systems (:mod:`cloudsched.testing.exact_chain`),
+the E_N/M/1 queue
 that round-robin from one dispatcher makes of every server, M/M/1 for random dispatch,
 degenerate equivalences (JIQ-Threshold with z = 0 is JIQ, JIQ-SQ with d = 1 is JIQ in law),
 orderings (JIQ-SQ(2) beats JIQ), and the mean field at N = 1000 within its known 1/N error.
@@ -15,8 +16,8 @@ import numpy as np
 import pytest
 from scipy import optimize
 
-import exact_chain
 from cloudsched.dispatch import predict, simulate
+from cloudsched.testing import exact_chain
 
 Z = 3.3  # standard errors allowed between a simulation and an exact reference
 

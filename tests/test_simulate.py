@@ -5,8 +5,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from cloudsched.dispatch import _kernel as K
+from cloudsched.dispatch import POLICIES as BUILTIN_POLICIES
 from cloudsched.dispatch import predict, simulate
+from cloudsched.dispatch import state as K
 from cloudsched.dispatch.distributions import (
     BoundedPareto,
     Exponential,
@@ -15,11 +16,11 @@ from cloudsched.dispatch.distributions import (
     Uniform,
 )
 from cloudsched.dispatch.engine import Engine, InitialState, RunSpec, run_once
-from cloudsched.dispatch.sim_reference import reference_run
 from cloudsched.dispatch.workload import RenewalSource, Trace, TraceSource
 from cloudsched.errors import ParameterError
+from cloudsched.testing.dispatch_mirror import mirror_run
 
-POLICIES = list(K.POLICY_CODES)
+POLICIES = list(BUILTIN_POLICIES)
 
 
 SERVICE_LAWS = [
@@ -74,7 +75,7 @@ def small_systems(draw, general=False):
 def run_spec(system) -> RunSpec:
     policy, n, m, load, d, z, replace, (warm, end, t_warm, t_end), _, (micro, width, _), _ = system
     return RunSpec(
-        K.POLICY_CODES[policy], n, m, load, d, z, replace, warm, end, t_warm, t_end,
+        policy, n, m, load, d, z, replace, warm, end, t_warm, t_end,
         width=width, micro=micro,
     )  # fmt: skip
 
@@ -108,7 +109,7 @@ def test_compiled_kernel_matches_reference_bit_for_bit(system):
     source, speeds, initial = make_source(system)
     fast = run_once(spec, np.random.default_rng(seed), None, source, speeds, initial)
     source, speeds, initial = make_source(system)
-    slow = reference_run(spec, np.random.default_rng(seed), source, speeds, initial)
+    slow = mirror_run(spec, np.random.default_rng(seed), source, speeds, initial)
     assert fast.events == slow.events
     assert np.array_equal(fast.response_times, slow.response_times)
     assert np.array_equal(fast.orders, slow.orders)
@@ -140,34 +141,34 @@ def check_invariants(engine: Engine, policy: str, z: int) -> None:
     assert in_system == engine.tasks_in_pool()
     assert qlen.min() >= 0
     # busy list holds exactly the busy servers
-    nbusy = int(engine.ist[K.I_NBUSY])
-    assert sorted(engine.busy_list[:nbusy]) == sorted(np.flatnonzero(qlen > 0))
-    assert np.array_equal(engine.srv[engine.busy_list[:nbusy], K.S_BUSY], np.arange(nbusy))
+    nbusy = int(engine.st.ist[K.I_NBUSY])
+    assert sorted(engine.st.busy[:nbusy]) == sorted(np.flatnonzero(qlen > 0))
+    assert np.array_equal(engine.st.srv[engine.st.busy[:nbusy], K.S_BUSY], np.arange(nbusy))
     # FIFO lists have the recorded lengths
     for s in range(n):
-        k, length = int(engine.srv[s, K.S_HEAD]), 0
+        k, length = int(engine.st.srv[s, K.S_HEAD]), 0
         while k >= 0:
             length += 1
-            k = int(engine.pool[k, K.P_NEXT])
+            k = int(engine.st.pool[k, K.P_NEXT])
         assert length == qlen[s]
-        tail = int(engine.srv[s, K.S_TAIL])
-        assert tail == -1 if qlen[s] == 0 else engine.pool[tail, K.P_NEXT] == -1
+        tail = int(engine.st.srv[s, K.S_TAIL])
+        assert tail == -1 if qlen[s] == 0 else engine.st.pool[tail, K.P_NEXT] == -1
     if policy == "jsq":
-        order = engine.jperm
+        order = engine.st.jperm
         assert sorted(order) == list(range(n))
-        assert np.array_equal(engine.srv[order, K.S_JPOS], np.arange(n))
+        assert np.array_equal(engine.st.srv[order, K.S_JPOS], np.arange(n))
         assert np.all(np.diff(qlen[order]) >= 0)
-        assert qlen.min() == engine.ist[K.I_JSQ_MIN]
+        assert qlen.min() == engine.st.ist[K.I_JSQ_MIN]
     if policy.startswith("jiq"):
         queues = engine.iqueues()
         listed = np.concatenate(queues) if queues else np.array([], dtype=np.int64)
         assert len(set(listed.tolist())) == listed.size  # no server listed twice
-        iq_of = engine.srv[:, K.S_IQ]
+        iq_of = engine.st.srv[:, K.S_IQ]
         for m, members in enumerate(queues):
             assert np.all(iq_of[members] == m)
-            assert np.array_equal(engine.srv[members, K.S_IQPOS], np.arange(members.size))
+            assert np.array_equal(engine.st.srv[members, K.S_IQPOS], np.arange(members.size))
         assert int((iq_of >= 0).sum()) == listed.size
-        assert engine.ist[K.I_NEMPTY] == sum(1 for q in queues if q.size == 0)
+        assert engine.st.ist[K.I_NEMPTY] == sum(1 for q in queues if q.size == 0)
         flags = np.zeros(n, bool)
         flags[listed] = True
         if policy in ("jiq", "jiq-pod", "jiq-sq"):
@@ -199,18 +200,18 @@ def test_invariants_hold_after_every_event(system):
 
 def check_heap(engine: Engine) -> None:
     """Event list: exactly the busy servers, heap-ordered; no task waits a negative time."""
-    size = int(engine.ist[K.I_HEAP_N])
-    heap, keys = engine.heap[:size], engine.hkey[:size]
+    size = int(engine.st.ist[K.I_HEAP_N])
+    heap, keys = engine.st.heap[:size], engine.st.hkey[:size]
     assert sorted(heap) == sorted(np.flatnonzero(engine.qlen > 0))
     for i in range(1, size):
         assert keys[(i - 1) // 2] <= keys[i]
-    assert np.array_equal(engine.srv[heap, K.S_HPOS], np.arange(size))
-    now = engine.fst[K.F_NOW]
+    assert np.array_equal(engine.st.srv[heap, K.S_HPOS], np.arange(size))
+    now = engine.st.fst[K.F_NOW]
     for s, key in zip(heap, keys, strict=True):
-        task = int(engine.srv[s, K.S_HEAD])
-        start = key - engine.pool[task, K.P_SVC] / engine.speed[s]
+        task = int(engine.st.srv[s, K.S_HEAD])
+        start = key - engine.st.pool[task, K.P_SVC] / engine.st.speed[s]
         # service started after the task arrived (wait >= 0) and not after now
-        assert engine.pool[task, K.P_ARR] <= start + 1e-9
+        assert engine.st.pool[task, K.P_ARR] <= start + 1e-9
         assert start <= now + 1e-9
 
 
@@ -270,7 +271,7 @@ def test_a_start_far_from_steady_state_is_cut_by_mser():
     """Every server starts with 40 tasks: MSER cuts the drain-down, the answer is M/M/1's."""
     n, load = 50, 0.5
     start = InitialState(np.full(n, 40, np.int64), np.zeros(0, np.int64), np.zeros(0))
-    spec = RunSpec(K.RANDOM, n, 1, load, warm_tasks=0, end_tasks=40_000, record=False)
+    spec = RunSpec("random", n, 1, load, warm_tasks=0, end_tasks=40_000, record=False)
     raw = run_once(spec, np.random.default_rng(4), initial=start)
     from cloudsched.dispatch.measure import estimate
 

@@ -1,9 +1,11 @@
 """Task dispatch in server farms: mean-field predictions, fluid trajectories, simulation.
 
 Policies (see :mod:`cloudsched.dispatch.policies`): ``random``, ``round-robin``, ``jsq``,
-``pod``, ``jiq``, ``jiq-original``, ``jiq-pod``, ``jiq-threshold``, ``jiq-sq``.
+``pod``, ``jiq``, ``jiq-original``, ``jiq-pod``, ``jiq-threshold``, ``jiq-sq``, and any
+plug-in (:func:`register_policy`, written against :mod:`cloudsched.dispatch.view`).
 """
 
+from cloudsched.dispatch import view
 from cloudsched.dispatch.fluid import FluidTrajectory, fluid_steady_state, fluid_trajectory
 from cloudsched.dispatch.meanfield import (
     MeanFieldPrediction,
@@ -14,10 +16,13 @@ from cloudsched.dispatch.meanfield import (
     tail_probabilities,
 )
 from cloudsched.dispatch.plan import SimulationPlan, plan_simulation
+from cloudsched.dispatch.plugin import PluginError, Policy, hook, register_policy
 from cloudsched.dispatch.policies import (
     MEANFIELD_POLICIES,
     POLICIES,
     NoMeanFieldModelError,
+    get_policy,
+    policy_table,
 )
 from cloudsched.dispatch.simulation import SimulationResult, simulate
 
@@ -27,15 +32,22 @@ __all__ = [
     "FluidTrajectory",
     "MeanFieldPrediction",
     "NoMeanFieldModelError",
+    "PluginError",
+    "Policy",
     "SimulationPlan",
     "SimulationResult",
     "check_prediction",
     "fluid_steady_state",
     "fluid_trajectory",
+    "get_policy",
+    "hook",
     "iqueue_distribution",
     "jiq_p0",
     "plan_simulation",
+    "policy_table",
     "predict",
+    "register_policy",
     "simulate",
     "tail_probabilities",
+    "view",
 ]

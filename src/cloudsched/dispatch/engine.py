@@ -1,4 +1,4 @@
-"""Run the compiled dispatch kernel: allocate state, resume after growth requests, collect.
+"""Run a compiled dispatch kernel: allocate state, resume after growth requests, collect.
 
 :class:`Engine` is one replication, resumable event by event; :func:`run_once` runs one to
 completion.  :mod:`cloudsched.dispatch.measure` decides when an open-ended run has measured
@@ -15,14 +15,19 @@ I-queues, messages).  Response times also go into a histogram per segment of mic
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
+from pathlib import Path
+from typing import Any, Protocol
 
+import numba
 import numpy as np
 
-from cloudsched.dispatch import _kernel as K
+from cloudsched.dispatch import state as S
+from cloudsched.dispatch.plugin import PluginError, Policy
+from cloudsched.dispatch.policies import get_policy
 
 __all__ = ["Engine", "InitialState", "RawRun", "RunSpec", "TaskSource", "run_once"]
 
@@ -78,16 +83,18 @@ class RawRun:
 class RunSpec:
     """Parameters of one replication, as the kernel sees them.
 
-    Run length is either in tasks (``end_tasks >= 0``: arrivals ``warm_tasks`` to
-    ``end_tasks - 1`` are measured, arrival ``end_tasks`` closes the window; ``open_end``:
-    the window stays open until :meth:`Engine.close_window`) or in time (``end_tasks =
-    -1``: the window is ``[t_warm, t_end]``).  ``rate`` is the arrival rate per server (the
-    load, in the Markov-chain mode).  ``width`` is the initial micro-batch width in
-    measured arrivals, rounded up to a power of two (0: chosen from the expected run
-    length); ``record`` keeps every response time.
+    ``policy`` is a registered policy name, a plug-in reference or a
+    :class:`~cloudsched.dispatch.plugin.Policy`.  Run length is either in tasks
+    (``end_tasks >= 0``: arrivals ``warm_tasks`` to ``end_tasks - 1`` are measured, arrival
+    ``end_tasks`` closes the window; ``open_end``: the window stays open until
+    :meth:`Engine.close_window`) or in time (``end_tasks = -1``: the window is
+    ``[t_warm, t_end]``).  ``rate`` is the arrival rate per server (the load, in the
+    Markov-chain mode).  ``width`` is the initial micro-batch width in measured arrivals,
+    rounded up to a power of two (0: chosen from the expected run length); ``record`` keeps
+    every response time.
     """
 
-    code: int
+    policy: str | Policy
     n: int
     m: int
     rate: float
@@ -110,6 +117,13 @@ class RunSpec:
         if self.end_tasks >= 0:
             return float(self.end_tasks - self.warm_tasks)
         return self.rate * self.n * (self.t_end - self.t_warm)
+
+    def params(self, general: bool = False) -> S.Params:
+        """Return the kernel's parameter record (``general``: the event-list engine)."""
+        return S.Params(n=int(self.n), m=int(self.m), d=int(self.d), z=int(self.z),
+                        replace=bool(self.replace), lam_n=float(self.rate * self.n),
+                        t_warm=float(self.t_warm), t_end=float(self.t_end),
+                        record=bool(self.record), general=bool(general))  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -159,21 +173,31 @@ def _initial_iq_cap(r: float) -> int:
     return cap
 
 
-_compiled = False
-
-
-def _ensure_compiled() -> None:
-    """Compile (or load from the cache) the kernels once, outside the timed region."""
-    global _compiled
-    if not _compiled:
-        run_once(
-            RunSpec(K.JIQ_POD, 4, 2, 0.5, 2, warm_tasks=1, end_tasks=2), np.random.default_rng(0)
-        )
-        _compiled = True
-
-
 _NO_INT = np.zeros(0, np.int64)
 _NO_FLOAT = np.zeros(0)
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _plugin_failure(policy: Policy, exc: Exception) -> PluginError:
+    """Return the one-line error of a plug-in that failed to compile or raised."""
+    if not isinstance(exc, numba.core.errors.NumbaError):
+        return PluginError(policy.name, f"a hook raised {type(exc).__name__}: {exc}")
+    text = _ANSI.sub("", str(exc))
+    lines = [line.strip() for line in text.splitlines()]
+    useful = [line for line in lines if line and not line.startswith(("Failed in", "During:"))]
+    why = useful[0].rstrip(":") if useful else type(exc).__name__
+    if "Only accept returning of array" in text or "NRT required" in text:
+        why = "a hook allocates an array, which hooks may not do (keep state in st.mem)"
+    where = ""
+    if policy.source is not None:
+        name = Path(policy.source).name
+        found = re.findall(r'File "([^"]*)", line (\d+)', text)
+        lines_in = [line for path, line in found if Path(path).name == name]
+        if lines_in:
+            where = f" at {name} line {lines_in[0]}"
+    return PluginError(policy.name, f"failed to compile{where}: {why}")
 
 
 class Engine:
@@ -184,7 +208,7 @@ class Engine:
     the kernel asks, and returns ``True`` once the run is complete.  It also returns
     (``False``, with :attr:`at_checkpoint` set) when the measured-arrival count reaches the
     checkpoint set by :meth:`set_checkpoint`.  Tests use it to inspect the state between
-    events.
+    events (:attr:`st`: the :class:`~cloudsched.dispatch.state.State` record).
     """
 
     def __init__(
@@ -195,87 +219,52 @@ class Engine:
         speeds: np.ndarray | None = None,
         initial: InitialState | None = None,
     ) -> None:
-        i64 = np.int64
-        n, m, code = spec.n, spec.m, spec.code
-        self.spec, self.n, self.m, self.rng = spec, n, m, rng
-        queues = initial.queues if initial is not None else _NO_INT
-        start_tasks = int(queues.sum())
-        pool, levels = n + 1024 + start_tasks, 64
-        while levels < int(queues.max(initial=0)) + 4:
-            levels *= 2
-        iq = code >= K.JIQ
-        cap0 = _initial_iq_cap(n / m)
-        self.srv = np.empty((n, K.SRV_COLS), i64)
-        self.dsp = np.zeros((m, K.DSP_COLS), i64)
-        self.dsp[:, K.D_CAP] = cap0
-        self.pool = np.empty((pool, K.POOL_COLS))
-        self.busy_list = np.zeros(n, i64)
-        self.cnt = np.zeros(levels)
-        self.area = np.zeros(levels)
-        self.last = np.zeros(levels)
-        self.bstart = np.empty(levels + 1, i64)
-        self.jperm = np.empty(n, i64)
-        self.perm = np.empty(n, i64)
-        self.dperm = np.empty(m, i64)
-        self.arena = np.zeros((m * cap0 + 2 * n + 1024) if iq else 1, i64)
-        self.free_head = np.empty(64, i64)
-        self.ist = np.zeros(K.N_IST, i64)
-        self.fst = np.zeros(K.N_FST)
-        self.msg = np.zeros(4, i64)
-        # general mode (discrete-event simulation of given tasks) when a task source is given
-        self.source = source
+        policy = get_policy(spec.policy)
+        n, m = spec.n, spec.m
+        self.spec, self.policy, self.n, self.m, self.rng = spec, policy, n, m, rng
+        self.source = source  # the event-list engine when a task source is given
         general = source is not None
-        self.arr_times = np.zeros(0)  # empty: the first event asks for a chunk
-        self.svc = np.zeros(0)
-        self.speed = np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64)
-        self.heap = np.zeros(n if general else 1, i64)
-        self.hkey = np.zeros(n if general else 1)
-        expected = spec.expected_tasks()
+        self._init, self._run = policy.kernels()
+        self.st = _new_state(spec, policy, initial, speeds, general)
+        self.mt = _new_meter(spec, int(self.st.cnt.size))
+        self.tasks = S.Tasks(np.zeros(0), np.zeros(0))  # empty: the first event asks for one
+        self.par = spec.params(general)
+        self.ctl = np.zeros(S.N_CTL, np.int64)
+        self.ctl[S.C_ARR_WARM] = spec.warm_tasks
+        self.ctl[S.C_ARR_END] = S.OPEN_END if spec.open_end else spec.end_tasks
+        self.ctl[S.C_WIDTH] = initial_width(spec)
+        self.ctl[S.C_LAST_CHUNK] = 0
+        self.ctl[S.C_NEXT_CHECK] = S.OPEN_END
         if spec.open_end:
             self.expected_events = float("inf")
         elif spec.end_tasks >= 0:
             self.expected_events = 2.0 * spec.end_tasks
         else:
             self.expected_events = 2.0 * spec.rate * n * spec.t_end
-        buf = int(min(_BUFFER, max(1024, 1.05 * expected + 1024))) if spec.record else 1
-        self.buf = np.empty(buf, np.float32)
-        self.rec_ord = np.empty(buf, i64)
-        micro = spec.micro
-        if micro < K.H_SEGMENTS or micro & (micro - 1):
-            raise ValueError(f"micro must be a power of two, at least {K.H_SEGMENTS}")
-        width = initial_width(spec)
-        self.bsum = np.zeros(micro)
-        self.bcnt = np.zeros(micro, i64)
-        self.hist = np.zeros((K.H_SEGMENTS, K.H_BINS), i64)
-        self.snap = np.zeros((micro + 1, K.N_SNAP))
-        self.snap_area = np.zeros((micro + 1, levels))
-        self.ipar = np.zeros(K.N_IPAR, i64)
-        self.ipar[[K.IP_POLICY, K.IP_N, K.IP_M, K.IP_D, K.IP_Z, K.IP_REPLACE]] = (
-            code, n, m, spec.d, spec.z, int(spec.replace),
-        )  # fmt: skip
-        self.ipar[K.IP_ARR_WARM] = spec.warm_tasks
-        self.ipar[K.IP_ARR_END] = K.OPEN_END if spec.open_end else spec.end_tasks
-        self.ipar[K.IP_WIDTH] = width
-        self.ipar[K.IP_GENERAL] = int(general)
-        self.ipar[K.IP_NEXT_CHECK] = K.OPEN_END
-        self.ipar[K.IP_RECORD] = int(spec.record)
-        self.fpar = np.array([spec.rate * n, spec.t_warm, spec.t_end])
         self.chunks: list[np.ndarray] = []
         self.ord_chunks: list[np.ndarray] = []
         self.wall = 0.0
         self.at_checkpoint = False
-        K.init_state(
-            rng, self.ipar, self.srv, self.dsp, self.pool, self.busy_list, self.cnt, self.bstart,
-            self.jperm, self.perm, self.dperm, self.arena, self.free_head, self.ist, self.fst,
-            queues, initial.iqueue if initial is not None else _NO_INT,
-            initial.services if initial is not None else _NO_FLOAT, self.speed, self.heap,
-            self.hkey,
-        )  # fmt: skip
+        queues = initial.queues if initial is not None else _NO_INT
+        self._call(self._init, self.st, self.mt, self.par, rng, queues,
+                   initial.iqueue if initial is not None else _NO_INT,
+                   initial.services if initial is not None else _NO_FLOAT)  # fmt: skip
+        self.ctl[S.C_BUDGET] = 0
+        self._call(self._run, self.st, self.mt, self.tasks, self.par, self.ctl, rng)  # compile
+
+    def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Call a kernel; a plug-in's failure becomes a :class:`PluginError`."""
+        if self.policy.builtin:
+            return fn(*args)
+        try:
+            return fn(*args)
+        except Exception as exc:
+            raise _plugin_failure(self.policy, exc) from None
 
     # -- running -------------------------------------------------------------------------
     def advance(self, budget: int) -> bool:
         """Run at most ``budget`` events; return True when the run is complete."""
-        self.ipar[K.IP_BUDGET] = budget
+        self.ctl[S.C_BUDGET] = budget
         self.at_checkpoint = False
         t0 = time.perf_counter()
         try:
@@ -286,137 +275,147 @@ class Engine:
 
     def _advance(self) -> bool:
         while True:
-            status = K.run(
-                self.rng, self.ipar, self.fpar, self.srv, self.dsp, self.pool,
-                self.busy_list, self.cnt, self.area, self.last, self.bstart, self.jperm,
-                self.perm, self.dperm, self.arena, self.free_head, self.ist, self.fst, self.msg,
-                self.buf, self.rec_ord, self.bsum, self.bcnt, self.hist, self.snap,
-                self.snap_area, self.arr_times, self.svc, self.speed, self.heap, self.hkey,
-            )  # fmt: skip
-            if status == K.DONE:
+            status = self._call(self._run, self.st, self.mt, self.tasks, self.par, self.ctl,
+                                self.rng)  # fmt: skip
+            if status == S.DONE:
                 return True
-            if status == K.CHUNK:
+            if status == S.CHUNK:
                 return False
-            if status == K.CHECKPOINT:
+            if status == S.CHECKPOINT:
                 self.at_checkpoint = True
-                self.ipar[K.IP_NEXT_CHECK] = K.OPEN_END
+                self.ctl[S.C_NEXT_CHECK] = S.OPEN_END
                 return False
+            if status == S.BAD_SERVER:
+                bad = int(self.st.ist[S.I_BAD])
+                raise PluginError(self.policy.name, f"choose returned server {bad}, outside "
+                                  f"[0, {self.n - 1}]")  # fmt: skip
             self._grow(status)
 
     def _grow(self, status: int) -> None:
-        ist = self.ist
-        if status == K.NEED_POOL:
-            old = self.pool.shape[0]
-            grown = np.zeros((2 * old, K.POOL_COLS))
-            grown[:old] = self.pool
-            grown[old:, K.P_NEXT] = np.arange(old + 1, 2 * old + 1)
-            grown[-1, K.P_NEXT] = -1
-            self.pool = grown
-            ist[K.I_POOL_FREE] = old
-        elif status == K.NEED_ARENA:
-            self.arena = _grow(self.arena, 2 * self.arena.size + 4 * int(ist[K.I_MAXCAP]), 0)
-        elif status == K.NEED_LEVELS:
-            new = 2 * self.cnt.size
-            self.cnt = _grow(self.cnt, new, 0.0)
-            self.area = _grow(self.area, new, 0.0)
-            self.last = _grow(self.last, new, self.fst[K.F_NOW])
-            self.bstart = _grow(self.bstart, new + 1, self.n)
-            grown = np.zeros((self.snap_area.shape[0], new))
-            grown[:, : self.snap_area.shape[1]] = self.snap_area
-            self.snap_area = grown
-        elif status == K.NEED_TASKS:
+        st, ist = self.st, self.st.ist
+        if status == S.NEED_POOL:
+            old = st.pool.shape[0]
+            grown = np.zeros((2 * old, S.POOL_COLS))
+            grown[:old] = st.pool
+            grown[old:, S.P_NEXT] = np.arange(old + 1, 2 * old + 1)
+            grown[-1, S.P_NEXT] = -1
+            self.st = st._replace(pool=grown)
+            ist[S.I_POOL_FREE] = old
+        elif status == S.NEED_ARENA:
+            size = 2 * st.arena.size + 8 * int(ist[S.I_MAXCAP])
+            self.st = st._replace(arena=_grow(st.arena, size, 0))
+        elif status == S.NEED_LEVELS:
+            new = 2 * st.cnt.size
+            self.st = st._replace(cnt=_grow(st.cnt, new, 0.0), bstart=_grow(st.bstart, new + 1,
+                                                                            self.n))  # fmt: skip
+            mt = self.mt
+            grown = np.zeros((mt.snap_area.shape[0], new))
+            grown[:, : mt.snap_area.shape[1]] = mt.snap_area
+            self.mt = mt._replace(area=_grow(mt.area, new, 0.0),
+                                  last=_grow(mt.last, new, st.fst[S.F_NOW]), snap_area=grown)
+        elif status == S.NEED_TASKS:
             assert self.source is not None
-            self.arr_times, self.svc, last = self.source.next_chunk()
-            ist[K.I_TASK_PTR] = 0
-            self.ipar[K.IP_LAST_CHUNK] = int(last)
-        elif status == K.BUFFER_FULL:
-            self.chunks.append(self.buf[: ist[K.I_NREC]].copy())
-            self.ord_chunks.append(self.rec_ord[: ist[K.I_NREC]].copy())
-            ist[K.I_NREC] = 0
-        elif status == K.NEED_MERGE:
+            arr, svc, last = self.source.next_chunk()
+            self.tasks = S.Tasks(arr, svc)
+            ist[S.I_TASK_PTR] = 0
+            self.ctl[S.C_LAST_CHUNK] = int(last)
+        elif status == S.BUFFER_FULL:
+            nrec = ist[S.I_NREC]
+            self.chunks.append(self.mt.buf[:nrec].copy())
+            self.ord_chunks.append(self.mt.rec_ord[:nrec].copy())
+            ist[S.I_NREC] = 0
+        elif status == S.NEED_MERGE:
             self._merge()
         else:  # pragma: no cover - the kernel returns only the codes above
             raise RuntimeError(f"unknown kernel status {status}")
 
     def _merge(self) -> None:
         """Merge micro-batches in pairs (the width doubles); histogram segments follow."""
-        half = self.bsum.size // 2
-        self.bsum[:half] = self.bsum[0::2] + self.bsum[1::2]
-        self.bsum[half:] = 0.0
-        self.bcnt[:half] = self.bcnt[0::2] + self.bcnt[1::2]
-        self.bcnt[half:] = 0
-        self.snap[: half + 1] = self.snap[0::2]
-        self.snap[half + 1 :] = 0.0
-        self.snap_area[: half + 1] = self.snap_area[0::2]
-        self.snap_area[half + 1 :] = 0.0
-        seg = K.H_SEGMENTS // 2
-        self.hist[:seg] = self.hist[0::2] + self.hist[1::2]
-        self.hist[seg:] = 0
-        self.ipar[K.IP_WIDTH] *= 2
+        mt = self.mt
+        half = mt.bsum.size // 2
+        mt.bsum[:half] = mt.bsum[0::2] + mt.bsum[1::2]
+        mt.bsum[half:] = 0.0
+        mt.bcnt[:half] = mt.bcnt[0::2] + mt.bcnt[1::2]
+        mt.bcnt[half:] = 0
+        mt.snap[: half + 1] = mt.snap[0::2]
+        mt.snap[half + 1 :] = 0.0
+        mt.snap_area[: half + 1] = mt.snap_area[0::2]
+        mt.snap_area[half + 1 :] = 0.0
+        seg = S.H_SEGMENTS // 2
+        mt.hist[:seg] = mt.hist[0::2] + mt.hist[1::2]
+        mt.hist[seg:] = 0
+        self.ctl[S.C_WIDTH] *= 2
 
     # -- controlling an open-ended window ----------------------------------------------
     @property
     def measuring(self) -> bool:
         """Whether the measurement window is open."""
-        return int(self.ist[K.I_PHASE]) == K.MEASURE
+        return int(self.st.ist[S.I_PHASE]) == S.MEASURE
 
     @property
     def width(self) -> int:
         """Current micro-batch width, in measured arrivals."""
-        return int(self.ipar[K.IP_WIDTH])
+        return int(self.ctl[S.C_WIDTH])
+
+    @property
+    def events(self) -> int:
+        """Events simulated so far."""
+        return int(self.st.ist[S.I_EVENTS])
 
     @property
     def measured(self) -> int:
         """Measured arrivals so far (0 before the window opens)."""
-        phase = int(self.ist[K.I_PHASE])
-        if phase == K.WARMUP:
+        ist = self.st.ist
+        phase = int(ist[S.I_PHASE])
+        if phase == S.WARMUP:
             return 0
-        key = K.I_ARRIVALS if phase == K.MEASURE else K.I_ARR_CLOSE
-        return int(self.ist[key]) - int(self.ipar[K.IP_ARR_WARM])
+        key = S.I_ARRIVALS if phase == S.MEASURE else S.I_ARR_CLOSE
+        return int(ist[key]) - int(self.ctl[S.C_ARR_WARM])
 
     def set_checkpoint(self, measured: int) -> None:
         """Pause (``at_checkpoint``) once ``measured`` arrivals have been measured."""
-        self.ipar[K.IP_NEXT_CHECK] = measured
+        self.ctl[S.C_NEXT_CHECK] = measured
         self.at_checkpoint = False
 
     def close_window(self) -> None:
         """End the measurement window at the next arrival (open-ended runs)."""
-        self.ipar[K.IP_ARR_END] = self.ist[K.I_ARRIVALS]
-        self.ipar[K.IP_NEXT_CHECK] = K.OPEN_END
+        self.ctl[S.C_ARR_END] = self.st.ist[S.I_ARRIVALS]
+        self.ctl[S.C_NEXT_CHECK] = S.OPEN_END
 
     def complete_batches(self) -> int:
         """Micro-batches whose arrivals have all arrived and left (a prefix of them)."""
         width, full = self.width, self.measured // self.width
-        done = np.flatnonzero(self.bcnt[:full] != width)
+        done = np.flatnonzero(self.mt.bcnt[:full] != width)
         return int(done[0]) if done.size else full
 
     # -- results -------------------------------------------------------------------------
     def result(self) -> RawRun:
         """Collect what was measured (call once the run is complete)."""
-        nrec = int(self.ist[K.I_NREC])
-        times = np.concatenate([*self.chunks, self.buf[:nrec]])
-        orders = np.concatenate([*self.ord_chunks, self.rec_ord[:nrec]])
+        st, mt = self.st, self.mt
+        nrec = int(st.ist[S.I_NREC])
+        times = np.concatenate([*self.chunks, mt.buf[:nrec]])
+        orders = np.concatenate([*self.ord_chunks, mt.rec_ord[:nrec]])
         measured = self.measured
         used = -(-measured // self.width)
         return RawRun(
             response_times=times,
             orders=orders,
-            batch_sum=self.bsum[:used].copy(),
-            batch_count=self.bcnt[:used].copy(),
+            batch_sum=mt.bsum[:used].copy(),
+            batch_count=mt.bcnt[:used].copy(),
             width=self.width,
             measured=measured,
-            snap=self.snap[:used].copy(),
-            snap_area=self.snap_area[:used].copy(),
-            hist=self.hist.copy(),
-            segment_batches=self.bsum.size // K.H_SEGMENTS,
-            tail_area=self.area.copy(),
-            p0_area=float(self.fst[K.F_AREA_P0]),
-            t_warm=float(self.fst[K.F_TWARM]),
-            t_end=float(self.fst[K.F_TEND]),
-            messages=self.msg.copy(),
-            rt_min=float(self.fst[K.F_RT_MIN]),
-            rt_max=float(self.fst[K.F_RT_MAX]),
-            events=int(self.ist[K.I_EVENTS]),
+            snap=mt.snap[:used].copy(),
+            snap_area=mt.snap_area[:used].copy(),
+            hist=mt.hist.copy(),
+            segment_batches=mt.bsum.size // S.H_SEGMENTS,
+            tail_area=mt.area.copy(),
+            p0_area=float(st.fst[S.F_AREA_P0]),
+            t_warm=float(st.fst[S.F_TWARM]),
+            t_end=float(st.fst[S.F_TEND]),
+            messages=st.msg.copy(),
+            rt_min=float(st.fst[S.F_RT_MIN]),
+            rt_max=float(st.fst[S.F_RT_MAX]),
+            events=self.events,
             wall_seconds=self.wall,
         )
 
@@ -424,20 +423,61 @@ class Engine:
     @property
     def qlen(self) -> np.ndarray:
         """Number of tasks at each server, shape ``(N,)``."""
-        return self.srv[:, K.S_QLEN]
+        return self.st.srv[:, S.S_QLEN]
 
     def iqueues(self) -> list[np.ndarray]:
         """Members of each I-queue, in storage order."""
-        start, size = self.dsp[:, K.D_START], self.dsp[:, K.D_SIZE]
-        return [self.arena[start[m] : start[m] + size[m]].copy() for m in range(self.m)]
+        st = self.st
+        start, size = st.dsp[:, S.D_START], st.dsp[:, S.D_SIZE]
+        return [st.arena[start[m] : start[m] + size[m]].copy() for m in range(self.m)]
 
     def tasks_in_pool(self) -> int:
         """Count the pool slots in use (walks the free list)."""
-        free, k = 0, int(self.ist[K.I_POOL_FREE])
+        free, k = 0, int(self.st.ist[S.I_POOL_FREE])
         while k >= 0:
             free += 1
-            k = int(self.pool[k, K.P_NEXT])
-        return self.pool.shape[0] - free
+            k = int(self.st.pool[k, S.P_NEXT])
+        return self.st.pool.shape[0] - free
+
+
+def _new_state(spec: RunSpec, policy: Policy, initial: InitialState | None,
+               speeds: np.ndarray | None, general: bool) -> S.State:  # fmt: skip
+    """Allocate the state record (``init`` fills it)."""
+    i64 = np.int64
+    n, m = spec.n, spec.m
+    queues = initial.queues if initial is not None else _NO_INT
+    pool, levels = n + 1024 + int(queues.sum()), 64
+    while levels < int(queues.max(initial=0)) + 4:
+        levels *= 2
+    cap0 = _initial_iq_cap(n / m)
+    dsp = np.zeros((m, S.DSP_COLS), i64)
+    dsp[:, S.D_CAP] = cap0
+    return S.State(
+        srv=np.empty((n, S.SRV_COLS), i64), dsp=dsp,
+        arena=np.zeros((m * cap0 + 2 * n + 1024) if policy.iqueues else 1, i64),
+        free_head=np.empty(64, i64), pool=np.empty((pool, S.POOL_COLS)),
+        busy=np.zeros(n, i64), cnt=np.zeros(levels), bstart=np.empty(levels + 1, i64),
+        jperm=np.empty(n, i64), perm=np.empty(n, i64), dperm=np.empty(m, i64),
+        sample=np.zeros(max(1, spec.d), i64), mem=np.zeros(policy.memory_size(n, m), i64),
+        heap=np.zeros(n if general else 1, i64), hkey=np.zeros(n if general else 1),
+        speed=np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64),
+        ist=np.zeros(S.N_IST, i64), fst=np.zeros(S.N_FST), msg=np.zeros(4, i64),
+    )  # fmt: skip
+
+
+def _new_meter(spec: RunSpec, levels: int) -> S.Meter:
+    """Allocate the measurement record."""
+    micro = spec.micro
+    if micro < S.H_SEGMENTS or micro & (micro - 1):
+        raise ValueError(f"micro must be a power of two, at least {S.H_SEGMENTS}")
+    expected = spec.expected_tasks()
+    buf = int(min(_BUFFER, max(1024, 1.05 * expected + 1024))) if spec.record else 1
+    return S.Meter(
+        area=np.zeros(levels), last=np.zeros(levels), bsum=np.zeros(micro),
+        bcnt=np.zeros(micro, np.int64), hist=np.zeros((S.H_SEGMENTS, S.H_BINS), np.int64),
+        snap=np.zeros((micro + 1, S.N_SNAP)), snap_area=np.zeros((micro + 1, levels)),
+        buf=np.empty(buf, np.float32), rec_ord=np.empty(buf, np.int64), scratch=np.zeros(1),
+    )  # fmt: skip
 
 
 def run_once(
@@ -454,7 +494,7 @@ def run_once(
     engine = Engine(spec, rng, source, speeds, initial)
     while not engine.advance(_CHUNK_EVENTS):
         if progress is not None:
-            progress(min(1.0, engine.ist[K.I_EVENTS] / engine.expected_events))
+            progress(min(1.0, engine.events / engine.expected_events))
     if progress is not None:
         progress(1.0)
     return engine.result()

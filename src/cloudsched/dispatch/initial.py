@@ -28,9 +28,9 @@ __all__ = ["has_meanfield_start", "meanfield_state"]
 _NONE = np.zeros(0, dtype=np.int64)
 
 
-def has_meanfield_start(policy: str, load: float) -> bool:
-    """Whether :func:`meanfield_state` can draw a start for this policy and load."""
-    return policy in MEANFIELD_POLICIES and 0.0 < load < 1.0
+def has_meanfield_start(model: str | None, load: float) -> bool:
+    """Whether :func:`meanfield_state` can draw a start from this model at this load."""
+    return model in MEANFIELD_POLICIES and 0.0 < load < 1.0
 
 
 def _draw(probs: np.ndarray, size: int, rng: np.random.Generator) -> np.ndarray:

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from cloudsched.dispatch import _kernel as K
+from cloudsched.dispatch import state as K
 from cloudsched.dispatch.engine import Engine, RawRun
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series
 
@@ -184,7 +184,7 @@ def _check(engines: Sequence[Engine], batches: int, relaxation: float, precision
         if k < max(8, batches):
             return _Status(False, 0.0, math.inf)
         est = analyse_series(
-            eng.bsum[:k], eng.bcnt[:k], eng.snap[: k + 1, K.SN_T],
+            eng.mt.bsum[:k], eng.mt.bcnt[:k], eng.mt.snap[: k + 1, K.SN_T],
             batches=batches, relaxation=relaxation,
         )  # fmt: skip
         ests.append(est)

@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike
 from cloudsched.dispatch.distributions import Distribution
 from cloudsched.dispatch.engine import MICRO_BATCHES
 from cloudsched.dispatch.initial import has_meanfield_start
-from cloudsched.dispatch.policies import check_policy
+from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.workload import Trace, Workload, resolve_workload
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.resources import INT_LIMIT, check_memory
@@ -118,18 +118,17 @@ def plan_simulation(
     :class:`~cloudsched.errors.ParameterError` on the first bad one; sweeps call it on every
     point of a grid before the first run.
     """
-    check_policy(policy)
+    pol = get_policy(policy)
     servers = check_int("servers", servers, low=1, high=INT_LIMIT)
     check_memory("servers", servers, servers * BYTES_PER_SERVER, "the server state")
     work = resolve_workload(servers, load, service, arrivals, speeds, trace, service_scale, engine)
-    needs_m = policy == "round-robin" or policy.startswith("jiq")
-    if needs_m or dispatchers is not None or r is not None:
+    if pol.dispatchers == "required" or dispatchers is not None or r is not None:
         m = _resolve_dispatchers(servers, dispatchers, r)
     else:
         m = 1
-    if policy == "jiq-sq":
+    if pol.d == "dispatchers":
         d = check_int("d", d, low=1, high=m)
-    elif policy in ("pod", "jiq-pod"):
+    elif pol.d == "servers":
         d = check_int("d", d, low=1, high=servers)
     else:
         d = check_int("d", d, low=1)
@@ -155,7 +154,7 @@ def plan_simulation(
     precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True, high_open=True)
     max_tasks = check_int("max_tasks", max_tasks, low=1000, high=INT_LIMIT)
     check_choice("initial", initial, ("auto", "meanfield", "empty"))
-    model_start = has_meanfield_start(policy, work.load) and work.trace is None
+    model_start = has_meanfield_start(pol.meanfield, work.load) and work.trace is None
     if initial == "meanfield" and not model_start:
         raise ParameterError(
             "initial", initial, "'auto' or 'empty' (no mean-field model for this policy, "

@@ -1,11 +1,16 @@
-"""Names of the task-dispatch policies and what each one supports.
+"""The table of dispatch policies: the built-in ones and the plug-ins loaded so far.
 
-The canonical names are the ones used on the command line and in result records.
-Integer codes are what compiled kernels receive (see :mod:`cloudsched.dispatch`).
+A policy is named by its registered name (``jiq-pod``) or, for a plug-in, by the file that
+defines it and its name, ``path/to/policy.py:NAME`` (``path.py`` alone when the file
+registers one policy).  :func:`get_policy` resolves either to a
+:class:`~cloudsched.dispatch.plugin.Policy`, which says what the policy needs (dispatchers,
+``d``, a threshold, I-queues) and which mean-field model describes it.
 """
 
 from __future__ import annotations
 
+from cloudsched.dispatch import builtin_policies  # noqa: F401  (registers the built-ins)
+from cloudsched.dispatch.plugin import PluginError, Policy, load_plugin, registered
 from cloudsched.errors import ParameterError
 
 __all__ = [
@@ -13,36 +18,74 @@ __all__ = [
     "POLICIES",
     "NoMeanFieldModelError",
     "check_meanfield_policy",
-    "check_policy",
+    "get_policy",
+    "policy_table",
 ]
 
-#: Every dispatch policy the toolkit knows, in the order the seed introduces them.
-POLICIES: tuple[str, ...] = (
-    "random",
-    "round-robin",
-    "jsq",
-    "pod",
-    "jiq",
-    "jiq-original",
-    "jiq-pod",
-    "jiq-threshold",
-    "jiq-sq",
+#: The built-in dispatch policies, in the order the seed introduces them.
+POLICIES: tuple[str, ...] = tuple(registered())
+
+#: Built-in policies with a mean-field model (design note ``dispatch-meanfield.md``).
+MEANFIELD_POLICIES: tuple[str, ...] = tuple(
+    name for name, p in registered().items() if p.meanfield == name
 )
 
-#: Policies with a mean-field model (design note ``dispatch-meanfield.md``).
-MEANFIELD_POLICIES: tuple[str, ...] = ("random", "pod", "jsq", "jiq", "jiq-pod")
+
+def _split(ref: str) -> tuple[str, str | None]:
+    """``path.py:NAME`` -> (path, NAME); ``path.py`` -> (path, None)."""
+    head, sep, tail = ref.rpartition(":")
+    if sep and head.endswith(".py"):
+        return head, tail
+    return ref, None
 
 
-def check_policy(policy: str) -> str:
-    """Return ``policy`` if it is a known dispatch policy, else raise :class:`ParameterError`."""
-    if policy not in POLICIES:
-        raise ParameterError("policy", policy, "one of " + ", ".join(POLICIES))
-    return policy
+def get_policy(ref: str | Policy) -> Policy:
+    """Return the policy named ``ref``: a registered name or ``path/to/policy.py[:NAME]``.
+
+    Raises
+    ------
+    ParameterError
+        For an unknown name; :class:`~cloudsched.dispatch.plugin.PluginError` (a
+        ParameterError) for a plug-in file that cannot be loaded or lacks ``NAME``.
+    """
+    if isinstance(ref, Policy):
+        return ref
+    if not isinstance(ref, str):
+        raise ParameterError("policy", ref, "a policy name or path/to/policy.py:NAME")
+    table = registered()
+    if ref in table:
+        return table[ref]
+    path, name = _split(ref)
+    if not path.endswith(".py"):
+        raise ParameterError(
+            "policy", ref, "one of " + ", ".join(POLICIES) + ", or a plug-in path/to/policy.py:NAME"
+        )
+    names = load_plugin(path)
+    if name is None:
+        if len(names) != 1:
+            raise PluginError(ref, f"the file registers {len(names)} policies "
+                              f"({', '.join(names)}): add :NAME")  # fmt: skip
+        name = names[0]
+    if name not in names:
+        raise PluginError(ref, f"the file registers no policy {name!r} "
+                          f"(it registers {', '.join(names)})")  # fmt: skip
+    return registered()[name]
+
+
+def policy_table() -> list[dict[str, object]]:
+    """One row per registered policy: name, description and what it needs."""
+    return [
+        {"policy": p.name, "description": p.description, "dispatchers": p.dispatchers,
+         "d": p.d or "", "threshold": p.threshold, "iqueues": p.iqueues,
+         "mean_field": p.meanfield or "", "source": p.source or "built-in"}
+        for p in registered().values()
+    ]  # fmt: skip
 
 
 def check_meanfield_policy(policy: str) -> str:
     """Return ``policy`` if it has a mean-field model; raise a clear error otherwise."""
-    check_policy(policy)
+    if policy not in POLICIES:
+        raise ParameterError("policy", policy, "one of " + ", ".join(POLICIES))
     if policy not in MEANFIELD_POLICIES:
         raise NoMeanFieldModelError(policy)
     return policy

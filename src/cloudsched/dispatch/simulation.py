@@ -57,14 +57,13 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch import _kernel as K
+from cloudsched.dispatch import state as K
 from cloudsched.dispatch.distributions import Distribution
 from cloudsched.dispatch.engine import (
     Engine,
     InitialState,
     RawRun,
     RunSpec,
-    _ensure_compiled,
     run_once,
 )
 from cloudsched.dispatch.initial import meanfield_state
@@ -83,6 +82,7 @@ from cloudsched.dispatch.plan import (
     overload_note,
     plan_simulation,
 )
+from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.relaxation import relaxation_time
 from cloudsched.dispatch.workload import Trace, Workload
 from cloudsched.errors import ParameterError, check_seed
@@ -115,6 +115,7 @@ class SimulationResult:
     """
 
     policy: str
+    plugin: str | None
     servers: int
     dispatchers: int
     load: float
@@ -327,12 +328,13 @@ def _run(
     """Run the checked plan ``p``: the replications, then the summary record."""
     work, n = p.work, p.servers
     variability, unit = work.variability()
-    relax = relaxation_time(p.policy, work.load, servers=n, r=n / p.m, d=p.d,
+    pol = get_policy(p.policy)
+    relax = relaxation_time(pol.relaxation, work.load, servers=n, r=n / p.m, d=p.d,
                             variability=variability, time_unit=unit)  # fmt: skip
     seed, gens = _generators(rng, p.replications)
     open_end = p.tasks is None and p.horizon is None
     spec = RunSpec(
-        K.POLICY_CODES[p.policy], n, p.m, work.rate_per_server, p.d, p.threshold,
+        p.policy, n, p.m, work.rate_per_server, p.d, p.threshold,
         p.with_replacement, record=p.keep_response_times, open_end=open_end,
     )  # fmt: skip
     if p.tasks is not None:
@@ -342,8 +344,7 @@ def _run(
     else:  # micro-batches start at about 1/16 of a relaxation time
         per_time = work.rate_per_server * n
         spec = replace(spec, width=max(1, int(min(per_time * relax / 16, p.max_tasks / 1024))))
-    _ensure_compiled()
-    starts = [_initial(p.start, p.policy, n, p.m, work, p.d, g) for g in gens]
+    starts = [_initial(p.start, pol.meanfield, n, p.m, work, p.d, g) for g in gens]
     if open_end:
         engines = [
             Engine(spec, g, work.source(g, n), work.speeds, init)
@@ -370,9 +371,9 @@ def _run(
     )  # fmt: skip
 
 def _initial(
-    start: str, policy: str, n: int, m: int, work: Workload, d: int, rng: np.random.Generator
+    start: str, policy: str | None, n: int, m: int, work: Workload, d: int, rng: np.random.Generator
 ) -> InitialState | None:
-    if start != "meanfield":
+    if start != "meanfield" or policy is None:
         return None
     return meanfield_state(
         policy, n, m, work.load, r=n / m, d=d, rng=rng,
@@ -460,7 +461,7 @@ def _summarise(
     s = s[: nz[-1] + 1]
     occupancy = s - np.append(s[1:], 0.0)
     msgs = np.sum([w.messages for w in wins], axis=0) / (n * duration)
-    is_iq = policy.startswith("jiq")
+    is_iq = get_policy(policy).iqueues
     p0 = sum(w.p0_area for w in wins) / (m * duration) if is_iq else 1.0
     hist = np.sum([w.hist for w in wins], axis=0)
     events = sum(run.events for run in runs)
@@ -479,7 +480,8 @@ def _summarise(
         for run, est in zip(runs, ests, strict=True)
     )
     return SimulationResult(
-        policy=policy, servers=n, dispatchers=m, load=work.load, d=spec.d, threshold=spec.z,
+        policy=get_policy(policy).name, plugin=get_policy(policy).source, servers=n,
+        dispatchers=m, load=work.load, d=spec.d, threshold=spec.z,
         with_replacement=spec.replace, tasks=tasks, horizon=horizon, warmup=str(warmup),
         replications=len(runs), seed=seed, mean_response_time=centre, ci95=ci,
         ci_method=method, steady_state=steady, initial=start,

@@ -241,7 +241,7 @@ def _dry_check(spec: SweepSpec, where: str) -> None:
     for params in spec.points():
         try:
             if spec.kind == "simulate":
-                plan_simulation(**params)
+                plan_simulation(**_with_plugin_path(params, spec.base_dir))
             elif spec.kind == "predict":
                 kw = {k: v for k, v in params.items() if k != "load"}
                 check_prediction(loads=[params["load"]], **kw)
@@ -255,6 +255,19 @@ def _dry_check(spec: SweepSpec, where: str) -> None:
         except ParameterError as exc:
             point = ", ".join(f"{k}={params[k]!r}" for k in spec.grid)
             raise InputError(where, f"at {point}: {exc}" if point else str(exc)) from None
+
+
+def _with_plugin_path(params: dict[str, Any], base_dir: str) -> dict[str, Any]:
+    """Read a plug-in policy ``file.py[:NAME]`` relative to the spec's folder."""
+    policy = params.get("policy")
+    if not isinstance(policy, str):
+        return params
+    path, sep, name = policy.rpartition(":")
+    if not (sep and path.endswith(".py")):
+        path, sep, name = policy, "", ""
+    if not path.endswith(".py") or Path(path).is_absolute():
+        return params
+    return {**params, "policy": f"{Path(base_dir) / path}{sep}{name}"}
 
 
 def _place_model(params: dict[str, Any], base_dir: str, seed: int) -> tuple[Any, Any]:
@@ -290,7 +303,7 @@ def _run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int,
     if kind == "simulate":
         from cloudsched.dispatch.simulation import simulate
 
-        row = simulate(**params, rng=rng).to_row()
+        row = simulate(**_with_plugin_path(params, base_dir), rng=rng).to_row()
     elif kind == "predict":
         from cloudsched.dispatch.meanfield import predict
 

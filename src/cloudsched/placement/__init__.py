@@ -10,7 +10,7 @@
   (:mod:`~cloudsched.placement.maxweight`), simulated by :func:`simulate_placement`.
 * Exact optimisation (:mod:`~cloudsched.placement.optimize`): the max-weight configuration
   and the static optimum.
-* Plain references for tests (:mod:`~cloudsched.placement.reference`).
+* Plain references for tests live in :mod:`cloudsched.testing.placement_mirror`.
 """
 
 from cloudsched.placement.baselines import greedy, storm_default

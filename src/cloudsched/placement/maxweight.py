@@ -23,6 +23,7 @@ import numpy as np
 from scipy.optimize import linear_sum_assignment
 
 from cloudsched.placement import _kernel as K
+from cloudsched.placement import state as S
 from cloudsched.placement.engine import PlacementEngine
 from cloudsched.placement.optimize import MaxWeightSolution, max_weight_configuration
 
@@ -71,7 +72,7 @@ class FrameController:
         now = eng.now
         measuring = now > self.warmup
         nj = len(eng.job_types)
-        present = eng.qlen + eng.ntl[:, 0]
+        present = eng.st.qlen + eng.st.ntl[:, 0]
         values = [self.weight(float(q)) for q in present]
         key = tuple(int(q) for q in present)
         sol = self._cache.get(key)
@@ -112,9 +113,7 @@ class FrameController:
                 self._push_front(eng, j, int(preempted[j]), now)
                 if measuring:
                     self.preemptions += int(preempted[j])
-            K.fill(j, now, measuring, eng.qbuf, eng.qhead, eng.qlen, eng.acc, eng.cnt,
-                   eng.cur_cost, eng.t_cost, eng.tlists, eng.tpos, eng.ntl, eng.t_type,
-                   eng.t_state)  # fmt: skip
+            K.fill(eng.st, eng.mt, j, now, measuring)
         self.history.append((now, self.frames, self.not_optimal, self.migrations,
                              self.migrated_nodes, self.preemptions))  # fmt: skip
         eng.set_stop(now + self.frame)
@@ -137,34 +136,29 @@ class FrameController:
         """Clear the configuration and install the new templates (kept ones actual)."""
         for j in range(len(eng.job_types)):
             for tid in np.concatenate([eng.templates(j, True), eng.templates(j, False)]):
-                K.remove_template(int(tid), eng.knodes, eng.owner, eng.slot_machine, eng.mslots,
-                                  eng.mfree, eng.spos, eng.t_type, eng.t_state, eng.t_slots,
-                                  eng.tfree, eng.tlists, eng.tpos, eng.ntl, eng.ist)  # fmt: skip
-        eng.cur_cost[:] = 0.0
-        slots = np.zeros(eng.scratch.size, dtype=np.int64)
+                K.remove_template(eng.st, eng.mo, int(tid))
+        eng.st.cur_cost[:] = 0.0
+        slots = np.zeros(eng.st.scratch.size, dtype=np.int64)
         for j, templates in enumerate(new_by_type):
             for b, machines in enumerate(templates):
                 used: dict[int, int] = {}
                 for v, m in enumerate(machines):
                     m = int(m)
-                    slots[v] = eng.mslots[m, eng.mfree[m] - 1 - used.get(m, 0)]
+                    slots[v] = eng.st.mslots[m, eng.st.mfree[m] - 1 - used.get(m, 0)]
                     used[m] = used.get(m, 0) + 1
                 cost = eng.cluster.cost(eng.job_types[j].topology, machines)
-                state = K.ACTUAL if keep[j][b] else K.VIRTUAL
-                K.add_template(j, state, slots, len(machines), cost, eng.owner, eng.slot_machine,
-                               eng.mslots, eng.mfree, eng.spos, eng.t_type, eng.t_state,
-                               eng.t_cost, eng.t_slots, eng.tfree, eng.tlists, eng.tpos,
-                               eng.ntl, eng.ist)  # fmt: skip
-                if state == K.ACTUAL:
-                    eng.cur_cost[j] += cost
+                state = S.ACTUAL if keep[j][b] else S.VIRTUAL
+                K.add_template(eng.st, eng.mo, j, state, slots, len(machines), cost)
+                if state == S.ACTUAL:
+                    eng.st.cur_cost[j] += cost
 
     @staticmethod
     def _push_front(eng: PlacementEngine, j: int, n: int, now: float) -> None:
         """Put ``n`` preempted jobs back at the head of queue ``j`` (entry time ``now``)."""
-        if eng.qlen[j] + n > eng.qbuf.shape[1]:
-            eng.grow_queues(int(eng.qlen[j] + n))
-        cap = eng.qbuf.shape[1]
+        if eng.st.qlen[j] + n > eng.st.qbuf.shape[1]:
+            eng.grow_queues(int(eng.st.qlen[j] + n))
+        cap = eng.st.qbuf.shape[1]
         for _ in range(n):
-            eng.qhead[j] = (eng.qhead[j] - 1) % cap
-            eng.qbuf[j, eng.qhead[j]] = now
-            eng.qlen[j] += 1
+            eng.st.qhead[j] = (eng.st.qhead[j] - 1) % cap
+            eng.st.qbuf[j, eng.st.qhead[j]] = now
+            eng.st.qlen[j] += 1

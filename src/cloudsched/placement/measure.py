@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from cloudsched.placement import _kernel as K
+from cloudsched.placement import state as K
 from cloudsched.placement.engine import PlacementEngine
 from cloudsched.placement.maxweight import FrameController
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series, mser
@@ -40,7 +40,7 @@ SERVED_WARNING = 0.98
 
 def _starts(eng: PlacementEngine, k: int) -> np.ndarray:
     """Start of each of the first ``k`` micro-batches and the end of the last."""
-    return np.concatenate([[0.0], eng.bounds[:k]])
+    return np.concatenate([[0.0], eng.mt.bounds[:k]])
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def estimates(
     """Cut the warm-up of the first ``k`` micro-batches and estimate queue and cost."""
     starts = _starts(eng, k)
     width = np.diff(starts)
-    per = np.diff(eng.snap[:k].sum(axis=1), axis=0, prepend=0.0)  # (k, N_ACC)
+    per = np.diff(eng.mt.snap[:k].sum(axis=1), axis=0, prepend=0.0)  # (k, N_ACC)
     if warmup is not None:
         cut, found = int(np.searchsorted(starts, warmup - 1e-9 * max(warmup, 1.0))), True
         cut = min(cut, k - 2)
@@ -93,9 +93,9 @@ def estimates(
 
 def _in_service(eng: PlacementEngine, est: Estimates) -> float:
     starts = _starts(eng, est.k)
-    area = eng.snap[est.k - 1, :, K.A_ACTUAL].sum()
+    area = eng.mt.snap[est.k - 1, :, K.A_ACTUAL].sum()
     if est.cut > 0:
-        area -= eng.snap[est.cut - 1, :, K.A_ACTUAL].sum()
+        area -= eng.mt.snap[est.cut - 1, :, K.A_ACTUAL].sum()
     return float(area / (starts[-1] - starts[est.cut]))
 
 
@@ -128,10 +128,10 @@ def run_until_precise(
     """
     k_check = FIRST_CHECK_BATCHES
     while True:
-        if eng.batches_done == eng.bounds.size:  # every micro-batch full: merge in pairs
+        if eng.batches_done == eng.mt.bounds.size:  # every micro-batch full: merge in pairs
             eng.merge_batches()
             width *= 2.0
-        target = min(float(eng.bounds[k_check - 1]), max_horizon)
+        target = min(float(eng.mt.bounds[k_check - 1]), max_horizon)
         eng.extend(target)
         while not eng.advance(_CHUNK_EVENTS):
             pass
@@ -148,7 +148,7 @@ def run_until_precise(
         if target >= max_horizon:
             return k, "max_horizon"
         now = eng.batches_done
-        k_check = min(eng.bounds.size, max(now + 1, math.ceil(now * CHECK_GROWTH)))
+        k_check = min(eng.mt.bounds.size, max(now + 1, math.ceil(now * CHECK_GROWTH)))
 
 
 def summary_fields(
@@ -160,10 +160,10 @@ def summary_fields(
     d = est.cut
     t0, end = float(starts[d]), float(starts[k])
     window = end - t0
-    acc0 = eng.snap[d - 1] if d > 0 else np.zeros_like(eng.acc)
-    cnt0 = eng.snap_cnt[d - 1] if d > 0 else np.zeros_like(eng.cnt)
-    acc, cnt = eng.snap[k - 1] - acc0, eng.snap_cnt[k - 1] - cnt0
-    kn = eng.knodes.astype(float)
+    acc0 = eng.mt.snap[d - 1] if d > 0 else np.zeros_like(eng.mt.acc)
+    cnt0 = eng.mt.snap_cnt[d - 1] if d > 0 else np.zeros_like(eng.mt.cnt)
+    acc, cnt = eng.mt.snap[k - 1] - acc0, eng.mt.snap_cnt[k - 1] - cnt0
+    kn = eng.mo.knodes.astype(float)
     slots = eng.cluster.total_slots
     in_service = acc[:, K.A_ACTUAL] / window
     virtual = acc[:, K.A_VIRTUAL] / window
@@ -180,7 +180,7 @@ def summary_fields(
             "mean_duration": jt.mean_duration,
             "load": jt.load,
             "mean_queue_length": float(queue[j]),
-            "final_queue_length": int(eng.qlen[j]),
+            "final_queue_length": int(eng.st.qlen[j]),
             "mean_in_service": float(in_service[j]),
             "mean_virtual_templates": float(virtual[j]),
             "mean_partition_cost": _ratio(float(cost[j]), float(in_service[j])),
@@ -249,7 +249,7 @@ def summary_fields(
         mean_wait=_ratio(float(acc[:, K.A_WAIT].sum()), float(cnt[:, K.C_PLACED].sum())),
         mean_actual_templates=total_in,
         mean_virtual_templates=float(virtual.sum()),
-        final_queue_length=int(eng.qlen.sum()),
+        final_queue_length=int(eng.st.qlen.sum()),
         proposals_tried=int(cnt[:, K.C_TRIED].sum()),
         proposals_failed=int(cnt[:, K.C_FAILED].sum()),
         proposals_rejected=int(cnt[:, K.C_REJECTED].sum()),
@@ -264,7 +264,7 @@ def summary_fields(
         arrived=arrived,
         placed=int(cnt[:, K.C_PLACED].sum()),
         departed=departed,
-        events=int(eng.ist[K.I_EVENTS]),
+        events=eng.events,
         per_type=per_type,
     )
 

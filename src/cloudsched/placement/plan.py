@@ -15,14 +15,13 @@ from typing import Any
 import numpy as np
 
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
-from cloudsched.placement import _kernel as K
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.defaults import dgp_defaults
+from cloudsched.placement.policies import PLACEMENT_POLICIES
 from cloudsched.placement.workload import JobType
 
 __all__ = ["PLACEMENT_POLICIES", "PlacementPlan", "plan_placement"]
 
-PLACEMENT_POLICIES = tuple(K.POLICY_CODES)
 #: Micro-batches recorded per run.
 MICRO_BATCHES = 1024
 #: Default relative precision of an open-ended run.

@@ -53,7 +53,6 @@ from typing import Any
 import numpy as np
 
 from cloudsched.errors import ParameterError, check_seed
-from cloudsched.placement import _kernel as K
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.defaults import cost_unit
 from cloudsched.placement.engine import EngineParams, PlacementEngine
@@ -66,6 +65,7 @@ from cloudsched.placement.plan import (
     PLACEMENT_POLICIES,
     plan_placement,
 )
+from cloudsched.placement.policies import get_placement_policy
 from cloudsched.placement.workload import JobType
 
 __all__ = ["PLACEMENT_POLICIES", "PlacementResult", "simulate_placement"]
@@ -380,7 +380,8 @@ def simulate_placement(
         )  # fmt: skip
 
     params = EngineParams(
-        K.POLICY_CODES[policy], beta, alpha, h, epsilon, f, bool(virtual_clock), rates, frozen
+        get_placement_policy(policy).code, beta, alpha, h, epsilon, f, bool(virtual_clock),
+        rates, frozen,
     )
     # recorded from time 0 in micro-batches; the warm-up is cut afterwards
     relax = longest  # a lower bound of the relaxation time; the data's estimate may be larger
@@ -411,7 +412,8 @@ def simulate_placement(
     reached = None
     if horizon is None and not math.isnan(fields["cost_rate_ci"]):
         reached = precision_of(eng, est)
-    shown = _shown_params(policy, beta, alpha, h, epsilon, f, virtual_clock, eng.nu, frame, frozen)
+    shown = _shown_params(policy, beta, alpha, h, epsilon, f, virtual_clock, eng.mo.nu, frame,
+                          frozen)  # fmt: skip
     if dgp:
         shown["chosen"] = (
             "calibrated against the bound"

@@ -1,9 +1,10 @@
-"""Slow pure-Python reference of the dispatch simulator, for differential tests.
+"""Slow pure-Python mirror of the dispatch simulator, for differential tests.
 
-Same algorithm and same random draws in the same order as the compiled kernel
-(:mod:`cloudsched.dispatch._kernel`), written plainly: Python lists and deques, and time
-averages accumulated over every level at every event (not lazily).  For the same seed it
-gives bit-identical response times and message counts; time averages agree to rounding.
+An order-faithful transliteration of the compiled kernel (:mod:`cloudsched.dispatch._kernel`)
+and of the nine built-in policies (:mod:`cloudsched.dispatch.builtin_policies`): the same
+algorithm and the same random draws in the same order, written plainly: Python lists and
+deques, and time averages accumulated over every level at every event (not lazily).  For the
+same seed it gives bit-identical response times and message counts; time averages agree to rounding.
 Micro-batch sums, snapshots and the response-time histogram are not kept as the run goes
 (the kernel merges micro-batches as they fill): they are rebuilt at the end from per-task
 records and per-arrival snapshots, with the final width, an independent check of the
@@ -17,10 +18,11 @@ from collections import deque
 
 import numpy as np
 
-from cloudsched.dispatch import _kernel as K
+from cloudsched.dispatch import state as K
 from cloudsched.dispatch.engine import InitialState, RawRun, RunSpec, TaskSource
+from cloudsched.dispatch.policies import get_policy
 
-__all__ = ["reference_run"]
+__all__ = ["mirror_run"]
 
 
 def _index(rng: np.random.Generator, n: int) -> int:
@@ -29,12 +31,12 @@ def _index(rng: np.random.Generator, n: int) -> int:
 
 class _Reference:
     def __init__(
-        self, code: int, n: int, m: int, d: int, z: int, replace: bool, rng: np.random.Generator,
+        self, code: str, n: int, m: int, d: int, z: int, replace: bool, rng: np.random.Generator,
         speeds: np.ndarray | None = None, initial: InitialState | None = None,
     ) -> None:  # fmt: skip
         self.code, self.n, self.m, self.d, self.rng = code, n, m, d, rng
         self.replace = replace
-        self.thresh = z if code == K.JIQ_THRESHOLD else 0
+        self.thresh = z if code == "jiq-threshold" else 0
         self.queues: list[deque[tuple[float, int, float]]] = [deque() for _ in range(n)]
         self.speeds = speeds
         self.done_at: dict[int, float] = {}  # general mode: completion time of each busy server
@@ -51,7 +53,7 @@ class _Reference:
         self.listed_in = [-1] * n
         self.rr = [0] * m
         self.messages = [0, 0, 0, 0]
-        if code == K.ROUND_ROBIN:
+        if code == "round-robin":
             self.rr = [_index(rng, n) for _ in range(m)]
         if initial is not None and initial.queues.size:
             sizes = iter(initial.services.tolist())
@@ -59,7 +61,7 @@ class _Reference:
                 for _ in range(int(initial.queues[s])):
                     size = next(sizes) if speeds is not None else 0.0
                     self._enqueue(s, (0.0, -1, size), 0.0)
-        if code >= K.JIQ:
+        if code.startswith("jiq"):
             given = initial is not None and initial.iqueue.size == n
             for s in range(n):
                 if given:
@@ -72,7 +74,7 @@ class _Reference:
 
     # I-queues ---------------------------------------------------------------------------
     def _choose_iqueue(self) -> int:
-        if self.code != K.JIQ_SQ:
+        if self.code != "jiq-sq":
             m = _index(self.rng, self.m)
         else:
             m = -1
@@ -97,7 +99,7 @@ class _Reference:
         self.listed_in[s] = m
         if count:
             self.messages[K.M_JOIN] += 1
-            if self.code == K.JIQ_SQ:
+            if self.code == "jiq-sq":
                 self.messages[K.M_PROBE] += self.d
 
     # probing ----------------------------------------------------------------------------
@@ -144,7 +146,7 @@ class _Reference:
             self.busy.append(s)
             if self.speeds is not None:
                 self.done_at[s] = now + task[2] / self.speeds[s]
-        if self.code == K.JSQ:
+        if self.code == "jsq":
             self._bucket_up(s, old)
         return old
 
@@ -154,35 +156,35 @@ class _Reference:
         code, rng = self.code, self.rng
         if u_arrival is not None:
             m = min(int(u_arrival * self.m), self.m - 1)
-        elif code == K.ROUND_ROBIN or code >= K.JIQ:
+        elif code == "round-robin" or code.startswith("jiq"):
             m = _index(rng, self.m)
         else:
             m = 0
         from_iq = False
-        if code == K.RANDOM:
+        if code == "random":
             s = _index(rng, self.n)
-        elif code == K.ROUND_ROBIN:
+        elif code == "round-robin":
             s = self.rr[m]
             self.rr[m] = (s + 1) % self.n
-        elif code == K.JSQ:
+        elif code == "jsq":
             lo, hi = self.start[self.jsq_min], self.start[self.jsq_min + 1]
             s = self.order[lo + _index(rng, hi - lo)]
-        elif code == K.POD:
+        elif code == "pod":
             s = self._probe()
             self.messages[K.M_PROBE] += self.d if measuring else 0
         elif self.iq[m]:
             s = self.iq[m][_index(rng, len(self.iq[m]))]
             self._unlist(s)
             from_iq = True
-            if code == K.JIQ_ORIGINAL and self.queues[s] and measuring:
+            if code == "jiq-original" and self.queues[s] and measuring:
                 self.messages[K.M_STALE] += 1
-        elif code == K.JIQ_POD:
+        elif code == "jiq-pod":
             s = self._probe()
             self.messages[K.M_PROBE] += self.d if measuring else 0
         else:
             s = _index(rng, self.n)
         old = self._enqueue(s, (now, batch, size), now)
-        if code >= K.JIQ and code != K.JIQ_ORIGINAL:
+        if code.startswith("jiq") and code != "jiq-original":
             if self.listed_in[s] >= 0 and old + 1 > self.thresh:
                 self._unlist(s)
                 self.messages[K.M_DELETE] += 1 if measuring else 0
@@ -204,9 +206,9 @@ class _Reference:
                 self.busy[p] = last
                 self.busy_pos[last] = p
             self.busy_pos[s] = -1
-        if self.code == K.JSQ:
+        if self.code == "jsq":
             self._bucket_down(s, old)
-        if self.code >= K.JIQ and self.listed_in[s] < 0 and old - 1 <= self.thresh:
+        if self.code.startswith("jiq") and self.listed_in[s] < 0 and old - 1 <= self.thresh:
             self._join(s, measuring)
         return now - arrived, batch
 
@@ -234,19 +236,19 @@ def _hist_bin(x: float) -> int:
     return min(max(k, 0), K.H_BINS - 1)
 
 
-def reference_run(
+def mirror_run(
     spec: RunSpec,
     rng: np.random.Generator,
     source: TaskSource | None = None,
     speeds: np.ndarray | None = None,
     initial: InitialState | None = None,
 ) -> RawRun:
-    """Run the reference simulator; same arguments and result as ``engine.run_once``.
+    """Run the mirror; same arguments and result as ``engine.run_once`` (built-in policies).
 
     With a task ``source`` it is the event-list (general) mode: the next event is the
     earlier of the next arrival and the earliest completion (found by a scan).
     """
-    code, n, m = spec.code, spec.n, spec.m
+    code, n, m = get_policy(spec.policy).name, spec.n, spec.m
     warm_tasks, end_tasks, t_warm, t_end = spec.warm_tasks, spec.end_tasks, spec.t_warm, spec.t_end
     general = source is not None
     if general:

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 
 import numpy as np
 
-from cloudsched.placement import _kernel as K
+from cloudsched.placement import state as K
 from cloudsched.placement.baselines import greedy, storm_default
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.topology import Topology

@@ -2,7 +2,8 @@
 
 Brute force, written from the policy descriptions (``cloudsched/dispatch/simulation.py``)
 and independent of the simulator's code: the continuous-time Markov chain of the whole
-system (queue lengths, the I-queue listing each server, round-robin pointers) is built by
+system (queue lengths, the I-queue listing each server, round-robin pointers or the server
+each dispatcher remembers for ``pod-memory``, the plug-in of ``examples/plugins``) is built by
 breadth-first search from the empty state, truncated at ``cap`` tasks per server (arrivals
 that would exceed it are dropped), and solved with a sparse linear solve.  The response time
 follows from Little's law with the admitted arrival rate; ``blocked`` is the probability that
@@ -49,6 +50,14 @@ def _arrival(
         elif policy == "pod":
             for prob, s in _probe(q, n, d, replace):
                 yield p_disp * prob, _give(state, s, policy, thresh, m, None)
+        elif policy == "pod-memory":
+            for prob, sample in _samples(n, d, replace):
+                best, keep = _with_memory(q, rr[disp], sample)
+                qq = list(q)
+                qq[best] += 1
+                mem = list(rr)
+                mem[disp] = keep
+                yield p_disp * prob, (tuple(qq), listed, tuple(mem))
         elif iq:
             members = [s for s in range(n) if listed[s] == disp]
             if members:
@@ -62,19 +71,47 @@ def _arrival(
                     yield p_disp / n, _give(state, s, policy, thresh, m, None)
 
 
-def _probe(q: tuple[int, ...], n: int, d: int, replace: bool) -> Iterator[tuple[float, int]]:
-    """Pod(d): ordered samples, the first least loaded of each sample."""
+def _samples(n: int, d: int, replace: bool) -> Iterator[tuple[float, tuple[int, ...]]]:
+    """Every ordered sample of d servers (with or without replacement), equally likely."""
     samples = (
         list(itertools.product(range(n), repeat=d))
         if replace
         else list(itertools.permutations(range(n), d))
     )
     for sample in samples:
+        yield 1.0 / len(samples), sample
+
+
+def _probe(q: tuple[int, ...], n: int, d: int, replace: bool) -> Iterator[tuple[float, int]]:
+    """Pod(d): ordered samples, the first least loaded of each sample."""
+    for prob, sample in _samples(n, d, replace):
         best = sample[0]
         for s in sample[1:]:
             if q[s] < q[best]:
                 best = s
-        yield 1.0 / len(samples), best
+        yield prob, best
+
+
+def _with_memory(q: tuple[int, ...], remembered: int, sample: tuple[int, ...]) -> tuple[int, int]:
+    """Pod(d) with memory: (server chosen, server remembered next).
+
+    The task goes to the least loaded of the remembered server (preferred on ties) and the
+    sample (the first in sample order among tied sampled ones); the least loaded of all
+    of them after the task joins is remembered (the chosen server on ties, then sample
+    order).
+    """
+    seen = ([remembered] if remembered != NONE else []) + list(sample)
+    best = seen[0]
+    for s in seen[1:]:
+        if q[s] < q[best]:
+            best = s
+    after = list(q)
+    after[best] += 1
+    keep = best
+    for s in sample:
+        if after[s] < after[keep]:
+            keep = s
+    return best, keep
 
 
 def _give(state: State, s: int, policy: str, thresh: int, m: int, _unused: None) -> State:
@@ -128,7 +165,9 @@ def _join_targets(
 _JOIN_D = [2]  # d of JIQ-SQ (set by solve)
 
 
-def _departures(policy: str, state: State, n: int, m: int, z: int) -> Iterator[State]:
+def _departures(
+    policy: str, state: State, n: int, m: int, z: int
+) -> Iterator[tuple[float, State]]:
     """Yield the next state of a departure at each busy server (rate 1 each)."""
     q, listed, rr = state
     thresh = z if policy == "jiq-threshold" else 0
@@ -141,9 +180,9 @@ def _departures(policy: str, state: State, n: int, m: int, z: int) -> Iterator[S
             for prob, target in _join_targets(q, list(listed), policy, m):
                 ll = list(listed)
                 ll[s] = target
-                yield prob, (tuple(qq), tuple(ll), rr)  # type: ignore[misc]
+                yield prob, (tuple(qq), tuple(ll), rr)
         else:
-            yield 1.0, (tuple(qq), listed, rr)  # type: ignore[misc]
+            yield 1.0, (tuple(qq), listed, rr)
 
 
 def solve(
@@ -163,7 +202,7 @@ def solve(
     start: State = (
         (0,) * n,
         tuple(k % m for k in range(n)) if policy.startswith("jiq") else (NONE,) * n,
-        (0,) * m if policy == "round-robin" else (),
+        (0,) * m if policy == "round-robin" else (NONE,) * m if policy == "pod-memory" else (),
     )
     index = {start: 0}
     states = [start]
@@ -199,11 +238,14 @@ def solve(
     size = len(states)
     gen = sparse.csr_matrix((vals, (rows, cols)), shape=(size, size))
     gen = gen - sparse.diags(np.asarray(gen.sum(axis=1)).ravel())
+    # pi Q = 0 with pi_0 = 1 (a sparse constraint row, no fill-in), then normalised
     a = gen.T.tolil()
-    a[0, :] = 1.0
+    a[0, :] = 0.0
+    a[0, 0] = 1.0
     b = np.zeros(size)
     b[0] = 1.0
-    pi = splinalg.spsolve(a.tocsr(), b)
+    pi = splinalg.spsolve(a.tocsc(), b)
+    pi /= pi.sum()
     tasks = np.array([sum(s[0]) for s in states], dtype=float)
     blocked = sum(pi[i] * p for i, p in blocked_states)
     return float(pi @ tasks / (lam * (1.0 - blocked))), float(blocked)

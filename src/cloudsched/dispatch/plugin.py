@@ -1,0 +1,296 @@
+"""Writing a dispatch policy: the :func:`register_policy` decorator and its hooks.
+
+A policy is a class of compiled hooks, written against the view of the state in
+:mod:`cloudsched.dispatch.view` and registered under a name::
+
+    from cloudsched.dispatch import hook, register_policy, view as v
+
+    @register_policy("my-pod", d="servers", with_replacement=True, meanfield="pod")
+    class MyPod:
+        '''Probe d servers and send the task to the first least loaded.'''
+
+        @hook
+        def choose(st, par, rng, m):
+            v.count(st, v.PROBE, par.d)
+            return v.least_loaded(st, rng, par.d, par.replace)
+
+Hooks (all but ``choose`` optional; each is compiled by numba in nopython mode):
+
+``choose(st, par, rng, m) -> int``
+    The server (in ``[0, N)``) that receives a task arriving at dispatcher ``m``.
+``on_arrival(st, par, rng, s, m)``
+    After the task has joined server ``s`` (``queue_length(st, s)`` already counts it).
+``on_departure(st, par, rng, s)``
+    After a task has left server ``s``.
+``on_start(st, par, rng, given)``
+    At time 0, after the initial tasks are placed; ``given`` says whether the I-queues
+    were given too (a start drawn from the mean field), else the policy lists its idle
+    servers itself.
+
+The simulator compiles its event loop once per policy with the hooks as compile-time
+constants and caches it on disk, so a policy runs at the speed of its own code.  A file of
+such classes is a plug-in: ``cloudsched simulate path/to/policy.py:NAME`` loads it (also in
+``compare``, sweeps and ``simulate(policy="path.py:NAME")``).  Hooks of a plug-in are
+compiled with bounds checking: an index outside an array raises an ``IndexError`` instead of
+corrupting memory; an exception raised in a hook, a server outside ``[0, N)`` or code numba
+cannot compile ends the run with a :class:`PluginError` naming the policy.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cloudsched._jit import kernel
+from cloudsched.errors import ParameterError
+
+__all__ = ["PluginError", "Policy", "hook", "load_plugin", "register_policy", "registered"]
+
+_DISPATCHERS = ("required", "optional", "unused")
+_D_MEANINGS = ("servers", "dispatchers", None)
+_HOOKS = ("choose", "on_arrival", "on_departure", "on_start")
+_KERNEL_FILES = ("_kernel.py", "view.py", "state.py", "plugin.py", "../_jit.py")
+#: Models (built-in policies with a mean field) a policy may borrow.
+MODELS = ("random", "pod", "jsq", "jiq", "jiq-pod")
+
+
+class PluginError(ParameterError):
+    """A plug-in policy could not be loaded, compiled or run; the message says why."""
+
+    verbatim = True
+
+    def __init__(self, policy: str, problem: str) -> None:
+        super().__init__("policy", policy, problem)
+        self.problem = problem
+        self.args = (f"policy {policy}: {problem}",)
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
+def hook(fn: Callable[..., Any]) -> staticmethod:
+    """Mark ``fn`` as a hook of a policy class (it is compiled when the class is registered)."""
+    fn.__cloudsched_hook__ = True  # type: ignore[attr-defined]
+    return staticmethod(fn)
+
+
+def _noop_choose(st: Any, par: Any, rng: Any, m: int) -> int:  # pragma: no cover - replaced
+    return 0
+
+
+def _no_arrival(st: Any, par: Any, rng: Any, s: int, m: int) -> None:
+    pass
+
+
+def _no_departure(st: Any, par: Any, rng: Any, s: int) -> None:
+    pass
+
+
+def _no_start(st: Any, par: Any, rng: Any, given: bool) -> None:
+    pass
+
+
+_DEFAULTS = {"on_arrival": _no_arrival, "on_departure": _no_departure, "on_start": _no_start}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """A registered dispatch policy: its hooks and what it needs from a run.
+
+    ``dispatchers``: ``required`` (the run must give M or r), ``optional`` (M = 1 unless
+    given) or ``unused``; a policy that uses dispatchers draws one per arrival in the
+    event-list engine.  ``d``: what ``d`` counts (``servers`` probed, in ``[1, N]``;
+    ``dispatchers`` sampled, in ``[1, M]``; None: unused).  ``threshold``,
+    ``with_replacement``: whether those parameters mean anything to it.  ``iqueues``: it
+    lists idle servers in I-queues (p0 is measured).  ``memory``: size of ``st.mem``
+    (``dispatchers``, ``servers`` or a number).  ``meanfield``: the built-in model that
+    describes it (a start drawn from its steady state, its relaxation time, predictions);
+    ``relaxation``: the model whose relaxation time stands in for its own (default: the
+    mean-field model, else ``random``, the slowest).  ``source`` is the plug-in file (None
+    for a built-in).
+    """
+
+    name: str
+    description: str
+    hooks: dict[str, Callable[..., Any]] = field(repr=False, compare=False, hash=False)
+    dispatchers: str = "unused"
+    d: str | None = None
+    threshold: bool = False
+    with_replacement: bool = False
+    iqueues: bool = False
+    memory: str | int = 0
+    meanfield: str | None = None
+    relaxation: str = "random"
+    source: str | None = None
+    fingerprint: str = field(default="", repr=False)
+
+    @property
+    def builtin(self) -> bool:
+        """Whether the policy ships with cloudsched."""
+        return self.source is None
+
+    @property
+    def per_dispatcher(self) -> bool:
+        """Whether its decisions depend on the dispatcher."""
+        return self.dispatchers != "unused"
+
+    def memory_size(self, n: int, m: int) -> int:
+        """Entries of ``st.mem`` for N servers and M dispatchers (at least 1)."""
+        size = {"dispatchers": m, "servers": n}.get(str(self.memory), self.memory)
+        return max(1, int(size))
+
+    def kernels(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """Return the compiled ``init`` and ``run`` of this policy (built once per process)."""
+        from cloudsched.dispatch._kernel import build
+
+        if self.fingerprint not in _COMPILED:
+            h = self.hooks
+            _COMPILED[self.fingerprint] = build(
+                h["choose"], h["on_arrival"], h["on_departure"], h["on_start"],
+                iqueues=self.iqueues, per_dispatcher=self.per_dispatcher,
+                fingerprint=self.fingerprint,
+            )  # fmt: skip
+        return _COMPILED[self.fingerprint]
+
+
+_COMPILED: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+_REGISTRY: dict[str, Policy] = {}
+_PLUGIN_NAMES: dict[str, list[str]] = {}  # plug-in file -> names it registered
+_LOADING: list[str] = []  # the plug-in file being executed (set by load_plugin)
+
+
+def registered() -> dict[str, Policy]:
+    """Every registered policy by name (built-ins first, in their order)."""
+    return dict(_REGISTRY)
+
+
+def _check_options(name: str, options: dict[str, Any]) -> None:
+    if options["dispatchers"] not in _DISPATCHERS:
+        raise ValueError(f"{name}: dispatchers must be one of {_DISPATCHERS}")
+    if options["d"] not in _D_MEANINGS:
+        raise ValueError(f"{name}: d must be 'servers', 'dispatchers' or None")
+    memory = options["memory"]
+    if memory not in ("dispatchers", "servers") and (
+        isinstance(memory, bool) or not isinstance(memory, int) or not 0 <= memory <= 2**20
+    ):
+        raise ValueError(f"{name}: memory must be 'dispatchers', 'servers' or an int in "
+                         "[0, 2^20]")  # fmt: skip
+    for key in ("meanfield", "relaxation"):
+        if options[key] is not None and options[key] not in MODELS:
+            raise ValueError(f"{name}: {key} must be one of {MODELS} or None")
+
+
+def _fingerprint(name: str, cls: type, options: dict[str, Any]) -> str:
+    """Hash of everything the compiled kernel is made of (so the disk cache follows edits)."""
+    parts = [name, repr(sorted(options.items(), key=str))]
+    here = Path(__file__).resolve().parent
+    files = [here / f for f in _KERNEL_FILES]
+    module = sys.modules.get(cls.__module__)
+    source = getattr(module, "__file__", None)
+    if source:
+        files.append(Path(source))
+    for path in files:
+        try:
+            parts.append(path.read_bytes().hex())
+        except OSError:
+            parts.append(str(path))
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def register_policy(
+    name: str,
+    *,
+    dispatchers: str = "unused",
+    d: str | None = None,
+    threshold: bool = False,
+    with_replacement: bool = False,
+    iqueues: bool = False,
+    memory: str | int = 0,
+    meanfield: str | None = None,
+    relaxation: str | None = None,
+) -> Callable[[type], type]:
+    """Register the decorated class of hooks as the dispatch policy ``name``.
+
+    The options say what the policy needs (see :class:`Policy`); the class docstring's
+    first line describes it.  Returns the class unchanged (with ``policy`` set to the
+    :class:`Policy`).
+    """
+    options = {"dispatchers": dispatchers, "d": d, "threshold": threshold,
+               "with_replacement": with_replacement, "iqueues": iqueues, "memory": memory,
+               "meanfield": meanfield, "relaxation": relaxation}  # fmt: skip
+    if not isinstance(name, str) or not name or ":" in name or name != name.strip():
+        raise ValueError(f"policy name {name!r}: a non-empty string without ':' or spaces")
+    _check_options(name, options)
+
+    def decorate(cls: type) -> type:
+        source = _LOADING[-1] if _LOADING else None
+        if name in _REGISTRY and _REGISTRY[name].source != source:
+            where = _REGISTRY[name].source or "cloudsched"
+            raise PluginError(name, f"the name is already taken by a policy of {where}")
+        raw = {k: getattr(cls, k) for k in _HOOKS if callable(getattr(cls, k, None))}
+        if "choose" not in raw:
+            raise PluginError(name, f"class {cls.__name__} has no 'choose' hook")
+        jit = kernel(nrt=False, inline=True, cache=False)
+        hooks = {k: jit(raw.get(k, _DEFAULTS.get(k, _noop_choose))) for k in _HOOKS}
+        doc = (cls.__doc__ or "").strip().splitlines()
+        policy = Policy(
+            name=name, description=doc[0] if doc else "", hooks=hooks, dispatchers=dispatchers,
+            d=d, threshold=threshold, with_replacement=with_replacement, iqueues=iqueues,
+            memory=memory, meanfield=meanfield,
+            relaxation=relaxation or meanfield or "random", source=source,
+            fingerprint=_fingerprint(name, cls, options),
+        )  # fmt: skip
+        _REGISTRY[name] = policy
+        if source is not None:
+            _PLUGIN_NAMES.setdefault(source, []).append(name)
+        cls.policy = policy  # type: ignore[attr-defined]
+        return cls
+
+    return decorate
+
+
+def load_plugin(path: str | Path) -> list[str]:
+    """Execute the plug-in file ``path`` (once per file) and return the names it registered."""
+    file = Path(path).expanduser()
+    ref = str(path)
+    if not file.is_file():
+        raise PluginError(ref, "no such file" if not file.exists() else "not a file")
+    key = str(file.resolve())
+    if key in _PLUGIN_NAMES:
+        return list(_PLUGIN_NAMES[key])
+    module = f"cloudsched_plugin_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+    spec = importlib.util.spec_from_file_location(module, key)
+    if spec is None or spec.loader is None:
+        raise PluginError(ref, "not a Python file")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[module] = mod
+    _LOADING.append(key)
+    _PLUGIN_NAMES[key] = []
+    try:
+        spec.loader.exec_module(mod)
+    except PluginError:
+        _forget(key, module)
+        raise
+    except SyntaxError as exc:
+        _forget(key, module)
+        raise PluginError(ref, f"line {exc.lineno}: SyntaxError: {exc.msg}") from None
+    except Exception as exc:  # the plug-in's own code failed while loading
+        _forget(key, module)
+        raise PluginError(ref, f"loading failed: {type(exc).__name__}: {exc}") from None
+    finally:
+        _LOADING.pop()
+    if not _PLUGIN_NAMES[key]:
+        _forget(key, module)
+        raise PluginError(ref, "registers no policy (decorate a class with @register_policy)")
+    return list(_PLUGIN_NAMES[key])
+
+
+def _forget(key: str, module: str) -> None:
+    for name in _PLUGIN_NAMES.pop(key, []):
+        _REGISTRY.pop(name, None)
+    sys.modules.pop(module, None)

@@ -1,0 +1,115 @@
+"""The named records the placement kernel works on, and the layout of their tables.
+
+Shapes: J job types, S slots, L machines, T template rows (never more than
+``S // min K_j`` templates exist), Kmax the largest graph.
+
+``Model`` (fixed for a run)
+    ``lam``, ``mu``, ``nu`` (float64, ``(J,)``): arrival, service and queue-clock rates.
+    ``wpar`` (float64, ``(2, J)``): frozen weights (row 0) and the bias ``h_j`` (row 1).
+    ``par`` (float64, ``(N_PAR,)``): algorithm parameters ``P_*``.
+    ``knodes`` (int64, ``(J,)``); ``edges`` (int64, ``(E, 2)``) with ``edge_off``
+    (``(J + 1,)``); ``node_off`` (``(J + 1,)``), ``bfs`` (the greedy's node order, by type),
+    ``adj_off`` / ``adj`` (neighbours of every node of every type, CSR).
+    ``rack`` (int64, ``(L,)``), ``slot_machine`` (int64, ``(S,)``), ``dist`` (float64,
+    ``(L, L)``): the cluster.
+``State`` (the configuration and the queues)
+    ``owner`` (int64, ``(S,)``): template holding each slot (-1: free); ``mslots`` (int64,
+    ``(L, max slots)``), ``mfree`` (``(L,)``), ``spos`` (``(S,)``): each machine's free slots
+    as a stack.  ``t_type``, ``t_state``, ``t_cost``, ``t_slots`` (``(T, Kmax)``), ``tfree``,
+    ``tpos``: the template table; ``tlists`` (``(J, 2, T)``: actual, virtual) and ``ntl``
+    (``(J, 2)``): the templates of each type.  ``qbuf`` (float64, ``(J, cap)``), ``qhead``,
+    ``qlen``: the queues as ring buffers of entry times.  ``cur_cost`` (float64, ``(J,)``):
+    cost of the actual templates.  ``fst`` / ``ist``: scalars ``F_*`` / ``I_*``.
+    ``scratch`` (int64, ``(Kmax,)``) and ``iwork`` (int64, ``(5, max(L, racks, J, Kmax))``):
+    work space.
+``Meter`` (what the run measures)
+    ``acc`` (float64, ``(J, N_ACC)``): time integrals and the sum of waits; ``cnt`` (int64,
+    ``(J, N_CNT)``): counts; ``bounds`` (float64, ``(B,)``): ends of the micro-batches,
+    where ``acc`` and ``cnt`` are copied to ``snap`` (``(B, J, N_ACC)``) and ``snap_cnt``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = ["Meter", "Model", "State"]
+
+# Status codes returned by ``run``.
+DONE, CHUNK, STOP, NEED_QUEUE = range(4)
+
+# Template states; a type's template lists are indexed by ``2 - state`` (0: actual, 1: virtual).
+UNUSED, VIRTUAL, ACTUAL = range(3)
+
+# ``par`` (float64): algorithm parameters.
+P_BETA, P_ALPHA, P_EPS, P_FCODE, P_VCLOCK, P_FROZEN = range(6)
+N_PAR = 6
+# ``fst`` (float64 scalars): time, window start, end, next stop (a MaxWeight frame).
+F_NOW, F_TWARM, F_TEND, F_TSTOP = range(4)
+N_FST = 4
+# ``ist`` (int64 scalars): free template rows, free slots, events, arrivals and departures
+# since time 0, micro-batches recorded.
+I_TFREE, I_FREE_SLOTS, I_EVENTS, I_ARR_ALL, I_DEP_ALL, I_BATCH = range(6)
+N_IST = 6
+# ``acc[j, :]`` (float64): time integrals over the window, and the sum of waits.
+A_QUEUE, A_ACTUAL, A_VIRTUAL, A_COST, A_WAIT = range(5)
+N_ACC = 5
+# ``cnt[j, :]`` (int64): counts over the window.
+C_ARRIVED, C_PLACED, C_DEPARTED, C_TRIED, C_FAILED, C_REJECTED, C_ADDED, C_REMOVED = range(8)
+N_CNT = 8
+
+
+class Model(NamedTuple):
+    """The workload, the cluster and the algorithm's parameters (see the module notes)."""
+
+    lam: np.ndarray
+    mu: np.ndarray
+    nu: np.ndarray
+    wpar: np.ndarray
+    par: np.ndarray
+    knodes: np.ndarray
+    edges: np.ndarray
+    edge_off: np.ndarray
+    node_off: np.ndarray
+    bfs: np.ndarray
+    adj_off: np.ndarray
+    adj: np.ndarray
+    rack: np.ndarray
+    slot_machine: np.ndarray
+    dist: np.ndarray
+
+
+class State(NamedTuple):
+    """The configuration of templates and the queues (see the module notes)."""
+
+    owner: np.ndarray
+    mslots: np.ndarray
+    mfree: np.ndarray
+    spos: np.ndarray
+    t_type: np.ndarray
+    t_state: np.ndarray
+    t_cost: np.ndarray
+    t_slots: np.ndarray
+    tfree: np.ndarray
+    tlists: np.ndarray
+    tpos: np.ndarray
+    ntl: np.ndarray
+    qbuf: np.ndarray
+    qhead: np.ndarray
+    qlen: np.ndarray
+    cur_cost: np.ndarray
+    fst: np.ndarray
+    ist: np.ndarray
+    scratch: np.ndarray
+    iwork: np.ndarray
+
+
+class Meter(NamedTuple):
+    """Time integrals, counts and their snapshots at micro-batch ends."""
+
+    acc: np.ndarray
+    cnt: np.ndarray
+    bounds: np.ndarray
+    snap: np.ndarray
+    snap_cnt: np.ndarray
