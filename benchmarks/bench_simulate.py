@@ -4,7 +4,7 @@ Model: N = 1000 servers, load 0.9, exponential service of mean 1, Poisson arriva
 and Pod(2).  In one run this script times
 
 * the compiled engine (``cloudsched.dispatch.simulate``, every task's response recorded);
-* the pure-Python reference of the same algorithm (``sim_reference``);
+* the pure-Python mirror of the same algorithm (``cloudsched.testing.dispatch_mirror``);
 * a plain-Python event-list simulator with ``heapq`` (one event per arrival and departure);
 * SimPy (one process per task, a ``Resource`` per server), if installed;
 
@@ -25,8 +25,7 @@ import time
 
 import numpy as np
 
-from cloudsched.dispatch import _kernel as K
-from cloudsched.dispatch import simulate
+from cloudsched.dispatch import POLICIES, simulate
 from cloudsched.dispatch.engine import RunSpec
 from cloudsched.testing.dispatch_mirror import mirror_run as reference_run
 
@@ -39,9 +38,8 @@ def engine_rate(policy: str, tasks: int, **kw) -> float:
 
 
 def reference_rate(policy: str, tasks: int) -> float:
-    code = K.POLICY_CODES[policy]
     t0 = time.perf_counter()
-    spec = RunSpec(code, N, 1, LOAD, 2, warm_tasks=tasks // 5, end_tasks=tasks)
+    spec = RunSpec(policy, N, 1, LOAD, 2, warm_tasks=tasks // 5, end_tasks=tasks)
     raw = reference_run(spec, np.random.default_rng(1))
     return raw.events / (time.perf_counter() - t0)
 
@@ -141,7 +139,7 @@ def main() -> None:
         ratios = f"{fast / ref:.0f}x / {fast / hq:.0f}x / " + (f"{fast / sp:.0f}x" if sp else "n/a")
         print(f"{policy:<8}{fast:>12.3g}{ref:>12.3g}{hq:>12.3g}{sp_txt}   {ratios}")
     print("\nengine, every policy (N = 1000, r = 10, load 0.9, d = 2, z = 1):")
-    for policy in K.POLICY_CODES:
+    for policy in POLICIES:
         kw = {"r": 10} if policy == "round-robin" or policy.startswith("jiq") else {}
         print(f"  {policy:<14}{engine_rate(policy, engine_tasks, **kw) / 1e6:6.2f} M events/s")
     big_tasks = 2_000_000 if quick else 20_000_000
