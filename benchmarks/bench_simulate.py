@@ -26,7 +26,7 @@ import time
 import numpy as np
 
 from cloudsched.dispatch import POLICIES, simulate
-from cloudsched.dispatch.engine import RunSpec
+from cloudsched.dispatch.replication import RunSpec
 from cloudsched.testing.dispatch_mirror import mirror_run as reference_run
 
 N, LOAD = 1000, 0.9

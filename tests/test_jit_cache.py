@@ -61,7 +61,8 @@ def test_other_compile_errors_are_not_hidden(fresh_jit, monkeypatch):
 
 CHILD = """
 import numpy as np
-from cloudsched.dispatch.engine import Engine, RunSpec
+from cloudsched.dispatch.engine import Engine
+from cloudsched.dispatch.replication import RunSpec
 eng = Engine(RunSpec("jiq-pod", 10, 2, 0.9, 2, end_tasks=100), np.random.default_rng(0))
 eng.advance(10**6)
 print(sum(eng._run.stats.cache_hits.values()), sum(eng._run.stats.cache_misses.values()))
@@ -75,11 +76,12 @@ def test_a_policy_kernel_is_compiled_once_then_loaded_from_disk(tmp_path):
     import sys
 
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
-    runs = [
-        subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, env=env,
-                       check=True, timeout=600).stdout.split()  # fmt: skip
-        for _ in range(2)
-    ]
+    def run() -> list[str]:
+        out = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True,
+                             env=env, check=True, timeout=600)  # fmt: skip
+        return out.stdout.split()
+
+    runs = [run(), run()]
     assert runs[0] == ["0", "1"]  # compiled
     assert runs[1] == ["1", "0"]  # loaded
 

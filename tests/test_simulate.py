@@ -15,7 +15,8 @@ from cloudsched.dispatch.distributions import (
     LogNormal,
     Uniform,
 )
-from cloudsched.dispatch.engine import Engine, InitialState, RunSpec, run_once
+from cloudsched.dispatch.engine import Engine, run_once
+from cloudsched.dispatch.replication import InitialState, RunSpec
 from cloudsched.dispatch.workload import RenewalSource, Trace, TraceSource
 from cloudsched.errors import ParameterError
 from cloudsched.testing.dispatch_mirror import mirror_run

@@ -15,7 +15,6 @@ from cloudsched.dispatch.meanfield import (
     predict,
     tail_probabilities,
 )
-from cloudsched.dispatch.plan import SimulationPlan, plan_simulation
 from cloudsched.dispatch.plugin import PluginError, Policy, hook, register_policy
 from cloudsched.dispatch.policies import (
     MEANFIELD_POLICIES,
@@ -24,7 +23,9 @@ from cloudsched.dispatch.policies import (
     get_policy,
     policy_table,
 )
-from cloudsched.dispatch.simulation import SimulationResult, simulate
+from cloudsched.dispatch.result import SimulationResult
+from cloudsched.dispatch.simulation import run_simulation, simulate
+from cloudsched.dispatch.spec import SimulationSpec
 
 __all__ = [
     "MEANFIELD_POLICIES",
@@ -34,8 +35,8 @@ __all__ = [
     "NoMeanFieldModelError",
     "PluginError",
     "Policy",
-    "SimulationPlan",
     "SimulationResult",
+    "SimulationSpec",
     "check_prediction",
     "fluid_steady_state",
     "fluid_trajectory",
@@ -43,10 +44,10 @@ __all__ = [
     "hook",
     "iqueue_distribution",
     "jiq_p0",
-    "plan_simulation",
     "policy_table",
     "predict",
     "register_policy",
+    "run_simulation",
     "simulate",
     "tail_probabilities",
     "view",

@@ -19,9 +19,9 @@ from __future__ import annotations
 import numpy as np
 
 from cloudsched.dispatch.distributions import Distribution
-from cloudsched.dispatch.engine import InitialState
 from cloudsched.dispatch.meanfield import predict
 from cloudsched.dispatch.policies import MEANFIELD_POLICIES
+from cloudsched.dispatch.replication import InitialState
 
 __all__ = ["has_meanfield_start", "meanfield_state"]
 

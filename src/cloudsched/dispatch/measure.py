@@ -28,7 +28,8 @@ import numpy as np
 from scipy import stats
 
 from cloudsched.dispatch import state as K
-from cloudsched.dispatch.engine import Engine, RawRun
+from cloudsched.dispatch.engine import Engine
+from cloudsched.dispatch.replication import RawRun
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Simulate task dispatch: the public API (:func:`simulate`) and its result record.
 
-Bookkeeping of each policy (the seed leaves these open; ``CHOICE`` marks our rules):
+Bookkeeping of each policy (the paper leaves these open; ``CHOICE`` marks our rules):
 
 * ``random``: a uniform server.  ``round-robin``: each dispatcher cycles over all N servers
   on its own, starting at a uniformly drawn server (CHOICE).  ``jsq``: a uniform server
@@ -48,162 +48,36 @@ Measurement (how it is done and why: ``README.md``, "Numbers you can trust"):
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, replace
-from typing import Any
+from dataclasses import replace
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch import state as K
 from cloudsched.dispatch.distributions import Distribution
-from cloudsched.dispatch.engine import (
-    Engine,
-    InitialState,
-    RawRun,
-    RunSpec,
-    run_once,
-)
+from cloudsched.dispatch.engine import Engine, run_once
 from cloudsched.dispatch.initial import meanfield_state
-from cloudsched.dispatch.measure import (
-    estimate,
-    histogram_percentiles,
-    replication_interval,
-    run_until_precise,
-    window,
-)
-from cloudsched.dispatch.plan import (
+from cloudsched.dispatch.measure import run_until_precise
+from cloudsched.dispatch.plugin import Policy
+from cloudsched.dispatch.relaxation import relaxation_time
+from cloudsched.dispatch.replication import InitialState, RawRun, RunSpec
+from cloudsched.dispatch.result import SimulationResult, summarise
+from cloudsched.dispatch.spec import (
     DEFAULT_BATCHES,
     DEFAULT_MAX_TASKS,
     DEFAULT_PRECISION,
-    SimulationPlan,
+    SimulationSpec,
     overload_note,
-    plan_simulation,
 )
-from cloudsched.dispatch.policies import get_policy
-from cloudsched.dispatch.relaxation import relaxation_time
-from cloudsched.dispatch.workload import Trace, Workload
-from cloudsched.errors import ParameterError, check_seed
-from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate
+from cloudsched.dispatch.workload import Trace
+from cloudsched.randomness import Seed, streams
 
-__all__ = ["SimulationResult", "simulate"]
-
-PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p99.9": 99.9}
-#: A trace replay must span this many relaxation times to be called steady.
-TRACE_RELAXATIONS = DEFAULT_BATCHES * MIN_BATCH_RELAXATIONS
-
-
-@dataclass(frozen=True)
-class SimulationResult:
-    """Summary of one simulation (one or several replications).
-
-    Rates (``messages``) are per server per unit time; ``tail[i-1]`` is the time-average
-    fraction of servers with at least ``i`` tasks and ``occupancy[i]`` the fraction with
-    exactly ``i``; ``p0`` is the time-average fraction of empty I-queues (1 without
-    I-queues).  All of them cover the measurement window after the warm-up.
-
-    How it was measured: ``initial`` (``meanfield`` or ``empty``), ``warmup`` (``auto``:
-    MSER, or the fixed fraction), ``warmup_detected``, ``warmup_time`` (simulated time cut,
-    mean over replications), ``measured_time`` (simulated time measured, summed over
-    replications), ``relaxation_estimate``, ``precision_target`` (None for a fixed
-    length), ``precision_reached`` (95% half-width / mean), ``stop_reason`` (``precision``,
-    ``max_tasks``, ``tasks``, ``horizon`` or ``trace``), ``ci_method``.  ``ci95`` is None
-    when there is no steady state (``steady_state`` False) or when the run is too short for
-    an honest interval; ``warnings`` says why, in words.
-    """
-
-    policy: str
-    plugin: str | None
-    servers: int
-    dispatchers: int
-    load: float
-    d: int
-    threshold: int
-    with_replacement: bool
-    tasks: int | None
-    horizon: float | None
-    warmup: str
-    replications: int
-    seed: int | None
-    mean_response_time: float
-    ci95: tuple[float, float] | None
-    ci_method: str
-    steady_state: bool
-    initial: str
-    warmup_detected: bool
-    warmup_time: float
-    measured_time: float
-    relaxation_estimate: float
-    precision_target: float | None
-    precision_reached: float | None
-    stop_reason: str
-    warnings: tuple[str, ...]
-    percentiles: dict[str, float]
-    tail: list[float]
-    occupancy: list[float]
-    p0: float
-    messages: dict[str, float]
-    measured_tasks: int
-    events: int
-    wall_seconds: float
-    events_per_second: float
-    engine: str
-    log_span: float | None = None  # trace replays: the log's span in mean service times
-    response_times: np.ndarray | None = field(default=None, repr=False, compare=False)
-
-    @property
-    def r(self) -> float:
-        """Servers per dispatcher."""
-        return self.servers / self.dispatchers
-
-    def to_row(self, tail: int = 6) -> dict[str, Any]:
-        """Flatten the result into one row for pandas or CSV.
-
-        Scalars, ``ci95_low``/``ci95_high`` (NaN without an interval), the percentiles,
-        ``msg_*`` rates, ``warnings`` joined by ``"; "`` and the first ``tail`` entries
-        ``s_1, s_2, ...`` of the tail (0 beyond the last measured level).
-        """
-        nested = ("ci95", "percentiles", "tail", "occupancy", "messages", "warnings")
-        row = {k: v for k, v in self.to_dict().items() if k not in nested}
-        row["ci95_low"], row["ci95_high"] = self.ci95 if self.ci95 else (math.nan, math.nan)
-        row.update(self.percentiles)
-        row.update({f"msg_{k}": v for k, v in self.messages.items()})
-        row["warnings"] = "; ".join(self.warnings)
-        for i in range(tail):
-            row[f"s_{i + 1}"] = self.tail[i] if i < len(self.tail) else 0.0
-        return {k: (math.nan if v is None else v) for k, v in row.items()}
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict (field names as in ``cloudsched simulate --format json``).
-
-        An undefined number (no interval, an infinite relaxation time) is None, so the JSON
-        stays standard (``null``, never ``NaN`` or ``Infinity``).
-        """
-        out = asdict(self)
-        out.pop("response_times")
-        out["ci95"] = list(self.ci95) if self.ci95 else None
-        out["warnings"] = list(self.warnings)
-        out["r"] = self.r
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in out.items()}  # fmt: skip
-
-
-def _generators(
-    rng: int | np.random.Generator | None, replications: int
-) -> tuple[int | None, list[np.random.Generator]]:
-    if isinstance(rng, np.random.Generator):
-        return None, [rng] if replications == 1 else list(rng.spawn(replications))
-    root = np.random.SeedSequence(check_seed("seed", rng))
-    seed = int(root.entropy)  # type: ignore[arg-type]
-    if replications == 1:
-        return seed, [np.random.default_rng(root)]
-    return seed, [np.random.default_rng(s) for s in root.spawn(replications)]
+__all__ = ["run_simulation", "simulate"]
 
 
 def simulate(
-    policy: str,
+    policy: str | Policy,
     *,
     servers: int,
     load: float | None,
@@ -220,7 +94,7 @@ def simulate(
     precision: float = DEFAULT_PRECISION,
     max_tasks: int = DEFAULT_MAX_TASKS,
     initial: str = "auto",
-    rng: int | np.random.Generator | None = None,
+    rng: Seed = None,
     service: Distribution | str | None = None,
     arrivals: Distribution | str | None = None,
     speeds: ArrayLike | None = None,
@@ -240,8 +114,9 @@ def simulate(
 
     Parameters
     ----------
-    policy : str
-        One of :data:`cloudsched.dispatch.POLICIES`.
+    policy : str or Policy
+        One of :data:`cloudsched.dispatch.POLICIES`, a registered plug-in, or
+        ``path/to/policy.py[:NAME]``.
     servers : int
         Number of servers N (>= 1).
     load : float or None
@@ -281,8 +156,9 @@ def simulate(
         ``auto`` (``meanfield`` where the policy has a mean-field model and the fast path
         runs, else ``empty``), ``meanfield`` or ``empty``.
     rng : int, numpy.random.Generator or None
-        Root seed.  An int (or None: fresh entropy, recorded in the result as ``seed``) seeds
-        a :class:`numpy.random.SeedSequence`; a Generator is used directly (``seed`` is None).
+        Root seed (:func:`cloudsched.randomness.streams`).  An int (or None: fresh entropy,
+        recorded in the result as ``seed``) seeds a :class:`numpy.random.SeedSequence`; a
+        Generator is used directly (``seed`` is None).
     service, arrivals : Distribution or str, optional
         Service-time law and inter-arrival shape (see :func:`parse_spec`); default ``exp``.
     speeds : array_like, optional
@@ -305,7 +181,7 @@ def simulate(
     SimulationResult
         The summary record.
     """
-    plan = plan_simulation(
+    spec = SimulationSpec(
         policy, servers=servers, load=load, dispatchers=dispatchers, r=r, d=d,
         threshold=threshold, with_replacement=with_replacement, tasks=tasks,
         horizon=horizon, warmup=warmup, replications=replications, batches=batches,
@@ -313,226 +189,83 @@ def simulate(
         arrivals=arrivals, speeds=speeds, trace=trace, service_scale=service_scale,
         engine=engine, keep_response_times=keep_response_times,
     )  # fmt: skip
-    rng = check_seed("seed", rng)
-    if plan.work.load >= 1.0:
-        warnings.warn(overload_note(plan.work.load, plan.tasks, plan.horizon), RuntimeWarning,
+    return run_simulation(spec, rng=rng, progress=progress)
+
+
+def run_simulation(
+    spec: SimulationSpec,
+    *,
+    rng: Seed = None,
+    progress: Callable[[float, str], None] | None = None,
+) -> SimulationResult:
+    """Run a checked :class:`~cloudsched.dispatch.spec.SimulationSpec` (see :func:`simulate`).
+
+    Returns
+    -------
+    SimulationResult
+        The summary record.
+    """
+    seed, gens = streams(rng, spec.replications)
+    if spec.work.load >= 1.0:
+        warnings.warn(overload_note(spec.work.load, spec.tasks, spec.horizon), RuntimeWarning,
                       stacklevel=2)  # fmt: skip
-    return _run(plan, rng, progress)
-
-
-def _run(
-    p: SimulationPlan,
-    rng: int | np.random.Generator | None,
-    progress: Callable[[float, str], None] | None,
-) -> SimulationResult:
-    """Run the checked plan ``p``: the replications, then the summary record."""
-    work, n = p.work, p.servers
+    work, n = spec.work, spec.servers
     variability, unit = work.variability()
-    pol = get_policy(p.policy)
-    relax = relaxation_time(pol.relaxation, work.load, servers=n, r=n / p.m, d=p.d,
-                            variability=variability, time_unit=unit)  # fmt: skip
-    seed, gens = _generators(rng, p.replications)
-    open_end = p.tasks is None and p.horizon is None
-    spec = RunSpec(
-        p.policy, n, p.m, work.rate_per_server, p.d, p.threshold,
-        p.with_replacement, record=p.keep_response_times, open_end=open_end,
-    )  # fmt: skip
-    if p.tasks is not None:
-        spec = replace(spec, warm_tasks=0, end_tasks=p.tasks)
-    elif p.horizon is not None:
-        spec = replace(spec, t_warm=0.0, t_end=p.horizon)
-    else:  # micro-batches start at about 1/16 of a relaxation time
-        per_time = work.rate_per_server * n
-        spec = replace(spec, width=max(1, int(min(per_time * relax / 16, p.max_tasks / 1024))))
-    starts = [_initial(p.start, pol.meanfield, n, p.m, work, p.d, g) for g in gens]
-    if open_end:
-        engines = [
-            Engine(spec, g, work.source(g, n), work.speeds, init)
-            for g, init in zip(gens, starts, strict=True)
-        ]
+    relax = relaxation_time(spec.model.relaxation, work.load, servers=n, r=n / spec.m,
+                            d=spec.d, variability=variability, time_unit=unit)  # fmt: skip
+    run = _run_spec(spec, relax)
+    starts = [_initial(spec, g) for g in gens]
+    if spec.open_ended:
+        engines = [Engine(run, g, work.source(g, n), work.speeds, init)
+                   for g, init in zip(gens, starts, strict=True)]  # fmt: skip
         runs, reason = run_until_precise(
-            engines, batches=p.batches, relaxation=relax, precision=p.precision,
-            max_tasks=p.max_tasks, progress=progress,
+            engines, batches=spec.batches, relaxation=relax, precision=spec.precision,
+            max_tasks=spec.max_tasks, progress=progress,
         )  # fmt: skip
     else:
-        runs = []
-        for k, (g, init) in enumerate(zip(gens, starts, strict=True)):
-            sub = None
-            if progress is not None:
-                sub = lambda f, k=k: progress((k + f) / len(gens), "")  # noqa: E731
-            runs.append(run_once(spec, g, sub, work.source(g, n), work.speeds, init))
-        reason = "horizon" if p.horizon is not None else "tasks"
-        if work.trace is not None and p.tasks == work.trace.arrivals.size - 1:
+        runs = _fixed_runs(spec, run, gens, starts, progress)
+        reason = "horizon" if spec.horizon is not None else "tasks"
+        if work.trace is not None and spec.tasks == work.trace.arrivals.size - 1:
             reason = "trace"  # the whole log was replayed
-    return _summarise(
-        runs, p.policy, spec, work, p.tasks, p.horizon, p.warmup, p.fixed_warmup, seed,
-        p.batches, relax, p.precision if open_end else None, reason, p.start,
-        p.keep_response_times,
-    )  # fmt: skip
+    return summarise(runs, spec, seed, relax, reason)
 
-def _initial(
-    start: str, policy: str | None, n: int, m: int, work: Workload, d: int, rng: np.random.Generator
-) -> InitialState | None:
-    if start != "meanfield" or policy is None:
+
+def _run_spec(spec: SimulationSpec, relax: float) -> RunSpec:
+    """Say what the kernel needs to know about each replication of ``spec``."""
+    work, n = spec.work, spec.servers
+    run = RunSpec(
+        spec.model, n, spec.m, work.rate_per_server, spec.d, spec.threshold,
+        spec.with_replacement, record=spec.keep_response_times, open_end=spec.open_ended,
+    )  # fmt: skip
+    if spec.tasks is not None:
+        return replace(run, warm_tasks=0, end_tasks=spec.tasks)
+    if spec.horizon is not None:
+        return replace(run, t_warm=0.0, t_end=spec.horizon)
+    # micro-batches start at about 1/16 of a relaxation time
+    per_time = work.rate_per_server * n
+    return replace(run, width=max(1, int(min(per_time * relax / 16, spec.max_tasks / 1024))))
+
+
+def _fixed_runs(
+    spec: SimulationSpec, run: RunSpec, gens: list[np.random.Generator],
+    starts: list[InitialState | None], progress: Callable[[float, str], None] | None,
+) -> list[RawRun]:  # fmt: skip
+    """Replications of fixed length, one after the other."""
+    out = []
+    for k, (g, init) in enumerate(zip(gens, starts, strict=True)):
+        sub = None
+        if progress is not None:
+            sub = lambda f, k=k: progress((k + f) / len(gens), "")  # noqa: E731
+        out.append(run_once(run, g, sub, spec.work.source(g, spec.servers), spec.work.speeds,
+                            init))  # fmt: skip
+    return out
+
+
+def _initial(spec: SimulationSpec, rng: np.random.Generator) -> InitialState | None:
+    """Draw the start of one replication from the policy's mean field (None: empty)."""
+    model = spec.model.meanfield
+    if spec.start != "meanfield" or model is None:
         return None
-    return meanfield_state(
-        policy, n, m, work.load, r=n / m, d=d, rng=rng,
-        service=work.service if work.general else None,
-    )  # fmt: skip
-
-
-def _summarise(
-    runs: list[RawRun],
-    policy: str,
-    spec: RunSpec,
-    work: Workload,
-    tasks: int | None,
-    horizon: float | None,
-    warmup: float | str,
-    fixed_warmup: float | None,
-    seed: int | None,
-    batches: int,
-    relax: float,
-    precision: float | None,
-    reason: str,
-    start: str,
-    keep: bool,
-) -> SimulationResult:
-    n, m = spec.n, spec.m
-    ests = [estimate(raw, batches=batches, relaxation=relax, warmup=fixed_warmup) for raw in runs]
-    wins = [window(raw, est.truncation) for raw, est in zip(runs, ests, strict=True)]
-    if any(raw.batches_used == 0 or est.batches == 0 for raw, est in zip(runs, ests, strict=True)):
-        raise ParameterError(
-            "horizon" if horizon is not None else "tasks", horizon or tasks,
-            "long enough for tasks to arrive and be measured after the warm-up",
-        )  # fmt: skip
-    steady = work.load < 1.0 and all(e.warmup_found and not e.drifts(len(ests)) for e in ests)
-    notes: list[str] = []
-    if work.load >= 1.0:
-        notes.append(overload_note(work.load, tasks, horizon))
-    elif not all(e.warmup_found for e in ests):
-        notes.append("no warm-up truncation point found (the response times still trend): "
-                     "no steady state reached; run longer")  # fmt: skip
-    elif any(e.drifts(len(ests)) for e in ests):
-        z = max(abs(e.drift_z) for e in ests)
-        notes.append(f"the two halves of the run differ by {z:.1f} standard errors: "
-                     "not steady; run longer")  # fmt: skip
-    log_span = None
-    if work.trace is not None:
-        _, unit = work.variability()
-        log_span = work.trace.span / unit
-        window_span = min(w.duration for w in wins) / unit
-        if steady and window_span < TRACE_RELAXATIONS * relax / unit:
-            steady = False
-            notes.append(
-                f"the log spans {log_span:.3g} mean service times ({window_span:.3g} after the "
-                f"warm-up): too short for a steady state, which needs "
-                f"{TRACE_RELAXATIONS * relax / unit:.3g} here ({TRACE_RELAXATIONS:g} relaxation "
-                "times); the numbers describe this replay only"
-            )
-    if len(runs) > 1:
-        means = np.array([e.mean for e in ests])
-        centre, half = float(means.mean()), replication_interval(means)
-        method = f"replications ({len(runs)}), each cut at its {_warmup_name(fixed_warmup)}"
-        certified = steady
-    else:
-        est = ests[0]
-        centre, half = est.mean, est.half_width
-        method = _batch_method(est, fixed_warmup)
-        certified = steady and est.certified
-        if steady and not est.certified:
-            notes.append(_why_not_certified(est, work.trace is not None))
-    ci = None
-    if certified and math.isfinite(half):
-        ci = (max(centre - half, 0.0), centre + half)
-    reached = half / abs(centre) if ci is not None and centre != 0 else None
-    if reason == "max_tasks" and precision is not None:
-        shown = "none" if reached is None else f"{reached:.2%}"
-        notes.append(f"stopped at max_tasks = {_max_measured(runs)} arrivals before the stopping "
-                     f"rule held: precision reached {shown} (target {precision:.2%})")  # fmt: skip
-    duration = sum(w.duration for w in wins)
-    levels = max(w.tail_area.size for w in wins)
-    area = np.zeros(levels)
-    for w in wins:
-        area[: w.tail_area.size] += w.tail_area
-    s = area / (n * duration)
-    s[0] = 1.0
-    nz = np.flatnonzero(s > 0)
-    s = s[: nz[-1] + 1]
-    occupancy = s - np.append(s[1:], 0.0)
-    msgs = np.sum([w.messages for w in wins], axis=0) / (n * duration)
-    is_iq = get_policy(policy).iqueues
-    p0 = sum(w.p0_area for w in wins) / (m * duration) if is_iq else 1.0
-    hist = np.sum([w.hist for w in wins], axis=0)
-    events = sum(run.events for run in runs)
-    wall = sum(run.wall_seconds for run in runs)
-    low, high = min(run.rt_min for run in runs), max(run.rt_max for run in runs)
-    pct = histogram_percentiles(hist, list(PERCENTILES.values()), low, high)
-    kept = [
-        run.response_times[
-            (run.orders >= est.truncation * run.width)
-            & (run.orders < run.batches_estimated * run.width)
-        ]
-        for run, est in zip(runs, ests, strict=True)
-    ]
-    measured = sum(
-        int(run.batch_count[est.truncation : run.batches_estimated].sum())
-        for run, est in zip(runs, ests, strict=True)
-    )
-    return SimulationResult(
-        policy=get_policy(policy).name, plugin=get_policy(policy).source, servers=n,
-        dispatchers=m, load=work.load, d=spec.d, threshold=spec.z,
-        with_replacement=spec.replace, tasks=tasks, horizon=horizon, warmup=str(warmup),
-        replications=len(runs), seed=seed, mean_response_time=centre, ci95=ci,
-        ci_method=method, steady_state=steady, initial=start,
-        warmup_detected=all(e.warmup_found for e in ests) and fixed_warmup is None,
-        warmup_time=float(np.mean([w.start for w in wins])), measured_time=float(duration),
-        relaxation_estimate=max(e.relaxation for e in ests), precision_target=precision,
-        precision_reached=reached, stop_reason=reason, warnings=tuple(notes),
-        percentiles={k: float(v) for k, v in zip(PERCENTILES, pct, strict=True)},
-        tail=[float(x) for x in s[1:]], occupancy=[float(x) for x in occupancy],
-        p0=float(p0),
-        messages={
-            "join": float(msgs[K.M_JOIN]),
-            "delete": float(msgs[K.M_DELETE]),
-            "probe": float(msgs[K.M_PROBE]),
-            "stale": float(msgs[K.M_STALE]),
-        },
-        measured_tasks=measured, events=events, wall_seconds=wall,
-        events_per_second=events / wall if wall > 0 else math.inf,
-        engine="general" if work.general else "exponential", log_span=log_span,
-        response_times=np.concatenate(kept) if keep else None,
-    )  # fmt: skip
-
-
-def _max_measured(runs: list[RawRun]) -> int:
-    """Largest number of measured arrivals among ``runs``."""
-    return max(run.measured for run in runs)
-
-
-def _warmup_name(fixed: float | None) -> str:
-    return "MSER warm-up" if fixed is None else f"fixed warm-up ({fixed:g} of the run)"
-
-
-def _batch_method(est: SeriesEstimate, fixed: float | None) -> str:
-    relax = est.batch_span / est.relaxation if est.relaxation > 0 else math.inf
-    return (
-        f"batch means ({est.batches} batches of {est.batch_span:.4g} time units = "
-        f"{relax:.3g} relaxation times), {_warmup_name(fixed)}, widened x{est.correction:.3f} "
-        "for batch length"
-    )
-
-
-def _why_not_certified(est: SeriesEstimate, trace: bool) -> str:
-    remedy = "the log is too short" if trace else "run longer or use replications"
-    if not math.isfinite(est.half_width):
-        return f"interval withheld: too few measured batches; {remedy}"
-    if not est.long_enough:
-        return (
-            f"interval withheld: batches span {est.batch_span / est.relaxation:.3g} relaxation "
-            f"times (an honest interval needs {MIN_BATCH_RELAXATIONS:g}); {remedy}"
-        )
-    return (
-        f"interval withheld: the batch means are correlated (von Neumann z = "
-        f"{est.independence_z:.2f}); {remedy}"
-    )
+    work, n, m = spec.work, spec.servers, spec.m
+    return meanfield_state(model, n, m, work.load, r=n / m, d=spec.d, rng=rng,
+                           service=work.service if work.general else None)  # fmt: skip

@@ -19,8 +19,8 @@ from collections import deque
 import numpy as np
 
 from cloudsched.dispatch import state as K
-from cloudsched.dispatch.engine import InitialState, RawRun, RunSpec, TaskSource
 from cloudsched.dispatch.policies import get_policy
+from cloudsched.dispatch.replication import InitialState, RawRun, RunSpec, TaskSource
 
 __all__ = ["mirror_run"]
 
