@@ -40,7 +40,7 @@ def speed() -> None:
     jobs = [JobType("wordcount", rho, 1.0, wc)]
     horizon = 2000.0 if QUICK else 20000.0
     print(f"== 1. speed: 50x12, word count ({wc.nodes} nodes), rho = {rho:.1f} (80% of slots)")
-    simulate_placement(cluster, jobs, "dgp", horizon=10.0, rng=0)  # compile
+    simulate_placement("dgp", cluster, jobs, horizon=10.0, rng=0)  # compile
     # the plain-Python reference, same chain, for the ratio
     ref = ReferencePlacement(cluster, jobs, "dgp", np.random.default_rng(1))
     steps = 20_000 if QUICK else 100_000
@@ -53,7 +53,7 @@ def speed() -> None:
     for policy in ("dgp", "dgp-clock", "storm-default", "greedy"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            r = simulate_placement(cluster, jobs, policy, rng=1, horizon=horizon)
+            r = simulate_placement(policy, cluster, jobs, rng=1, horizon=horizon)
         rate = r.events_per_second
         print(f"{policy:15s} {rate:12,.0f} {rate / ref_rate:12.0f} {r.mean_queue_length:10.1f} "
               f"{r.utilization:6.3f} {r.mean_partition_cost:9.2f}")  # fmt: skip
@@ -102,9 +102,9 @@ def graph_growth() -> None:
     for k in (3, 5, 8, 12, 16, 20, 25):
         rho = 0.6 * cluster.total_slots / k
         jobs = [JobType(f"chain{k}", rho, 1.0, chain(k))]
-        r = simulate_placement(cluster, jobs, "dgp", horizon=horizon, rng=2)
-        s = simulate_placement(cluster, jobs, "storm-default", horizon=horizon, rng=2)
-        g = simulate_placement(cluster, jobs, "greedy", horizon=horizon, rng=2)
+        r = simulate_placement("dgp", cluster, jobs, horizon=horizon, rng=2)
+        s = simulate_placement("storm-default", cluster, jobs, horizon=horizon, rng=2)
+        g = simulate_placement("greedy", cluster, jobs, horizon=horizon, rng=2)
         opt = static_optimum(cluster, jobs, time_limit=30.0)
         success = 1 - r.proposals_failed / max(r.proposals_tried, 1)
         added = r.templates_added / max(r.proposals_tried, 1)

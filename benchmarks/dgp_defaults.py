@@ -43,7 +43,7 @@ def instance(seed: int) -> tuple[Cluster, list[JobType]]:
     for _ in range(nj):
         k = int(rng.integers(2, min(6, cluster.total_slots) + 1))
         kind = rng.choice([*GENERATORS, "random"])
-        tops.append(random_graph(k, 0.5, rng) if kind == "random" else GENERATORS[kind](k))
+        tops.append(random_graph(k, 0.5, rng=rng) if kind == "random" else GENERATORS[kind](k))
     target = float(rng.uniform(0.3, 0.7)) * cluster.total_slots
     shares = rng.dirichlet(np.ones(nj))
     jobs = []
@@ -62,12 +62,12 @@ def main(first: int, last: int) -> None:
     for seed in range(first, last):
         cluster, jobs = instance(seed)
         t0 = time.perf_counter()
-        dgp = simulate_placement(cluster, jobs, "dgp", rng=seed)
+        dgp = simulate_placement("dgp", cluster, jobs, rng=seed)
         wall = time.perf_counter() - t0
         if dgp.bound is None:
             print(f"{seed:>4} {cluster.total_slots:>5} no bound: {dgp.bound_note}")
             continue
-        gr = simulate_placement(cluster, jobs, "greedy", rng=seed, compare_bound=False)
+        gr = simulate_placement("greedy", cluster, jobs, rng=seed, compare_bound=False)
         ggap = gr.cost_rate / dgp.bound - 1 if dgp.bound > 1e-9 else float("nan")
         n += 1
         served_ok += dgp.served_fraction >= 0.99

@@ -14,8 +14,17 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from cloudsched.placement import Cluster, JobType, chain, complete, random_graph, star, tree
-from cloudsched.placement.simulation import PLACEMENT_POLICIES, simulate_placement
+from cloudsched.placement import (
+    PLACEMENT_POLICIES,
+    Cluster,
+    JobType,
+    chain,
+    complete,
+    random_graph,
+    simulate_placement,
+    star,
+    tree,
+)
 
 GENERATORS = {"chain": chain, "star": star, "tree": tree, "complete": complete}
 
@@ -33,7 +42,7 @@ def instances(draw):
         k = draw(st.integers(1, min(total, 12)))
         kind = draw(st.sampled_from([*GENERATORS, "random"]))
         if kind == "random":
-            topo = random_graph(k, draw(st.floats(0.1, 0.9)), np.random.default_rng(j))
+            topo = random_graph(k, draw(st.floats(0.1, 0.9)), rng=np.random.default_rng(j))
         else:
             topo = GENERATORS[kind](k)
         rate = draw(st.floats(0.05, 1.5))
@@ -52,7 +61,7 @@ def check(n: int) -> None:
         # MaxWeight solves a MILP per frame: a few short frames cover its code paths
         kw = {"frame": horizon / 4, "solver_time_limit": 0.2} if policy == "maxweight" else {}
         # no bound and no DGP calibration pilots: the kernels, not the solver, are under test
-        res = simulate_placement(cluster, jobs, policy, horizon=horizon, rng=seed,
+        res = simulate_placement(policy, cluster, jobs, horizon=horizon, rng=seed,
                                  compare_bound=False, **kw)  # fmt: skip
         assert 0.0 <= res.utilization <= res.reserved_fraction + 1e-9 <= 1.0 + 2e-9
         assert res.mean_queue_length >= 0 and res.mean_in_service >= 0

@@ -8,7 +8,7 @@ import pytest
 
 from cloudsched.placement import load_flux
 from cloudsched.placement.flux import read_properties
-from cloudsched.placement.topology import topology_from_spec
+from cloudsched.placement.workload import topology_from_spec
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -107,4 +107,4 @@ def test_property_and_environment_substitution(tmp_path, monkeypatch):
     topo = load_flux(path, properties=read_properties(tmp_path / "dev.properties"))
     assert topo.nodes == 10 and topo.edges == 24
     spec = {"flux": "t.yaml", "properties": "dev.properties", "executors_per_slot": 5}
-    assert topology_from_spec(spec, tmp_path, np.random.default_rng(0)).nodes == 2
+    assert topology_from_spec(spec, tmp_path, rng=np.random.default_rng(0)).nodes == 2

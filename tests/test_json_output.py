@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cloudsched.cli import main
-from cloudsched.placement.simulation import PLACEMENT_POLICIES
+from cloudsched.placement.policies import PLACEMENT_POLICIES
 
 EXAMPLES = Path(__file__).parent.parent / "examples"
 

@@ -65,7 +65,7 @@ def test_placements_use_only_free_slots(slots, k, p, seed):
     cluster = Cluster(np.array(slots))
     rng = np.random.default_rng(seed)
     free = rng.integers(0, cluster.slots + 1)
-    topo = random_graph(k, p, rng)
+    topo = random_graph(k, p, rng=rng)
     for where in (storm_default(topo, free.copy()), greedy(topo, free.copy(), cluster)):
         if k > free.sum():
             assert where is None

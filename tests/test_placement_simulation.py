@@ -104,8 +104,8 @@ def test_invariants_hold_after_every_event(policy, shape, seed):
 
 def test_shorter_maxweight_frames_mean_more_migrations():
     cluster = parse_cluster("3x3")
-    short = simulate_placement(cluster, SMALL, "maxweight", horizon=400, frame=0.2, rng=3)
-    long = simulate_placement(cluster, SMALL, "maxweight", horizon=400, frame=20.0, rng=3)
+    short = simulate_placement("maxweight", cluster, SMALL, horizon=400, frame=0.2, rng=3)
+    long = simulate_placement("maxweight", cluster, SMALL, horizon=400, frame=20.0, rng=3)
     assert short.frames > 10 * long.frames
     assert short.migrations > long.migrations
     assert short.frames_not_optimal == long.frames_not_optimal == 0
@@ -169,9 +169,9 @@ def test_kernel_template_counts_match_the_product_form(policy, clock):
             expect[j] += p
     reps = [
         simulate_placement(
+            policy,
             cluster,
             jobs,
-            policy,
             horizon=20_000,
             frozen_weights=weights,
             beta=beta,
@@ -193,26 +193,39 @@ def test_dgp_cost_falls_towards_the_optimum_with_finite_queues():
     opt = static_optimum(cluster, SMALL).cost_rate
     costs = []
     for beta in (0.4, 0.2, 0.1):
-        r = simulate_placement(cluster, SMALL, "dgp", horizon=200_000, beta=beta, alpha=0.002,
+        r = simulate_placement("dgp", cluster, SMALL, horizon=200_000, beta=beta, alpha=0.002,
                                h=0.0, f="identity", rng=5)  # fmt: skip
         costs.append(r.cost_rate)
         served = sum(t["departed"] for t in r.per_type) / sum(t["arrived"] for t in r.per_type)
         assert served > 0.97
     assert costs[0] > costs[1] > costs[2]
     assert costs[2] <= 1.10 * opt
-    assert costs[2] >= opt - 3 * r.cost_rate_ci
+    low, high = r.cost_rate_ci95
+    assert costs[2] >= opt - 3 * (high - low) / 2
     # queues stay bounded: no upward trend across the batches and a final queue near the mean
     assert r.final_queue_length < 3 * r.mean_queue_length
-    storm = simulate_placement(cluster, SMALL, "storm-default", horizon=20_000, rng=5)
+    storm = simulate_placement("storm-default", cluster, SMALL, horizon=20_000, rng=5)
     assert storm.cost_rate > 3 * opt
 
 
 def test_simulation_is_reproducible_from_a_seed():
     cluster = parse_cluster("3x3")
-    a = simulate_placement(cluster, SMALL, "dgp", horizon=2000, rng=9).to_dict()
-    b = simulate_placement(cluster, SMALL, "dgp", horizon=2000, rng=9).to_dict()
-    a.pop("wall_time"), b.pop("wall_time"), a.pop("events_per_second"), b.pop("events_per_second")
-    assert a == b
+    a = simulate_placement("dgp", cluster, SMALL, horizon=2000, rng=9).to_dict()
+    b = simulate_placement("dgp", cluster, SMALL, horizon=2000, rng=9).to_dict()
+    for doc in (a, b):
+        doc.pop("wall_seconds"), doc.pop("events_per_second")
+    assert a == b and a["seed"] == 9
+
+
+def test_an_unseeded_run_records_the_seed_that_regenerates_it():
+    cluster = parse_cluster("3x3")
+    first = simulate_placement("dgp", cluster, SMALL, horizon=500)
+    assert isinstance(first.seed, int)
+    again = simulate_placement("dgp", cluster, SMALL, horizon=500, rng=first.seed)
+    assert (again.cost_rate, again.events) == (first.cost_rate, first.events)
+    given = simulate_placement("dgp", cluster, SMALL, horizon=500,
+                               rng=np.random.default_rng(first.seed))  # fmt: skip
+    assert given.seed is None and given.cost_rate == first.cost_rate
 
 
 @pytest.mark.parametrize(
@@ -228,12 +241,12 @@ def test_simulation_is_reproducible_from_a_seed():
 )
 def test_bad_parameters_are_named(kw, name):
     with pytest.raises(ParameterError, match=name):
-        simulate_placement(parse_cluster("3x3"), SMALL, **kw)
+        simulate_placement(kw.pop("policy", "dgp"), parse_cluster("3x3"), SMALL, **kw)
 
 
 def test_a_graph_larger_than_the_cluster_is_refused():
     with pytest.raises(ParameterError, match="at most the cluster's 4 slots"):
-        simulate_placement(parse_cluster("2x2"), [JobType("big", 1.0, 1.0, chain(5))])
+        simulate_placement("dgp", parse_cluster("2x2"), [JobType("big", 1.0, 1.0, chain(5))])
 
 
 def test_maxweight_counts_every_job_that_changes_machines():
@@ -272,33 +285,38 @@ def test_maxweight_counts_every_job_that_changes_machines():
 
 # Steady-state rules shared with the dispatch simulator. -----------------------------------
 def test_a_stable_policy_reports_a_detected_warmup_and_certified_intervals():
-    res = simulate_placement(parse_cluster("3x3"), SMALL, "greedy", horizon=20_000, rng=1)
+    res = simulate_placement("greedy", parse_cluster("3x3"), SMALL, horizon=20_000, rng=1)
     assert res.steady_state and res.warmup_detected and res.warnings == ()
-    assert 0 <= res.warmup < 0.5 * res.horizon
-    assert res.measured_time == pytest.approx(res.horizon - res.warmup)
-    for half in (res.cost_rate_ci, res.mean_queue_length_ci, res.mean_partition_cost_ci):
-        assert 0 < half < 0.2 * max(res.cost_rate, res.mean_queue_length)
+    assert res.warmup == "auto" and 0 <= res.warmup_time < 0.5 * res.horizon
+    assert res.measured_time == pytest.approx(res.horizon - res.warmup_time)
+    for name in ("cost_rate", "mean_queue_length", "mean_partition_cost"):
+        low, high = getattr(res, f"{name}_ci95")
+        assert low < getattr(res, name) < high
+        assert 0 < high - low < 0.4 * max(res.cost_rate, res.mean_queue_length)
     assert res.relaxation_estimate >= 1.0  # at least one mean holding time
 
 
 def test_a_growing_queue_is_flagged_not_steady_with_no_intervals():
     """DGP with log weights and no bias: the star waits for ~e^(1/alpha) jobs, the queue grows."""
     res = simulate_placement(
-        parse_cluster("3x3"), SMALL, "dgp", horizon=2000, alpha=0.2, beta=0.1, h=0.0, f="log",
+        "dgp", parse_cluster("3x3"), SMALL, horizon=2000, alpha=0.2, beta=0.1, h=0.0, f="log",
         rng=1,
     )  # fmt: skip
     assert not res.steady_state
-    assert math.isnan(res.cost_rate_ci) and math.isnan(res.mean_queue_length_ci)
+    assert res.cost_rate_ci95 is None and res.mean_queue_length_ci95 is None
     doc = res.to_dict()
-    assert doc["cost_rate_ci"] is None and doc["steady_state"] is False and doc["warnings"]
+    assert doc["cost_rate_ci95"] is None and doc["steady_state"] is False and doc["warnings"]
+    row = res.to_row()
+    assert math.isnan(row["cost_rate_ci95_low"]) and row["warnings"]
 
 
 def test_the_warmup_cut_removes_a_start_up_transient():
     """The window starts after the cluster has filled: its mean queue is the steady one."""
     cluster = parse_cluster("3x3")
-    auto = simulate_placement(cluster, SMALL, "storm-default", horizon=5000, rng=4)
-    none = simulate_placement(cluster, SMALL, "storm-default", horizon=5000, warmup=0.0, rng=4)
-    assert auto.warmup_detected and not none.warmup_detected and none.warmup == 0.0
+    auto = simulate_placement("storm-default", cluster, SMALL, horizon=5000, rng=4)
+    none = simulate_placement("storm-default", cluster, SMALL, horizon=5000, warmup=0.0, rng=4)
+    assert auto.warmup_detected and not none.warmup_detected
+    assert none.warmup == "0" and none.warmup_time == 0.0 and auto.warmup_time > 0
     assert auto.arrived < none.arrived  # counts cover the window only
     assert auto.measured_time < none.measured_time
 
@@ -309,11 +327,11 @@ def test_the_warmup_cut_removes_a_start_up_transient():
                                 dict(frozen_weights=[1.0])])  # fmt: skip
 def test_per_type_arguments_are_checked_before_the_run(kw):
     """Sweep specs hand these over from YAML: a wrong shape or type is a ParameterError."""
-    from cloudsched.placement.plan import plan_placement
+    from cloudsched.placement import PlacementSpec
 
     jobs = [JobType("a", 1.0, 1.0, chain(2)), JobType("b", 0.5, 1.0, star(3))]
     with pytest.raises(ParameterError, match=next(iter(kw))):
-        plan_placement(parse_cluster("3x3"), jobs, "dgp", **kw)
-    plan = plan_placement(parse_cluster("3x3"), jobs, "dgp", h=[1.0, 2.0], clock_rate=0.5,
-                          frozen_weights=[1.0, 2.0])  # fmt: skip
+        PlacementSpec("dgp", parse_cluster("3x3"), jobs, **kw)
+    plan = PlacementSpec("dgp", parse_cluster("3x3"), jobs, h=[1.0, 2.0], clock_rate=0.5,
+                         frozen_weights=[1.0, 2.0])  # fmt: skip
     assert plan.h == (1.0, 2.0) and plan.rates == (0.5, 0.5) and plan.frozen == (1.0, 2.0)

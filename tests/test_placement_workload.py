@@ -10,7 +10,7 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_example_workload():
-    jobs = load_workload(EXAMPLES / "workload.yaml", 1)
+    jobs = load_workload(EXAMPLES / "workload.yaml", rng=1)
     assert [j.name for j in jobs] == ["exclamation", "rolling-top-words", "pipeline"]
     assert [j.topology.nodes for j in jobs] == [15, 14, 4]
     assert jobs[2].load == pytest.approx(2.0)

@@ -47,21 +47,21 @@ def test_generators():
     assert star(5).edges == 4 and max(d for _, d in star(5).graph.degree()) == 4
     assert tree(7).edges == 6 and tree(7, branching=3).graph.degree(0) == 3
     assert complete(5).edges == 10
-    r1 = random_graph(20, 0.3, np.random.default_rng(1))
-    r2 = random_graph(20, 0.3, np.random.default_rng(1))
+    r1 = random_graph(20, 0.3, rng=np.random.default_rng(1))
+    r2 = random_graph(20, 0.3, rng=np.random.default_rng(1))
     assert np.array_equal(r1.edge_array(), r2.edge_array())
     assert 0 < r1.edges < 190
-    assert random_graph(6, 1.0, np.random.default_rng(0)).edges == 15
+    assert random_graph(6, 1.0, rng=np.random.default_rng(0)).edges == 15
 
 
 def test_inline_and_spec_forms(tmp_path):
     topo = from_edges(["a", "b", "c"], [["a", "b"], ["b", "c"], ["c", "b"]])
     assert (topo.nodes, topo.edges) == (3, 2)
     rng = np.random.default_rng(0)
-    assert topology_from_spec({"generator": "chain", "nodes": 4}, tmp_path, rng).edges == 3
-    assert topology_from_spec({"nodes": 3, "edges": [[0, 1]]}, tmp_path, rng).edges == 1
+    assert topology_from_spec({"generator": "chain", "nodes": 4}, tmp_path, rng=rng).edges == 3
+    assert topology_from_spec({"nodes": 3, "edges": [[0, 1]]}, tmp_path, rng=rng).edges == 1
     spec = {"flux": "wordcount.yaml"}
-    assert topology_from_spec(spec, EXAMPLES, rng).nodes == 25
+    assert topology_from_spec(spec, EXAMPLES, rng=rng).nodes == 25
 
 
 BAD_FLUX = {
@@ -129,8 +129,8 @@ def test_malformed_flux_gives_one_line(tmp_path, case):
 def test_bad_generator_specs(tmp_path):
     rng = np.random.default_rng(0)
     with pytest.raises(ParameterError, match=r"^generator "):
-        topology_from_spec({"generator": "hypercube", "nodes": 4}, tmp_path, rng)
+        topology_from_spec({"generator": "hypercube", "nodes": 4}, tmp_path, rng=rng)
     with pytest.raises(ParameterError, match=r"^nodes "):
-        topology_from_spec({"generator": "chain", "nodes": 0}, tmp_path, rng)
+        topology_from_spec({"generator": "chain", "nodes": 0}, tmp_path, rng=rng)
     with pytest.raises(ParameterError, match=r"^edges "):
         from_edges(3, [[0, 5]])

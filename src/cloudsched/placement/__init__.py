@@ -22,8 +22,14 @@ from cloudsched.placement.optimize import (
     max_weight_configuration,
     static_optimum,
 )
-from cloudsched.placement.plan import PLACEMENT_POLICIES, PlacementPlan, plan_placement
-from cloudsched.placement.simulation import PlacementResult, simulate_placement
+from cloudsched.placement.policies import (
+    PLACEMENT_POLICIES,
+    PlacementPolicy,
+    get_placement_policy,
+)
+from cloudsched.placement.result import PlacementResult
+from cloudsched.placement.simulation import bound_is_cheap, run_placement, simulate_placement
+from cloudsched.placement.spec import PlacementSpec
 from cloudsched.placement.topology import (
     GENERATORS,
     Topology,
@@ -32,10 +38,9 @@ from cloudsched.placement.topology import (
     from_edges,
     random_graph,
     star,
-    topology_from_spec,
     tree,
 )
-from cloudsched.placement.workload import JobType, load_workload
+from cloudsched.placement.workload import JobType, load_workload, topology_from_spec
 
 __all__ = [
     "GENERATORS",
@@ -44,20 +49,23 @@ __all__ = [
     "Cluster",
     "JobType",
     "MaxWeightSolution",
-    "PlacementPlan",
+    "PlacementPolicy",
     "PlacementResult",
+    "PlacementSpec",
     "StaticOptimum",
     "Topology",
+    "bound_is_cheap",
     "chain",
     "complete",
     "from_edges",
+    "get_placement_policy",
     "greedy",
     "load_flux",
     "load_workload",
     "max_weight_configuration",
     "parse_cluster",
-    "plan_placement",
     "random_graph",
+    "run_placement",
     "simulate_placement",
     "star",
     "static_optimum",

@@ -1,6 +1,6 @@
 """DGP's parameters chosen from the cluster and the workload.
 
-The seed names alpha, beta, h and epsilon but gives no values, and the weight
+The paper names alpha, beta, h and epsilon but gives no values, and the weight
 ``w_A = alpha * f(Q_j + h_j) - b_A`` compares a queue length with a partition cost, so any fixed
 number is right for one cost scale and wrong for another.  The rule below reads the scale off
 the instance:
@@ -16,7 +16,7 @@ the instance:
   jobs of its type wait.  This sets where DGP sits on its cost / queue trade-off.
 * ``beta = c / 10``: keep decisions are sharp on the scale of one cost unit (a good template is
   dropped with probability about ``e^(-5)`` per decision).
-* ``epsilon = 0.5`` (any value in (0, 1) is allowed by the seed).
+* ``epsilon = 0.5`` (any value in (0, 1) is allowed by the paper).
 
 Measured (README, "Default DGP"): stable (served >= 99%) on the shipped examples and on random
 small instances; the cost stays above the greedy packer's on most of them, because proposals

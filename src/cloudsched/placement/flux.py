@@ -47,7 +47,7 @@ import networkx as nx
 
 from cloudsched.errors import InputError, ParameterError, check_int
 from cloudsched.io import read_yaml_text
-from cloudsched.placement.topology import Topology, _check_size
+from cloudsched.placement.topology import Topology, check_size
 
 __all__ = ["GROUPINGS", "load_flux", "read_properties"]
 
@@ -273,7 +273,7 @@ def load_flux(
     doc = _read_flux(Path(path), properties or {})
     _apply_includes(doc, Path(path), properties or {})
     comps = _components(doc, where)
-    _check_size("parallelism", where, sum(comps.values()), _flux_edges(doc, comps))
+    check_size("parallelism", where, sum(comps.values()), _flux_edges(doc, comps))
     first: dict[str, int] = {}
     g = nx.Graph()
     for cid, par in comps.items():

@@ -2,7 +2,7 @@
 
 At each frame boundary the configuration becomes a max-weight configuration
 (:func:`~cloudsched.placement.optimize.max_weight_configuration`) with template weight
-``alpha * f(Q_j) - b_A``.  CHOICES where the seed is silent:
+``alpha * f(Q_j) - b_A``.  CHOICES where the paper is silent:
 
 * ``Q_j`` counts every type-j job present (waiting or in service), and a type gets at most
   ``Q_j`` templates (``graph-placement.md``); ``f`` is ``log(1 + x)`` or the identity.

@@ -68,13 +68,16 @@ class Estimates:
 def estimates(
     eng: PlacementEngine, k: int, *, batches: int, relaxation: float, warmup: float | None
 ) -> Estimates:
-    """Cut the warm-up of the first ``k`` micro-batches and estimate queue and cost."""
+    """Cut the warm-up of the first ``k`` micro-batches and estimate queue and cost.
+
+    ``warmup=None`` cuts the warm-up by MSER; a fraction in [0, 1) drops that share of the
+    micro-batches instead (no detection).
+    """
     starts = _starts(eng, k)
     width = np.diff(starts)
     per = np.diff(eng.mt.snap[:k].sum(axis=1), axis=0, prepend=0.0)  # (k, N_ACC)
     if warmup is not None:
-        cut, found = int(np.searchsorted(starts, warmup - 1e-9 * max(warmup, 1.0))), True
-        cut = min(cut, k - 2)
+        cut, found = min(math.ceil(warmup * k - 1e-9), k - 2), True
     else:
         d_queue, f_queue = mser(per[:, K.A_QUEUE] / width)
         d_cost, f_cost = mser(per[:, K.A_COST] / width)
@@ -169,63 +172,23 @@ def summary_fields(
     virtual = acc[:, K.A_VIRTUAL] / window
     queue = acc[:, K.A_QUEUE] / window
     cost = acc[:, K.A_COST] / window
-    per_type: list[dict[str, Any]] = []
-    for j, jt in enumerate(eng.job_types):
-        tried, failed = int(cnt[j, K.C_TRIED]), int(cnt[j, K.C_FAILED])
-        per_type.append({
-            "name": jt.name,
-            "nodes": jt.topology.nodes,
-            "edges": jt.topology.edges,
-            "arrival_rate": jt.arrival_rate,
-            "mean_duration": jt.mean_duration,
-            "load": jt.load,
-            "mean_queue_length": float(queue[j]),
-            "final_queue_length": int(eng.st.qlen[j]),
-            "mean_in_service": float(in_service[j]),
-            "mean_virtual_templates": float(virtual[j]),
-            "mean_partition_cost": _ratio(float(cost[j]), float(in_service[j])),
-            "cost_rate": float(cost[j]),
-            "mean_wait": _ratio(float(acc[j, K.A_WAIT]), float(cnt[j, K.C_PLACED])),
-            "arrived": int(cnt[j, K.C_ARRIVED]),
-            "placed": int(cnt[j, K.C_PLACED]),
-            "departed": int(cnt[j, K.C_DEPARTED]),
-            "served_fraction": _ratio(float(cnt[j, K.C_DEPARTED]), float(cnt[j, K.C_ARRIVED])),
-            "proposals_tried": tried,
-            "proposals_failed": failed,
-            "proposal_success_rate": _ratio(tried - failed, tried),
-        })  # fmt: skip
-    steady = overload is None and (est.found or fixed_warmup)
-    notes = [overload] if overload else []
-    if overload is None and not fixed_warmup and not est.found:
-        notes.append("no warm-up truncation point found (the queue or the cost still trends): "
-                     "no steady state reached; run longer")  # fmt: skip
-    drifting = [n for n in ("queue", "cost") if getattr(est, n).drifting]
-    if steady and drifting:
-        steady = False
-        what = "queue length" if drifting == ["queue"] else " and ".join(drifting)
-        notes.append(f"the {what} changed significantly between the two halves of the window "
-                     "(drift test, level 0.001): not steady")  # fmt: skip
+    per_type = _per_type(eng, acc, cnt, window)
+    steady, notes = _verdict(est, overload, fixed_warmup, per_type)
     arrived, departed = int(cnt[:, K.C_ARRIVED].sum()), int(cnt[:, K.C_DEPARTED].sum())
     served = _ratio(float(departed), float(arrived))
-    low = [str(t["name"]) for t in per_type if float(t["served_fraction"]) < SERVED_WARNING]
-    if low:
-        notes.append(f"jobs of {', '.join(low)} are served more slowly than they arrive "
-                     f"(served fraction below {SERVED_WARNING:g} in the window)")  # fmt: skip
-    withheld = [n for n in ("queue", "cost", "per_job") if steady and not est.certified(n)]
-    if withheld:
-        notes.append(_why_withheld(getattr(est, withheld[0]), withheld))
 
-    def half(name: str) -> float:
+    def ci95(name: str) -> tuple[float, float] | None:
         e: SeriesEstimate = getattr(est, name)
-        return e.half_width if steady and est.certified(name) else math.nan
+        if not (steady and est.certified(name)):
+            return None
+        return (max(e.mean - e.half_width, 0.0), e.mean + e.half_width)
 
     frames = ctl.counts_after(t0) if ctl else dict.fromkeys(
         ("frames", "not_optimal", "migrations", "migrated_nodes", "preemptions"), 0)  # fmt: skip
     total_in = float(in_service.sum())
     q = est.queue
     return dict(
-        horizon=end,
-        warmup=t0,
+        warmup_time=t0,
         warmup_detected=not fixed_warmup and est.found,
         measured_time=window,
         steady_state=steady,
@@ -237,11 +200,11 @@ def summary_fields(
         ),
         warnings=tuple(notes),
         mean_queue_length=float(queue.sum()),
-        mean_queue_length_ci=half("queue"),
+        mean_queue_length_ci95=ci95("queue"),
         mean_partition_cost=_ratio(float(cost.sum()), total_in),
-        mean_partition_cost_ci=half("per_job"),
+        mean_partition_cost_ci95=ci95("per_job"),
         cost_rate=float(cost.sum()),
-        cost_rate_ci=half("cost"),
+        cost_rate_ci95=ci95("cost"),
         served_fraction=served,
         utilization=float(kn @ in_service) / slots,
         reserved_fraction=float(kn @ (in_service + virtual)) / slots,
@@ -267,6 +230,68 @@ def summary_fields(
         events=eng.events,
         per_type=per_type,
     )
+
+
+def _per_type(
+    eng: PlacementEngine, acc: np.ndarray, cnt: np.ndarray, window: float
+) -> list[dict[str, Any]]:
+    """One dict of time averages and counts per job type, over the window."""
+    in_service = acc[:, K.A_ACTUAL] / window
+    virtual = acc[:, K.A_VIRTUAL] / window
+    queue = acc[:, K.A_QUEUE] / window
+    cost = acc[:, K.A_COST] / window
+    per_type: list[dict[str, Any]] = []
+    for j, jt in enumerate(eng.job_types):
+        tried, failed = int(cnt[j, K.C_TRIED]), int(cnt[j, K.C_FAILED])
+        per_type.append({
+            "name": jt.name,
+            "nodes": jt.topology.nodes,
+            "edges": jt.topology.edges,
+            "arrival_rate": jt.arrival_rate,
+            "mean_duration": jt.mean_duration,
+            "load": jt.load,
+            "mean_queue_length": float(queue[j]),
+            "final_queue_length": int(eng.st.qlen[j]),
+            "mean_in_service": float(in_service[j]),
+            "mean_virtual_templates": float(virtual[j]),
+            "mean_partition_cost": _ratio(float(cost[j]), float(in_service[j])),
+            "cost_rate": float(cost[j]),
+            "mean_wait": _ratio(float(acc[j, K.A_WAIT]), float(cnt[j, K.C_PLACED])),
+            "arrived": int(cnt[j, K.C_ARRIVED]),
+            "placed": int(cnt[j, K.C_PLACED]),
+            "departed": int(cnt[j, K.C_DEPARTED]),
+            "served_fraction": _ratio(float(cnt[j, K.C_DEPARTED]), float(cnt[j, K.C_ARRIVED])),
+            "proposals_tried": tried,
+            "proposals_failed": failed,
+            "proposal_success_rate": _ratio(tried - failed, tried),
+        })  # fmt: skip
+    return per_type
+
+
+def _verdict(
+    est: Estimates, overload: str | None, fixed_warmup: bool, per_type: list[dict[str, Any]]
+) -> tuple[bool, list[str]]:
+    """Whether the window is a steady state, and the warnings (why not, what is withheld)."""
+    steady = overload is None and (est.found or fixed_warmup)
+    notes = [overload] if overload else []
+    if overload is None and not fixed_warmup and not est.found:
+        notes.append("no warm-up truncation point found (the queue or the cost still trends): "
+                     "no steady state reached; run longer")  # fmt: skip
+    drifting = [n for n in ("queue", "cost") if getattr(est, n).drifting]
+    if steady and drifting:
+        steady = False
+        what = "queue length" if drifting == ["queue"] else " and ".join(drifting)
+        notes.append(f"the {what} changed significantly between the two halves of the window "
+                     "(drift test, level 0.001): not steady")  # fmt: skip
+    low = [str(t["name"]) for t in per_type if float(t["served_fraction"]) < SERVED_WARNING]
+    if low:
+        notes.append(f"jobs of {', '.join(low)} are served more slowly than they arrive "
+                     f"(served fraction below {SERVED_WARNING:g} in the window)")  # fmt: skip
+    withheld = [n for n in ("queue", "cost", "per_job") if steady and not est.certified(n)]
+    if withheld:
+        notes.append(_why_withheld(getattr(est, withheld[0]), withheld))
+
+    return steady, notes
 
 
 def _ratio(a: float, b: float) -> float:

@@ -31,6 +31,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy import sparse
@@ -223,6 +224,23 @@ class StaticOptimum:
     columns: int
     solve_time: float
     proven: bool = True
+
+    def to_dict(self, job_names: Sequence[str] | None = None) -> dict[str, Any]:
+        """JSON-ready dict; each configuration as ``{share, <type>: templates, cost}``.
+
+        Types are named by ``job_names`` (default ``type0, type1, ...``).
+        """
+        def names(k: int) -> list[str]:
+            return list(job_names) if job_names is not None else [f"type{i}" for i in range(k)]
+
+        configs = [
+            {"share": float(x), **{nm: int(c) for nm, c in zip(names(len(n)), n, strict=True)},
+             "cost": float(b)}
+            for x, n, b in self.configurations
+        ]  # fmt: skip
+        return {"cost_rate": self.cost_rate, "cost_per_job": self.cost_per_job,
+                "proven": self.proven, "columns": self.columns,
+                "solve_time": self.solve_time, "configurations": configs}  # fmt: skip
 
 
 def _greedy_pack(cluster: Cluster, top: Topology) -> tuple[int, float]:

@@ -23,7 +23,16 @@ from dataclasses import dataclass
 
 from cloudsched.errors import check_choice
 
-__all__ = ["PLACEMENT_POLICIES", "PlacementPolicy", "get_placement_policy"]
+__all__ = [
+    "DGP",
+    "DGP_CLOCK",
+    "FRAME",
+    "GREEDY",
+    "PLACEMENT_POLICIES",
+    "STORM_DEFAULT",
+    "PlacementPolicy",
+    "get_placement_policy",
+]
 
 # Codes the kernel branches on.
 DGP, DGP_CLOCK, STORM_DEFAULT, GREEDY, FRAME = range(5)

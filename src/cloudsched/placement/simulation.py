@@ -22,7 +22,7 @@ CHOICES where the note is silent:
   queue for a proposal at an arrival, before the head moves in for a keep decision.
 * Virtual clocks (``virtual_clock=True``, the default): an empty template also gets a keep
   decision at rate ``mu_j``, so that with frozen weights the configuration is exactly the
-  product form of the note; ``virtual_clock=False`` is the seed's literal algorithm, where an
+  product form of the note; ``virtual_clock=False`` is the paper's literal algorithm, where an
   empty template waits for the next arrival.
 * When several empty templates of a type exist, the most recently listed one is filled.
 * Partitioning cost counts actual templates only (an empty template carries no traffic):
@@ -47,28 +47,28 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from cloudsched.errors import ParameterError, check_seed
+from cloudsched.errors import ParameterError
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.defaults import cost_unit
 from cloudsched.placement.engine import EngineParams, PlacementEngine
 from cloudsched.placement.maxweight import FrameController
 from cloudsched.placement.measure import estimates, precision_of, run_until_precise, summary_fields
-from cloudsched.placement.plan import (
+from cloudsched.placement.result import PlacementResult
+from cloudsched.placement.spec import (
     DEFAULT_PRECISION,
     DEFAULT_TARGET_GAP,
     MICRO_BATCHES,
-    PLACEMENT_POLICIES,
-    plan_placement,
+    PlacementSpec,
 )
-from cloudsched.placement.policies import get_placement_policy
 from cloudsched.placement.workload import JobType
+from cloudsched.randomness import Seed, streams
 
-__all__ = ["PLACEMENT_POLICIES", "PlacementResult", "simulate_placement"]
+__all__ = ["bound_is_cheap", "run_placement", "simulate_placement"]
 
 #: ``compare_bound`` by default when the cluster has at most this many slots ...
 BOUND_MAX_SLOTS = 32
@@ -80,96 +80,6 @@ BOUND_TIME_LIMIT = 10.0
 CALIBRATION_ALPHAS = (1 / 25, 1 / 100, 1 / 400)
 #: Length of a calibration pilot run, in mean holding times of the longest type.
 PILOT_HOLDING_TIMES = 20_000.0
-
-
-@dataclass(frozen=True)
-class PlacementResult:
-    """Time averages and counts over the measurement window ``(warmup, horizon]``.
-
-    Totals are over all job types; ``per_type`` holds one dict per type with the same
-    quantities.  ``*_ci`` are 95% confidence half-widths from batch means (NaN, ``null`` in
-    JSON, when the interval is not certified or there is no steady state).  ``warmup`` is
-    the time cut (detected by MSER unless it was given: ``warmup_detected``),
-    ``measured_time`` the length of the window, ``horizon`` its end; ``served_fraction`` is
-    jobs that left over jobs that arrived in the window (per type in ``per_type``); and
-    ``bound`` is the static optimum's cost rate when it was solved (``bound_gap`` the
-    cost's relative excess over it, ``bound_note`` why it is missing), and
-    ``steady_state``, ``ci_method``, ``relaxation_estimate``, ``precision_target`` /
-    ``precision_reached`` (open-ended runs), ``stop_reason`` and ``warnings`` say how far the
-    numbers can be trusted.
-    """
-
-    policy: str
-    params: dict[str, Any]
-    seed: int | None
-    horizon: float
-    warmup: float
-    warmup_detected: bool
-    measured_time: float
-    steady_state: bool
-    relaxation_estimate: float
-    precision_target: float | None
-    precision_reached: float | None
-    stop_reason: str
-    ci_method: str
-    warnings: tuple[str, ...]
-    mean_queue_length: float
-    mean_queue_length_ci: float
-    mean_partition_cost: float
-    mean_partition_cost_ci: float
-    cost_rate: float
-    cost_rate_ci: float
-    served_fraction: float
-    bound: float | None
-    bound_proven: bool | None
-    bound_gap: float | None
-    bound_note: str | None
-    utilization: float
-    reserved_fraction: float
-    mean_in_service: float
-    mean_wait: float
-    mean_actual_templates: float
-    mean_virtual_templates: float
-    final_queue_length: int
-    proposals_tried: int
-    proposals_failed: int
-    proposals_rejected: int
-    templates_added: int
-    templates_removed: int
-    migrations: int
-    migrated_nodes: int
-    preemptions: int
-    frames: int
-    frames_not_optimal: int
-    solver_seconds: float
-    arrived: int
-    placed: int
-    departed: int
-    events: int
-    wall_time: float
-    per_type: list[dict[str, Any]] = field(default_factory=list)
-
-    @property
-    def events_per_second(self) -> float:
-        """Simulated events per second of wall time."""
-        return self.events / self.wall_time if self.wall_time > 0 else math.nan
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready dict; undefined values (NaN) become None."""
-        out = asdict(self)
-        out["warnings"] = list(self.warnings)
-        out["events_per_second"] = self.events_per_second
-        return _nan_to_none(out)
-
-
-def _nan_to_none(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _nan_to_none(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_nan_to_none(v) for v in x]
-    return x
 
 
 def bound_is_cheap(cluster: Cluster, job_types: Sequence[JobType]) -> bool:
@@ -197,61 +107,56 @@ def _bound(cluster: Cluster, job_types: Sequence[JobType]) -> _Bound:
     return _Bound(opt.cost_rate, opt.proven, note)
 
 
-def _gap(cost: float, bound: float, ci: float = math.nan) -> float | None:
+def _gap(cost: float, bound: float, ci: tuple[float, float] | None = None) -> float | None:
     """Relative excess of ``cost`` over ``bound`` (0 when below it).
 
-    Against a zero bound the gap is 0 when the cost is zero within its interval, else inf.
+    Against a zero bound the gap is 0 when the cost is zero within its interval ``ci``,
+    else inf.
     """
     if not math.isfinite(cost):
         return None
     if bound > 1e-9:
         return max(cost - bound, 0.0) / bound
-    within = cost <= 1e-9 or (math.isfinite(ci) and cost - ci <= 0.0)
+    within = cost <= 1e-9 or (ci is not None and ci[0] <= 0.0)
     return 0.0 if within else math.inf
 
 
 def _calibrate_alpha(
-    cluster: Cluster, job_types: Sequence[JobType], policy: str, bound: float, target: float,
-    seed: int, kw: dict[str, Any],
-) -> tuple[float, list[dict[str, float]]]:  # fmt: skip
-    """Largest alpha of :data:`CALIBRATION_ALPHAS` whose pilot cost is within ``target``.
+    spec: PlacementSpec, bound: float, rng: np.random.Generator
+) -> tuple[float, list[dict[str, float]]]:
+    """Largest alpha of :data:`CALIBRATION_ALPHAS` whose pilot cost is within the target gap.
 
-    Failing that, the alpha of the cheapest pilot.  Pilots run a fixed length with their own
-    generators, derived from ``seed``.
+    Failing that, the alpha of the cheapest pilot.  Pilots run a fixed length, each with its
+    own stream spawned from ``rng``.
     """
-    unit = cost_unit(cluster)
+    unit = cost_unit(spec.cluster)
     pilots: list[dict[str, float]] = []
     best = None
-    length = PILOT_HOLDING_TIMES * max(jt.mean_duration for jt in job_types)
-    for i, a in enumerate(CALIBRATION_ALPHAS):
+    length = PILOT_HOLDING_TIMES * spec.longest
+    for i, (a, gen) in enumerate(zip(CALIBRATION_ALPHAS, rng.spawn(len(CALIBRATION_ALPHAS)),
+                                     strict=True)):  # fmt: skip
         alpha = a * unit
-        r = simulate_placement(
-            cluster, job_types, policy, horizon=length, alpha=alpha, compare_bound=False,
-            rng=np.random.default_rng([seed, i]), **kw,
-        )  # fmt: skip
+        pilot = replace(spec, horizon=length, alpha=alpha, compare_bound=False)
+        r = run_placement(pilot, rng=gen)
         gap = _gap(r.cost_rate, bound)
         pilots.append({"alpha": alpha, "cost_rate": r.cost_rate,
                        "mean_queue_length": r.mean_queue_length,
                        "gap": math.inf if gap is None else gap})  # fmt: skip
         if best is None or r.cost_rate < pilots[best]["cost_rate"]:
             best = i
-        if gap is not None and gap <= target and r.served_fraction >= 0.99:
+        if gap is not None and gap <= spec.target_gap and r.served_fraction >= 0.99:
             return alpha, pilots
     assert best is not None
     return pilots[best]["alpha"], pilots
 
 
-def _ratio(a: float, b: float) -> float:
-    return a / b if b > 0 else math.nan
-
-
 def simulate_placement(
+    policy: str,
     cluster: Cluster,
     job_types: Sequence[JobType],
-    policy: str = "dgp",
     *,
     horizon: float | None = None,
-    warmup: float | None = None,
+    warmup: float | str = "auto",
     beta: float | None = None,
     alpha: float | None = None,
     h: float | Sequence[float] | None = None,
@@ -267,24 +172,26 @@ def simulate_placement(
     max_horizon: float | None = None,
     compare_bound: bool | None = None,
     target_gap: float = DEFAULT_TARGET_GAP,
-    rng: int | np.random.Generator | None = None,
+    rng: Seed = None,
     progress: Callable[[float], None] | None = None,
 ) -> PlacementResult:
-    """Simulate one policy from an empty cluster.
+    """Simulate one placement policy from an empty cluster.
 
     Parameters
     ----------
+    policy : str
+        One of ``storm-default``, ``greedy``, ``maxweight``, ``dgp``, ``dgp-clock``
+        (:data:`~cloudsched.placement.policies.PLACEMENT_POLICIES`).
     cluster : Cluster
         Machines, slots, racks.
     job_types : sequence of JobType
         Graphs, arrival rates and mean holding times.
-    policy : str
-        One of ``storm-default``, ``greedy``, ``maxweight``, ``dgp``, ``dgp-clock``.
     horizon : float, optional
         Fix the simulated time.  By default the run goes on until its intervals are certified
         and precise (``precision``), or until ``max_horizon``.
-    warmup : float, optional
-        Start of the measurement window (default: detected by MSER).
+    warmup : "auto" or float
+        ``auto`` (default): the warm-up is detected by MSER; a fraction in [0, 0.9] drops
+        that share of the run instead (as ``simulate`` does).
     beta, alpha, h, epsilon, f
         DGP: temperature, weight scale, bias (one number, or one per type), epsilon in
         (0, 1), ``log`` (log(1 + x)) or ``identity``.  By default DGP's are read off the
@@ -302,7 +209,7 @@ def simulate_placement(
         MaxWeight: seconds per frame for HiGHS (past it, the best configuration found is
         used and counted in ``frames_not_optimal``).
     frozen_weights : sequence of float, optional
-        Replace ``f_j(Q)`` by these fixed numbers (the fixed-weight algorithm of the seed's
+        Replace ``f_j(Q)`` by these fixed numbers (the fixed-weight algorithm of the paper's
         proof, used to test the product form).
     batches : int
         Batches for the confidence intervals (2..256).
@@ -320,84 +227,71 @@ def simulate_placement(
         DGP's default ``alpha`` aims at a cost at most this fraction above the bound; a
         result further above it gets a warning.
     rng : int, numpy.random.Generator or None
-        Seed or generator (an int is recorded in the result as ``seed``).
+        Seed or generator (:mod:`cloudsched.randomness`); the root seed, drawn when None, is
+        recorded in the result as ``seed``.
     progress : callable, optional
         Called with the fraction of simulated time done.
 
     Returns
     -------
     PlacementResult
+
+    Raises
+    ------
+    ParameterError
+        An argument outside its range (nothing is run).
     """
-    plan = plan_placement(
-        cluster, job_types, policy, horizon=horizon, warmup=warmup, beta=beta, alpha=alpha,
+    spec = PlacementSpec(
+        policy, cluster, job_types, horizon=horizon, warmup=warmup, beta=beta, alpha=alpha,
         h=h, epsilon=epsilon, f=f, virtual_clock=virtual_clock, clock_rate=clock_rate,
         frame=frame, solver_time_limit=solver_time_limit, frozen_weights=frozen_weights,
         batches=batches, precision=precision, max_horizon=max_horizon,
         compare_bound=compare_bound, target_gap=target_gap,
     )  # fmt: skip
-    if plan.overload is not None:
-        warnings.warn(plan.overload, RuntimeWarning, stacklevel=2)
-    policy = plan.policy
-    longest = plan.longest
-    horizon = plan.horizon
-    precision = plan.precision
-    max_horizon = plan.max_horizon
-    warmup = plan.warmup
-    dgp = plan.dgp
-    auto = plan.auto
-    calibrate = plan.calibrate
-    beta = plan.beta
-    alpha = plan.alpha
-    h = plan.h
-    epsilon = plan.epsilon
-    f = plan.f
-    target_gap = plan.target_gap
-    frame = plan.frame
-    solver_time_limit = plan.solver_time_limit
-    batches = plan.batches
-    rates = plan.rates
-    frozen = plan.frozen
-    overload = plan.overload
-    virtual_clock = plan.virtual_clock
-    clock_rate = plan.clock_rate
-    compare_bound = plan.compare_bound
-    rng = check_seed("seed", rng)
-    seed = rng if isinstance(rng, int) else None
-    gen = np.random.default_rng(rng)
+    if spec.overload is not None:
+        warnings.warn(spec.overload, RuntimeWarning, stacklevel=2)
+    return run_placement(spec, rng=rng, progress=progress)
 
+
+def run_placement(
+    spec: PlacementSpec, *, rng: Seed = None, progress: Callable[[float], None] | None = None
+) -> PlacementResult:
+    """Run a checked :class:`~cloudsched.placement.spec.PlacementSpec`.
+
+    See :func:`simulate_placement`; the overload warning is the caller's to give.
+    """
+    seed, (gen,) = streams(rng)
+    cluster, job_types = spec.cluster, spec.job_types
     bound = None
-    if compare_bound is None:
-        compare_bound = overload is None and bound_is_cheap(cluster, job_types)
-    if compare_bound and overload is None:
+    compare = spec.compare_bound
+    if compare is None:
+        compare = spec.overload is None and bound_is_cheap(cluster, job_types)
+    if compare and spec.overload is None:
         bound = _bound(cluster, job_types)
+    # once built, the spec's optional fields hold checked values (none is None)
+    alpha: float = spec.alpha  # type: ignore[assignment]
     calibration = None
-    if calibrate and bound is not None and bound.value is not None:
-        pilot_seed = int(gen.integers(2**63))
-        alpha, calibration = _calibrate_alpha(
-            cluster, job_types, policy, bound.value, target_gap, pilot_seed,
-            dict(beta=beta, h=h, epsilon=epsilon, f=f, virtual_clock=virtual_clock,
-                 clock_rate=clock_rate),
-        )  # fmt: skip
-
-    params = EngineParams(
-        get_placement_policy(policy).code, beta, alpha, h, epsilon, f, bool(virtual_clock),
-        rates, frozen,
-    )
+    if spec.calibrate and bound is not None and bound.value is not None:
+        alpha, calibration = _calibrate_alpha(spec, bound.value, gen.spawn(1)[0])
+    model = spec.model
+    r: Any = spec
+    params = EngineParams(model.code, r.beta, alpha, r.h, r.epsilon, r.f,
+                          bool(spec.virtual_clock), spec.rates, spec.frozen)  # fmt: skip
     # recorded from time 0 in micro-batches; the warm-up is cut afterwards
-    relax = longest  # a lower bound of the relaxation time; the data's estimate may be larger
-    width = longest / 4 if horizon is None else horizon / MICRO_BATCHES
-    eng = PlacementEngine(
-        cluster, job_types, params, width * MICRO_BATCHES, 0.0, MICRO_BATCHES, gen
-    )
+    relax = spec.longest  # a lower bound of the relaxation time; the data's may be larger
+    horizon = spec.horizon
+    width = spec.longest / 4 if horizon is None else horizon / MICRO_BATCHES
+    eng = PlacementEngine(cluster, job_types, params, width * MICRO_BATCHES, 0.0,
+                          MICRO_BATCHES, gen)  # fmt: skip
     ctl = None
-    if policy == "maxweight":
-        ctl = FrameController(frame, alpha, f, solver_time_limit)
+    if model.frames:
+        ctl = FrameController(spec.frame, alpha, r.f, spec.solver_time_limit)
         ctl.start(eng)
     t0 = time.perf_counter()  # the simulation alone (not the bound, not calibration pilots)
     if horizon is None:
         k, reason = run_until_precise(
-            eng, width=width, batches=batches, relaxation=relax, precision=precision,
-            max_horizon=max_horizon, progress=progress,
+            eng, width=width, batches=spec.batches, relaxation=relax,
+            precision=spec.precision, max_horizon=r.max_horizon, progress=progress,
         )  # fmt: skip
     else:
         while not eng.advance(200_000):
@@ -407,62 +301,60 @@ def simulate_placement(
     wall = time.perf_counter() - t0
     if progress is not None:
         progress(1.0)
-    est = estimates(eng, k, batches=batches, relaxation=relax, warmup=warmup)
-    fields = summary_fields(eng, k, est, ctl, overload, warmup is not None)
+    fixed = spec.fixed_warmup
+    est = estimates(eng, k, batches=spec.batches, relaxation=relax, warmup=fixed)
+    fields = summary_fields(eng, k, est, ctl, spec.overload, fixed is not None)
     reached = None
-    if horizon is None and not math.isnan(fields["cost_rate_ci"]):
+    if horizon is None and fields["cost_rate_ci95"] is not None:
         reached = precision_of(eng, est)
-    shown = _shown_params(policy, beta, alpha, h, epsilon, f, virtual_clock, eng.mo.nu, frame,
-                          frozen)  # fmt: skip
-    if dgp:
+    shown = _shown_params(spec, alpha, eng.mo.nu)
+    if model.dgp:
         shown["chosen"] = (
-            "calibrated against the bound"
-            if calibration
-            else ("from the instance" if alpha == auto["alpha"] else "given")
-        )
+            "calibrated against the bound" if calibration
+            else ("from the instance" if alpha == spec.auto["alpha"] else "given")
+        )  # fmt: skip
         if calibration:
             shown["pilots"] = calibration
     gap = None
     if bound is not None and bound.value is not None:
-        gap = _gap(fields["cost_rate"], bound.value, fields["cost_rate_ci"])
-        if gap is not None and gap > target_gap and fields["steady_state"]:
-            why = (
-                (
-                    " (DGP's proposals are uniform random partitions: a cost nearer the bound "
-                    "needs a smaller --alpha and longer queues)"
-                )
-                if dgp
-                else ""
-            )
-            how = "above a zero" if math.isinf(gap) else f"{100 * gap:.0f}% above the"
-            fields["warnings"] = (*fields["warnings"], (
-                f"cost rate {fields['cost_rate']:.4g} is {how} static optimum "
-                f"{bound.value:.4g}{why}"
-            ))  # fmt: skip
+        gap = _gap(fields["cost_rate"], bound.value, fields["cost_rate_ci95"])
+        if gap is not None and gap > spec.target_gap and fields["steady_state"]:
+            fields["warnings"] = (*fields["warnings"],
+                                  _above_bound(fields["cost_rate"], bound.value, gap,
+                                               model.dgp))  # fmt: skip
     return PlacementResult(
-        policy=policy, params=shown, seed=seed, wall_time=wall, stop_reason=reason,
-        precision_target=precision if horizon is None else None, precision_reached=reached,
-        bound=None if bound is None else bound.value,
-        bound_proven=None if bound is None else bound.proven,
-        bound_gap=gap, bound_note=None if bound is None else bound.note,
-        **fields,
+        policy=model.name, params=shown, seed=seed, horizon=horizon,
+        warmup="auto" if fixed is None else f"{fixed:g}", stop_reason=reason,
+        precision_target=spec.precision if horizon is None else None,
+        precision_reached=reached, bound=None if bound is None else bound.value,
+        bound_proven=None if bound is None else bound.proven, bound_gap=gap,
+        bound_note=None if bound is None else bound.note, wall_seconds=wall,
+        events_per_second=fields["events"] / wall if wall > 0 else math.nan, **fields,
     )  # fmt: skip
 
 
-def _shown_params(
-    policy: str, beta: float, alpha: float, h: float | tuple[float, ...], epsilon: float, f: str,
-    virtual_clock: bool, nu: np.ndarray, frame: float, frozen: tuple[float, ...] | None,
-) -> dict[str, Any]:  # fmt: skip
-    if policy in ("dgp", "dgp-clock"):
+def _above_bound(cost: float, bound: float, gap: float, dgp: bool) -> str:
+    why = (
+        " (DGP's proposals are uniform random partitions: a cost nearer the bound needs a "
+        "smaller --alpha and longer queues)" if dgp else ""
+    )  # fmt: skip
+    how = "above a zero" if math.isinf(gap) else f"{100 * gap:.0f}% above the"
+    return f"cost rate {cost:.4g} is {how} static optimum {bound:.4g}{why}"
+
+
+def _shown_params(spec: PlacementSpec, alpha: float, nu: np.ndarray) -> dict[str, Any]:
+    """Return the policy's parameters as used (recorded in the result's ``params``)."""
+    model = spec.model
+    if model.dgp:
         out: dict[str, Any] = {
-            "beta": beta, "alpha": alpha, "h": h, "epsilon": epsilon, "f": f,
-            "virtual_clock": virtual_clock,
+            "beta": spec.beta, "alpha": alpha, "h": spec.h, "epsilon": spec.epsilon,
+            "f": spec.f, "virtual_clock": spec.virtual_clock,
         }  # fmt: skip
-        if policy == "dgp-clock":
+        if model.name == "dgp-clock":
             out["clock_rate"] = [float(x) for x in nu]
-        if frozen is not None:
-            out["frozen_weights"] = list(frozen)
+        if spec.frozen is not None:
+            out["frozen_weights"] = list(spec.frozen)
         return out
-    if policy == "maxweight":
-        return {"alpha": alpha, "f": f, "frame": frame}
+    if model.frames:
+        return {"alpha": alpha, "f": spec.f, "frame": spec.frame}
     return {}

@@ -9,9 +9,8 @@ Storm Flux files are read by :mod:`cloudsched.placement.flux`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -23,11 +22,11 @@ __all__ = [
     "GENERATORS",
     "Topology",
     "chain",
+    "check_size",
     "complete",
     "from_edges",
     "random_graph",
     "star",
-    "topology_from_spec",
     "tree",
 ]
 
@@ -40,6 +39,21 @@ class Topology:
 
     name: str
     graph: nx.Graph
+
+    def __post_init__(self) -> None:
+        """Check the graph: at least one node, labelled ``0..K-1``, no self-loops."""
+        if not isinstance(self.graph, nx.Graph) or self.graph.is_directed():
+            raise ParameterError(f"{self.name}.graph", type(self.graph).__name__,
+                                 "an undirected networkx Graph")  # fmt: skip
+        k = self.graph.number_of_nodes()
+        if k == 0:
+            raise ParameterError(f"{self.name}.graph", "0 nodes", "at least one node")
+        if set(self.graph.nodes) != set(range(k)):
+            raise ParameterError(f"{self.name}.graph", "other node labels",
+                                 f"nodes labelled 0..{k - 1}")  # fmt: skip
+        if nx.number_of_selfloops(self.graph):
+            raise ParameterError(f"{self.name}.graph", "a self-loop",
+                                 "edges between two different nodes")  # fmt: skip
 
     @property
     def nodes(self) -> int:
@@ -67,7 +81,7 @@ BYTES_PER_EDGE = 400
 BYTES_PER_NODE = 300
 
 
-def _check_size(name: str, value: Any, nodes: float, edges: float) -> None:
+def check_size(name: str, value: Any, nodes: float, edges: float) -> None:
     """Refuse, before building it, a graph that could not fit in memory."""
     from cloudsched.resources import check_memory
 
@@ -100,16 +114,16 @@ def tree(k: int, branching: int = 2) -> Topology:
 def complete(k: int) -> Topology:
     """Complete graph on k nodes."""
     k = check_int("nodes", k, low=1)
-    _check_size("nodes", k, k, k * (k - 1) / 2)
+    check_size("nodes", k, k, k * (k - 1) / 2)
     return _from_graph(f"complete-{k}", nx.complete_graph(k))
 
 
-def random_graph(k: int, p: float, rng: np.random.Generator) -> Topology:
+def random_graph(k: int, p: float, *, rng: np.random.Generator) -> Topology:
     """Erdos-Renyi G(k, p): each pair is an edge with probability p (no connectivity forced)."""
     k = check_int("nodes", k, low=1)
     p = check_real("p", p, low=0.0, high=1.0)
     # the pair indices (2 x 8 bytes per pair) exist whatever p is
-    _check_size("nodes", k, k, k * (k - 1) / 2 * max(p, 16 / BYTES_PER_EDGE))
+    check_size("nodes", k, k, k * (k - 1) / 2 * max(p, 16 / BYTES_PER_EDGE))
     g = nx.Graph()
     g.add_nodes_from(range(k))
     i, j = np.triu_indices(k, 1)
@@ -127,7 +141,7 @@ def from_edges(
         raise ParameterError("edges", edges, "a list of pairs [u, v] of node labels")
     if isinstance(nodes, int) and not isinstance(nodes, bool):
         nodes = check_int("nodes", nodes, low=1)
-        _check_size("nodes", nodes, nodes, len(edges))
+        check_size("nodes", nodes, nodes, len(edges))
         labels: list[Any] = list(range(nodes))
     elif isinstance(nodes, Sequence) and not isinstance(nodes, str):
         labels = list(nodes)
@@ -150,45 +164,3 @@ def from_edges(
             raise ParameterError("edges", edge, "pairs of two different listed nodes")
         g.add_edge(index[u], index[v])
     return Topology(name, g)
-
-
-def topology_from_spec(spec: Any, base_dir: str | Path, rng: np.random.Generator) -> Topology:
-    """Build a topology from its workload-file form.
-
-    ``{generator: chain|star|tree|complete|random, nodes: K, [p: P], [branching: B]}``,
-    ``{nodes: [...] or K, edges: [[u, v], ...]}`` or ``{flux: PATH}`` (relative to
-    ``base_dir``).
-    """
-    if not isinstance(spec, Mapping):
-        raise ParameterError(
-            "topology", spec, "a mapping with 'generator', 'nodes'/'edges' or 'flux'"
-        )
-    if "flux" in spec:
-        from cloudsched.placement.flux import load_flux, read_properties
-
-        path = Path(base_dir) / str(spec["flux"])
-        props = None
-        if spec.get("properties") is not None:
-            props = read_properties(Path(base_dir) / str(spec["properties"]))
-        return load_flux(path, slots=spec.get("slots", "executors"),
-                         executors_per_slot=spec.get("executors_per_slot"),
-                         properties=props)  # fmt: skip
-    if "generator" in spec:
-        kind = spec["generator"]
-        k: Any = spec.get("nodes")
-        if kind == "chain":
-            return chain(k)
-        if kind == "star":
-            return star(k)
-        if kind == "tree":
-            return tree(k, spec.get("branching", 2))
-        if kind == "complete":
-            return complete(k)
-        if kind == "random":
-            return random_graph(k, spec.get("p", 0.5), rng)
-        raise ParameterError("generator", kind, "one of " + ", ".join(GENERATORS))
-    if "edges" in spec:
-        return from_edges(spec.get("nodes", []), spec["edges"])
-    raise ParameterError(
-        "topology", dict(spec), "a mapping with 'generator', 'nodes'/'edges' or 'flux'"
-    )

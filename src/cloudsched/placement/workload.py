@@ -28,9 +28,20 @@ import numpy as np
 
 from cloudsched.errors import InputError, ParameterError, check_real
 from cloudsched.io import read_yaml
-from cloudsched.placement.topology import Topology, topology_from_spec
+from cloudsched.placement.flux import load_flux, read_properties
+from cloudsched.placement.topology import (
+    GENERATORS,
+    Topology,
+    chain,
+    complete,
+    from_edges,
+    random_graph,
+    star,
+    tree,
+)
+from cloudsched.randomness import Seed
 
-__all__ = ["RATE_RANGE", "JobType", "load_workload"]
+__all__ = ["RATE_RANGE", "JobType", "load_workload", "topology_from_spec"]
 
 #: Allowed arrival rates and mean durations of a job type (time units of the simulation):
 #: outside it the static optimum's LP is badly scaled (HiGHS refuses a duration of 1e300).
@@ -66,8 +77,8 @@ class JobType:
 
 def load_workload(
     path: str | Path,
-    rng: np.random.Generator | None = None,
     *,
+    rng: Seed = None,
     flux: Mapping[str, Any] | None = None,
 ) -> list[JobType]:
     """Read a workload YAML file (see the module docstring); ``rng`` seeds random graphs.
@@ -106,9 +117,49 @@ def _job_type(
         if isinstance(spec, Mapping) and "flux" in spec and flux:
             own = {"slots", "executors_per_slot"} & set(spec)
             spec = {**spec} if own else {**spec, **{k: v for k, v in flux.items() if v is not None}}
-        topology = topology_from_spec(spec, base, rng)
+        topology = topology_from_spec(spec, base, rng=rng)
         return JobType(name, rate, duration, topology)
     except InputError:
         raise
     except ParameterError as exc:
         raise InputError(where, f"job type {name!r}: {exc}") from None
+
+
+def topology_from_spec(spec: Any, base_dir: str | Path, *, rng: np.random.Generator) -> Topology:
+    """Build a topology from its workload-file form.
+
+    ``{generator: chain|star|tree|complete|random, nodes: K, [p: P], [branching: B]}``,
+    ``{nodes: [...] or K, edges: [[u, v], ...]}`` or ``{flux: PATH}`` (relative to
+    ``base_dir``).
+    """
+    if not isinstance(spec, Mapping):
+        raise ParameterError(
+            "topology", spec, "a mapping with 'generator', 'nodes'/'edges' or 'flux'"
+        )
+    if "flux" in spec:
+        path = Path(base_dir) / str(spec["flux"])
+        props = None
+        if spec.get("properties") is not None:
+            props = read_properties(Path(base_dir) / str(spec["properties"]))
+        return load_flux(path, slots=spec.get("slots", "executors"),
+                         executors_per_slot=spec.get("executors_per_slot"),
+                         properties=props)  # fmt: skip
+    if "generator" in spec:
+        kind = spec["generator"]
+        k: Any = spec.get("nodes")
+        if kind == "chain":
+            return chain(k)
+        if kind == "star":
+            return star(k)
+        if kind == "tree":
+            return tree(k, spec.get("branching", 2))
+        if kind == "complete":
+            return complete(k)
+        if kind == "random":
+            return random_graph(k, spec.get("p", 0.5), rng=rng)
+        raise ParameterError("generator", kind, "one of " + ", ".join(GENERATORS))
+    if "edges" in spec:
+        return from_edges(spec.get("nodes", []), spec["edges"])
+    raise ParameterError(
+        "topology", dict(spec), "a mapping with 'generator', 'nodes'/'edges' or 'flux'"
+    )

@@ -1,0 +1,139 @@
+"""The result record of a placement simulation.
+
+Its shape follows the dispatch simulator's :class:`~cloudsched.dispatch.SimulationResult`:
+the same names for the same things (``seed``, ``warmup``, ``warmup_time``,
+``measured_time``, ``ci95``-style ``(low, high)`` intervals, ``wall_seconds``,
+``events_per_second``), ``to_dict`` for JSON and ``to_row`` for one flat table row.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["CI_FIELDS", "PlacementResult"]
+
+#: The quantities that carry a 95% interval, ``{name}_ci95``.
+CI_FIELDS = ("mean_queue_length", "mean_partition_cost", "cost_rate")
+
+
+@dataclass(frozen=True)
+class PlacementResult:
+    """Time averages and counts over the measurement window, after the warm-up.
+
+    Totals are over all job types; ``per_type`` holds one dict per type with the same
+    quantities.  ``*_ci95`` are 95% confidence intervals ``(low, high)`` from batch means
+    (None, ``null`` in JSON, when the interval is not certified or there is no steady
+    state; ``warnings`` says why).
+
+    How it was measured: ``warmup`` (``auto``: MSER, or the fixed fraction as given),
+    ``warmup_detected``, ``warmup_time`` (simulated time cut), ``measured_time`` (length of
+    the window), ``horizon`` (the requested length, None for an open-ended run),
+    ``relaxation_estimate``, ``precision_target`` / ``precision_reached`` (open-ended runs),
+    ``stop_reason`` (``precision``, ``max_horizon`` or ``horizon``), ``ci_method``.
+    ``served_fraction`` is jobs that left over jobs that arrived in the window (per type in
+    ``per_type``); ``bound`` is the static optimum's cost rate when it was solved
+    (``bound_gap`` the cost's relative excess over it, ``bound_note`` why it is missing).
+    ``seed`` is the root seed drawn or given (None when a generator was passed), so a run is
+    regenerated with ``rng=seed``.
+    """
+
+    policy: str
+    params: dict[str, Any]
+    seed: int | None
+    horizon: float | None
+    warmup: str
+    warmup_detected: bool
+    warmup_time: float
+    measured_time: float
+    steady_state: bool
+    relaxation_estimate: float
+    precision_target: float | None
+    precision_reached: float | None
+    stop_reason: str
+    ci_method: str
+    warnings: tuple[str, ...]
+    mean_queue_length: float
+    mean_queue_length_ci95: tuple[float, float] | None
+    mean_partition_cost: float
+    mean_partition_cost_ci95: tuple[float, float] | None
+    cost_rate: float
+    cost_rate_ci95: tuple[float, float] | None
+    served_fraction: float
+    bound: float | None
+    bound_proven: bool | None
+    bound_gap: float | None
+    bound_note: str | None
+    utilization: float
+    reserved_fraction: float
+    mean_in_service: float
+    mean_wait: float
+    mean_actual_templates: float
+    mean_virtual_templates: float
+    final_queue_length: int
+    proposals_tried: int
+    proposals_failed: int
+    proposals_rejected: int
+    templates_added: int
+    templates_removed: int
+    migrations: int
+    migrated_nodes: int
+    preemptions: int
+    frames: int
+    frames_not_optimal: int
+    solver_seconds: float
+    arrived: int
+    placed: int
+    departed: int
+    events: int
+    wall_seconds: float
+    events_per_second: float
+    per_type: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict; undefined values (NaN, infinities) become None."""
+        out = asdict(self)
+        out["warnings"] = list(self.warnings)
+        for name in CI_FIELDS:
+            ci = getattr(self, f"{name}_ci95")
+            out[f"{name}_ci95"] = None if ci is None else list(ci)
+        return _finite_or_none(out)
+
+    def to_row(self) -> dict[str, Any]:
+        """Flatten the result into one row for pandas or CSV.
+
+        Scalars; each interval as ``{name}_ci95_low``/``_high`` (NaN without one); the
+        policy parameters as ``param.{key}`` (lists joined by spaces); ``warnings`` joined by
+        ``"; "``; and each job type's numbers as ``{type}.{key}``.
+        """
+        row: dict[str, Any] = {}
+        for k, v in asdict(self).items():
+            if k in ("params", "per_type", "warnings") or k.endswith("_ci95"):
+                continue
+            row[k] = v
+        for name in CI_FIELDS:
+            ci = getattr(self, f"{name}_ci95")
+            row[f"{name}_ci95_low"], row[f"{name}_ci95_high"] = ci if ci else (math.nan,
+                                                                               math.nan)
+        for k, v in self.params.items():
+            if k == "pilots":
+                continue  # calibration pilots: in to_dict only
+            row[f"param.{k}"] = " ".join(f"{x:g}" for x in v) if isinstance(
+                v, list | tuple) else v  # fmt: skip
+        row["warnings"] = "; ".join(self.warnings)
+        for t in self.per_type:
+            for k, v in t.items():
+                if k != "name":
+                    row[f"{t['name']}.{k}"] = v
+        return {k: (math.nan if v is None else v) for k, v in row.items()}
+
+
+def _finite_or_none(x: Any) -> Any:
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {k: _finite_or_none(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_finite_or_none(v) for v in x]
+    return x
