@@ -36,13 +36,13 @@ def test_reproduce_names_the_paper(capsys, tmp_path):
     with pytest.raises(SystemExit) as exc:
         main(["reproduce", "storm", "--out", str(tmp_path)])
     assert exc.value.code == 2
-    assert "SEED_PAPER must be one of jiq, dgp" in capsys.readouterr().err
+    assert "PAPER must be one of jiq, dgp" in capsys.readouterr().err
 
 
 def test_captions_follow_the_numbers():
     import pandas as pd
 
-    from cloudsched.experiments.reproduce import maxweight_caption, tradeoff_caption
+    from cloudsched.experiments.dgp_figures import maxweight_caption, tradeoff_caption
 
     dgp = pd.DataFrame({"alpha": [0.002] * 3, "beta": [0.8, 0.2, 0.05],
                         "cost_rate": [1.8, 0.7, 0.5], "mean_queue_length": [4000, 1500, 800]})

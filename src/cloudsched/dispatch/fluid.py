@@ -74,6 +74,16 @@ class FluidTrajectory:
         """Mean number of tasks per server, ``sum_i s_i(t)``, shape ``(n,)``."""
         return self.tail.sum(axis=1)
 
+    def to_rows(self, tail: int = 6) -> list[dict[str, float]]:
+        """One flat row per time for pandas or CSV: ``t``, ``p0``, ``mean_tasks``, ``s_i``."""
+        k = min(tail, self.tail.shape[1])
+        mean = self.mean_tasks
+        return [
+            {"t": float(self.t[n]), "p0": float(self.p0[n]), "mean_tasks": float(mean[n]),
+             **{f"s_{i + 1}": float(self.tail[n, i]) if i < k else 0.0 for i in range(tail)}}
+            for n in range(self.t.size)
+        ]  # fmt: skip
+
 
 def _sizes(policy: str, load: float, r: float, d: int) -> tuple[int, int]:
     """Return truncation levels (K busy levels, J I-queue sizes) with negligible mass beyond."""

@@ -22,6 +22,7 @@ Choices where the note is silent (marked ``CHOICE`` below) are documented in pla
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -31,11 +32,8 @@ from cloudsched.dispatch.policies import check_meanfield_policy
 from cloudsched.errors import check_int, check_loads, check_real
 
 __all__ = [
-    "MeanFieldPrediction",
-    "iqueue_distribution",
-    "jiq_p0",
-    "predict",
-    "tail_probabilities",
+    "R_MIN", "MeanFieldPrediction", "check_prediction", "iqueue_distribution",
+    "jiq_p0", "predict", "tail_probabilities",
 ]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -262,8 +260,22 @@ class MeanFieldPrediction:
         assert self.r is not None and self.d is not None
         return iqueue_distribution(float(self.p0[index]), float(self.loads[index]), self.r, self.d)
 
-    def records(self) -> list[dict[str, object]]:
-        """One dict per load, with the JSON field names of ``cloudsched predict``."""
+    def to_rows(self, tail: int = 6) -> list[dict[str, Any]]:
+        """One flat row per load for pandas or CSV: the scalars and ``s_1..s_tail``.
+
+        Tail entries beyond the last one kept (below ``tail_tol``) are 0.
+        """
+        rows = []
+        for k, doc in enumerate(self.to_dicts()):
+            row = {"policy": self.policy, "r": self.r, "d": self.d}
+            row.update({key: v for key, v in doc.items() if key != "tail"})
+            t = self.tails[k]
+            row.update({f"s_{i + 1}": float(t[i]) if i < t.size else 0.0 for i in range(tail)})
+            rows.append(row)
+        return rows
+
+    def to_dicts(self) -> list[dict[str, Any]]:
+        """One JSON-ready dict per load (the ``points`` of ``cloudsched predict``)."""
         return [
             {
                 "load": float(self.loads[k]),

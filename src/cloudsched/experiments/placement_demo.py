@@ -38,7 +38,7 @@ def demo_instance() -> tuple[Cluster, list[JobType]]:
     """Return the demo's cluster and job types."""
     jobs = [
         JobType(j["name"], j["arrival_rate"], j["mean_duration"],
-                topology_from_spec(j["topology"], ".", np.random.default_rng(0)))
+                topology_from_spec(j["topology"], ".", rng=np.random.default_rng(0)))
         for j in DEMO_JOB_TYPES
     ]  # fmt: skip
     return parse_cluster("3x3"), jobs

@@ -14,7 +14,7 @@ import pandas as pd
 
 from cloudsched.io import atomic_write_text
 
-__all__ = ["Report", "html_table", "markdown_table", "software_versions"]
+__all__ = ["Report", "ensure_dir", "html_table", "markdown_table", "software_versions"]
 
 
 def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:

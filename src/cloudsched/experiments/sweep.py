@@ -29,259 +29,37 @@ flight, and ``resume`` skips every run already stored.  :func:`load_results` rea
 
 from __future__ import annotations
 
-import hashlib
-import inspect
-import itertools
 import json
 import math
 import os
-import types
-import typing
 import warnings
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from cloudsched.errors import ExternalError, InputError, ParameterError
-from cloudsched.io import atomic_path, read_yaml
+from cloudsched.errors import ExternalError, ParameterError
+from cloudsched.experiments.kinds import KIND_TABLE, KINDS, PointContext
+from cloudsched.experiments.sweep_spec import Run, SweepSpec, load_spec, parse_spec
+from cloudsched.io import atomic_path
 
-__all__ = ["KINDS", "Run", "SweepSpec", "load_results", "load_spec", "run_one", "run_sweep"]
+__all__ = [
+    "KINDS",
+    "Run",
+    "SweepSpec",
+    "load_results",
+    "load_spec",
+    "parse_spec",
+    "run_one",
+    "run_sweep",
+    "stored_ids",
+]
 
-KINDS = ("simulate", "predict", "place")
-PLACE_MODEL_KEYS = {"cluster": str, "racks": int, "cross_rack_cost": float, "workload": str}
-# Arguments a sweep cannot set: callbacks, arrays and the generator (seeds come from the spec).
-_NOT_SWEPT = {"rng", "progress", "trace", "speeds", "frozen_weights", "cluster", "job_types"}
 #: Columns that measure the machine, not the model: they differ between identical runs.
-TIMING_COLUMNS = ("wall_time", "wall_seconds", "events_per_second", "solver_seconds")
-
-
-def _target(kind: str) -> Callable[..., Any]:
-    if kind == "simulate":
-        from cloudsched.dispatch.simulation import simulate
-
-        return simulate
-    if kind == "predict":
-        from cloudsched.dispatch.meanfield import predict
-
-        return predict
-    from cloudsched.placement.simulation import simulate_placement
-
-    return simulate_placement
-
-
-def _parameters(kind: str) -> dict[str, Any]:
-    """Sweepable parameter -> its annotated type."""
-    fn = _target(kind)
-    hints = typing.get_type_hints(fn)
-    out = {
-        name: hints.get(name, Any)
-        for name in inspect.signature(fn).parameters
-        if name not in _NOT_SWEPT
-    }
-    if kind == "predict":
-        out.pop("loads", None)
-        out["load"] = float
-    if kind == "place":
-        out.update(PLACE_MODEL_KEYS)
-    return out
-
-
-def _required(kind: str) -> set[str]:
-    """Parameters without a default that a sweep of ``kind`` must set."""
-    if kind == "predict":
-        return {"policy", "load"}
-    if kind == "place":
-        return {"cluster", "workload"}
-    signature = inspect.signature(_target(kind)).parameters
-    return {name for name, p in signature.items()
-            if p.default is p.empty and name not in _NOT_SWEPT
-            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}  # fmt: skip
-
-
-def _accepts(tp: Any, value: Any) -> bool:
-    """Tell whether ``value`` fits the annotation ``tp`` (scalars, unions, sequences)."""
-    if tp is Any:
-        return True
-    origin = typing.get_origin(tp)
-    if origin in (typing.Union, types.UnionType):
-        return any(_accepts(a, value) for a in typing.get_args(tp))
-    if tp is type(None):
-        return value is None
-    if tp is bool:
-        return isinstance(value, bool)
-    if tp is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if tp is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if tp is str:
-        return isinstance(value, str)
-    if origin is not None and isinstance(value, list):
-        args = typing.get_args(tp)
-        return all(_accepts(args[0], v) for v in value) if args else True
-    return isinstance(value, dict | list | str | int | float)
-
-
-@dataclass(frozen=True)
-class Run:
-    """One run of a sweep: its id, parameters, replication and seed words."""
-
-    run_id: str
-    params: dict[str, Any]
-    replication: int
-    spawn_key: tuple[int, ...]
-
-
-@dataclass(frozen=True)
-class SweepSpec:
-    """A validated sweep specification (see the module docstring)."""
-
-    kind: str
-    seed: int
-    replications: int
-    fixed: dict[str, Any]
-    grid: dict[str, list[Any]]
-    base_dir: str = "."
-
-    def points(self) -> Iterator[dict[str, Any]]:
-        """Every grid point (fixed parameters included), keys of the grid in sorted order."""
-        keys = sorted(self.grid)
-        for values in itertools.product(*(self.grid[k] for k in keys)):
-            yield {**self.fixed, **dict(zip(keys, values, strict=True))}
-
-    def runs(self) -> list[Run]:
-        """Every run: each point times each replication."""
-        out = []
-        for params in self.points():
-            canon = json.dumps(params, sort_keys=True, default=str)
-            digest = hashlib.sha256(canon.encode()).digest()
-            words = (int.from_bytes(digest[:4], "little"), int.from_bytes(digest[4:8], "little"))
-            # the id also covers the root seed: a resumed directory never mixes two seeds
-            ident = hashlib.sha256(f"{self.seed}:{canon}".encode()).hexdigest()[:16]
-            for rep in range(self.replications):
-                run_id = f"{ident}-{rep}"
-                out.append(Run(run_id, params, rep, (*words, rep)))
-        return out
-
-
-def load_spec(path: str | Path) -> SweepSpec:
-    """Read and validate a sweep spec; every error names the key (nothing runs before)."""
-    where = str(path)
-    doc = read_yaml(path)
-    if not isinstance(doc, Mapping):
-        raise InputError(where, "a sweep spec is a mapping with 'kind', 'grid', ...")
-    return parse_spec(dict(doc), where, str(Path(path).resolve().parent))
-
-
-def parse_spec(doc: dict[str, Any], where: str = "spec", base_dir: str = ".") -> SweepSpec:
-    """Validate a sweep spec given as a dict (see :func:`load_spec`)."""
-    allowed = {"kind", "seed", "replications", "fixed", "grid"}
-    for key in doc:
-        if key not in allowed:
-            raise InputError(where, f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})")
-    kind = doc.get("kind")
-    if kind not in KINDS:
-        raise InputError(where, f"'kind' must be one of {', '.join(KINDS)} (got {kind!r})")
-    seed = doc.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= 2**62:
-        # stored as int64 in every Parquet row (reproductions add small offsets)
-        raise InputError(where, f"'seed' must be an integer in [0, 2^62] (got {seed!r})")
-    reps = doc.get("replications", 1)
-    if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 100_000:
-        raise InputError(where, f"'replications' must be an integer in [1, 100000] (got {reps!r})")
-    fixed = doc.get("fixed") or {}
-    grid = doc.get("grid")
-    if not isinstance(fixed, Mapping):
-        raise InputError(where, "'fixed' must be a mapping of parameter: value")
-    if not isinstance(grid, Mapping) or not grid:
-        raise InputError(where, "'grid' must be a non-empty mapping of parameter: [values]")
-    params = _parameters(kind)
-    for key, values in grid.items():
-        if not isinstance(values, list) or not values:
-            raise InputError(where, f"grid.{key} must be a non-empty list of values")
-        seen: set[str] = set()
-        for v in values:  # a repeated value would be the same run twice
-            text = json.dumps(v, sort_keys=True, default=str)
-            if text in seen:
-                raise InputError(where, f"grid.{key} lists {v!r} more than once (the same run)")
-            seen.add(text)
-    for section, items in (("fixed", {k: [v] for k, v in fixed.items()}), ("grid", grid)):
-        for key, values in items.items():
-            if key not in params:
-                raise InputError(
-                    where,
-                    f"{section}.{key} is not a parameter of {kind} "
-                    f"(allowed: {', '.join(sorted(params))})",
-                )
-            for v in values:
-                if not _accepts(params[key], v):
-                    raise InputError(where, f"{section}.{key}: {v!r} has the wrong type")
-    both = set(fixed) & set(grid)
-    if both:
-        raise InputError(where, f"{sorted(both)[0]} is in both 'fixed' and 'grid'")
-    for key in sorted(_required(kind)):
-        if key not in fixed and key not in grid:
-            raise InputError(where, f"a {kind} sweep needs '{key}' (in fixed or grid)")
-    spec = SweepSpec(kind, seed, reps, dict(fixed), {k: list(v) for k, v in grid.items()}, base_dir)
-    _dry_check(spec, where)
-    return spec
-
-
-def _dry_check(spec: SweepSpec, where: str) -> None:
-    """Check every point's values as its run would, before any run (nothing is computed)."""
-    from cloudsched.dispatch.meanfield import check_prediction
-    from cloudsched.dispatch.plan import plan_simulation
-    from cloudsched.placement.plan import plan_placement
-
-    models: dict[str, tuple[Any, Any]] = {}
-    for params in spec.points():
-        try:
-            if spec.kind == "simulate":
-                plan_simulation(**_with_plugin_path(params, spec.base_dir))
-            elif spec.kind == "predict":
-                kw = {k: v for k, v in params.items() if k != "load"}
-                check_prediction(loads=[params["load"]], **kw)
-            else:
-                model = {k: params[k] for k in PLACE_MODEL_KEYS if k in params}
-                key = json.dumps(model, sort_keys=True)
-                if key not in models:  # each cluster/workload read once
-                    models[key] = _place_model(model, spec.base_dir, 0)
-                rest = {k: v for k, v in params.items() if k not in PLACE_MODEL_KEYS}
-                plan_placement(*models[key], **rest)
-        except ParameterError as exc:
-            point = ", ".join(f"{k}={params[k]!r}" for k in spec.grid)
-            raise InputError(where, f"at {point}: {exc}" if point else str(exc)) from None
-
-
-def _with_plugin_path(params: dict[str, Any], base_dir: str) -> dict[str, Any]:
-    """Read a plug-in policy ``file.py[:NAME]`` relative to the spec's folder."""
-    policy = params.get("policy")
-    if not isinstance(policy, str):
-        return params
-    path, sep, name = policy.rpartition(":")
-    if not (sep and path.endswith(".py")):
-        path, sep, name = policy, "", ""
-    if not path.endswith(".py") or Path(path).is_absolute():
-        return params
-    return {**params, "policy": f"{Path(base_dir) / path}{sep}{name}"}
-
-
-def _place_model(params: dict[str, Any], base_dir: str, seed: int) -> tuple[Any, Any]:
-    from cloudsched.placement import load_workload, parse_cluster
-
-    cluster = parse_cluster(
-        params["cluster"], racks=params.get("racks", 1),
-        cross_rack_cost=params.get("cross_rack_cost", 2.0),
-    )  # fmt: skip
-    path = Path(base_dir) / params["workload"]
-    jobs = load_workload(path, np.random.default_rng(seed))
-    for jt in jobs:
-        cluster.check_fits(jt.topology, name="workload")
-    return cluster, jobs
+TIMING_COLUMNS = ("wall_seconds", "events_per_second", "solver_seconds")
 
 
 def run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, ...],
@@ -298,43 +76,11 @@ def run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, 
 
 def _run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, ...],
              base_dir: str) -> dict[str, Any]:  # fmt: skip
-    ss = np.random.SeedSequence(root, spawn_key=spawn_key)
-    rng = np.random.default_rng(ss)
-    if kind == "simulate":
-        from cloudsched.dispatch.simulation import simulate
-
-        row = simulate(**_with_plugin_path(params, base_dir), rng=rng).to_row()
-    elif kind == "predict":
-        from cloudsched.dispatch.meanfield import predict
-
-        kw = {k: v for k, v in params.items() if k != "load"}
-        pred = predict(loads=[params["load"]], **kw)
-        row = {
-            "p0": float(pred.p0[0]),
-            "mean_response_time": float(pred.mean_response_time[0]),
-            "join_rate": float(pred.join_rate[0]),
-            "delete_rate": float(pred.delete_rate[0]),
-            "probe_rate": float(pred.probe_rate[0]),
-        }
-    else:
-        from cloudsched.placement.simulation import simulate_placement
-
-        model = {k: params[k] for k in PLACE_MODEL_KEYS if k in params}
-        rest = {k: v for k, v in params.items() if k not in PLACE_MODEL_KEYS}
-        # random graphs of the workload come from the point alone: the same for every replication
-        point = np.random.SeedSequence(root, spawn_key=spawn_key[:-1])
-        cluster, jobs = _place_model(model, base_dir, int(point.generate_state(1)[0]))
-        res = simulate_placement(cluster, jobs, rng=rng, **rest).to_dict()
-        per_type = res.pop("per_type")
-        # the parameters the run used (defaults included), e.g. DGP's calibrated alpha
-        used = res.pop("params")
-        used.pop("pilots", None)
-        row = dict(res)
-        row["params_used"] = json.dumps(used)
-        for t in per_type:
-            keys = ("edges", "mean_queue_length", "mean_partition_cost", "cost_rate", "mean_wait")
-            for key in keys:
-                row[f"{t['name']}.{key}"] = t[key]
+    rng = np.random.default_rng(np.random.SeedSequence(root, spawn_key=spawn_key))
+    # random graphs of a workload come from the point alone: the same for every replication
+    point = np.random.SeedSequence(root, spawn_key=spawn_key[:-1])
+    row = KIND_TABLE[kind].run(params, rng, int(point.generate_state(1)[0]),
+                               PointContext(base_dir))  # fmt: skip
     row.pop("seed", None)
     return row
 

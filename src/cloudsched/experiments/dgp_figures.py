@@ -1,0 +1,193 @@
+"""The graph-placement paper's figures, one function each, appended to a report.
+
+The paper: Javad Ghaderi, Sanjay Shakkottai and R. Srikant, "Scheduling Storms and Streams
+in the Cloud" (under ``shared/seeds`` in the checkout).  :func:`dgp_sections` runs the
+grids (DGP over alpha and beta, the baselines, DGP with its defaults, MaxWeight over its
+frame length) on the demo instance and draws the trade-off and MaxWeight figures.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from cloudsched.experiments.common import half_width, run_grid, size_of
+from cloudsched.experiments.report import Report
+from cloudsched.io import atomic_write_text
+
+__all__ = ["dgp_sections", "maxweight_caption", "tradeoff_caption"]
+
+
+@dataclass(frozen=True)
+class PlacementGrids:
+    """The rows of the four placement grids, and the static optimum they are measured by."""
+
+    dgp: pd.DataFrame
+    base: pd.DataFrame
+    default: pd.DataFrame
+    mw: pd.DataFrame
+    optimum: float
+
+
+def _workload_file(out_dir: Path) -> str:
+    from cloudsched.experiments.placement_demo import demo_workload_yaml
+
+    atomic_write_text(out_dir / "placement-workload.yaml", demo_workload_yaml())
+    return "placement-workload.yaml"
+
+
+def run_grids(out_dir: Path, level: str, workers: int, seed: int) -> PlacementGrids:
+    """Run (or resume) the four placement grids at size ``level``."""
+    from cloudsched.experiments.jiq_figures import Setting
+    from cloudsched.experiments.placement_demo import DGP_PARAMS, demo_instance
+    from cloudsched.placement.optimize import static_optimum
+
+    s = Setting(size_of(level), workers, seed)
+    cluster, jobs = demo_instance()
+    optimum = static_optimum(cluster, jobs).cost_rate
+    model = {"cluster": "3x3", "workload": _workload_file(out_dir)}
+    dgp = run_grid(out_dir, "dgp-beta-alpha", {
+        "kind": "place", "seed": s.seed, "replications": 1,
+        "fixed": {**model, "policy": "dgp", "f": DGP_PARAMS["f"], "h": DGP_PARAMS["h"],
+                  "horizon": s.size["dgp_horizon"]},
+        "grid": {"alpha": s.size["alphas"], "beta": s.size["betas"]},
+    }, s.workers)  # fmt: skip
+    base = run_grid(out_dir, "baselines", {
+        "kind": "place", "seed": s.seed + 1, "replications": 1,
+        "fixed": {**model, "horizon": s.size["dgp_horizon"] / 10},
+        "grid": {"policy": ["storm-default", "greedy"]},
+    }, s.workers)  # fmt: skip
+    default = run_grid(out_dir, "dgp-default", {
+        "kind": "place", "seed": s.seed + 3, "replications": 1,
+        "fixed": {**model, "horizon": s.size["dgp_horizon"]},
+        "grid": {"policy": ["dgp"]},
+    }, s.workers)  # fmt: skip
+    mw = run_grid(out_dir, "maxweight-frames", {
+        "kind": "place", "seed": s.seed + 2, "replications": 1,
+        "fixed": {**model, "policy": "maxweight", "horizon": s.size["mw_horizon"]},
+        "grid": {"frame": s.size["frames"]},
+    }, s.workers)  # fmt: skip
+    return PlacementGrids(dgp, base, default, mw, optimum)
+
+
+def tradeoff_figure(report: Report, out_dir: Path, g: PlacementGrids) -> None:
+    """DGP's cost against its queue over beta and alpha, beside the baselines and the bound."""
+    from cloudsched.plotting import plot_tradeoff
+
+    dgp, base, default, mw, optimum = g.dgp, g.base, g.default, g.mw, g.optimum
+    report.heading("Graph placement: DGP's cost/queue trade-off over beta and alpha")
+    curves = {}
+    for alpha, gg in dgp.sort_values(["alpha", "beta"], ascending=[True, False]).groupby("alpha"):
+        curves[f"DGP, alpha = {alpha:g}"] = (
+            gg["mean_queue_length"].to_numpy(), gg["cost_rate"].to_numpy(),
+            half_width(gg, "cost_rate"), [f"β={b:g}" for b in gg["beta"]],
+        )  # fmt: skip
+    by = base.set_index("policy")
+    mw1 = mw.iloc[(mw["frame"] - 1.0).abs().argsort()[:1]]
+    t1 = float(mw1["frame"].iloc[0])
+    points = {
+        "Storm default": (float(by.loc["storm-default", "mean_queue_length"]),
+                          float(by.loc["storm-default", "cost_rate"])),
+        "greedy": (float(by.loc["greedy", "mean_queue_length"]),
+                   float(by.loc["greedy", "cost_rate"])),
+        f"MaxWeight, T = {t1:g} (preempts)": (float(mw1["mean_queue_length"].iloc[0]),
+                                              float(mw1["cost_rate"].iloc[0])),
+        "DGP, default parameters": (float(default["mean_queue_length"].iloc[0]),
+                                    float(default["cost_rate"].iloc[0])),
+    }  # fmt: skip
+    plot_tradeoff(
+        curves, out_dir / "placement_tradeoff.png", lines={"static optimum": optimum},
+        points=points, title="3 machines x 3 slots: chain-3 (rho 1) + star-4 (rho 0.5)",
+    )  # fmt: skip
+    report.figure("placement_tradeoff.png", tradeoff_caption(dgp, points, optimum))
+    cols = ["policy", "alpha", "beta", "cost_rate", "cost_rate_ci95_low", "cost_rate_ci95_high",
+            "bound_gap", "mean_queue_length", "mean_queue_length_ci95_low",
+            "mean_queue_length_ci95_high", "served_fraction", "steady_state",
+            "mean_wait", "utilization", "proposals_tried", "proposals_failed",
+            "horizon"]  # fmt: skip
+    table = pd.concat([dgp, default, base], ignore_index=True)
+    report.table(table.reindex(columns=cols), "placement_tradeoff.csv",
+                 f"DGP over alpha and beta, DGP with its default (calibrated) parameters, and "
+                 f"the baselines that never move a running job; static optimum {optimum:.4g} "
+                 f"per unit time. Mean queue lengths range from "
+                 f"{table['mean_queue_length'].min():.3g} to "
+                 f"{table['mean_queue_length'].max():.4g}.")  # fmt: skip
+
+
+def maxweight_figure(report: Report, out_dir: Path, g: PlacementGrids) -> None:
+    """MaxWeight's migrations, preemptions, cost and queue against its frame length."""
+    from cloudsched.plotting import plot_lines
+
+    optimum = g.optimum
+    report.heading("Graph placement: MaxWeight's migrations against its frame length")
+    mw = g.mw.sort_values("frame", ignore_index=True)
+    window = mw["measured_time"]
+    mw["migrations_per_unit_time"] = mw["migrations"] / window
+    mw["preemptions_per_unit_time"] = mw["preemptions"] / window
+    t = mw["frame"].to_numpy()
+    zero = np.zeros(len(mw))
+    plot_lines({}, out_dir / "maxweight_frames.png", points={
+        "migrations per unit time": (t, mw["migrations_per_unit_time"].to_numpy(), zero),
+        "preemptions per unit time": (t, mw["preemptions_per_unit_time"].to_numpy(), zero),
+        "cost per unit time": (t, mw["cost_rate"].to_numpy(),
+                               half_width(mw, "cost_rate")),
+        "mean queue length": (t, mw["mean_queue_length"].to_numpy(),
+                              half_width(mw, "mean_queue_length")),
+    }, xlabel="frame length T", ylabel="per unit time / jobs", log_x=True, log_y=True,
+        title="Frame-based MaxWeight (alpha = 1, f = log), 3x3")  # fmt: skip
+    report.figure("maxweight_frames.png", maxweight_caption(mw, optimum))
+    report.table(mw.reindex(columns=["frame", "migrations_per_unit_time",
+                                     "preemptions_per_unit_time", "cost_rate", "bound_gap",
+                                     "mean_queue_length", "frames", "frames_not_optimal",
+                                     "solver_seconds"]), "maxweight_frames.csv",
+                 "Exact max-weight configurations (HiGHS) at every frame boundary")  # fmt: skip
+
+
+
+
+def dgp_sections(report: Report, out_dir: Path, level: str, workers: int, seed: int) -> None:
+    """Append the placement paper's figures to ``report``, at size ``level``."""
+    grids = run_grids(out_dir, level, workers, seed)
+    tradeoff_figure(report, out_dir, grids)
+    maxweight_figure(report, out_dir, grids)
+
+
+def tradeoff_caption(
+    dgp: pd.DataFrame, points: dict[str, tuple[float, float]], optimum: float
+) -> str:
+    """Describe the trade-off figure from its numbers (direction of change, ends, baselines)."""
+    parts = [f"Partitioning cost per unit time (95% CI) against mean queue length; static "
+             f"optimum {optimum:.3g}."]  # fmt: skip
+    for alpha, g in dgp.sort_values("beta", ascending=False).groupby("alpha"):
+        hi, lo = g.iloc[0], g.iloc[-1]
+        dc = "falls" if lo["cost_rate"] < hi["cost_rate"] else "rises"
+        dq = "falls" if lo["mean_queue_length"] < hi["mean_queue_length"] else "rises"
+        together = "together" if dc == dq else "in opposite directions"
+        parts.append(
+            f"DGP (f = identity, h = 0, alpha = {alpha:g}): as beta goes from {hi['beta']:g} "
+            f"to {lo['beta']:g} the cost {dc} from {hi['cost_rate']:.3g} to "
+            f"{lo['cost_rate']:.3g} and the queue {dq} from {hi['mean_queue_length']:.3g} to "
+            f"{lo['mean_queue_length']:.3g} ({together})."
+        )
+    for name, (q, c) in points.items():
+        parts.append(f"{name}: cost {c:.3g}, queue {q:.3g}.")
+    return " ".join(parts)
+
+
+def maxweight_caption(mw: pd.DataFrame, optimum: float) -> str:
+    """Describe the MaxWeight figure from its numbers."""
+    a, b = mw.iloc[0], mw.iloc[-1]
+    return (
+        f"MaxWeight against its frame length T (log scales): from T = {a['frame']:g} to "
+        f"{b['frame']:g}, migrations per unit time go from {a['migrations_per_unit_time']:.3g} "
+        f"to {b['migrations_per_unit_time']:.3g} and preemptions from "
+        f"{a['preemptions_per_unit_time']:.3g} to {b['preemptions_per_unit_time']:.3g}; the "
+        f"cost goes from {a['cost_rate']:.3g} to {b['cost_rate']:.3g} (optimum {optimum:.3g}) "
+        f"and the mean queue from {a['mean_queue_length']:.3g} to "
+        f"{b['mean_queue_length']:.3g}. Zero counts are not drawn on the log scale."
+    )
+
+
