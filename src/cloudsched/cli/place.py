@@ -11,15 +11,11 @@ import numpy as np
 import pandas as pd
 import typer
 
-from cloudsched._cli_common import LazyProgress, check_outputs, emit, render_table, to_json
-from cloudsched.errors import ParameterError, check_choice, check_int, check_seed
+from cloudsched.cli.common import LazyProgress, check_outputs, emit, render_table, to_json
+from cloudsched.errors import ParameterError, check_choice, check_int, check_real, check_seed
 
-__all__ = ["place_app"]
+__all__ = ["register"]
 
-place_app = typer.Typer(
-    help="Graph-job placement (Storm topologies): simulate policies, solve the optimum.",
-    no_args_is_help=True,
-)
 
 _CLUSTER_HELP = "MACHINESxSLOTS, e.g. 50x12."
 _PER_TYPE = [
@@ -51,13 +47,12 @@ def _model(cluster: str, racks: int, cross_rack_cost: float, workload: Path, see
     if executors_per_slot is not None:
         executors_per_slot = check_int("--executors-per-slot", executors_per_slot, low=1)
     flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot}
-    jobs = load_workload(workload, np.random.default_rng(seed), flux=flux)
+    jobs = load_workload(workload, rng=seed, flux=flux)
     for jt in jobs:
         cl.check_fits(jt.topology, name="--workload")
     return cl, jobs
 
 
-@place_app.command("simulate")
 def place_simulate(
     cluster: str = typer.Option(..., "--cluster", help=_CLUSTER_HELP),
     workload: Path = typer.Option(..., "--workload", help="Workload YAML (job_types: ...)."),
@@ -115,8 +110,8 @@ def place_simulate(
     target_gap: float = typer.Option(
         0.15, "--target-gap", help="Gap to the bound that DGP's default alpha aims at."
     ),
-    warmup: float = typer.Option(
-        None, "--warmup", help="Discarded time (default: detected by MSER)."
+    warmup: str = typer.Option(
+        "auto", "--warmup", help="auto (detected by MSER) or a fraction of the run, in [0, 0.9]."
     ),
     seed: int = typer.Option(None, "--seed", help="Seed (default: fresh, reported)."),
     fmt: str = typer.Option("table", "--format", help="table or json."),
@@ -124,10 +119,13 @@ def place_simulate(
 ) -> None:
     """Simulate one placement policy on a cluster and workload."""
     check_outputs(out=out)
-    from cloudsched.placement.simulation import PLACEMENT_POLICIES, simulate_placement
+    from cloudsched.placement.policies import PLACEMENT_POLICIES
+    from cloudsched.placement.simulation import simulate_placement
 
     fmt = check_choice("--format", fmt, ("table", "json"))
     policy = check_choice("--policy", policy, PLACEMENT_POLICIES)
+    warm: float | str = warmup if warmup == "auto" else check_real(
+        "--warmup", warmup, low=0.0, high=0.9)  # fmt: skip
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0])
     cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
@@ -137,7 +135,7 @@ def place_simulate(
         warnings.simplefilter("always", RuntimeWarning)
         try:
             res = simulate_placement(
-                cl, jobs, policy, horizon=horizon, warmup=warmup, beta=beta, alpha=alpha, h=h,
+                policy, cl, jobs, horizon=horizon, warmup=warm, beta=beta, alpha=alpha, h=h,
                 epsilon=epsilon, f=f, virtual_clock=virtual_clock, clock_rate=clock_rate,
                 frame=frame, solver_time_limit=solver_time_limit, precision=precision,
                 compare_bound=compare_bound, target_gap=target_gap, rng=seed, progress=bar,
@@ -160,7 +158,7 @@ def place_simulate(
     text = render_table(rows, title)
     text += render_table(pd.DataFrame(res.per_type)[_PER_TYPE], "per job type")
     if res.bound is not None:
-        text += _bound_line(res.cost_rate, res.cost_rate_ci, res.bound, res.bound_gap)
+        text += _bound_line(res.cost_rate, res.cost_rate_ci95, res.bound, res.bound_gap)
     elif res.bound_note:
         text += f"static optimum not available: {res.bound_note}\n"
     else:
@@ -170,9 +168,11 @@ def place_simulate(
     emit(text, out)
 
 
-def _bound_line(cost: float, ci: float, bound: float, gap: float | None) -> str:
-    """``cost 0.531 ± 0.01, optimum 0.5, gap 6%`` (the gap is relative to the optimum)."""
-    pm = f" ± {ci:.3g}" if ci == ci else ""
+def _bound_line(
+    cost: float, ci: tuple[float, float] | None, bound: float, gap: float | None
+) -> str:
+    """``cost 0.531 [0.52, 0.54], optimum 0.5, gap 6%`` (the gap is relative to the optimum)."""
+    pm = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci is not None else " (no interval)"
     if gap is None:
         rel = "n/a"
     elif gap == float("inf"):
@@ -182,7 +182,6 @@ def _bound_line(cost: float, ci: float, bound: float, gap: float | None) -> str:
     return f"cost {cost:.4g}{pm}, optimum {bound:.4g}, gap {rel}\n"
 
 
-@place_app.command("bound")
 def place_bound(
     cluster: str = typer.Option(..., "--cluster", help=_CLUSTER_HELP),
     workload: Path = typer.Option(..., "--workload", help="Workload YAML (job_types: ...)."),
@@ -210,26 +209,30 @@ def place_bound(
         )
     finally:
         bar.close()
-    configs = [
-        {"share": x, **{j.name: int(n[i]) for i, j in enumerate(jobs)}, "cost": b}
-        for x, n, b in opt.configurations
-    ]
     payload = {
         "cluster": cluster,
         "racks": racks,
         "workload": str(workload),
         "loads": {j.name: j.load for j in jobs},
-        "cost_rate": opt.cost_rate,
-        "cost_per_job": opt.cost_per_job,
-        "columns": opt.columns,
-        "solve_time": opt.solve_time,
-        "configurations": configs,
+        **opt.to_dict([j.name for j in jobs]),
     }
+    configs = payload["configurations"]
     if fmt == "json":
         emit(to_json(payload), out)
         return
-    fields = ["cost_rate", "cost_per_job", "columns", "solve_time"]
+    fields = ["cost_rate", "cost_per_job", "proven", "columns", "solve_time"]
     head = pd.DataFrame({"field": fields, "value": [payload[k] for k in fields]})
     text = render_table(head, f"static optimum on {cluster}")
     text += render_table(pd.DataFrame(configs), "configurations used (time share, templates, cost)")
     emit(text, out)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``place`` group (``simulate``, ``bound``) to ``app``."""
+    group = typer.Typer(
+        help="Graph-job placement (Storm topologies): simulate policies, solve the optimum.",
+        no_args_is_help=True,
+    )
+    group.command("simulate")(place_simulate)
+    group.command("bound")(place_bound)
+    app.add_typer(group, name="place")

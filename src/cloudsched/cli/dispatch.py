@@ -1,12 +1,7 @@
-"""Command-line interface (``cloudsched``): parse, build the spec, call the API, write files.
-
-Bad input prints one line ``error: ...`` naming the parameter and its allowed range on
-standard error and exits with status 2, never a traceback.
-"""
+"""Task-dispatch commands: ``predict``, ``fluid``, ``simulate`` and ``trace stats``."""
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
 from collections.abc import Sequence
@@ -15,18 +10,17 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import typer
-from rich.console import Console
 
-from cloudsched._cli_common import (
+from cloudsched.cli.common import (
     LazyProgress,
     check_outputs,
     emit,
     format_frame,
+    one_line,
     render_table,
     to_json,
 )
 from cloudsched.errors import (
-    ExternalError,
     ParameterError,
     check_choice,
     check_int,
@@ -34,15 +28,7 @@ from cloudsched.errors import (
     check_real,
 )
 
-__all__ = ["app", "main"]
-
-app = typer.Typer(
-    name="cloudsched",
-    help="Choose and tune schedulers for cloud services by analysis and simulation.",
-    add_completion=False,
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-)
+__all__ = ["register"]
 
 FORMATS = ("table", "csv", "json")
 
@@ -96,7 +82,6 @@ def _parse_speeds(value: str) -> np.ndarray:
         ) from None
 
 
-@app.command()
 def predict(
     policy: str = typer.Argument(..., help="random, pod, jsq, jiq or jiq-pod."),
     load: list[str] = typer.Option(
@@ -122,21 +107,8 @@ def predict(
     tail = check_int("--tail", tail, low=0, high=1000)
     grid = _parse_loads(load, loads)
     pred = mf_predict(policy, grid, r=r, d=d)
-    points = pred.records()
-    df = pd.DataFrame(
-        {
-            "load": pred.loads,
-            "p0": pred.p0,
-            "mean_response_time": pred.mean_response_time,
-            "join_rate": pred.join_rate,
-            "delete_rate": pred.delete_rate,
-            "probe_rate": pred.probe_rate,
-        }
-    )
-    if tail:  # all tail columns at once (one insert per column fragments the frame)
-        cols = {f"s_{i + 1}": [t[i] if i < t.size else 0.0 for t in pred.tails]
-                for i in range(tail)}  # fmt: skip
-        df = pd.concat([df, pd.DataFrame(cols)], axis=1)
+    points = pred.to_dicts()
+    df = pd.DataFrame(pred.to_rows(tail=tail)).drop(columns=["policy", "r", "d"])
     payload = {"policy": policy, "params": {"r": pred.r, "d": pred.d}, "points": points}
     title = f"mean field: {policy} (r={pred.r}, d={pred.d})"
     emit(format_frame(df, fmt, title, payload), out)
@@ -146,7 +118,6 @@ def predict(
         plot_response_time({policy: (pred.loads, pred.mean_response_time)}, plot, title=title)
 
 
-@app.command()
 def fluid(
     policy: str = typer.Argument(..., help="random, pod, jiq or jiq-pod."),
     load: float = typer.Option(..., "--load", help="Load after time 0, in (0, 1)."),
@@ -194,7 +165,6 @@ def fluid(
         plot_trajectory(traj.t, traj.mean_tasks, plot, title=f"fluid ODE: {policy}, load {load:g}")
 
 
-@app.command()
 def simulate(
     policy: str = typer.Argument(
         ...,
@@ -305,7 +275,7 @@ def simulate(
             )  # fmt: skip
         finally:
             bar.close()
-    shown = {_one_line(str(w.message)) for w in caught}
+    shown = {one_line(str(w.message)) for w in caught}
     for note in [*shown, *(n for n in res.warnings if n not in shown)]:
         sys.stderr.write(f"warning: {note}\n")
     df = pd.DataFrame([res.to_row(tail)])
@@ -324,25 +294,6 @@ def simulate(
     emit(text, out)
 
 
-@app.callback()
-def _options(
-    max_memory: str = typer.Option(
-        None, "--max-memory", help="Refuse work whose memory estimate exceeds this (8G, 512M; "
-        "default: 80% of the available memory, or CLOUDSCHED_MAX_MEMORY).",
-    ),
-) -> None:
-    """Choose and tune schedulers for cloud services by analysis and simulation."""
-    if max_memory is not None:
-        from cloudsched.resources import parse_memory
-
-        os.environ["CLOUDSCHED_MAX_MEMORY"] = str(parse_memory(max_memory, "--max-memory"))
-
-
-trace_app = typer.Typer(help="Inspect workload logs.", no_args_is_help=True)
-app.add_typer(trace_app, name="trace")
-
-
-@trace_app.command("stats")
 def trace_stats(
     files: list[Path] = typer.Argument(..., help="Log files, read in order as one log."),
     trace_format: str = typer.Option(
@@ -381,53 +332,11 @@ def trace_stats(
         )
 
 
-from cloudsched.cli_experiments import register as register_experiments  # noqa: E402
-from cloudsched.cli_place import place_app  # noqa: E402  (registered after the app exists)
-
-app.add_typer(place_app, name="place")
-register_experiments(app)
-
-
-@app.command()
-def demo(
-    out_arg: str = typer.Option("cloudsched-report", "--out", help="Report folder."),
-) -> None:
-    """Write a short report with figures and tables on built-in defaults."""
-    check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')
-    out = Path(out_arg)
-    from cloudsched.experiments.demo import run_demo
-
-    path = run_demo(out)
-    Console(stderr=True).print(f"report written to {path}")
-
-
-def _one_line(message: str) -> str:
-    return " ".join(part.strip() for part in message.strip().splitlines() if part.strip())
-
-
-def _cli_name(error: ParameterError) -> str:
-    if error.verbatim or error.name.startswith("-") or error.name.isupper():  # NAME: argument
-        return str(error)
-    name = "POLICY" if error.name == "policy" else "--" + error.name.replace("_", "-")
-    return str(ParameterError(name, error.value, error.allowed))
-
-
-def main(argv: Sequence[str] | None = None) -> None:
-    """Entry point of the ``cloudsched`` console script."""
-    command = typer.main.get_command(app)
-    try:
-        code = command.main(args=argv, prog_name="cloudsched", standalone_mode=False)
-    except ParameterError as exc:
-        sys.stderr.write(f"error: {_one_line(_cli_name(exc))}\n")
-        sys.exit(2)
-    except ExternalError as exc:
-        sys.stderr.write(f"error: {_one_line(str(exc))}\n")
-        sys.exit(1)
-    except typer.TyperException as exc:  # usage errors (exit code 2) and other CLI errors
-        sys.stderr.write(f"error: {_one_line(exc.format_message())}\n")
-        sys.exit(exc.exit_code)
-    except (typer.Abort, KeyboardInterrupt):
-        code = 130
-    if code == 130:  # Typer turns Ctrl-C into a silent Exit(130)
-        sys.stderr.write("interrupted: stopped before finishing (no file is left half-written)\n")
-    sys.exit(code if isinstance(code, int) else 0)
+def register(app: typer.Typer) -> None:
+    """Add the task-dispatch commands to ``app``."""
+    app.command()(predict)
+    app.command()(fluid)
+    app.command()(simulate)
+    trace = typer.Typer(help="Inspect workload logs.", no_args_is_help=True)
+    trace.command("stats")(trace_stats)
+    app.add_typer(trace, name="trace")

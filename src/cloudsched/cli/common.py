@@ -28,7 +28,15 @@ from rich.table import Table
 
 from cloudsched.io import atomic_write_text
 
-__all__ = ["LazyProgress", "emit", "format_frame", "render_table"]
+__all__ = [
+    "LazyProgress",
+    "check_outputs",
+    "emit",
+    "format_frame",
+    "one_line",
+    "render_table",
+    "to_json",
+]
 
 
 def check_outputs(
@@ -89,6 +97,7 @@ def emit(text: str, out: Path | None) -> None:
 
 
 def render_table(df: pd.DataFrame, title: str) -> str:
+    """Render ``df`` as a rich table (text) under ``title``."""
     table = Table(title=title)
     for col in df.columns:
         table.add_column(str(col), justify="right")
@@ -100,6 +109,7 @@ def render_table(df: pd.DataFrame, title: str) -> str:
 
 
 def format_frame(df: pd.DataFrame, fmt: str, title: str, payload: dict[str, Any]) -> str:
+    """Format a command's output: ``payload`` as JSON, or ``df`` as CSV or a table."""
     if fmt == "json":
         return to_json(payload)
     if fmt == "csv":
@@ -138,6 +148,7 @@ class LazyProgress:
                                  daemon=True).start()  # fmt: skip
 
     def __call__(self, fraction: float, status: str = "") -> None:
+        """Record progress (``fraction`` done, or < 0 for unknown) and a status text."""
         if fraction >= 0:
             self.fraction = fraction
         if status:
@@ -184,6 +195,7 @@ class LazyProgress:
         return f"progress: {text}: {done} (Ctrl-C stops)\n"
 
     def close(self) -> None:
+        """Stop the bar (a run that ended before it was shown leaves no trace)."""
         if self.bar is not None:
             self.bar.stop()
         self.stop.set()
@@ -207,3 +219,8 @@ def _progress_seconds() -> float:
     except ValueError:
         return 60.0
     return value if math.isfinite(value) and value > 0 else 60.0
+
+
+def one_line(message: str) -> str:
+    """Join a message's lines into one (errors and warnings are printed on one line)."""
+    return " ".join(part.strip() for part in message.strip().splitlines() if part.strip())

@@ -1,0 +1,79 @@
+"""Command-line interface (``cloudsched``): parse, build the spec, call the API, write files.
+
+One module per command group, each with a ``register(app)`` that attaches its commands:
+:mod:`~cloudsched.cli.dispatch` (``predict``, ``fluid``, ``simulate``, ``trace``),
+:mod:`~cloudsched.cli.place` (``place``), :mod:`~cloudsched.cli.experiments` (``sweep``,
+``reproduce``, ``demo``); shared helpers (output, progress, tables) in
+:mod:`~cloudsched.cli.common`.  Errors are rendered here, in one place: bad input prints
+one line ``error: ...`` naming the parameter and its allowed range on standard error and
+exits with status 2, never a traceback; a failure outside the program (a file, a worker)
+exits with 1.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+
+import typer
+
+from cloudsched.cli import dispatch, experiments, place
+from cloudsched.cli.common import one_line
+from cloudsched.errors import ExternalError, ParameterError
+
+__all__ = ["app", "main"]
+
+app = typer.Typer(
+    name="cloudsched",
+    help="Choose and tune schedulers for cloud services by analysis and simulation.",
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+@app.callback()
+def _options(
+    max_memory: str = typer.Option(
+        None, "--max-memory", help="Refuse work whose memory estimate exceeds this (8G, 512M; "
+        "default: 80% of the available memory, or CLOUDSCHED_MAX_MEMORY).",
+    ),
+) -> None:
+    """Choose and tune schedulers for cloud services by analysis and simulation."""
+    if max_memory is not None:
+        from cloudsched.resources import parse_memory
+
+        os.environ["CLOUDSCHED_MAX_MEMORY"] = str(parse_memory(max_memory, "--max-memory"))
+
+
+for _group in (dispatch, place, experiments):
+    _group.register(app)
+
+
+def _cli_name(error: ParameterError) -> str:
+    if error.verbatim or error.name.startswith("-") or error.name.isupper():  # NAME: argument
+        return str(error)
+    name = "POLICY" if error.name == "policy" else "--" + error.name.replace("_", "-")
+    return str(ParameterError(name, error.value, error.allowed))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the ``cloudsched`` console script."""
+    command = typer.main.get_command(app)
+    try:
+        code = command.main(args=argv, prog_name="cloudsched", standalone_mode=False)
+    except ParameterError as exc:
+        sys.stderr.write(f"error: {one_line(_cli_name(exc))}\n")
+        sys.exit(2)
+    except ExternalError as exc:
+        sys.stderr.write(f"error: {one_line(str(exc))}\n")
+        sys.exit(1)
+    except typer.TyperException as exc:  # usage errors (exit code 2) and other CLI errors
+        sys.stderr.write(f"error: {one_line(exc.format_message())}\n")
+        sys.exit(exc.exit_code)
+    except (typer.Abort, KeyboardInterrupt):
+        code = 130
+    if code == 130:  # Typer turns Ctrl-C into a silent Exit(130)
+        sys.stderr.write("interrupted: stopped before finishing (no file is left half-written)\n")
+    sys.exit(code if isinstance(code, int) else 0)
