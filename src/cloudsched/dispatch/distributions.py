@@ -51,6 +51,10 @@ class Distribution(abc.ABC):
 
     mean: float
 
+    def __post_init__(self) -> None:
+        """Check the fields when the law is built (subclasses check their shape too)."""
+        check_real("mean", self.mean, low=0.0, low_open=True)
+
     @property
     @abc.abstractmethod
     def variance(self) -> float:
@@ -112,6 +116,7 @@ class Uniform(Distribution):
     cv_: float = 1.0 / math.sqrt(3.0)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_real("cv", self.cv_, low=0.0, high=1.0 / math.sqrt(3.0))
 
     @property
@@ -132,6 +137,10 @@ class LogNormal(Distribution):
 
     mean: float = 1.0
     cv_: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_real("cv", self.cv_, low=0.0, high=CV_MAX, low_open=True)
 
     @property
     def variance(self) -> float:  # noqa: D102
@@ -154,6 +163,7 @@ class HyperExponential(Distribution):
     cv_: float = 2.0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_real("cv", self.cv_, low=1.0, high=CV_MAX)
 
     @property
@@ -208,6 +218,7 @@ class BoundedPareto(Distribution):
     low: float = field(init=False)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         check_real("alpha", self.alpha, low=PARETO_ALPHA[0], high=PARETO_ALPHA[1])
         check_real("max", self.high, low=self.mean, high=PARETO_MAX_RATIO * self.mean,
                    low_open=True)  # fmt: skip
@@ -246,6 +257,7 @@ class Empirical(Distribution):
     mean: float = 1.0
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         v = np.asarray(self.values, dtype=np.float64)
         if v.ndim != 1 or v.size == 0:
             raise ParameterError("empirical sample", f"{v.size} values", "at least one value")
