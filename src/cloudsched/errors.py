@@ -15,12 +15,14 @@ from typing import Any
 import numpy as np
 
 __all__ = [
+    "ExternalError",
     "InputError",
     "ParameterError",
     "check_choice",
     "check_int",
     "check_loads",
     "check_real",
+    "check_seed",
 ]
 
 

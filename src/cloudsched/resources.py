@@ -15,7 +15,7 @@ import os
 
 from cloudsched.errors import ParameterError
 
-__all__ = ["INT_LIMIT", "check_memory", "memory_limit"]
+__all__ = ["INT_LIMIT", "check_memory", "memory_limit", "parse_memory"]
 
 #: Largest integer parameter accepted anywhere (the kernels count in int64).
 INT_LIMIT = 2**62

@@ -1,6 +1,6 @@
 """The nine built-in dispatch policies, written as plug-ins are (:mod:`.plugin`).
 
-Bookkeeping (the seed leaves these open; ``CHOICE`` marks our rules):
+Bookkeeping (the paper leaves these open; ``CHOICE`` marks our rules):
 
 * ``random``: a uniform server.  ``round-robin``: each dispatcher cycles over all N servers
   on its own, starting at a uniformly drawn server (CHOICE).  ``jsq``: a uniform server

@@ -22,7 +22,7 @@ __all__ = [
     "policy_table",
 ]
 
-#: The built-in dispatch policies, in the order the seed introduces them.
+#: The built-in dispatch policies, in the order the paper introduces them.
 POLICIES: tuple[str, ...] = tuple(registered())
 
 #: Built-in policies with a mean-field model (design note ``dispatch-meanfield.md``).

@@ -14,7 +14,7 @@ from numpy.typing import ArrayLike
 from cloudsched.dispatch.distributions import Distribution, Exponential, parse_spec
 from cloudsched.errors import ParameterError, check_choice, check_real
 
-__all__ = ["RenewalSource", "Trace", "TraceSource", "Workload", "resolve_workload"]
+__all__ = ["MAX_LOAD", "RenewalSource", "Trace", "TraceSource", "Workload", "resolve_workload"]
 
 #: Largest load accepted: an overloaded run keeps every waiting task in memory, and the
 #: drain after the last measured arrival still simulates arrivals (memory grows with the

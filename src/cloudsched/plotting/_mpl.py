@@ -7,6 +7,8 @@ from typing import Any
 
 from cloudsched.io import atomic_path
 
+__all__ = ["pyplot", "save"]
+
 
 def pyplot() -> Any:
     """Return ``matplotlib.pyplot`` with the non-interactive Agg backend selected."""
