@@ -29,11 +29,10 @@ __all__ = [
 class ParameterError(ValueError):
     """A parameter is outside its allowed range; the message is a single line.
 
-    Subclasses whose message is complete as it stands (it names a file and line, say) set
-    ``verbatim = True``: front ends then show it unchanged.
+    ``name``, ``value`` and ``allowed`` say which parameter, what it was given and what it
+    accepts; subclasses may replace the message (a file and line, say).  How a front end
+    spells the parameter is its own business (:mod:`cloudsched.cli`).
     """
-
-    verbatim = False
 
     def __init__(self, name: str, value: Any, allowed: str) -> None:
         self.name = name
@@ -48,8 +47,6 @@ class ExternalError(RuntimeError):
 
 class InputError(ParameterError):
     """An input file is missing or malformed; the message names the file (and line)."""
-
-    verbatim = True
 
     def __init__(self, where: str, problem: str) -> None:
         super().__init__("input", where, problem)

@@ -1,7 +1,8 @@
 """Command-line interface (``cloudsched``): parse, build the spec, call the API, write files.
 
 One module per command group, each with a ``register(app)`` that attaches its commands:
-:mod:`~cloudsched.cli.dispatch` (``predict``, ``fluid``, ``simulate``, ``trace``),
+:mod:`~cloudsched.cli.dispatch` (``predict``, ``fluid``, ``simulate``),
+:mod:`~cloudsched.cli.trace` (``trace``),
 :mod:`~cloudsched.cli.place` (``place``), :mod:`~cloudsched.cli.experiments` (``sweep``,
 ``reproduce``, ``demo``); shared helpers (output, progress, tables) in
 :mod:`~cloudsched.cli.common`.  Errors are rendered here, in one place: bad input prints
@@ -15,10 +16,11 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from typing import Annotated
 
 import typer
 
-from cloudsched.cli import dispatch, experiments, place
+from cloudsched.cli import dispatch, experiments, place, trace
 from cloudsched.cli.common import one_line
 from cloudsched.errors import ExternalError, ParameterError
 
@@ -35,10 +37,15 @@ app = typer.Typer(
 
 @app.callback()
 def _options(
-    max_memory: str = typer.Option(
-        None, "--max-memory", help="Refuse work whose memory estimate exceeds this (8G, 512M; "
-        "default: 80% of the available memory, or CLOUDSCHED_MAX_MEMORY).",
-    ),
+    *,
+    max_memory: Annotated[
+        str | None,
+        typer.Option(
+            "--max-memory",
+            help="Refuse work whose memory estimate exceeds this (8G, 512M; "
+            "default: 80% of the available memory, or CLOUDSCHED_MAX_MEMORY).",
+        ),
+    ] = None,
 ) -> None:
     """Choose and tune schedulers for cloud services by analysis and simulation."""
     if max_memory is not None:
@@ -47,12 +54,19 @@ def _options(
         os.environ["CLOUDSCHED_MAX_MEMORY"] = str(parse_memory(max_memory, "--max-memory"))
 
 
-for _group in (dispatch, place, experiments):
+for _group in (dispatch, experiments, trace, place):
     _group.register(app)
 
 
 def _cli_name(error: ParameterError) -> str:
-    if error.verbatim or error.name.startswith("-") or error.name.isupper():  # NAME: argument
+    """Name the parameter as the command line spells it (``--max-tasks``, ``POLICY``).
+
+    A message that is not the standard ``name must be allowed (got value)`` is complete as
+    it stands (a file and line, a plug-in's problem) and is shown unchanged; so is one that
+    already names a flag or an argument.
+    """
+    standard = f"{error.name} must be {error.allowed} (got {error.value!r})"
+    if str(error) != standard or error.name.startswith("-") or error.name.isupper():
         return str(error)
     name = "POLICY" if error.name == "policy" else "--" + error.name.replace("_", "-")
     return str(ParameterError(name, error.value, error.allowed))

@@ -1,4 +1,4 @@
-"""Task-dispatch commands: ``predict``, ``fluid``, ``simulate`` and ``trace stats``."""
+"""Task-dispatch commands: ``predict``, ``fluid`` and ``simulate``."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -18,7 +19,6 @@ from cloudsched.cli.common import (
     format_frame,
     one_line,
     render_table,
-    to_json,
 )
 from cloudsched.errors import (
     ParameterError,
@@ -83,21 +83,30 @@ def _parse_speeds(value: str) -> np.ndarray:
 
 
 def predict(
-    policy: str = typer.Argument(..., help="random, pod, jsq, jiq or jiq-pod."),
-    load: list[str] = typer.Option(
-        None, "--load", help="Load (arrival rate per server) in (0, 1); repeatable."
-    ),
-    loads: str = typer.Option(
-        None, "--loads", help="A load range START:STOP:COUNT (evenly spaced)."
-    ),
-    r: float = typer.Option(10.0, "--r", help="Servers per dispatcher, N/M (> 0)."),
-    d: int = typer.Option(2, "--d", help="Servers probed per decision (pod, jiq-pod; >= 1)."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
-    tail: int = typer.Option(6, "--tail", help="Tail columns s_1..s_K shown in table/csv output."),
-    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
-    plot: Path = typer.Option(
-        None, "--plot", help="Also plot T against load to this file (.png, .pdf or .svg)."
-    ),
+    policy: Annotated[str, typer.Argument(help="random, pod, jsq, jiq or jiq-pod.")],
+    *,
+    load: Annotated[
+        list[str] | None,
+        typer.Option("--load", help="Load (arrival rate per server) in (0, 1); repeatable."),
+    ] = None,
+    loads: Annotated[
+        str | None, typer.Option("--loads", help="A load range START:STOP:COUNT (evenly spaced).")
+    ] = None,
+    r: Annotated[float, typer.Option("--r", help="Servers per dispatcher, N/M (> 0).")] = 10.0,
+    d: Annotated[
+        int, typer.Option("--d", help="Servers probed per decision (pod, jiq-pod; >= 1).")
+    ] = 2,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    tail: Annotated[
+        int, typer.Option("--tail", help="Tail columns s_1..s_K shown in table/csv output.")
+    ] = 6,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Also plot T against load to this file (.png, .pdf or .svg)."),
+    ] = None,
 ) -> None:
     """Mean-field prediction of a dispatch policy: p0, response time, tail, message rates."""
     check_outputs(out=out, plot=plot)
@@ -119,23 +128,32 @@ def predict(
 
 
 def fluid(
-    policy: str = typer.Argument(..., help="random, pod, jiq or jiq-pod."),
-    load: float = typer.Option(..., "--load", help="Load after time 0, in (0, 1)."),
-    r: float = typer.Option(10.0, "--r", help="Servers per dispatcher, N/M (> 0)."),
-    d: int = typer.Option(2, "--d", help="Servers probed per decision (pod, jiq-pod)."),
-    horizon: float = typer.Option(50.0, "--horizon", help="End time, in mean service times."),
-    points: int = typer.Option(51, "--points", help="Number of output times."),
-    initial_tasks: int = typer.Option(
-        0, "--initial-tasks", help="Every server starts with this many tasks."
-    ),
-    initial_load: float = typer.Option(
-        None, "--initial-load", help="Start from the steady state at this load."
-    ),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
-    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
-    plot: Path = typer.Option(
-        None, "--plot", help="Also plot mean tasks per server against time (.png, .pdf, .svg)."
-    ),
+    policy: Annotated[str, typer.Argument(help="random, pod, jiq or jiq-pod.")],
+    *,
+    load: Annotated[float, typer.Option("--load", help="Load after time 0, in (0, 1).")],
+    r: Annotated[float, typer.Option("--r", help="Servers per dispatcher, N/M (> 0).")] = 10.0,
+    d: Annotated[int, typer.Option("--d", help="Servers probed per decision (pod, jiq-pod).")] = 2,
+    horizon: Annotated[
+        float, typer.Option("--horizon", help="End time, in mean service times.")
+    ] = 50.0,
+    points: Annotated[int, typer.Option("--points", help="Number of output times.")] = 51,
+    initial_tasks: Annotated[
+        int, typer.Option("--initial-tasks", help="Every server starts with this many tasks.")
+    ] = 0,
+    initial_load: Annotated[
+        float | None,
+        typer.Option("--initial-load", help="Start from the steady state at this load."),
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option(
+            "--plot", help="Also plot mean tasks per server against time (.png, .pdf, .svg)."
+        ),
+    ] = None,
 ) -> None:
     """Transient mean-field (fluid ODE) trajectory, e.g. recovery after a burst."""
     check_outputs(out=out, plot=plot)
@@ -166,85 +184,127 @@ def fluid(
 
 
 def simulate(
-    policy: str = typer.Argument(
-        ...,
-        help="random, round-robin, jsq, pod, jiq, jiq-original, jiq-pod, jiq-threshold, jiq-sq.",
-    ),
-    servers: int = typer.Option(..., "--servers", help="Number of servers N (>= 1)."),
-    load: str = typer.Option(
-        None,
-        "--load",
-        help="Offered load per server (> 0; >= 1 has no steady state). With --trace: "
-        "rescale its inter-arrival times to this load (default: the trace's own times).",
-    ),
-    dispatchers: int = typer.Option(
-        None, "--dispatchers", help="Number of dispatchers M in [1, N]."
-    ),
-    r: float = typer.Option(
-        None, "--r", help="Servers per dispatcher N/M (alternative to --dispatchers)."
-    ),
-    d: int = typer.Option(2, "--d", help="Probes (pod, jiq-pod) or I-queues sampled (jiq-sq)."),
-    threshold: int = typer.Option(1, "--threshold", help="z of jiq-threshold (>= 0)."),
-    with_replacement: bool = typer.Option(
-        False, "--with-replacement", help="Probe with replacement (supermarket model)."
-    ),
-    tasks: int = typer.Option(
-        None, "--tasks", help="Fix the run length in arrivals (default: run until --precision)."
-    ),
-    horizon: float = typer.Option(
-        None, "--horizon", help="Fix the run length in time (mean service times)."
-    ),
-    warmup: str = typer.Option(
-        "auto", "--warmup", help="auto (detected by MSER) or a fraction of the run, in [0, 0.9]."
-    ),
-    precision: float = typer.Option(
-        0.01, "--precision", help="Run until the 95% half-width is this fraction of the mean."
-    ),
-    max_tasks: int = typer.Option(
-        5_000_000_000, "--max-tasks", help="Stop a run at this many arrivals in any case."
-    ),
-    initial: str = typer.Option(
-        "auto",
-        "--initial",
-        help="auto (mean field where a model exists, else empty), meanfield or empty.",
-    ),
-    seed: int = typer.Option(
-        None, "--seed", help="Root seed (default: fresh, reported in the output)."
-    ),
-    replications: int = typer.Option(
-        1, "--replications", help="Independent replications (CI from their means)."
-    ),
-    batches: int = typer.Option(20, "--batches", help="Batches for the batch-means CI (>= 2)."),
-    fmt: str = typer.Option("table", "--format", help="table, csv or json."),
-    service: str = typer.Option(
-        None,
-        "--service",
-        help="Service-time law: exp, det, uniform, lognormal:cv=2, h2:cv=3, "
-        "pareto:alpha=1.5,max=1000, empirical:FILE (mean 1 unless mean= is given).",
-    ),
-    arrivals: str = typer.Option(
-        None, "--arrivals", help="Inter-arrival law (same SPEC forms); --load sets its rate."
-    ),
-    trace: list[Path] = typer.Option(
-        None, "--trace", help="Replay this log (repeatable: files are read in order, as one log)."
-    ),
-    trace_format: str = typer.Option(
-        "google2011", "--trace-format", help="google2011, swf or csv."
-    ),
-    unfinished: str = typer.Option(
-        "drop", "--unfinished", help="Google trace tasks that never finish: drop or censor."
-    ),
-    service_scale: float = typer.Option(
-        1.0, "--service-scale", help="Multiply trace service times (unit conversion)."
-    ),
-    engine: str = typer.Option(
-        "auto", "--engine", help="auto, exponential (Markov chain) or general (event list)."
-    ),
-    speeds: str = typer.Option(
-        None, "--speeds", help="Server speeds: N comma-separated numbers, or a file of N numbers."
-    ),
-    tail: int = typer.Option(6, "--tail", help="Tail columns s_1..s_K in table/csv output."),
-    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
+    policy: Annotated[
+        str,
+        typer.Argument(
+            help="random, round-robin, jsq, pod, jiq, jiq-original, jiq-pod, jiq-threshold, "
+            "jiq-sq, or a plug-in FILE.py[:NAME]."
+        ),
+    ],
+    *,
+    servers: Annotated[int, typer.Option("--servers", help="Number of servers N (>= 1).")],
+    load: Annotated[
+        str | None,
+        typer.Option(
+            "--load",
+            help="Offered load per server (> 0; >= 1 has no steady state). With --trace: "
+            "rescale its inter-arrival times to this load (default: the trace's own times).",
+        ),
+    ] = None,
+    dispatchers: Annotated[
+        int | None, typer.Option("--dispatchers", help="Number of dispatchers M in [1, N].")
+    ] = None,
+    r: Annotated[
+        float | None,
+        typer.Option("--r", help="Servers per dispatcher N/M (alternative to --dispatchers)."),
+    ] = None,
+    d: Annotated[
+        int, typer.Option("--d", help="Probes (pod, jiq-pod) or I-queues sampled (jiq-sq).")
+    ] = 2,
+    threshold: Annotated[int, typer.Option("--threshold", help="z of jiq-threshold (>= 0).")] = 1,
+    with_replacement: Annotated[
+        bool, typer.Option("--with-replacement", help="Probe with replacement (supermarket model).")
+    ] = False,
+    tasks: Annotated[
+        int | None,
+        typer.Option(
+            "--tasks", help="Fix the run length in arrivals (default: run until --precision)."
+        ),
+    ] = None,
+    horizon: Annotated[
+        float | None,
+        typer.Option("--horizon", help="Fix the run length in time (mean service times)."),
+    ] = None,
+    warmup: Annotated[
+        str,
+        typer.Option(
+            "--warmup", help="auto (detected by MSER) or a fraction of the run, in [0, 0.9]."
+        ),
+    ] = "auto",
+    precision: Annotated[
+        float,
+        typer.Option(
+            "--precision", help="Run until the 95% half-width is this fraction of the mean."
+        ),
+    ] = 0.01,
+    max_tasks: Annotated[
+        int, typer.Option("--max-tasks", help="Stop a run at this many arrivals in any case.")
+    ] = 5_000_000_000,
+    initial: Annotated[
+        str,
+        typer.Option(
+            "--initial",
+            help="auto (mean field where a model exists, else empty), meanfield or empty.",
+        ),
+    ] = "auto",
+    seed: Annotated[
+        int | None,
+        typer.Option("--seed", help="Root seed (default: fresh, reported in the output)."),
+    ] = None,
+    replications: Annotated[
+        int, typer.Option("--replications", help="Independent replications (CI from their means).")
+    ] = 1,
+    batches: Annotated[
+        int, typer.Option("--batches", help="Batches for the batch-means CI (>= 2).")
+    ] = 20,
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    service: Annotated[
+        str | None,
+        typer.Option(
+            "--service",
+            help="Service-time law: exp, det, uniform, lognormal:cv=2, h2:cv=3, "
+            "pareto:alpha=1.5,max=1000, empirical:FILE (mean 1 unless mean= is given).",
+        ),
+    ] = None,
+    arrivals: Annotated[
+        str | None,
+        typer.Option(
+            "--arrivals", help="Inter-arrival law (same SPEC forms); --load sets its rate."
+        ),
+    ] = None,
+    trace: Annotated[
+        list[Path] | None,
+        typer.Option(
+            "--trace", help="Replay this log (repeatable: files are read in order, as one log)."
+        ),
+    ] = None,
+    trace_format: Annotated[
+        str, typer.Option("--trace-format", help="google2011, swf or csv.")
+    ] = "google2011",
+    unfinished: Annotated[
+        str,
+        typer.Option("--unfinished", help="Google trace tasks that never finish: drop or censor."),
+    ] = "drop",
+    service_scale: Annotated[
+        float,
+        typer.Option("--service-scale", help="Multiply trace service times (unit conversion)."),
+    ] = 1.0,
+    engine: Annotated[
+        str,
+        typer.Option("--engine", help="auto, exponential (Markov chain) or general (event list)."),
+    ] = "auto",
+    speeds: Annotated[
+        str | None,
+        typer.Option(
+            "--speeds", help="Server speeds: N comma-separated numbers, or a file of N numbers."
+        ),
+    ] = None,
+    tail: Annotated[
+        int, typer.Option("--tail", help="Tail columns s_1..s_K in table/csv output.")
+    ] = 6,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
+    ] = None,
 ) -> None:
     """Simulate a dispatch policy: Poisson/exp(1) by default, any laws, or a replayed trace."""
     check_outputs(out=out)
@@ -294,49 +354,8 @@ def simulate(
     emit(text, out)
 
 
-def trace_stats(
-    files: list[Path] = typer.Argument(..., help="Log files, read in order as one log."),
-    trace_format: str = typer.Option(
-        "google2011", "--trace-format", help="google2011, swf or csv."
-    ),
-    unfinished: str = typer.Option("drop", "--unfinished", help="Google trace: drop or censor."),
-    fmt: str = typer.Option("table", "--format", help="table or json."),
-    plot: Path = typer.Option(
-        None, "--plot", help="Histogram of service times to this file (.png, .pdf or .svg)."
-    ),
-    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
-) -> None:
-    """Task count, time span, arrival rate and service-time statistics of a log."""
-    check_outputs(out=out, plot=plot)
-    from cloudsched.dispatch.traces import read_trace, trace_summary
-
-    fmt = check_choice("--format", fmt, ("table", "json"))
-    log = read_trace(files, trace_format, unfinished=unfinished)
-    summary = trace_summary(log)
-    if fmt == "json":
-        text = to_json(summary)
-    else:
-        shown = {k: v for k, v in summary.items() if k != "notes"}
-        rows = pd.DataFrame({"field": list(shown), "value": [str(v) for v in shown.values()]})
-        text = render_table(rows, f"trace: {', '.join(log.files)}")
-        text += "".join(f"NOTE: {note}\n" for note in summary["notes"])  # type: ignore[attr-defined]
-    emit(text, out)
-    if plot is not None:
-        from cloudsched.plotting.dispatch import plot_histogram
-
-        plot_histogram(
-            log.trace.services,
-            plot,
-            xlabel="service time (s)",
-            title=", ".join(Path(f).name for f in log.files),
-        )
-
-
 def register(app: typer.Typer) -> None:
     """Add the task-dispatch commands to ``app``."""
     app.command()(predict)
     app.command()(fluid)
     app.command()(simulate)
-    trace = typer.Typer(help="Inspect workload logs.", no_args_is_help=True)
-    trace.command("stats")(trace_stats)
-    app.add_typer(trace, name="trace")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
 import typer
@@ -67,16 +67,20 @@ class _CountBar:
 
 
 def sweep(
-    spec: Path = typer.Argument(..., help="Sweep spec (YAML): kind, seed, fixed, grid, ..."),
-    out_arg: str = typer.Option(
-        ..., "--out", help="Results directory (Parquet, one file per run)."
-    ),
-    executor: str = typer.Option("local", "--executor", help="local or dask."),
-    workers: int = typer.Option(1, "--workers", help="Worker processes (>= 1)."),
-    scheduler: str = typer.Option(
-        None, "--scheduler", help="Dask scheduler address (implies --executor dask)."
-    ),
-    resume: bool = typer.Option(False, "--resume", help="Skip the runs already stored in --out."),
+    spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML): kind, seed, fixed, grid, ...")],
+    *,
+    out_arg: Annotated[
+        str, typer.Option("--out", help="Results directory (Parquet, one file per run).")
+    ],
+    executor: Annotated[str, typer.Option("--executor", help="local or dask.")] = "local",
+    workers: Annotated[int, typer.Option("--workers", help="Worker processes (>= 1).")] = 1,
+    scheduler: Annotated[
+        str | None,
+        typer.Option("--scheduler", help="Dask scheduler address (implies --executor dask)."),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Skip the runs already stored in --out.")
+    ] = False,
 ) -> None:
     """Run a grid of simulate/predict/place runs; results go to DIR/runs/*.parquet."""
     check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')
@@ -121,13 +125,22 @@ def _warning_summary(df: Any) -> list[str]:
 
 
 def reproduce(
-    paper: str = typer.Argument(
-        ..., help="jiq (Wang, Feng and Cheng: task dispatch) or dgp (Ghaderi, Shakkottai and "
-        "Srikant: graph placement)."),
-    out_arg: str = typer.Option(..., "--out", help="Report folder."),
-    quick: bool = typer.Option(False, "--quick", help="Smaller systems: under 5 minutes."),
-    workers: int = typer.Option(2, "--workers", help="Worker processes for the sweeps (>= 1)."),
-    seed: int = typer.Option(2026, "--seed", help="Root RNG seed of every run."),
+    paper: Annotated[
+        str,
+        typer.Argument(
+            help="jiq (Wang, Feng and Cheng: task dispatch) or dgp (Ghaderi, Shakkottai and "
+            "Srikant: graph placement)."
+        ),
+    ],
+    *,
+    out_arg: Annotated[str, typer.Option("--out", help="Report folder.")],
+    quick: Annotated[
+        bool, typer.Option("--quick", help="Smaller systems: under 5 minutes.")
+    ] = False,
+    workers: Annotated[
+        int, typer.Option("--workers", help="Worker processes for the sweeps (>= 1).")
+    ] = 2,
+    seed: Annotated[int, typer.Option("--seed", help="Root RNG seed of every run.")] = 2026,
 ) -> None:
     """Every table and figure of one paper, as report.md and report.html."""
     check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')
@@ -146,7 +159,8 @@ def reproduce(
 
 
 def demo(
-    out_arg: str = typer.Option("cloudsched-report", "--out", help="Report folder."),
+    *,
+    out_arg: Annotated[str, typer.Option("--out", help="Report folder.")] = "cloudsched-report",
 ) -> None:
     """Write a short report with figures and tables on built-in defaults."""
     check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')
@@ -155,8 +169,6 @@ def demo(
 
     path = run_demo(out)
     Console(stderr=True).print(f"report written to {path}")
-
-
 
 
 def register(app: typer.Typer) -> None:

@@ -6,6 +6,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
+from typing import Annotated
 
 import numpy as np
 import pandas as pd
@@ -54,68 +55,103 @@ def _model(cluster: str, racks: int, cross_rack_cost: float, workload: Path, see
 
 
 def place_simulate(
-    cluster: str = typer.Option(..., "--cluster", help=_CLUSTER_HELP),
-    workload: Path = typer.Option(..., "--workload", help="Workload YAML (job_types: ...)."),
-    policy: str = typer.Option(
-        "dgp", "--policy", help="storm-default, greedy, maxweight, dgp or dgp-clock."
-    ),
-    racks: int = typer.Option(1, "--racks", help="Racks (machines split evenly, in order)."),
-    cross_rack_cost: float = typer.Option(
-        2.0, "--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]."
-    ),
-    flux_slots: str = typer.Option("executors", "--flux-slots", help=_FLUX_SLOTS_HELP),
-    executors_per_slot: int = typer.Option(None, "--executors-per-slot", help=_PER_SLOT_HELP),
-    beta: float = typer.Option(
-        None, "--beta", help="DGP temperature (> 0; default: a tenth of the cost unit)."
-    ),
-    alpha: float = typer.Option(
-        None,
-        "--alpha",
-        help="Weight scale (> 0; DGP default: calibrated against the bound, MaxWeight 1).",
-    ),
-    h: float = typer.Option(
-        None, "--h", help="DGP bias added to the queues (>= 0; default: per type, from greedy)."
-    ),
-    epsilon: float = typer.Option(None, "--epsilon", help="DGP epsilon, in (0, 1); 0.5."),
-    f: str = typer.Option(
-        None,
-        "--f",
-        help="Concave weight function: log (log(1+x)) or identity (DGP identity, MaxWeight log).",
-    ),
-    virtual_clock: bool = typer.Option(
-        True,
-        "--virtual-clock/--no-virtual-clock",
-        help="DGP: empty templates get keep decisions at the service rate (exact product form).",
-    ),
-    clock_rate: float = typer.Option(
-        None, "--clock-rate", help="dgp-clock: rate of each queue's clock (default: arrival rate)."
-    ),
-    frame: float = typer.Option(1.0, "--frame", help="MaxWeight frame length T (> 0)."),
-    solver_time_limit: float = typer.Option(
-        10.0, "--solver-time-limit", help="MaxWeight: seconds per frame for HiGHS."
-    ),
-    horizon: float = typer.Option(
-        None,
-        "--horizon",
-        help="Simulated time (default: run until the intervals reach --precision).",
-    ),
-    precision: float = typer.Option(
-        0.02, "--precision", help="Relative 95% half-width that ends an open-ended run."
-    ),
-    compare_bound: bool = typer.Option(
-        None,
-        "--compare-bound/--no-compare-bound",
-        help="Solve the static optimum and show the gap (default: on up to 32 slots, 8 nodes).",
-    ),
-    target_gap: float = typer.Option(
-        0.15, "--target-gap", help="Gap to the bound that DGP's default alpha aims at."
-    ),
-    warmup: str = typer.Option(
-        "auto", "--warmup", help="auto (detected by MSER) or a fraction of the run, in [0, 0.9]."
-    ),
-    seed: int = typer.Option(None, "--seed", help="Seed (default: fresh, reported)."),
-    fmt: str = typer.Option("table", "--format", help="table or json."),
-    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
+    *,
+    cluster: Annotated[str, typer.Option("--cluster", help=_CLUSTER_HELP)],
+    workload: Annotated[Path, typer.Option("--workload", help="Workload YAML (job_types: ...).")],
+    policy: Annotated[
+        str, typer.Option("--policy", help="storm-default, greedy, maxweight, dgp or dgp-clock.")
+    ] = "dgp",
+    racks: Annotated[
+        int, typer.Option("--racks", help="Racks (machines split evenly, in order).")
+    ] = 1,
+    cross_rack_cost: Annotated[
+        float,
+        typer.Option("--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]."),
+    ] = 2.0,
+    flux_slots: Annotated[str, typer.Option("--flux-slots", help=_FLUX_SLOTS_HELP)] = "executors",
+    executors_per_slot: Annotated[
+        int | None, typer.Option("--executors-per-slot", help=_PER_SLOT_HELP)
+    ] = None,
+    beta: Annotated[
+        float | None,
+        typer.Option("--beta", help="DGP temperature (> 0; default: a tenth of the cost unit)."),
+    ] = None,
+    alpha: Annotated[
+        float | None,
+        typer.Option(
+            "--alpha",
+            help="Weight scale (> 0; DGP default: calibrated against the bound, MaxWeight 1).",
+        ),
+    ] = None,
+    h: Annotated[
+        float | None,
+        typer.Option(
+            "--h", help="DGP bias added to the queues (>= 0; default: per type, from greedy)."
+        ),
+    ] = None,
+    epsilon: Annotated[
+        float | None, typer.Option("--epsilon", help="DGP epsilon, in (0, 1); 0.5.")
+    ] = None,
+    f: Annotated[
+        str | None,
+        typer.Option(
+            "--f",
+            help="Concave weight function: log (log(1+x)) or identity "
+            "(DGP identity, MaxWeight log).",
+        ),
+    ] = None,
+    virtual_clock: Annotated[
+        bool,
+        typer.Option(
+            "--virtual-clock/--no-virtual-clock",
+            help="DGP: empty templates get keep decisions at the service rate "
+            "(exact product form).",
+        ),
+    ] = True,
+    clock_rate: Annotated[
+        float | None,
+        typer.Option(
+            "--clock-rate", help="dgp-clock: rate of each queue's clock (default: arrival rate)."
+        ),
+    ] = None,
+    frame: Annotated[float, typer.Option("--frame", help="MaxWeight frame length T (> 0).")] = 1.0,
+    solver_time_limit: Annotated[
+        float, typer.Option("--solver-time-limit", help="MaxWeight: seconds per frame for HiGHS.")
+    ] = 10.0,
+    horizon: Annotated[
+        float | None,
+        typer.Option(
+            "--horizon", help="Simulated time (default: run until the intervals reach --precision)."
+        ),
+    ] = None,
+    precision: Annotated[
+        float,
+        typer.Option("--precision", help="Relative 95% half-width that ends an open-ended run."),
+    ] = 0.02,
+    compare_bound: Annotated[
+        bool | None,
+        typer.Option(
+            "--compare-bound/--no-compare-bound",
+            help="Solve the static optimum and show the gap (default: on up to 32 slots, 8 nodes).",
+        ),
+    ] = None,
+    target_gap: Annotated[
+        float,
+        typer.Option("--target-gap", help="Gap to the bound that DGP's default alpha aims at."),
+    ] = 0.15,
+    warmup: Annotated[
+        str,
+        typer.Option(
+            "--warmup", help="auto (detected by MSER) or a fraction of the run, in [0, 0.9]."
+        ),
+    ] = "auto",
+    seed: Annotated[
+        int | None, typer.Option("--seed", help="Seed (default: fresh, reported).")
+    ] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
+    ] = None,
 ) -> None:
     """Simulate one placement policy on a cluster and workload."""
     check_outputs(out=out)
@@ -162,8 +198,10 @@ def place_simulate(
     elif res.bound_note:
         text += f"static optimum not available: {res.bound_note}\n"
     else:
-        text += "static optimum not computed (by default only up to 32 slots and 8-node " \
-                "graphs; --compare-bound forces it)\n"
+        text += (
+            "static optimum not computed (by default only up to 32 slots and 8-node "
+            "graphs; --compare-bound forces it)\n"
+        )
     text += "".join(f"WARNING: {note}\n" for note in res.warnings)
     emit(text, out)
 
@@ -183,17 +221,27 @@ def _bound_line(
 
 
 def place_bound(
-    cluster: str = typer.Option(..., "--cluster", help=_CLUSTER_HELP),
-    workload: Path = typer.Option(..., "--workload", help="Workload YAML (job_types: ...)."),
-    racks: int = typer.Option(1, "--racks", help="Racks (machines split evenly, in order)."),
-    cross_rack_cost: float = typer.Option(
-        2.0, "--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]."
-    ),
-    flux_slots: str = typer.Option("executors", "--flux-slots", help=_FLUX_SLOTS_HELP),
-    executors_per_slot: int = typer.Option(None, "--executors-per-slot", help=_PER_SLOT_HELP),
-    seed: int = typer.Option(0, "--seed", help="Seed for random graphs in the workload."),
-    fmt: str = typer.Option("table", "--format", help="table or json."),
-    out: Path = typer.Option(None, "--out", help="Write the output to this file (atomically)."),
+    *,
+    cluster: Annotated[str, typer.Option("--cluster", help=_CLUSTER_HELP)],
+    workload: Annotated[Path, typer.Option("--workload", help="Workload YAML (job_types: ...).")],
+    racks: Annotated[
+        int, typer.Option("--racks", help="Racks (machines split evenly, in order).")
+    ] = 1,
+    cross_rack_cost: Annotated[
+        float,
+        typer.Option("--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]."),
+    ] = 2.0,
+    flux_slots: Annotated[str, typer.Option("--flux-slots", help=_FLUX_SLOTS_HELP)] = "executors",
+    executors_per_slot: Annotated[
+        int | None, typer.Option("--executors-per-slot", help=_PER_SLOT_HELP)
+    ] = None,
+    seed: Annotated[
+        int, typer.Option("--seed", help="Seed for random graphs in the workload.")
+    ] = 0,
+    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
+    ] = None,
 ) -> None:
     """Solve the static optimum: the least average cost that serves every type's load."""
     check_outputs(out=out)

@@ -62,8 +62,6 @@ MODELS = ("random", "pod", "jsq", "jiq", "jiq-pod")
 class PluginError(ParameterError):
     """A plug-in policy could not be loaded, compiled or run; the message says why."""
 
-    verbatim = True
-
     def __init__(self, policy: str, problem: str) -> None:
         super().__init__("policy", policy, problem)
         self.problem = problem

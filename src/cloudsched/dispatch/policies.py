@@ -94,8 +94,6 @@ def check_meanfield_policy(policy: str) -> str:
 class NoMeanFieldModelError(ParameterError):
     """The policy is known, but the toolkit has no mean-field model for it."""
 
-    verbatim = True
-
     def __init__(self, policy: str) -> None:
         super().__init__("policy", policy, "one of " + ", ".join(MEANFIELD_POLICIES))
         self.args = (
