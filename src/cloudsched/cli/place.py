@@ -32,6 +32,20 @@ _FLUX_SLOTS_HELP = (
 )
 _PER_SLOT_HELP = "Pack this many consecutive executors of a Flux topology into one slot."
 
+# The options both place commands take (the model and the output), declared once.
+_Cluster = Annotated[str, typer.Option("--cluster", help=_CLUSTER_HELP)]
+_Workload = Annotated[Path, typer.Option("--workload", help="Workload YAML (job_types: ...).")]
+_Racks = Annotated[int, typer.Option("--racks", help="Racks (machines split evenly, in order).")]
+_CrossRackCost = Annotated[
+    float,
+    typer.Option("--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]."),
+]
+_FluxSlots = Annotated[str, typer.Option("--flux-slots", help=_FLUX_SLOTS_HELP)]
+_PerSlot = Annotated[int | None, typer.Option("--executors-per-slot", help=_PER_SLOT_HELP)]
+_Out = Annotated[
+    Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
+]
+
 
 def _model(cluster: str, racks: int, cross_rack_cost: float, workload: Path, seed: int | None,
            flux_slots: str = "executors", executors_per_slot: int | None = None):  # fmt: skip
@@ -56,22 +70,15 @@ def _model(cluster: str, racks: int, cross_rack_cost: float, workload: Path, see
 
 def place_simulate(
     *,
-    cluster: Annotated[str, typer.Option("--cluster", help=_CLUSTER_HELP)],
-    workload: Annotated[Path, typer.Option("--workload", help="Workload YAML (job_types: ...).")],
+    cluster: _Cluster,
+    workload: _Workload,
     policy: Annotated[
         str, typer.Option("--policy", help="storm-default, greedy, maxweight, dgp or dgp-clock.")
     ] = "dgp",
-    racks: Annotated[
-        int, typer.Option("--racks", help="Racks (machines split evenly, in order).")
-    ] = 1,
-    cross_rack_cost: Annotated[
-        float,
-        typer.Option("--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]."),
-    ] = 2.0,
-    flux_slots: Annotated[str, typer.Option("--flux-slots", help=_FLUX_SLOTS_HELP)] = "executors",
-    executors_per_slot: Annotated[
-        int | None, typer.Option("--executors-per-slot", help=_PER_SLOT_HELP)
-    ] = None,
+    racks: _Racks = 1,
+    cross_rack_cost: _CrossRackCost = 2.0,
+    flux_slots: _FluxSlots = "executors",
+    executors_per_slot: _PerSlot = None,
     beta: Annotated[
         float | None,
         typer.Option("--beta", help="DGP temperature (> 0; default: a tenth of the cost unit)."),
@@ -149,9 +156,7 @@ def place_simulate(
         int | None, typer.Option("--seed", help="Seed (default: fresh, reported).")
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
-    ] = None,
+    out: _Out = None,
 ) -> None:
     """Simulate one placement policy on a cluster and workload."""
     check_outputs(out=out)
@@ -222,26 +227,17 @@ def _bound_line(
 
 def place_bound(
     *,
-    cluster: Annotated[str, typer.Option("--cluster", help=_CLUSTER_HELP)],
-    workload: Annotated[Path, typer.Option("--workload", help="Workload YAML (job_types: ...).")],
-    racks: Annotated[
-        int, typer.Option("--racks", help="Racks (machines split evenly, in order).")
-    ] = 1,
-    cross_rack_cost: Annotated[
-        float,
-        typer.Option("--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]."),
-    ] = 2.0,
-    flux_slots: Annotated[str, typer.Option("--flux-slots", help=_FLUX_SLOTS_HELP)] = "executors",
-    executors_per_slot: Annotated[
-        int | None, typer.Option("--executors-per-slot", help=_PER_SLOT_HELP)
-    ] = None,
+    cluster: _Cluster,
+    workload: _Workload,
+    racks: _Racks = 1,
+    cross_rack_cost: _CrossRackCost = 2.0,
+    flux_slots: _FluxSlots = "executors",
+    executors_per_slot: _PerSlot = None,
     seed: Annotated[
         int, typer.Option("--seed", help="Seed for random graphs in the workload.")
     ] = 0,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
-    ] = None,
+    out: _Out = None,
 ) -> None:
     """Solve the static optimum: the least average cost that serves every type's load."""
     check_outputs(out=out)

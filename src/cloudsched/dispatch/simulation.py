@@ -1,30 +1,7 @@
 """Simulate task dispatch: the public API (:func:`simulate`) and its result record.
 
-Bookkeeping of each policy (the paper leaves these open; ``CHOICE`` marks our rules):
-
-* ``random``: a uniform server.  ``round-robin``: each dispatcher cycles over all N servers
-  on its own, starting at a uniformly drawn server (CHOICE).  ``jsq``: a uniform server
-  among the shortest queues (bucket structure, O(1)).
-* ``pod``: probe ``d`` distinct servers (``with_replacement=True``: independent draws, the
-  classic supermarket model) and join the first least loaded in the random sample order,
-  i.e. ties are broken uniformly.  ``d`` probes are counted per task.
-* ``jiq``: I-queues with delete requests; a server that becomes idle joins a uniform
-  I-queue (one join message).  A dispatcher with a non-empty I-queue takes a uniform entry
-  and removes it; otherwise it picks a uniform server, and if that server is idle it sends a
-  delete request to the server's I-queue.  So listed <=> idle, and no server is listed twice.
-* ``jiq-pod``: as ``jiq`` but an empty I-queue probes ``d`` servers as ``pod`` does.
-* ``jiq-original``: no delete requests.  A listed server that receives a task from a random
-  dispatch stays listed (a stale entry); a dispatcher that takes a stale entry sends the task
-  to a busy server (counted as ``stale``).  CHOICE: a server that becomes idle while still
-  listed does not join again (it knows its entry was never consumed), so every server is in
-  at most one I-queue.
-* ``jiq-threshold`` (z): CHOICE: a server is listed exactly while it holds at most ``z``
-  tasks.  It joins a uniform I-queue when its queue drops to ``z``; a dispatcher removes the
-  entry it uses and the server joins again if it still holds at most ``z`` tasks; a listed
-  server pushed above ``z`` by a random dispatch sends a delete request.  ``z = 0`` is ``jiq``.
-* ``jiq-sq`` (d): as ``jiq``, but a server that becomes idle samples ``d`` distinct I-queues
-  and joins the shortest (first in sample order on ties); those ``d`` queries are counted as
-  probe messages.
+Each policy's bookkeeping (and the rules we chose where the paper is silent) is described
+with its code, in :mod:`cloudsched.dispatch.builtin_policies`.
 
 Measurement (how it is done and why: ``README.md``, "Numbers you can trust"):
 

@@ -1,20 +1,6 @@
 """Event-driven simulation of graph-job placement: :func:`simulate_placement`.
 
-Policies (``graph-placement.md``):
-
-``storm-default``, ``greedy``
-    Place queue heads as soon as they fit (FIFO within a type; across types by entry time,
-    and a type whose head does not fit does not block the others); a template is deleted
-    when its job leaves.
-``dgp``
-    Dynamic Graph Partitioning: at each arrival the Random Partition Procedure proposes a
-    template, added (virtual) with probability ``e^(w/beta) / (1 + e^(w/beta))``; at each
-    departure the template is kept with that probability.  ``w = f_j(Q) - b_A``.
-``dgp-clock``
-    The same decisions, but proposals happen at the ticks of a Poisson clock per queue
-    (rate ``clock_rate``, by default the type's arrival rate) instead of at arrivals.
-``maxweight``
-    Frame-based MaxWeight (:mod:`cloudsched.placement.maxweight`).
+The policies (``graph-placement.md``) are described in :mod:`cloudsched.placement.policies`.
 
 CHOICES where the note is silent:
 
