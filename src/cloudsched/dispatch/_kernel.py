@@ -7,6 +7,10 @@ service at a busy server chosen uniformly (memorylessness makes this exact).  Th
 engine (given tasks, any laws, server speeds): the next event is the earlier of the next
 arrival and the earliest completion (a binary heap; an arrival comes first on a tie).  Every
 task is tracked individually (FIFO per server, one shared pool), so response times are exact.
+Once the measurement window has closed (the drain), tasks stop arriving and only departures
+are simulated until the last measured task has left: a later arrival joins a queue behind
+every task already there, so it cannot change a measured response time (in the Markov
+engine the drain is the same chain with arrival rate 0).
 
 :func:`build` compiles ``init`` and ``run`` for a policy's hooks
 (:mod:`cloudsched.dispatch.policies`) and an engine: hooks are compile-time constants, so a
@@ -395,12 +399,19 @@ def build(
             if status != S.CHUNK:
                 break
             u = 0.0
+            # In the drain no task arrives any more: a later arrival queues behind every
+            # measured task (FIFO), so it cannot change a measured response time.
+            draining = ist[S.I_PHASE] == S.DRAIN
+            lam = 0.0 if draining else lam_n
             if general:
                 ptr = ist[S.I_TASK_PTR]
-                if ptr >= tasks.arr.shape[0] and ctl[S.C_LAST_CHUNK] == 0:
+                if draining:
+                    na = np.inf
+                elif ptr >= tasks.arr.shape[0] and ctl[S.C_LAST_CHUNK] == 0:
                     status = S.NEED_TASKS
                     break
-                na = tasks.arr[ptr] if ptr < tasks.arr.shape[0] else np.inf
+                else:
+                    na = tasks.arr[ptr] if ptr < tasks.arr.shape[0] else np.inf
                 nd = st.hkey[0] if ist[S.I_HEAP_N] > 0 else np.inf
                 if na == np.inf and nd == np.inf:  # no task left anywhere
                     if ist[S.I_PHASE] == S.WARMUP:
@@ -412,10 +423,10 @@ def build(
                 is_arrival = na <= nd
                 now = na if is_arrival else nd
             else:
-                rate = lam_n + ist[S.I_NBUSY]
+                rate = lam + ist[S.I_NBUSY]
                 now = now + rng.standard_exponential() / rate
                 u = rng.random() * rate
-                is_arrival = u < lam_n
+                is_arrival = u < lam
             fst[S.F_NOW] = now
             arrivals = ist[S.I_ARRIVALS]
             if ist[S.I_PHASE] == S.WARMUP:
@@ -465,7 +476,7 @@ def build(
                 if general:
                     s = st.heap[0]
                 else:
-                    k = int(u - lam_n)
+                    k = int(u - lam)
                     if k >= ist[S.I_NBUSY]:
                         k = ist[S.I_NBUSY] - 1
                     s = st.busy[k]

@@ -285,10 +285,13 @@ def mirror_run(
     while not (phase == K.DRAIN and in_system_measured == 0):
         u, dep = 0.0, -1
         if source is not None:
-            if ptr >= chunk_arr.size and not last:
-                chunk_arr, chunk_svc, last = source.next_chunk()
-                ptr = 0
-            na = chunk_arr[ptr] if ptr < chunk_arr.size else np.inf
+            if phase == K.DRAIN:  # no arrivals in the drain
+                na = np.inf
+            else:
+                if ptr >= chunk_arr.size and not last:
+                    chunk_arr, chunk_svc, last = source.next_chunk()
+                    ptr = 0
+                na = chunk_arr[ptr] if ptr < chunk_arr.size else np.inf
             dep, nd = min(ref.done_at.items(), key=lambda kv: kv[1], default=(-1, np.inf))
             if na == np.inf and nd == np.inf:
                 if phase == K.WARMUP:
@@ -300,10 +303,11 @@ def mirror_run(
             is_arrival = bool(na <= nd)
             nxt = float(na if is_arrival else nd)
         else:
-            rate = lam_n + len(ref.busy)
+            lam = 0.0 if phase == K.DRAIN else lam_n  # no arrivals in the drain
+            rate = lam + len(ref.busy)
             nxt = now + rng.standard_exponential() / rate
             u = rng.random() * rate
-            is_arrival = u < lam_n
+            is_arrival = u < lam
         if phase == K.WARMUP and (
             (end_tasks < 0 and nxt >= t_warm)
             or (end_tasks >= 0 and is_arrival and arrivals == warm_tasks)
@@ -337,7 +341,7 @@ def mirror_run(
             in_system_measured += 1 if measuring else 0
         else:
             if source is None:
-                dep = ref.busy[min(int(u - lam_n), len(ref.busy) - 1)]
+                dep = ref.busy[min(int(u - lam), len(ref.busy) - 1)]
             rt, order = ref.departure(dep, now, measuring)
             if order >= 0:
                 times.append(rt)
