@@ -189,10 +189,7 @@ def _record(st, mt, idx, now, wshift, segshift, record, scratch):
     if rt > st.fst[S.F_RT_MAX]:
         st.fst[S.F_RT_MAX] = rt
     if record:
-        k = st.ist[S.I_NREC]
-        mt.buf[k] = rt
-        mt.rec_ord[k] = tag - 1
-        st.ist[S.I_NREC] = k + 1
+        mt.buf[tag - 1] = rt
     st.ist[S.I_MEAS_IN_SYS] -= 1
 
 
@@ -239,7 +236,7 @@ def _remove_task(st, mt, s, now, measuring, general, wshift, segshift, record, s
 
 
 @kernel(nrt=False, inline=True)
-def _blocked(st, mt, ctl, iqueues, nmicro):
+def _blocked(st, mt, ctl, iqueues, nmicro, record):
     """Status asking the caller to act before the next event, or S.CHUNK to go on."""
     ist = st.ist
     if ist[S.I_POOL_FREE] < 0:
@@ -248,11 +245,12 @@ def _blocked(st, mt, ctl, iqueues, nmicro):
         return S.NEED_ARENA
     if ist[S.I_MAXLEN] + 2 >= st.cnt.shape[0]:
         return S.NEED_LEVELS
-    if ist[S.I_NREC] >= mt.buf.shape[0]:
-        return S.BUFFER_FULL
     measured = ist[S.I_ARRIVALS] - ctl[S.C_ARR_WARM]
-    if ist[S.I_PHASE] == S.MEASURE and measured >= ctl[S.C_WIDTH] * nmicro:
-        return S.NEED_MERGE
+    if ist[S.I_PHASE] == S.MEASURE:
+        if measured >= ctl[S.C_WIDTH] * nmicro:
+            return S.NEED_MERGE
+        if record and measured >= mt.buf.shape[0]:
+            return S.BUFFER_FULL
     return S.CHUNK
 
 
@@ -338,9 +336,13 @@ def build(
     *,
     iqueues: bool,
     per_dispatcher: bool,
+    general: bool,
     fingerprint: str,
 ) -> tuple[Callable[..., None], Callable[..., int]]:
-    """Compile ``init`` and ``run`` for a policy's hooks (both engines: ``par.general``).
+    """Compile ``init`` and ``run`` for a policy's hooks and one engine.
+
+    ``general`` (a compile-time constant, as the hooks are): the event-list engine, else the
+    Markov-chain one; ``par.general`` must agree.
 
     ``init(st, mt, par, rng, init_q, init_iq, init_svc)`` sets up time 0: an empty system,
     then ``init_q[s]`` tasks at server ``s`` (int64, ``(N,)`` or empty; they arrived before
@@ -353,7 +355,8 @@ def build(
     (a status code of :mod:`cloudsched.dispatch.state`).  Measurement: the k-th measured
     arrival (k = 0, 1, ...) carries ``k + 1`` in its pool row and belongs to micro-batch
     ``k // width``; at its departure its response time is added to ``bsum`` / ``bcnt`` and
-    the histogram segment of its micro-batch, and in record mode to ``buf`` / ``rec_ord``.
+    the histogram segment of its micro-batch, and in record mode to ``buf[k]`` (S.BUFFER_FULL
+    asks for a longer ``buf`` before an arrival would have no row there).
     When micro-batch ``B`` would open, ``run`` returns S.NEED_MERGE (the caller merges pairs
     and doubles the width); row ``b`` of the snapshots holds the running integrals when
     micro-batch ``b`` opens.  After the measured arrival that brings the count to
@@ -367,7 +370,7 @@ def build(
     def init(st, mt, par, rng, init_q, init_iq, init_svc):
         _reset(st, mt)
         if init_q.shape[0] == par.n:
-            _place_initial(st, par, init_q, init_svc, par.general)
+            _place_initial(st, par, init_q, init_svc, general)
         given = init_iq.shape[0] == par.n
         if iqueues and given:
             for s in range(par.n):
@@ -377,7 +380,6 @@ def build(
 
     def run(st, mt, tasks, par, ctl, rng):
         ist, fst = st.ist, st.fst
-        general = par.general
         wshift = 0
         while (1 << wshift) < ctl[S.C_WIDTH]:
             wshift += 1
@@ -396,7 +398,7 @@ def build(
                 break
             if done >= ctl[S.C_BUDGET]:
                 break
-            status = _blocked(st, mt, ctl, iqueues, nmicro)
+            status = _blocked(st, mt, ctl, iqueues, nmicro, par.record)
             if status != S.CHUNK:
                 break
             u = 0.0
@@ -490,5 +492,6 @@ def build(
         ist[S.I_EVENTS] += done
         return status
 
-    return specialised(init, fingerprint), specialised(run, fingerprint, _nrt=False)
+    key = f"{fingerprint}:{'general' if general else 'markov'}"
+    return specialised(init, key), specialised(run, key, _nrt=False)
 

@@ -38,7 +38,7 @@ from cloudsched.dispatch.replication import (
 __all__ = ["Engine", "run_once"]
 
 _CHUNK_EVENTS = 1 << 22
-_BUFFER = 1 << 20
+_BUFFER = 1 << 24  # first response-time buffer of a run in time or open-ended (float32)
 
 
 def _grow(a: np.ndarray, size: int, fill: float | int) -> np.ndarray:
@@ -105,7 +105,7 @@ class Engine:
         self.spec, self.policy, self.n, self.m, self.rng = spec, policy, n, m, rng
         self.source = source  # the event-list engine when a task source is given
         general = source is not None
-        self._init, self._run = policy.kernels()
+        self._init, self._run = policy.kernels(general)
         self.st = _new_state(spec, policy, initial, speeds, general)
         self.mt = _new_meter(spec, int(self.st.cnt.size))
         self.tasks = S.Tasks(np.zeros(0), np.zeros(0))  # empty: the first event asks for one
@@ -122,8 +122,6 @@ class Engine:
             self.expected_events = 2.0 * spec.end_tasks
         else:
             self.expected_events = 2.0 * spec.rate * n * spec.t_end
-        self.chunks: list[np.ndarray] = []
-        self.ord_chunks: list[np.ndarray] = []
         self.wall = 0.0
         self.at_checkpoint = False
         queues = initial.queues if initial is not None else _NO_INT
@@ -201,10 +199,9 @@ class Engine:
             ist[S.I_TASK_PTR] = 0
             self.ctl[S.C_LAST_CHUNK] = int(last)
         elif status == S.BUFFER_FULL:
-            nrec = ist[S.I_NREC]
-            self.chunks.append(self.mt.buf[:nrec].copy())
-            self.ord_chunks.append(self.mt.rec_ord[:nrec].copy())
-            ist[S.I_NREC] = 0
+            old_buf = self.mt.buf
+            self.mt = self.mt._replace(buf=_grow(old_buf, old_buf.size + old_buf.size // 2 + 1024,
+                                                 np.nan))  # fmt: skip
         elif status == S.NEED_MERGE:
             self._merge()
         else:  # pragma: no cover - the kernel returns only the codes above
@@ -273,14 +270,11 @@ class Engine:
     def result(self) -> RawRun:
         """Collect what was measured (call once the run is complete)."""
         st, mt = self.st, self.mt
-        nrec = int(st.ist[S.I_NREC])
-        times = np.concatenate([*self.chunks, mt.buf[:nrec]])
-        orders = np.concatenate([*self.ord_chunks, mt.rec_ord[:nrec]])
         measured = self.measured
+        times = mt.buf[:measured] if self.spec.record else mt.buf[:0]
         used = -(-measured // self.width)
         return RawRun(
             response_times=times,
-            orders=orders,
             batch_sum=mt.bsum[:used].copy(),
             batch_count=mt.bcnt[:used].copy(),
             width=self.width,
@@ -353,12 +347,17 @@ def _new_meter(spec: RunSpec, levels: int) -> S.Meter:
     if micro < S.H_SEGMENTS or micro & (micro - 1):
         raise ValueError(f"micro must be a power of two, at least {S.H_SEGMENTS}")
     expected = spec.expected_tasks()
-    buf = int(min(_BUFFER, max(1024, 1.05 * expected + 1024))) if spec.record else 1
+    if not spec.record:
+        buf = 1
+    elif spec.end_tasks >= 0 and not spec.open_end:  # exactly the measured arrivals
+        buf = max(0, spec.end_tasks - spec.warm_tasks) + 1  # + the one that closes it
+    else:  # grown by half when the window outlasts it
+        buf = int(min(_BUFFER, 1.05 * expected + 1024))
     return S.Meter(
         area=np.zeros(levels), last=np.zeros(levels), bsum=np.zeros(micro),
         bcnt=np.zeros(micro, np.int64), hist=np.zeros((S.H_SEGMENTS, S.H_BINS), np.int64),
         snap=np.zeros((micro + 1, S.N_SNAP)), snap_area=np.zeros((micro + 1, levels)),
-        buf=np.empty(buf, np.float32), rec_ord=np.empty(buf, np.int64), scratch=np.zeros(1),
+        buf=np.full(buf, np.nan, np.float32), scratch=np.zeros(1),
     )  # fmt: skip
 
 

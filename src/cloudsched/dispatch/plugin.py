@@ -142,21 +142,26 @@ class Policy:
         size = {"dispatchers": m, "servers": n}.get(str(self.memory), self.memory)
         return max(1, int(size))
 
-    def kernels(self) -> tuple[Callable[..., Any], Callable[..., Any]]:
-        """Return the compiled ``init`` and ``run`` of this policy (built once per process)."""
+    def kernels(self, general: bool) -> tuple[Callable[..., Any], Callable[..., Any]]:
+        """Return the compiled ``init`` and ``run`` of this policy for one engine.
+
+        ``general``: the event-list engine, else the Markov-chain one.  Each pair is built
+        once per process (and loaded from the disk cache when it can be).
+        """
         from cloudsched.dispatch._kernel import build
 
-        if self.fingerprint not in _COMPILED:
+        key = (self.fingerprint, bool(general))
+        if key not in _COMPILED:
             h = self.hooks
-            _COMPILED[self.fingerprint] = build(
+            _COMPILED[key] = build(
                 h["choose"], h["on_arrival"], h["on_departure"], h["on_start"],
                 iqueues=self.iqueues, per_dispatcher=self.per_dispatcher,
-                fingerprint=self.fingerprint,
+                general=bool(general), fingerprint=self.fingerprint,
             )  # fmt: skip
-        return _COMPILED[self.fingerprint]
+        return _COMPILED[key]
 
 
-_COMPILED: dict[str, tuple[Callable[..., Any], Callable[..., Any]]] = {}
+_COMPILED: dict[tuple[str, bool], tuple[Callable[..., Any], Callable[..., Any]]] = {}
 _REGISTRY: dict[str, Policy] = {}
 _PLUGIN_NAMES: dict[str, list[str]] = {}  # plug-in file -> names it registered
 _LOADING: list[str] = []  # the plug-in file being executed (set by load_plugin)

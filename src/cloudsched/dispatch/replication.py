@@ -31,8 +31,7 @@ class RawRun:
     values (at ``t_end``) are ``tail_area``, ``p0_area`` and ``messages``.
     """
 
-    response_times: np.ndarray  # float32, completion order (record mode; else empty)
-    orders: np.ndarray  # int64, measured-arrival ordinal of each record
+    response_times: np.ndarray  # float32, by measured-arrival order (record mode; else empty)
     batch_sum: np.ndarray  # per micro-batch, float64
     batch_count: np.ndarray  # int64
     width: int  # measured arrivals per micro-batch

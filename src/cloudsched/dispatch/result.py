@@ -263,10 +263,9 @@ def _percentiles(runs: list[RawRun], wins: list[Window]) -> dict[str, float]:
 def _kept(runs: list[RawRun], ests: list[SeriesEstimate]) -> np.ndarray:
     """Return the response times of the tasks behind the estimate (after each warm-up)."""
     return np.concatenate([
-        run.response_times[(run.orders >= est.truncation * run.width)
-                           & (run.orders < run.batches_estimated * run.width)]
+        run.response_times[est.truncation * run.width : run.batches_estimated * run.width]
         for run, est in zip(runs, ests, strict=True)
-    ])  # fmt: skip
+    ])
 
 
 def _warmup_name(fixed: float | None) -> str:

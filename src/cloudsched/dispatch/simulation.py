@@ -147,7 +147,8 @@ def simulate(
     engine : str
         ``auto`` (fast path when it applies), ``exponential`` or ``general``.
     keep_response_times : bool
-        Keep every response time measured after the warm-up (``response_times``).
+        Keep every response time measured after the warm-up (``response_times``, float32, in
+        arrival order).
     progress : callable, optional
         Called as ``progress(fraction, status)`` while the run goes: ``fraction`` in [0, 1]
         is the share done (an estimate for open-ended runs; negative: no new estimate) and

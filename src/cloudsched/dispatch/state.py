@@ -25,7 +25,8 @@ A compiled run takes four records and a random stream, never loose arrays:
     ``hist`` (int64, ``(H_SEGMENTS, H_BINS)``): response-time histogram per segment.
     ``snap`` (float64, ``(B + 1, N_SNAP)``), ``snap_area`` (float64, ``(B + 1, L)``): the
     running integrals at every micro-batch boundary.
-    ``buf`` (float32), ``rec_ord`` (int64): per-task records (record mode).
+    ``buf`` (float32): per-task records (record mode): ``buf[k]`` is the response time of
+    the k-th measured arrival (NaN while it is in the system).
 ``Tasks`` (the event-list engine's next chunk of tasks)
     ``arr``, ``svc`` (float64): arrival times and service sizes.
 ``Params`` (fixed for a run; scalars)
@@ -63,12 +64,11 @@ POOL_COLS = 4
 
 # Scalars ``ist``: busy servers, head of the pool's free list, arena top and largest
 # I-queue capacity, arrivals, events, measured tasks in the system, empty I-queues, the
-# JSQ minimum, records kept, phase, longest queue, task pointer (event list), heap size,
-# arrivals when the window closed, and the value of a bad server choice.
+# JSQ minimum, phase, longest queue, task pointer (event list), heap size, arrivals when the
+# window closed, and the value of a bad server choice.
 (I_NBUSY, I_POOL_FREE, I_ARENA_TOP, I_MAXCAP, I_ARRIVALS, I_EVENTS, I_MEAS_IN_SYS, I_NEMPTY,
- I_JSQ_MIN, I_NREC, I_PHASE, I_MAXLEN, I_TASK_PTR, I_HEAP_N, I_ARR_CLOSE,
- I_BAD) = range(16)  # fmt: skip
-N_IST = 16
+ I_JSQ_MIN, I_PHASE, I_MAXLEN, I_TASK_PTR, I_HEAP_N, I_ARR_CLOSE, I_BAD) = range(15)  # fmt: skip
+N_IST = 15
 # Scalars ``fst``: time, window start and end, integral of the empty I-queues and its last
 # update, smallest and largest measured response time.
 F_NOW, F_TWARM, F_TEND, F_AREA_P0, F_LAST_P0, F_RT_MIN, F_RT_MAX = range(7)
@@ -137,7 +137,6 @@ class Meter(NamedTuple):
     snap: np.ndarray
     snap_area: np.ndarray
     buf: np.ndarray
-    rec_ord: np.ndarray
     scratch: np.ndarray
 
 

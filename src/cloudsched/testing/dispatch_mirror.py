@@ -373,8 +373,7 @@ def mirror_run(
         snap[b, K.SN_MSG : K.SN_MSG + 4] = msgs
         snap_area[b, : len(ar)] = ar
     return RawRun(
-        response_times=np.array(times, dtype=np.float32),
-        orders=np.array(orders, dtype=np.int64),
+        response_times=np.array(times, dtype=np.float32)[np.argsort(orders, kind="stable")],
         batch_sum=bsum,
         batch_count=bcnt,
         width=width,
