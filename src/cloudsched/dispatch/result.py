@@ -262,10 +262,11 @@ def _percentiles(runs: list[RawRun], wins: list[Window]) -> dict[str, float]:
 
 def _kept(runs: list[RawRun], ests: list[SeriesEstimate]) -> np.ndarray:
     """Return the response times of the tasks behind the estimate (after each warm-up)."""
-    return np.concatenate([
+    kept = [
         run.response_times[est.truncation * run.width : run.batches_estimated * run.width]
         for run, est in zip(runs, ests, strict=True)
-    ])
+    ]
+    return kept[0] if len(kept) == 1 else np.concatenate(kept)  # one run: a view, no copy
 
 
 def _warmup_name(fixed: float | None) -> str:
