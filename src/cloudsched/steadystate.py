@@ -36,7 +36,8 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
+
+from cloudsched._quantiles import normal_quantile, t_quantile
 
 __all__ = [
     "DRIFT_LEVEL",
@@ -119,7 +120,7 @@ def drift_limit(batches: int, series: int = 1) -> float:
     Two-sided, family-wise false-alarm probability :data:`DRIFT_LEVEL` over ``series``
     independent series (Bonferroni), Student's t with ``batches - 1`` degrees of freedom.
     """
-    return float(stats.t.ppf(1.0 - DRIFT_LEVEL / (2 * series), max(batches - 1, 1)))
+    return float(t_quantile(1.0 - DRIFT_LEVEL / (2 * series), max(batches - 1, 1)))
 
 
 def von_neumann_ratio(means: np.ndarray) -> float:
@@ -184,7 +185,7 @@ class SeriesEstimate:
     @property
     def independent(self) -> bool:
         """The batch means pass the lag-1 independence test."""
-        return self.independence_z <= stats.norm.ppf(1.0 - INDEPENDENCE_LEVEL)
+        return self.independence_z <= normal_quantile(1.0 - INDEPENDENCE_LEVEL)
 
     @property
     def drifting(self) -> bool:
@@ -283,7 +284,7 @@ def analyse_series(
     ratio = min(relax / span, 0.9) if span > 0 else 0.9
     shortfall = ratio * (1.0 - math.exp(-1.0 / ratio)) if ratio > 0 else 0.0
     correction = 1.0 / math.sqrt(1.0 - shortfall)
-    half = float(stats.t.ppf(0.5 + level / 2, k - 1)) * se * correction
+    half = float(t_quantile(0.5 + level / 2, k - 1)) * se * correction
     halves = k // 2
     w_first, w_second = bw[:halves].sum(), bw[-halves:].sum()
     # batch variance from successive differences: a trend does not inflate it

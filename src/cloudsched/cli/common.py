@@ -11,10 +11,9 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -27,6 +26,9 @@ from rich.progress import (
 from rich.table import Table
 
 from cloudsched.io import atomic_write_text
+
+if TYPE_CHECKING:  # pandas takes 0.3 s to import: commands import it when they use it
+    import pandas as pd
 
 __all__ = [
     "LazyProgress",
@@ -96,12 +98,16 @@ def emit(text: str, out: Path | None) -> None:
         atomic_write_text(out, text if text.endswith("\n") else text + "\n")
 
 
-def render_table(df: pd.DataFrame, title: str) -> str:
-    """Render ``df`` as a rich table (text) under ``title``."""
+def render_table(df: pd.DataFrame | dict[str, list[Any]], title: str) -> str:
+    """Render ``df`` (a data frame, or columns by name) as a rich table (text) under ``title``."""
     table = Table(title=title)
-    for col in df.columns:
+    if isinstance(df, dict):
+        columns, rows = list(df), list(zip(*df.values(), strict=True))
+    else:
+        columns, rows = list(df.columns), list(df.itertuples(index=False))
+    for col in columns:
         table.add_column(str(col), justify="right")
-    for row in df.itertuples(index=False):
+    for row in rows:
         table.add_row(*[f"{v:.6g}" if isinstance(v, float) else str(v) for v in row])
     buf = io.StringIO()
     Console(file=buf, width=200, force_terminal=False, color_system=None).print(table)

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-import pandas as pd
 import typer
 
 from cloudsched.cli.common import (
@@ -117,6 +116,8 @@ def predict(
     grid = _parse_loads(load, loads)
     pred = mf_predict(policy, grid, r=r, d=d)
     points = pred.to_dicts()
+    import pandas as pd
+
     df = pd.DataFrame(pred.to_rows(tail=tail)).drop(columns=["policy", "r", "d"])
     payload = {"policy": policy, "params": {"r": pred.r, "d": pred.d}, "points": points}
     title = f"mean field: {policy} (r={pred.r}, d={pred.d})"
@@ -168,6 +169,8 @@ def fluid(
         )  # fmt: skip
     finally:
         bar.close()
+    import pandas as pd
+
     df = pd.DataFrame({"t": traj.t, "p0": traj.p0, "mean_tasks": traj.mean_tasks})
     for i in range(min(3, traj.tail.shape[1])):
         df[f"s_{i + 1}"] = traj.tail[:, i]
@@ -338,10 +341,10 @@ def simulate(
     shown = {one_line(str(w.message)) for w in caught}
     for note in [*shown, *(n for n in res.warnings if n not in shown)]:
         sys.stderr.write(f"warning: {note}\n")
-    df = pd.DataFrame([res.to_row(tail)])
+    row = res.to_row(tail)
     if fmt == "table":
-        fields = df.T.reset_index().set_axis(["field", "value"], axis=1)
-        fields = fields[fields["field"] != "warnings"]
+        fields = {"field": [k for k in row if k != "warnings"]}
+        fields["value"] = [row[k] for k in fields["field"]]
         title = f"simulation: {policy}"
         if not res.steady_state:
             title += " — NOT STEADY: no interval"
@@ -350,7 +353,9 @@ def simulate(
         text = render_table(fields, title)
         text += "".join(f"WARNING: {note}\n" for note in res.warnings)
     else:
-        text = format_frame(df, fmt, "", res.to_dict())
+        import pandas as pd
+
+        text = format_frame(pd.DataFrame([row]), fmt, "", res.to_dict())
     emit(text, out)
 
 

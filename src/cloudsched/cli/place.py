@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Annotated
 
 import numpy as np
-import pandas as pd
 import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, emit, render_table, to_json
@@ -192,6 +191,8 @@ def place_simulate(
         return
     summary = {k: v for k, v in payload.items() if k not in ("per_type", "params", "warnings")}
     summary["params"] = json.dumps({k: v for k, v in res.params.items() if k != "pilots"})
+    import pandas as pd
+
     rows = pd.DataFrame({"field": list(summary), "value": list(summary.values())})
     title = f"placement: {policy} on {cluster}"
     if not res.steady_state:
@@ -265,6 +266,8 @@ def place_bound(
         emit(to_json(payload), out)
         return
     fields = ["cost_rate", "cost_per_job", "proven", "columns", "solve_time"]
+    import pandas as pd
+
     head = pd.DataFrame({"field": fields, "value": [payload[k] for k in fields]})
     text = render_table(head, f"static optimum on {cluster}")
     text += render_table(pd.DataFrame(configs), "configurations used (time share, templates, cost)")

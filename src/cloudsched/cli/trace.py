@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated
 
-import pandas as pd
 import typer
 
 from cloudsched.cli.common import check_outputs, emit, render_table, to_json
@@ -45,6 +44,8 @@ def trace_stats(
         text = to_json(summary)
     else:
         shown = {k: v for k, v in summary.items() if k != "notes"}
+        import pandas as pd
+
         rows = pd.DataFrame({"field": list(shown), "value": [str(v) for v in shown.values()]})
         text = render_table(rows, f"trace: {', '.join(log.files)}")
         text += "".join(f"NOTE: {note}\n" for note in summary["notes"])  # type: ignore[attr-defined]

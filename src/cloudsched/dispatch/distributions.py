@@ -29,7 +29,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-from scipy import optimize
 
 from cloudsched.errors import ParameterError, check_real
 
@@ -233,7 +232,9 @@ class BoundedPareto(Distribution):
                 "max", self.high, f"a bound for which a Pareto of shape {self.alpha:g} can "
                 f"have mean {self.mean:g} (try a smaller max or a larger alpha)",
             )  # fmt: skip
-        low = optimize.brentq(excess, a, b, xtol=1e-15 * self.mean, rtol=1e-14)
+        from scipy.optimize import brentq  # here: scipy.optimize takes 0.1 s to import
+
+        low = brentq(excess, a, b, xtol=1e-15 * self.mean, rtol=1e-14)
         object.__setattr__(self, "low", float(low))
 
     @property

@@ -26,7 +26,6 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
-from scipy import optimize, special
 
 from cloudsched.dispatch.policies import check_meanfield_policy
 from cloudsched.errors import check_int, check_loads, check_real
@@ -90,6 +89,8 @@ def _log_s(p0: float, lam: float, r: float, d: int) -> float:
     a = b * (1.0 - eps)
     if b > 200.0 and 4.5 / np.sqrt(b) <= eps < 0.05:
         return _log_series_direct(a, b)
+    from scipy import special  # here: scipy.special takes 0.15 s to import
+
     p = float(special.gammainc(b, a))
     if p < 1e-280:
         return _log_series_direct(a, b)
@@ -133,7 +134,9 @@ def _solve_p0(lam: float, r: float, d: int) -> float:
     below the root, and ``S(1) > 1`` puts ``p0 = 1`` above it.
     """
     lo = float(np.log(min(1e-12, 1e-4 / r)))
-    x = optimize.brentq(
+    from scipy.optimize import brentq
+
+    x = brentq(
         lambda t: t + _log_s(float(np.exp(t)), lam, r, d), lo, 0.0, xtol=1e-15, rtol=1e-15
     )
     return float(np.clip(np.exp(x), np.nextafter(0.0, 1.0), np.nextafter(1.0, 0.0)))

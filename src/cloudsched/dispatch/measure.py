@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
+from cloudsched._quantiles import t_quantile
 from cloudsched.dispatch import state as K
 from cloudsched.dispatch.engine import Engine
 from cloudsched.dispatch.replication import RawRun
@@ -163,7 +163,7 @@ def replication_interval(means: np.ndarray, level: float = 0.95) -> float:
     k = means.size
     if k < 2:
         return math.nan
-    return float(stats.t.ppf(0.5 + level / 2, k - 1) * means.std(ddof=1) / math.sqrt(k))
+    return float(t_quantile(0.5 + level / 2, k - 1) * means.std(ddof=1) / math.sqrt(k))
 
 
 @dataclass

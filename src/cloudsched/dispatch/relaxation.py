@@ -29,7 +29,6 @@ import math
 from functools import lru_cache
 
 import numpy as np
-from scipy import linalg
 
 from cloudsched.dispatch import fluid as F
 
@@ -65,7 +64,7 @@ def _fluid_relaxation(policy: str, load: float, r: float, d: int) -> float:
         jac[:, i] = (rhs(0.0, x0 + e) - rhs(0.0, x0 - e)) / (2 * h)
     # total mass is conserved: eliminate the last coordinate (x_n = 1 - sum of the others)
     reduced = jac[:-1, :-1] - jac[:-1, -1:]
-    rates = -linalg.eigvals(reduced).real
+    rates = -np.linalg.eigvals(reduced).real
     rates = rates[rates > 0]
     return float(1.0 / rates.min()) if rates.size else 1.0
 
