@@ -8,6 +8,10 @@ and Pod(2).  In one run this script times
 * a plain-Python event-list simulator with ``heapq`` (one event per arrival and departure);
 * SimPy (one process per task, a ``Resource`` per server), if installed;
 
+all doing the same work: scalar uniform draws for the servers (Pod(2): the second among the
+other N - 1), every task's response time recorded.  The comparison with C peers is
+``bench_peers.py``.
+
 and prints events per second and the ratios to the engine.  Then it times every policy of
 the engine at N = 1000 and a run with N = 1,000,000 servers in a subprocess (peak memory
 from ``resource.getrusage``).
@@ -22,6 +26,7 @@ import json
 import subprocess
 import sys
 import time
+from collections import deque
 
 import numpy as np
 
@@ -33,7 +38,8 @@ N, LOAD = 1000, 0.9
 
 
 def engine_rate(policy: str, tasks: int, **kw) -> float:
-    res = simulate(policy, servers=N, load=LOAD, tasks=tasks, rng=1, d=2, **kw)
+    res = simulate(policy, servers=N, load=LOAD, tasks=tasks, rng=1, d=2, keep_response_times=True,
+                   **kw)  # fmt: skip
     return res.events_per_second
 
 
@@ -44,38 +50,52 @@ def reference_rate(policy: str, tasks: int) -> float:
     return raw.events / (time.perf_counter() - t0)
 
 
+def _pick(rng: np.random.Generator, policy: str, qlen) -> int:
+    """Random: a uniform server; Pod(2): the shorter of two distinct uniform servers."""
+    s = min(int(rng.random() * N), N - 1)
+    if policy == "pod":
+        s2 = min(int(rng.random() * (N - 1)), N - 2)
+        s2 += s2 >= s
+        if qlen(s2) < qlen(s):
+            s = s2
+    return s
+
+
 def heapq_rate(policy: str, tasks: int) -> float:
-    """Event-list simulation in plain Python: arrivals and departures in a binary heap."""
+    """Event-list simulation in plain Python: arrivals and departures in a binary heap.
+
+    The same work as the engine: every task's arrival time is queued at its server and its
+    response time recorded; draws are scalar ``rng.random()`` / ``rng.exponential()``.
+    """
     rng = np.random.default_rng(1)
-    qlen = [0] * N
+    queues: list[deque[float]] = [deque() for _ in range(N)]
+    response: list[float] = []
     heap: list[tuple[float, int, int]] = [(rng.exponential(1 / (LOAD * N)), 0, -1)]
     seq = events = arrivals = 0
     t0 = time.perf_counter()
-    while arrivals < tasks:
+    while heap:
         now, _, server = heapq.heappop(heap)
         events += 1
         if server < 0:
             arrivals += 1
-            if policy == "random":
-                s = int(rng.integers(N))
-            else:
-                a, b = rng.choice(N, 2, replace=False)
-                s = int(a) if qlen[a] <= qlen[b] else int(b)
-            qlen[s] += 1
-            if qlen[s] == 1:
+            s = _pick(rng, policy, lambda k: len(queues[k]))
+            queues[s].append(now)
+            if len(queues[s]) == 1:
                 seq += 1
                 heapq.heappush(heap, (now + rng.exponential(), seq, s))
-            seq += 1
-            heapq.heappush(heap, (now + rng.exponential(1 / (LOAD * N)), seq, -1))
+            if arrivals < tasks:
+                seq += 1
+                heapq.heappush(heap, (now + rng.exponential(1 / (LOAD * N)), seq, -1))
         else:
-            qlen[server] -= 1
-            if qlen[server] > 0:
+            response.append(now - queues[server].popleft())
+            if queues[server]:
                 seq += 1
                 heapq.heappush(heap, (now + rng.exponential(), seq, server))
     return events / (time.perf_counter() - t0)
 
 
 def simpy_rate(policy: str, tasks: int) -> float | None:
+    """SimPy: a process per task, a ``Resource`` per server, every response time recorded."""
     try:
         import simpy
     except ImportError:
@@ -84,25 +104,22 @@ def simpy_rate(policy: str, tasks: int) -> float | None:
     env = simpy.Environment()
     servers = [simpy.Resource(env, capacity=1) for _ in range(N)]
     counter = {"events": 0}
+    response: list[float] = []
 
     def task(res):
+        arrived = env.now
         with res.request() as req:
             yield req
             yield env.timeout(rng.exponential())
+        response.append(env.now - arrived)
         counter["events"] += 1
 
     def source():
         for _ in range(tasks):
             yield env.timeout(rng.exponential(1 / (LOAD * N)))
             counter["events"] += 1
-            if policy == "random":
-                s = servers[int(rng.integers(N))]
-            else:
-                a, b = rng.choice(N, 2, replace=False)
-                la = len(servers[a].queue) + servers[a].count
-                lb = len(servers[b].queue) + servers[b].count
-                s = servers[a] if la <= lb else servers[b]
-            env.process(task(s))
+            s = _pick(rng, policy, lambda k: len(servers[k].queue) + servers[k].count)
+            env.process(task(servers[s]))
 
     env.process(source())
     t0 = time.perf_counter()
