@@ -19,7 +19,8 @@ pairs.  Ours also reports its peak resident memory (``ru_maxrss``); runs without
 on the run length (``--memory`` shows it).
 
 Then the start-up: the wall time of ``cloudsched simulate pod --servers 1000 --load 0.9
---tasks 100000`` (warm cache), median of ``reps`` runs, beside a bare ``python -c pass``.
+--tasks 100000`` (warm cache), median of ``reps`` runs, beside a bare ``python -c pass``, and
+the first call of a policy with an empty numba cache in each engine (compilation included).
 
 Run: ``python benchmarks/bench_peers.py [--quick] [--markdown]``.
 """
@@ -130,6 +131,26 @@ def startup(reps: int) -> tuple[float, float]:
     return statistics.median(walls), statistics.median(bare)
 
 
+COMPILE = """
+import sys, time
+from cloudsched.dispatch import simulate
+t0 = time.perf_counter()
+simulate(sys.argv[1], servers=20, load=0.5, tasks=200, rng=0, engine=sys.argv[2], r=10)
+print(time.perf_counter() - t0)
+"""
+
+
+def compile_seconds(policy: str, engine: str) -> float:
+    """Wall seconds of a first call with an empty numba cache (compilation included)."""
+    import os
+
+    with tempfile.TemporaryDirectory() as cache:
+        env = {**os.environ, "NUMBA_CACHE_DIR": cache}
+        out = subprocess.run([sys.executable, "-c", COMPILE, policy, engine], env=env,
+                             capture_output=True, text=True, check=True)  # fmt: skip
+    return float(out.stdout.strip().splitlines()[-1])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs, 3 pairs")
@@ -164,6 +185,9 @@ def main() -> None:
     wall, bare = startup(reps)
     print(f"\nstart-up: 'cloudsched simulate pod --servers 1000 --load 0.9 --tasks 100000' "
           f"{wall:.2f} s wall (median of {reps}); 'python -c pass' {bare:.2f} s")  # fmt: skip
+    for engine in ("exponential", "general"):
+        first = compile_seconds("jiq-pod", engine)
+        print(f"first call with an empty cache (jiq-pod, {engine} engine): {first:.1f} s")
     if args.markdown:
         print(f"\n| engine | policy | N | tasks | cloudsched (M events/s) | C peer (M events/s) "
               f"| ratio: median [range of {reps} pairs] | peak memory |")  # fmt: skip
