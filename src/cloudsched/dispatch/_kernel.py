@@ -299,7 +299,6 @@ def _reset(st, mt):
         st.srv[s, S.S_QLEN] = 0
         st.srv[s, S.S_JPOS] = s
         st.jperm[s] = s
-    for s in range(st.perm.shape[0]):
         st.perm[s] = s
     for k in range(size):
         st.pool[k, S.P_NEXT] = k + 1 if k + 1 < size else -1

@@ -11,8 +11,8 @@ A compiled run takes four records and a random stream, never loose arrays:
     ``cnt`` (float64, ``(L,)``): ``cnt[i]`` servers hold at least ``i`` tasks.
     ``bstart`` (int64, ``(L + 1,)``), ``jperm`` (int64, ``(N,)``): servers bucketed by queue
     length (kept by policies that use :func:`~cloudsched.dispatch.view.shortest_queue`).
-    ``perm`` (int64, ``(N,)`` when the run's ``2 d > N``, else ``(1,)``), ``dperm`` (int64,
-    ``(M,)``): permutations for sampling distinct servers or dispatchers.
+    ``perm`` (int64, ``(N,)``), ``dperm`` (int64, ``(M,)``): permutations for sampling
+    distinct servers or dispatchers.
     ``sample`` (int64, ``(max(d, 1),)``): the servers of the last sample.
     ``mem`` (int64): the policy's own memory (its size is declared with the policy).
     ``heap`` (int64, ``(N,)``), ``hkey`` (float64, ``(N,)``), ``speed`` (float64, ``(N,)``):

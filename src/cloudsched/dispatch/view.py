@@ -19,13 +19,9 @@ I-queues (each dispatcher's list of idle servers): :func:`iqueue_size`, :func:`l
 ``STALE`` (counted only inside the measurement window).  A policy's own memory is
 ``st.mem`` (int64, of the size declared with the policy).
 
-Draws: ``uniform(rng, n)`` is ``floor(rng.random() * n)``.  :func:`least_loaded` and
-:func:`sample_servers` draw ``d`` servers one after another: with ``replace``, ``d`` uniform
-draws; otherwise each next server is uniform among those not yet drawn, found by redrawing
-(rejection: a uniform draw is repeated while it hits a server already in the sample; the
-expected number of draws is below ``2 d`` when ``2 d <= N``, and no ``N``-sized array is
-touched) or, for a run whose ``d`` is above ``N / 2``, by one draw per server of a partial
-Fisher-Yates shuffle of ``st.perm`` (allocated only then).
+Draws: ``uniform(rng, n)`` is ``floor(rng.random() * n)``; :func:`least_loaded` and
+:func:`sample_servers` make ``d`` such draws, distinct servers by a partial Fisher-Yates
+shuffle of ``st.perm`` unless ``replace``.
 """
 
 from __future__ import annotations
@@ -125,45 +121,26 @@ def uniform(rng, n):
 
 
 @kernel(nrt=False, inline=True)
-def _probe(st, rng, k, n, replace):
-    """Draw the ``k``-th server of a sample into ``st.sample[k]`` (see the module notes)."""
-    sample, perm = st.sample, st.perm
-    if replace:
-        s = uniform(rng, n)
-    elif perm.shape[0] == n:  # many probes (2d > N): partial Fisher-Yates shuffle
-        j = k + uniform(rng, n - k)
-        s = perm[j]
-        perm[j] = perm[k]
-        perm[k] = s
-    else:  # few probes: redraw a server already in the sample
-        while True:
-            s = uniform(rng, n)
-            seen = False
-            for i in range(k):
-                if sample[i] == s:
-                    seen = True
-                    break
-            if not seen:
-                break
-    sample[k] = s
-    return s
-
-
-@kernel(nrt=False, inline=True)
 def least_loaded(st, rng, d, replace):
     """Probe ``d`` servers (distinct unless ``replace``); return the first least loaded.
 
     The sample order is uniformly random, so the first minimum is a uniform choice among
-    tied servers.  The sample is left in ``st.sample[:d]``, drawn as :func:`sample_servers`
-    draws it.
+    tied servers.  Distinct samples use a partial Fisher-Yates shuffle of ``st.perm``.
     """
     n = st.srv.shape[0]
-    if d < 1 or d > n or d > st.sample.shape[0]:
-        raise IndexError("least_loaded: d must be in [1, the run's d] (and at most N)")
+    if d < 1 or d > n:
+        raise IndexError("least_loaded: d must be in [1, N]")
+    perm = st.perm
     best = -1
     best_len = 0
     for k in range(d):
-        s = _probe(st, rng, k, n, replace)
+        if replace:
+            s = uniform(rng, n)
+        else:
+            j = k + uniform(rng, n - k)
+            s = perm[j]
+            perm[j] = perm[k]
+            perm[k] = s
         q = st.srv[s, S.S_QLEN]
         if best < 0 or q < best_len:
             best = s
@@ -173,12 +150,20 @@ def least_loaded(st, rng, d, replace):
 
 @kernel(nrt=False, inline=True)
 def sample_servers(st, rng, d, replace):
-    """Draw ``d`` servers into ``st.sample[:d]`` (distinct unless ``replace``), in draw order."""
+    """Draw ``d`` servers into ``st.sample[:d]`` with the draws of :func:`least_loaded`."""
     n = st.srv.shape[0]
     if d < 0 or d > st.sample.shape[0] or (d > n and not replace):
         raise IndexError("sample_servers: d must be in [0, the run's d] (and at most N)")
+    perm = st.perm
     for k in range(d):
-        _probe(st, rng, k, n, replace)
+        if replace:
+            s = uniform(rng, n)
+        else:
+            j = k + uniform(rng, n - k)
+            s = perm[j]
+            perm[j] = perm[k]
+            perm[k] = s
+        st.sample[k] = s
 
 
 @kernel(nrt=False, inline=True)

@@ -105,19 +105,13 @@ class _Reference:
     # probing ----------------------------------------------------------------------------
     def _probe(self) -> int:
         best = -1
-        drawn: list[int] = []
         for k in range(self.d):
             if self.replace:
                 s = _index(self.rng, self.n)
-            elif 2 * self.d > self.n:  # partial Fisher-Yates shuffle
+            else:
                 j = k + _index(self.rng, self.n - k)
                 self.perm[j], self.perm[k] = self.perm[k], self.perm[j]
                 s = self.perm[k]
-            else:  # rejection of servers already drawn
-                s = _index(self.rng, self.n)
-                while s in drawn:
-                    s = _index(self.rng, self.n)
-            drawn.append(s)
             if best < 0 or len(self.queues[s]) < len(self.queues[best]):
                 best = s
         return best
