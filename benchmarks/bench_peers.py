@@ -4,7 +4,8 @@ Peers, compiled here with ``gcc -O2`` (the script stops if gcc is missing):
 
 * ``c_markov.c``: the Markov chain of the fast path (Poisson arrivals, exponential service,
   one uniform draw per event for its type, dispatcher or busy server), random, pod (distinct
-  probes by redrawing), jiq and jiq-pod (I-queues with delete requests);
+  probes by redrawing a repeat; the engine shuffles a permutation, the same law), jiq and
+  jiq-pod (I-queues with delete requests);
 * ``c_eventlist.c``: the event-list engine's model (a heap of completion times, the next
   arrival beside it), random and Pod(2).
 
