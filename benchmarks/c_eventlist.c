@@ -13,13 +13,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-static uint64_t s0, s1;
-static inline uint64_t next(void) { /* xoroshiro128+ */
-    uint64_t a = s0, b = s1, r = a + b;
-    b ^= a; s0 = ((a << 55) | (a >> 9)) ^ b ^ (b << 14); s1 = (b << 36) | (b >> 28);
-    return r;
-}
-static inline double unif(void) { return (next() >> 11) * (1.0 / 9007199254740992.0); }
+#include "c_rng.h"
+
 static inline double expo(double mean) { return -mean * log(1.0 - unif()); }
 
 typedef struct { double t; int who; } ev; /* completion time of server who */
@@ -40,7 +35,7 @@ static ev pop(void) {
 int main(int argc, char **argv) {
     if (argc < 6) { fprintf(stderr, "usage: %s N LOAD TASKS POLICY SEED\n", argv[0]); return 2; }
     int n = atoi(argv[1]); double load = atof(argv[2]); long tasks = atol(argv[3]);
-    int pod = atoi(argv[4]); s0 = 0x9E3779B97F4A7C15ULL ^ (uint64_t)atol(argv[5]); s1 = 0xBF58476D1CE4E5B9ULL;
+    int pod = atoi(argv[4]); seed_rng((uint64_t)atol(argv[5]));
     clock_t c0 = clock(); /* CPU time of the whole simulation, allocation included */
     int cap = 16; /* ring buffer capacity per server (a power of two, doubled when full) */
     double **q = malloc(n * sizeof *q); int *head = calloc(n, sizeof(int)), *len = calloc(n, sizeof(int)), *qc = malloc(n * sizeof(int));

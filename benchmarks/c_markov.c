@@ -24,13 +24,8 @@
 #include <stdlib.h>
 #include <time.h>
 
-static uint64_t s0, s1;
-static inline uint64_t next(void) { /* xoroshiro128+ */
-    uint64_t a = s0, b = s1, r = a + b;
-    b ^= a; s0 = ((a << 55) | (a >> 9)) ^ b ^ (b << 14); s1 = (b << 36) | (b >> 28);
-    return r;
-}
-static inline double unif(void) { return (next() >> 11) * (1.0 / 9007199254740992.0); }
+#include "c_rng.h"
+
 static inline int index_of(int n) { int k = (int)(unif() * n); return k < n ? k : n - 1; }
 
 typedef struct { double *t; long *ord; int head, len, cap; } fifo;
@@ -63,7 +58,7 @@ int main(int argc, char **argv) {
     if (argc < 8) { fprintf(stderr, "usage: %s N M LOAD TASKS POLICY D SEED\n", argv[0]); return 2; }
     n = atoi(argv[1]); m = atoi(argv[2]); double load = atof(argv[3]); long tasks = atol(argv[4]);
     int policy = atoi(argv[5]); d = atoi(argv[6]);
-    s0 = 0x9E3779B97F4A7C15ULL ^ (uint64_t)atol(argv[7]); s1 = 0xBF58476D1CE4E5B9ULL;
+    seed_rng((uint64_t)atol(argv[7]));
     if (d < 1 || d > 64 || 2 * d > n) { fprintf(stderr, "D must be in [1, min(64, N / 2)]\n"); return 2; }
     clock_t c0 = clock();
     q = calloc(n, sizeof *q);

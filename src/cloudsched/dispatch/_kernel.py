@@ -341,7 +341,7 @@ def build(
     """Compile ``init`` and ``run`` for a policy's hooks and one engine.
 
     ``general`` (a compile-time constant, as the hooks are): the event-list engine, else the
-    Markov-chain one; ``par.general`` must agree.
+    Markov-chain one.
 
     ``init(st, mt, par, rng, init_q, init_iq, init_svc)`` sets up time 0: an empty system,
     then ``init_q[s]`` tasks at server ``s`` (int64, ``(N,)`` or empty; they arrived before

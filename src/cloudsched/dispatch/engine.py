@@ -109,7 +109,7 @@ class Engine:
         self.st = _new_state(spec, policy, initial, speeds, general)
         self.mt = _new_meter(spec, int(self.st.cnt.size))
         self.tasks = S.Tasks(np.zeros(0), np.zeros(0))  # empty: the first event asks for one
-        self.par = spec.params(general)
+        self.par = spec.params()
         self.ctl = np.zeros(S.N_CTL, np.int64)
         self.ctl[S.C_ARR_WARM] = spec.warm_tasks
         self.ctl[S.C_ARR_END] = S.OPEN_END if spec.open_end else spec.end_tasks

@@ -101,12 +101,12 @@ class RunSpec:
             return float(self.end_tasks - self.warm_tasks)
         return self.rate * self.n * (self.t_end - self.t_warm)
 
-    def params(self, general: bool = False) -> S.Params:
-        """Return the kernel's parameter record (``general``: the event-list engine)."""
+    def params(self) -> S.Params:
+        """Return the kernel's parameter record."""
         return S.Params(n=int(self.n), m=int(self.m), d=int(self.d), z=int(self.z),
                         replace=bool(self.replace), lam_n=float(self.rate * self.n),
                         t_warm=float(self.t_warm), t_end=float(self.t_end),
-                        record=bool(self.record), general=bool(general))  # fmt: skip
+                        record=bool(self.record))  # fmt: skip
 
 
 @dataclass(frozen=True)

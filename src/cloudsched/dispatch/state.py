@@ -31,7 +31,8 @@ A compiled run takes four records and a random stream, never loose arrays:
     ``arr``, ``svc`` (float64): arrival times and service sizes.
 ``Params`` (fixed for a run; scalars)
     ``n``, ``m``, ``d``, ``z``, ``replace``, ``lam_n`` (arrival rate of the farm),
-    ``t_warm``, ``t_end`` (window in time; -1 in task mode), ``record``, ``general``.
+    ``t_warm``, ``t_end`` (window in time; -1 in task mode), ``record`` (the engine is
+    fixed when the kernel is compiled).
 
 and ``ctl`` (int64, ``(N_CTL,)``), the values the caller changes between calls (``C_*``).
 """
@@ -153,8 +154,7 @@ class Params(NamedTuple):
     ``n`` servers, ``m`` dispatchers, ``d`` probes (or I-queues sampled), ``z`` threshold,
     ``replace``: probes with replacement, ``lam_n``: arrival rate of the whole farm,
     ``t_warm`` / ``t_end``: measurement window in time (-1 when it is set in arrivals),
-    ``record``: keep every response time, ``general``: the event-list engine (given tasks)
-    rather than the Markov chain.
+    ``record``: keep every response time.
     """
 
     n: int
@@ -166,4 +166,3 @@ class Params(NamedTuple):
     t_warm: float
     t_end: float
     record: bool
-    general: bool
