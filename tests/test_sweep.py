@@ -44,6 +44,26 @@ def test_rows_do_not_depend_on_executor_or_workers(spec, tmp_path):
     assert (a != b).all()
 
 
+def test_dask_sweep_runs_while_the_dashboard_port_is_held(spec, tmp_path):
+    """Port 8787 (Dask's default) held by another program: the sweep still runs.
+
+    The socket takes 8787 when it is free; when it is not, something else holds it, which
+    is the case under test anyway.
+    """
+    import contextlib
+    import socket
+
+    holder = socket.socket()
+    with contextlib.suppress(OSError):
+        holder.bind(("127.0.0.1", 8787))
+        holder.listen()
+    try:
+        rows = run_sweep(spec, tmp_path / "dask", executor="dask", workers=1)
+    finally:
+        holder.close()
+    assert len(rows) == 8
+
+
 def test_open_ended_runs_and_their_options_pass_through_a_sweep(tmp_path):
     """Runs to a precision, with the initial state chosen: identical rows on any pool size."""
     path = tmp_path / "open.yaml"

@@ -268,9 +268,13 @@ def _run_dask(spec: SweepSpec, out: Path, todo: list[Run], workers: int, schedul
 
     cluster = None
     if scheduler is None:
+        # No dashboard, and the scheduler's HTTP server (which starts anyway) on a free
+        # port of the loopback interface: never the fixed 8787 another program may hold.
         cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=None
-        )
+            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+            dashboard_address=None,
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        )  # fmt: skip
         client = Client(cluster)
     else:
         try:
