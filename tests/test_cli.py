@@ -1,7 +1,6 @@
 import json
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -69,7 +68,8 @@ def test_predict_csv_and_table(capsys, tmp_path):
     assert lines[0].startswith("load,p0,mean_response_time,join_rate,delete_rate,probe_rate,s_1")
     assert len(lines) == 3
     code, out, _ = run(capsys, "predict", "jiq", "--load", "0.9")
-    assert code == 0 and "1.76537" in out
+    assert code == 0 and "1.765" in out
+    assert max(len(line) for line in out.splitlines()) <= 80  # fits a terminal
 
 
 def test_predict_writes_out_and_plot(capsys, tmp_path):
@@ -248,7 +248,6 @@ def test_simulate_overload_warns_in_one_line(capsys):
 SIM_BAD = [
     (["--servers", "0", "--load", "0.5"], "--servers", "[1, 2^62]"),
     (["--servers", "10", "--load", "0", "--r", "2"], "--load", "(0, 10]"),
-    (["--servers", "10", "--load", "0.5"], "--dispatchers", "[1, 10]"),
     (["--servers", "10", "--load", "0.5", "--dispatchers", "0"], "--dispatchers", "[1, 10]"),
     (["--servers", "10", "--load", "0.5", "--dispatchers", "11"], "--dispatchers", "[1, 10]"),
     (["--servers", "10", "--load", "0.5", "--r", "2", "--d", "0"], "--d", "[1, 10]"),
@@ -272,9 +271,21 @@ def test_simulate_bad_input_exits_2_with_one_line(capsys, args, name, allowed):
     assert name in lines[0] and allowed in lines[0]
 
 
-GOOGLE_PART = (
-    Path(__file__).resolve().parents[2] / "shared/traces/google2011/part-00000-of-00500.csv.gz"
-)
+
+
+def test_simulate_defaults_to_r_10_like_predict_and_shows_the_mean_field(capsys):
+    code, out, _ = run(capsys, "simulate", "jiq", "--servers", "1000", "--load", "0.8",
+                       "--tasks", "200000", "--seed", "3", "--format", "json")  # fmt: skip
+    doc = json.loads(out)
+    assert code == 0 and doc["dispatchers"] == 100 and doc["r"] == 10
+    assert doc["meanfield_response_time"] == pytest.approx(1.32209, abs=1e-5)
+    assert doc["inputs"] == {"service": "exp", "arrivals": "poisson",
+                             "time_unit": "mean service time"}  # fmt: skip
+    code, out, _ = run(capsys, "simulate", "jiq", "--servers", "4", "--load", "0.5",
+                       "--tasks", "20000", "--seed", "3")  # fmt: skip
+    assert code == 0 and "4 / 1 (r = 4)" in out  # N < 10: one dispatcher
+    assert max(len(line) for line in out.splitlines()) <= 80
+    assert "mean field (N = inf)" in out
 
 
 def test_simulate_with_service_and_arrival_laws(capsys):
@@ -328,13 +339,12 @@ def test_simulate_trace_csv(capsys, tmp_path):
     assert doc["measured_tasks"] == 99
 
 
-@pytest.mark.skipif(not GOOGLE_PART.exists(), reason="shared/traces not present")
 def test_trace_stats_google(capsys, tmp_path):
     png = tmp_path / "h.png"
-    code, out, _ = run(
-        capsys, "trace", "stats", str(GOOGLE_PART), "--format", "json", "--plot", str(png)
+    code, out, err = run(
+        capsys, "trace", "stats", "google2011-sample", "--format", "json", "--plot", str(png)
     )
-    assert code == 0
+    assert code == 0 and err == f"wrote {png}\n"
     doc = json.loads(out)
     assert doc["tasks_found"] > 30_000 and doc["service_mean_s"] > 0
     assert png.stat().st_size > 1000

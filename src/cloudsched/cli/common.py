@@ -37,8 +37,40 @@ __all__ = [
     "format_frame",
     "one_line",
     "render_table",
+    "resolve_format",
     "to_json",
+    "wrote",
 ]
+
+#: Output formats an ``--out`` file's extension implies.
+EXTENSION_FORMATS = {".json": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "table"}
+
+
+def resolve_format(fmt: str | None, out: Path | None, allowed: tuple[str, ...]) -> str:
+    """Return the output format: ``--format`` if given, else the one ``--out``'s extension implies.
+
+    A file named ``x.csv`` gets CSV, ``x.json`` JSON, ``x.parquet`` Parquet; another name,
+    or none, gets the table.  ``--format`` and an extension that disagree are an error, and
+    so is an extension implying a format the command cannot write.
+    """
+    from cloudsched.errors import ParameterError, check_choice
+
+    inferred = EXTENSION_FORMATS.get(out.suffix.lower()) if out is not None else None
+    if fmt is None:
+        if inferred is not None and inferred not in allowed:
+            raise ParameterError("--out", str(out), "a file whose extension is one of " + ", ".join(
+                e for e, f in EXTENSION_FORMATS.items() if f in allowed))  # fmt: skip
+        return inferred or "table"
+    fmt = check_choice("--format", fmt, allowed)
+    if inferred is not None and inferred != fmt:
+        raise ParameterError("--out", str(out), f"a file whose extension agrees with --format "
+                             f"{fmt} (the name says {inferred})")  # fmt: skip
+    return fmt
+
+
+def wrote(path: Path | str, what: str = "") -> None:
+    """Say on standard error where a file was written (a successful --out or --plot)."""
+    sys.stderr.write(f"wrote {path}{f' ({what})' if what else ''}\n")
 
 
 def check_outputs(
@@ -96,11 +128,18 @@ def emit(text: str, out: Path | None) -> None:
         sys.stdout.write(text if text.endswith("\n") else text + "\n")
     else:
         atomic_write_text(out, text if text.endswith("\n") else text + "\n")
+        wrote(out)
 
 
-def render_table(df: pd.DataFrame | dict[str, list[Any]], title: str) -> str:
-    """Render ``df`` (a data frame, or columns by name) as a rich table (text) under ``title``."""
-    table = Table(title=title)
+def render_table(df: pd.DataFrame | dict[str, list[Any]], title: str, digits: int = 4) -> str:
+    """Render ``df`` (a data frame, or columns by name) as a rich table (text) under ``title``.
+
+    Numbers show ``digits`` significant digits (CSV and JSON keep them all); the table is as
+    wide as the terminal, at least 80 columns.
+    """
+    from rich import box
+
+    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     if isinstance(df, dict):
         columns, rows = list(df), list(zip(*df.values(), strict=True))
     else:
@@ -108,9 +147,12 @@ def render_table(df: pd.DataFrame | dict[str, list[Any]], title: str) -> str:
     for col in columns:
         table.add_column(str(col), justify="right")
     for row in rows:
-        table.add_row(*[f"{v:.6g}" if isinstance(v, float) else str(v) for v in row])
+        table.add_row(*[f"{v:.{digits}g}" if isinstance(v, float) else str(v) for v in row])
     buf = io.StringIO()
-    Console(file=buf, width=200, force_terminal=False, color_system=None).print(table)
+    import shutil
+
+    width = max(80, shutil.get_terminal_size((80, 24)).columns)  # rich wraps beyond it
+    Console(file=buf, width=width, force_terminal=False, color_system=None).print(table)
     return buf.getvalue()
 
 

@@ -17,11 +17,12 @@ from cloudsched.cli.common import (
     emit,
     format_frame,
     one_line,
-    render_table,
+    resolve_format,
+    wrote,
 )
+from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
 from cloudsched.errors import (
     ParameterError,
-    check_choice,
     check_int,
     check_loads,
     check_real,
@@ -95,10 +96,12 @@ def predict(
     d: Annotated[
         int, typer.Option("--d", help="Servers probed per decision (pod, jiq-pod; >= 1).")
     ] = 2,
-    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="table, csv or json (default: from --out).")
+    ] = None,
     tail: Annotated[
         int, typer.Option("--tail", help="Tail columns s_1..s_K shown in table/csv output.")
-    ] = 6,
+    ] = 4,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
     ] = None,
@@ -111,7 +114,7 @@ def predict(
     check_outputs(out=out, plot=plot)
     from cloudsched.dispatch.meanfield import predict as mf_predict
 
-    fmt = check_choice("--format", fmt, FORMATS)
+    fmt = resolve_format(fmt, out, FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)
     grid = _parse_loads(load, loads)
     pred = mf_predict(policy, grid, r=r, d=d)
@@ -121,11 +124,15 @@ def predict(
     df = pd.DataFrame(pred.to_rows(tail=tail)).drop(columns=["policy", "r", "d"])
     payload = {"policy": policy, "params": {"r": pred.r, "d": pred.d}, "points": points}
     title = f"mean field: {policy} (r={pred.r}, d={pred.d})"
+    if fmt == "table":  # short headers: the table fits 80 columns
+        df = df.rename(columns={"mean_response_time": "T", "join_rate": "join",
+                                "delete_rate": "delete", "probe_rate": "probe"})  # fmt: skip
     emit(format_frame(df, fmt, title, payload), out)
     if plot is not None:
         from cloudsched.plotting import plot_response_time
 
         plot_response_time({policy: (pred.loads, pred.mean_response_time)}, plot, title=title)
+        wrote(plot)
 
 
 def fluid(
@@ -145,7 +152,9 @@ def fluid(
         float | None,
         typer.Option("--initial-load", help="Start from the steady state at this load."),
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="table, csv or json (default: from --out).")
+    ] = None,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
     ] = None,
@@ -160,7 +169,7 @@ def fluid(
     check_outputs(out=out, plot=plot)
     from cloudsched.dispatch.fluid import fluid_trajectory
 
-    fmt = check_choice("--format", fmt, FORMATS)
+    fmt = resolve_format(fmt, out, FORMATS)
     bar = LazyProgress(f"fluid {policy}")
     try:
         traj = fluid_trajectory(
@@ -184,6 +193,7 @@ def fluid(
         from cloudsched.plotting.dispatch import plot_trajectory
 
         plot_trajectory(traj.t, traj.mean_tasks, plot, title=f"fluid ODE: {policy}, load {load:g}")
+        wrote(plot)
 
 
 def simulate(
@@ -260,7 +270,10 @@ def simulate(
     batches: Annotated[
         int, typer.Option("--batches", help="Batches for the batch-means CI (>= 2).")
     ] = 20,
-    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="table, csv, json or parquet (default: from --out)."),
+    ] = None,
     service: Annotated[
         str | None,
         typer.Option(
@@ -276,18 +289,17 @@ def simulate(
         ),
     ] = None,
     trace: Annotated[
-        list[Path] | None,
+        list[str] | None,
         typer.Option(
-            "--trace", help="Replay this log (repeatable: files are read in order, as one log)."
+            "--trace",
+            help="Replay this log, or a shipped one by name (cloudsched trace list); "
+            "repeatable: files are read in order, as one log.",
         ),
     ] = None,
-    trace_format: Annotated[
-        str, typer.Option("--trace-format", help="google2011, swf or csv.")
-    ] = "google2011",
-    unfinished: Annotated[
-        str,
-        typer.Option("--unfinished", help="Google trace tasks that never finish: drop or censor."),
-    ] = "drop",
+    trace_format: TraceFormat = "auto",
+    unfinished: Unfinished = "drop",
+    log_format: LogFormat = None,
+    log_service: LogService = "upstream",
     service_scale: Annotated[
         float,
         typer.Option("--service-scale", help="Multiply trace service times (unit conversion)."),
@@ -311,17 +323,28 @@ def simulate(
 ) -> None:
     """Simulate a dispatch policy: Poisson/exp(1) by default, any laws, or a replayed trace."""
     check_outputs(out=out)
+    from cloudsched.cli.results import (
+        FRAME_FORMATS,
+        flat_inputs,
+        meanfield_value,
+        run_inputs,
+        simulation_table,
+        write_frame,
+    )
+    from cloudsched.dispatch.logs import read_log
     from cloudsched.dispatch.simulation import simulate as run_simulation
-    from cloudsched.dispatch.traces import read_trace
     from cloudsched.dispatch.workload import MAX_LOAD
 
-    fmt = check_choice("--format", fmt, FORMATS)
+    fmt = resolve_format(fmt, out, FRAME_FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)
     lam = None if load is None else check_real("--load", load, low=0.0, high=MAX_LOAD,
                                                low_open=True)  # fmt: skip
     warm: float | str = warmup if warmup == "auto" else check_real(
         "--warmup", warmup, low=0.0, high=0.9)  # fmt: skip
-    log = read_trace(trace, trace_format, unfinished=unfinished) if trace else None
+    if dispatchers is None and r is None:  # CHOICE: r = 10 as in predict (N when N < 10)
+        r = float(min(10, max(servers, 1)))
+    log = read_log(trace, trace_format, unfinished=unfinished, log_format=log_format,
+                   log_service=log_service) if trace else None  # fmt: skip
     speed = _parse_speeds(speeds) if speeds is not None else None
     bar = LazyProgress(f"{policy} N={servers}")
     with warnings.catch_warnings(record=True) as caught:
@@ -341,22 +364,17 @@ def simulate(
     shown = {one_line(str(w.message)) for w in caught}
     for note in [*shown, *(n for n in res.warnings if n not in shown)]:
         sys.stderr.write(f"warning: {note}\n")
-    row = res.to_row(tail)
+    inputs = run_inputs(service=service, arrivals=arrivals, speeds=speed, log=log,
+                        service_scale=service_scale, load_given=lam is not None)  # fmt: skip
+    mf = meanfield_value(res, inputs)
     if fmt == "table":
-        fields = {"field": [k for k in row if k != "warnings"]}
-        fields["value"] = [row[k] for k in fields["field"]]
-        title = f"simulation: {policy}"
-        if not res.steady_state:
-            title += " — NOT STEADY: no interval"
-        elif res.ci95 is None:
-            title += " — interval withheld"
-        text = render_table(fields, title)
-        text += "".join(f"WARNING: {note}\n" for note in res.warnings)
-    else:
-        import pandas as pd
+        emit(simulation_table(res, inputs, mf), out)
+        return
+    import pandas as pd
 
-        text = format_frame(pd.DataFrame([row]), fmt, "", res.to_dict())
-    emit(text, out)
+    row = {**res.to_row(tail), "meanfield_response_time": mf, **flat_inputs(inputs)}
+    payload = {**res.to_dict(), "meanfield_response_time": mf, "inputs": inputs}
+    write_frame(pd.DataFrame([row]), fmt, out, "", payload)
 
 
 def register(app: typer.Typer) -> None:

@@ -1,4 +1,4 @@
-"""Workload-log commands: ``trace stats``."""
+"""Workload-log commands: ``trace stats`` and ``trace list``; the log options they share."""
 
 from __future__ import annotations
 
@@ -7,22 +7,59 @@ from typing import Annotated
 
 import typer
 
-from cloudsched.cli.common import check_outputs, emit, render_table, to_json
-from cloudsched.errors import check_choice
+from cloudsched.cli.common import (
+    check_outputs,
+    emit,
+    render_table,
+    resolve_format,
+    to_json,
+    wrote,
+)
 
-__all__ = ["register"]
+__all__ = ["LogFormat", "LogService", "TraceFormat", "Unfinished", "register"]
+
+TraceFormat = Annotated[
+    str,
+    typer.Option(
+        "--trace-format",
+        help="auto (from a shipped name, .swf, or the first line), google2011, swf, csv, "
+        "nginx, envoy, envoy-json or haproxy.",
+    ),
+]
+Unfinished = Annotated[
+    str, typer.Option("--unfinished", help="Google trace tasks that never finish: drop or censor.")
+]
+LogFormat = Annotated[
+    str | None,
+    typer.Option(
+        "--log-format",
+        help="NGINX: the log_format string the log was written with (default: combined "
+        "followed by $request_time $upstream_response_time).",
+    ),
+]
+LogService = Annotated[
+    str,
+    typer.Option(
+        "--log-service",
+        help="Access logs: service time = the backend's time (upstream) or the whole "
+        "request at the proxy (total).",
+    ),
+]
 
 
 def trace_stats(
-    files: Annotated[list[Path], typer.Argument(help="Log files, read in order as one log.")],
+    files: Annotated[
+        list[str],
+        typer.Argument(help="Log files (read in order as one log), or shipped names (trace list)."),
+    ],
     *,
-    trace_format: Annotated[
-        str, typer.Option("--trace-format", help="google2011, swf or csv.")
-    ] = "google2011",
-    unfinished: Annotated[
-        str, typer.Option("--unfinished", help="Google trace: drop or censor.")
-    ] = "drop",
-    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    trace_format: TraceFormat = "auto",
+    unfinished: Unfinished = "drop",
+    log_format: LogFormat = None,
+    log_service: LogService = "upstream",
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="table or json (default: from --out).")
+    ] = None,
     plot: Annotated[
         Path | None,
         typer.Option(
@@ -35,34 +72,48 @@ def trace_stats(
 ) -> None:
     """Task count, time span, arrival rate and service-time statistics of a log."""
     check_outputs(out=out, plot=plot)
-    from cloudsched.dispatch.traces import read_trace, trace_summary
+    from cloudsched.dispatch.logs import log_inputs, read_log
+    from cloudsched.dispatch.traces import trace_summary
 
-    fmt = check_choice("--format", fmt, ("table", "json"))
-    log = read_trace(files, trace_format, unfinished=unfinished)
+    fmt = resolve_format(fmt, out, ("table", "json"))
+    log = read_log(files, trace_format, unfinished=unfinished, log_format=log_format,
+                   log_service=log_service)  # fmt: skip
     summary = trace_summary(log)
+    summary["inputs"] = log_inputs(log)
     if fmt == "json":
         text = to_json(summary)
     else:
-        shown = {k: v for k, v in summary.items() if k != "notes"}
-        import pandas as pd
-
-        rows = pd.DataFrame({"field": list(shown), "value": [str(v) for v in shown.values()]})
-        text = render_table(rows, f"trace: {', '.join(log.files)}")
+        shown = {k: v for k, v in summary.items() if k not in ("notes", "inputs", "files")}
+        rows = {"field": list(shown), "value": [_short(v) for v in shown.values()]}
+        text = render_table(rows, f"trace: {', '.join(map(str, files))}")
         text += "".join(f"NOTE: {note}\n" for note in summary["notes"])  # type: ignore[attr-defined]
+        text += "".join(f"read as: {k} = {v}\n" for k, v in log.header.items()
+                        if log.format not in ("swf",))  # fmt: skip
     emit(text, out)
     if plot is not None:
         from cloudsched.plotting.dispatch import plot_histogram
 
-        plot_histogram(
-            log.trace.services,
-            plot,
-            xlabel="service time (s)",
-            title=", ".join(Path(f).name for f in log.files),
-        )
+        plot_histogram(log.trace.services, plot, xlabel="service time (s)",
+                       title=", ".join(Path(str(f)).name for f in files))  # fmt: skip
+        wrote(plot)
+
+
+def _short(v: object) -> str:
+    return f"{v:.6g}" if isinstance(v, float) else str(v)
+
+
+def trace_list() -> None:
+    """List the workload logs that ship with the package (usable as --trace NAME)."""
+    from cloudsched.data import DATASETS
+
+    rows = {"name": list(DATASETS), "format": [v[1] for v in DATASETS.values()],
+            "what": [v[3] for v in DATASETS.values()]}  # fmt: skip
+    emit(render_table(rows, "shipped logs (sources and licences: cloudsched/data/README.md)"), None)
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``trace`` group (``stats``) to ``app``."""
+    """Add the ``trace`` group (``stats``, ``list``) to ``app``."""
     group = typer.Typer(help="Inspect workload logs.", no_args_is_help=True)
     group.command("stats")(trace_stats)
+    group.command("list")(trace_list)
     app.add_typer(group, name="trace")

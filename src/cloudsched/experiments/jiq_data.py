@@ -136,17 +136,15 @@ def table2_data(
     return pd.DataFrame(rows)
 
 
-#: The Google trace part replayed by the demo (found next to the project, as in the repo).
-GOOGLE_PART = Path("shared/traces/google2011/part-00000-of-00500.csv.gz")
+#: The Google trace part replayed by the reproductions (it ships with the package).
+GOOGLE_PART = "google2011-sample"
 
 
-def find_google_part() -> Path | None:
-    """Locate the shipped Google trace part: ``../shared`` or ``./shared`` of the checkout."""
-    cwd = Path.cwd()
-    for base in [cwd, cwd.parent, *Path(__file__).resolve().parents]:
-        if (base / GOOGLE_PART).exists():
-            return base / GOOGLE_PART
-    return None
+def find_google_part() -> Path:
+    """Return the installed file of the shipped Google trace part (``google2011-sample``)."""
+    from cloudsched.data import dataset_path
+
+    return dataset_path(GOOGLE_PART)
 
 
 def trace_cdf_data(

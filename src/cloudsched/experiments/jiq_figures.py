@@ -251,8 +251,5 @@ def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
     error_vs_n(report, out_dir, s)
     report.heading("Task dispatch: trace-driven simulation (Figures 9 and 10)")
     part = d.find_google_part()
-    if part is None:
-        report.text(f"Skipped: the Google trace part `{d.GOOGLE_PART}` was not found.")
-        return
     figure9(report, out_dir, s, part)
     figure10(report, out_dir, s, part)

@@ -1,0 +1,152 @@
+"""How dispatch results are shown and written: compact tables, inputs, mean field, Parquet."""
+
+from __future__ import annotations
+
+import io
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cloudsched.cli.common import emit, render_table, to_json, wrote
+from cloudsched.errors import ParameterError
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from cloudsched.dispatch.result import SimulationResult
+    from cloudsched.dispatch.traces import TraceLog
+
+__all__ = [
+    "FRAME_FORMATS",
+    "flat_inputs",
+    "meanfield_value",
+    "run_inputs",
+    "simulation_table",
+    "write_frame",
+]
+
+FRAME_FORMATS = ("table", "csv", "json", "parquet")
+
+
+def run_inputs(
+    *, service: str | None, arrivals: str | None, speeds: Any, log: TraceLog | None,
+    service_scale: float, load_given: bool,
+) -> dict[str, Any]:  # fmt: skip
+    """Describe a run's inputs for its record: laws, speeds, trace, rescaling, time unit."""
+    import numpy as np
+
+    out: dict[str, Any] = {"service": service or "exp", "arrivals": arrivals or "poisson"}
+    if speeds is not None:
+        s = np.asarray(speeds, dtype=float)
+        out["speeds"] = {"count": int(s.size), "mean": float(s.mean()), "min": float(s.min()),
+                         "max": float(s.max())}  # fmt: skip
+    if log is not None:
+        from cloudsched.dispatch.logs import log_inputs
+
+        out["service"] = out["arrivals"] = "trace"
+        out["trace"] = log_inputs(log)
+        out["service_scale"] = service_scale
+        out["rescaled_to_load"] = load_given
+        out["time_unit"] = f"{service_scale:g} s" if service_scale != 1 else "s"
+    else:
+        out["time_unit"] = "mean service time"
+    return out
+
+
+def flat_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
+    """Return the inputs as flat columns (``input_service``, ``input_trace_sha256``, ...)."""
+    row: dict[str, Any] = {"input_service": inputs["service"], "input_arrivals": inputs["arrivals"],
+                           "input_time_unit": inputs["time_unit"]}  # fmt: skip
+    if "speeds" in inputs:
+        row["input_speeds"] = "count={count} mean={mean:g} min={min:g} max={max:g}".format(
+            **inputs["speeds"])  # fmt: skip
+    if "trace" in inputs:
+        files = inputs["trace"]["files"]
+        row["input_trace"] = ";".join(f["file"] for f in files)
+        row["input_trace_sha256"] = ";".join(f["sha256"] for f in files)
+        row["input_trace_format"] = inputs["trace"]["format"]
+        row["input_service_scale"] = inputs["service_scale"]
+        row["input_rescaled_to_load"] = inputs["rescaled_to_load"]
+    return row
+
+
+def meanfield_value(res: SimulationResult, inputs: dict[str, Any]) -> float | None:
+    """Return the mean-field response time of a simulated setting, where a model covers it."""
+    from cloudsched.dispatch.policies import MEANFIELD_POLICIES
+
+    if (res.policy not in MEANFIELD_POLICIES or res.plugin or inputs["service"] != "exp"
+            or inputs["arrivals"] != "poisson" or "speeds" in inputs
+            or not 0 < res.load < 1):  # fmt: skip
+        return None
+    from cloudsched.dispatch.meanfield import predict
+
+    r = res.servers / res.dispatchers
+    if res.policy in ("jiq", "jiq-pod") and r < 1:
+        return None
+    return float(predict(res.policy, [res.load], r=r, d=res.d).mean_response_time[0])
+
+
+def _num(v: Any, digits: int = 4) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
+
+
+def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | None) -> str:
+    """One simulation as a key/value table that fits 80 columns (JSON has every field)."""
+    m = res.messages
+    ci = f"[{res.ci95[0]:.4g}, {res.ci95[1]:.4g}]" if res.ci95 else "none (see warnings)"
+    rows: list[tuple[str, str]] = [
+        ("policy", res.policy + (f" ({res.plugin})" if res.plugin else "")),
+        ("servers N / dispatchers M", f"{res.servers} / {res.dispatchers}"
+         f" (r = {res.servers / res.dispatchers:g})"),
+        ("load", _num(res.load)),
+        ("d / threshold", f"{res.d} / {res.threshold}"),
+        ("mean response time", _num(res.mean_response_time)),
+        ("95% interval", ci),
+        ("mean field (N = inf)", _num(mf) if mf is not None else "no model for this setting"),
+        ("p50 / p90 / p99", " / ".join(_num(res.percentiles.get(k)) for k in
+                                       ("p50", "p90", "p99"))),
+        ("p0 (empty I-queues)", _num(res.p0)),
+        ("messages join/delete/probe", " / ".join(_num(m.get(k)) for k in
+                                                  ("join", "delete", "probe"))),
+        ("steady state", "yes" if res.steady_state else "NO"),
+        ("warm-up / measured time", f"{_num(res.warmup_time)} / {_num(res.measured_time)}"),
+        ("measured tasks", str(res.measured_tasks)),
+        ("stopped by", res.stop_reason),
+        ("engine, events/s", f"{res.engine}, {res.events_per_second:.3g}"),
+        ("seed", str(res.seed)),
+        ("service / arrivals", f"{inputs['service']} / {inputs['arrivals']}"),
+        ("time unit", inputs["time_unit"]),
+    ]  # fmt: skip
+    if "trace" in inputs:
+        rows.append(("trace", ", ".join(f["file"] for f in inputs["trace"]["files"])))
+    title = f"simulation: {res.policy}"
+    if not res.steady_state:
+        title += " - NOT STEADY: no interval"
+    elif res.ci95 is None:
+        title += " - interval withheld"
+    text = render_table({"field": [k for k, _ in rows], "value": [v for _, v in rows]}, title)
+    return text + "".join(f"WARNING: {note}\n" for note in res.warnings)
+
+
+def write_frame(
+    df: pd.DataFrame, fmt: str, out: Path | None, title: str, payload: dict[str, Any]
+) -> None:
+    """Write a command's rows as a table, CSV, JSON (``payload``) or Parquet (``df``)."""
+    if fmt == "parquet":
+        if out is None:
+            raise ParameterError("--format", fmt, "used with --out FILE (Parquet is binary)")
+        from cloudsched.io import atomic_write_bytes
+
+        buf = io.BytesIO()
+        df.to_parquet(buf, index=False)
+        atomic_write_bytes(out, buf.getvalue())
+        wrote(out)
+        return
+    if fmt == "json":
+        emit(to_json(payload), out)
+    elif fmt == "csv":
+        emit(df.to_csv(index=False), out)
+    else:
+        emit(render_table(df, title), out)
