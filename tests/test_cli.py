@@ -407,3 +407,76 @@ def test_simulate_json_is_standard_even_with_one_measured_task(capsys):
     assert code == 0
     doc = json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard JSON constant {c}"))
     assert doc["ci95"] is None and doc["measured_tasks"] == 1
+
+
+@pytest.mark.parametrize(("args", "name"), [
+    (["simulate", "jiq", "--servers", "10", "--load", "0.5", "--load", "0.9"], "--load"),
+    (["simulate", "jiq", "--servers", "10", "--load=0.5", "--seed", "1", "--seed=2"], "--seed"),
+    (["place", "simulate", "--policy", "greedy", "--policy", "storm-default"], "--policy"),
+    (["predict", "jiq", "--load", "0.5", "--r", "5", "--r", "6"], "--r"),
+    (["trace", "stats", "nginx-sample", "--format", "json", "--format", "table"], "--format"),
+])  # fmt: skip
+def test_an_option_given_twice_is_refused_unless_repeatable(capsys, args, name):
+    code, out, err = run(capsys, *args)
+    assert code == 2 and out == ""
+    assert err.startswith(f"error: {name}: given 2 times") and err.count("\n") == 1
+
+
+def test_repeatable_options_mean_several(capsys):
+    code, out, _ = run(capsys, "predict", "jiq", "--load", "0.5", "--load", "0.9", "--format",
+                       "csv")  # fmt: skip
+    assert code == 0 and len(out.strip().splitlines()) == 3
+
+
+def test_version(capsys):
+    from cloudsched import __version__
+
+    code, out, _ = run(capsys, "--version")
+    assert code == 0 and out == f"cloudsched {__version__}\n"
+
+
+@pytest.mark.parametrize(("name", "check"), [
+    ("p.csv", lambda t: t.startswith("load,p0,")),
+    ("p.json", lambda t: json.loads(t)["policy"] == "jiq"),
+    ("p.txt", lambda t: "mean field: jiq" in t),
+])  # fmt: skip
+def test_out_infers_the_format_from_its_extension(capsys, tmp_path, name, check):
+    path = tmp_path / name
+    code, out, err = run(capsys, "predict", "jiq", "--load", "0.5", "--out", str(path))
+    assert code == 0 and out == "" and err == f"wrote {path}\n"
+    assert check(path.read_text())
+
+
+def test_out_extension_and_format_that_disagree_are_refused(capsys, tmp_path):
+    code, _, err = run(capsys, "predict", "jiq", "--load", "0.5", "--format", "json", "--out",
+                       str(tmp_path / "p.csv"))  # fmt: skip
+    assert code == 2 and err.startswith("error: --out") and not (tmp_path / "p.csv").exists()
+    code, _, err = run(capsys, "trace", "stats", "kth-sp2", "--out", str(tmp_path / "s.csv"))
+    assert code == 2 and "extension is one of .json, .txt" in err
+
+
+def test_compare_prints_one_table_of_theory_beside_simulation(capsys, tmp_path):
+    png, pq = tmp_path / "c.png", tmp_path / "c.parquet"
+    code, out, err = run(capsys, "compare", "jiq", "pod", "random", "--servers", "200",
+                         "--load", "0.5", "--load", "0.8", "--d", "2", "--d", "3",
+                         "--tasks", "60000", "--seed", "4", "--plot", str(png))  # fmt: skip
+    assert code == 0 and f"wrote {png}" in err and png.stat().st_size > 1000
+    lines = out.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    # jiq and random have no d: one row per load; pod has d = 2 and 3
+    body = [line.split() for line in lines if line.strip().split()[:1] in (["jiq"], ["pod"],
+                                                                           ["random"])]  # fmt: skip
+    assert [row[0] for row in body].count("pod") == 4 and len(body) == 8
+    code, _, _ = run(capsys, "compare", "jiq", "pod", "random", "--servers", "200",
+                     "--load", "0.5", "--load", "0.8", "--d", "2", "--d", "3",
+                     "--tasks", "60000", "--seed", "4", "--out", str(pq))  # fmt: skip
+    import pandas as pd
+
+    df = pd.read_parquet(pq)
+    assert code == 0 and len(df) == 8 and set(df["input_service"]) == {"exp"}
+    rnd = df[df["policy"] == "random"].sort_values("load")
+    # random routing: each server is an M/M/1 queue, T = 1 / (1 - load) exactly
+    np.testing.assert_allclose(rnd["meanfield_T"], [2.0, 5.0], rtol=1e-9)
+    assert (df["messages_per_task"][df["policy"] == "random"] == 0).all()
+    pod = df[df["policy"] == "pod"]
+    np.testing.assert_allclose(pod["messages_per_task"], pod["d"], rtol=0.02)  # d probes a task

@@ -2,7 +2,7 @@
 
 One module per command group, each with a ``register(app)`` that attaches its commands:
 :mod:`~cloudsched.cli.dispatch` (``predict``, ``fluid``, ``simulate``),
-:mod:`~cloudsched.cli.trace` (``trace``),
+:mod:`~cloudsched.cli.compare` (``compare``), :mod:`~cloudsched.cli.trace` (``trace``),
 :mod:`~cloudsched.cli.place` (``place``), :mod:`~cloudsched.cli.experiments` (``sweep``,
 ``reproduce``, ``demo``); shared helpers (output, progress, tables) in
 :mod:`~cloudsched.cli.common`.  Errors are rendered here, in one place: bad input prints
@@ -16,13 +16,13 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli import dispatch, experiments, place, trace
+from cloudsched.cli import compare, dispatch, experiments, place, trace
 from cloudsched.cli.common import one_line
-from cloudsched.errors import ExternalError, ParameterError
+from cloudsched.errors import ExternalError, InputError, ParameterError
 
 __all__ = ["app", "main"]
 
@@ -35,9 +35,22 @@ app = typer.Typer(
 )
 
 
+def _show_version(value: bool) -> None:
+    if value:
+        from cloudsched import __version__
+
+        sys.stdout.write(f"cloudsched {__version__}\n")
+        raise typer.Exit(0)
+
+
 @app.callback()
 def _options(
     *,
+    version: Annotated[
+        bool,
+        typer.Option("--version", help="Print the version and exit.", is_eager=True,
+                     callback=_show_version),
+    ] = False,
     max_memory: Annotated[
         str | None,
         typer.Option(
@@ -54,7 +67,7 @@ def _options(
         os.environ["CLOUDSCHED_MAX_MEMORY"] = str(parse_memory(max_memory, "--max-memory"))
 
 
-for _group in (dispatch, experiments, trace, place):
+for _group in (dispatch, compare, experiments, trace, place):
     _group.register(app)
 
 
@@ -75,7 +88,7 @@ def _cli_name(error: ParameterError) -> str:
 #: Commands that start no process, server or thread that outlives them: the console script
 #: ends them without the interpreter's teardown (0.15-0.3 s of freeing numba's and llvmlite's
 #: state), once their output is written and flushed.
-_QUICK_EXIT = frozenset({"predict", "fluid", "simulate", "trace"})
+_QUICK_EXIT = frozenset({"predict", "fluid", "simulate", "trace", "compare"})
 
 
 def _subcommand(args: Sequence[str]) -> str | None:
@@ -97,11 +110,53 @@ def _exit(code: int, quick: bool) -> None:
     sys.exit(code)
 
 
+#: Where a repeated option's error points a user who wanted several values.
+_SEVERAL = {"--load": "use cloudsched compare for several loads",
+            "--policy": "run one policy per command, or a sweep for several"}  # fmt: skip
+
+
+def _reject_repeats(root: Any, args: Sequence[str]) -> None:
+    """Refuse an option given twice unless it is repeatable (never keep just the last).
+
+    Options that take several values say so in their help ("repeatable"); every other one
+    given twice is an error naming it, in every command.
+    """
+    command, words = root, list(args)
+    for i, word in enumerate(words):
+        sub = getattr(command, "commands", {}).get(word)
+        if sub is not None:
+            command, start = sub, i + 1
+            if not hasattr(sub, "commands"):
+                break
+    else:
+        return
+    rest = words[start:]
+    if "--" in rest:
+        rest = rest[: rest.index("--")]
+    for param in getattr(command, "params", []):
+        if not getattr(param, "opts", None) or getattr(param, "multiple", False) \
+                or param.param_type_name != "option":  # fmt: skip
+            continue
+        names = [*param.opts, *getattr(param, "secondary_opts", [])]
+        at = [i for i, w in enumerate(rest)
+              if w in names or any(w.startswith(n + "=") for n in names)]  # fmt: skip
+        if len(at) > 1:
+            name = param.opts[0]
+            values = [rest[i].partition("=")[2] if "=" in rest[i] else
+                      (rest[i + 1] if i + 1 < len(rest) and not param.is_flag else "")
+                      for i in at]  # fmt: skip
+            shown = ", ".join(v for v in values if v)
+            hint = _SEVERAL.get(name, "this option takes one value")
+            raise InputError(name, f"given {len(at)} times{f' ({shown})' if shown else ''}, "
+                             f"allowed once: {hint}")  # fmt: skip
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the ``cloudsched`` console script (``argv``: for tests, in-process)."""
     quick = argv is None and _subcommand(sys.argv[1:]) in _QUICK_EXIT
     command = typer.main.get_command(app)
     try:
+        _reject_repeats(command, sys.argv[1:] if argv is None else argv)
         code = command.main(args=argv, prog_name="cloudsched", standalone_mode=False)
     except ParameterError as exc:
         sys.stderr.write(f"error: {one_line(_cli_name(exc))}\n")

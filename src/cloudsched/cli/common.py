@@ -10,10 +10,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from rich.console import Console
 from rich.progress import (
     BarColumn,
@@ -25,9 +25,13 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from cloudsched.errors import ParameterError, check_loads
 from cloudsched.io import atomic_write_text
 
-if TYPE_CHECKING:  # pandas takes 0.3 s to import: commands import it when they use it
+if TYPE_CHECKING:
+    import numpy as np
+
+    # pandas takes 0.3 s to import: commands import it when they use it
     import pandas as pd
 
 __all__ = [
@@ -36,6 +40,7 @@ __all__ = [
     "emit",
     "format_frame",
     "one_line",
+    "parse_loads",
     "render_table",
     "resolve_format",
     "to_json",
@@ -53,7 +58,7 @@ def resolve_format(fmt: str | None, out: Path | None, allowed: tuple[str, ...]) 
     or none, gets the table.  ``--format`` and an extension that disagree are an error, and
     so is an extension implying a format the command cannot write.
     """
-    from cloudsched.errors import ParameterError, check_choice
+    from cloudsched.errors import check_choice
 
     inferred = EXTENSION_FORMATS.get(out.suffix.lower()) if out is not None else None
     if fmt is None:
@@ -105,6 +110,7 @@ def to_json(payload: Any) -> str:
 
 
 def _finite(x: Any, path: str = "", undefined: dict[str, str] | None = None) -> Any:
+    import numpy as np
     if isinstance(x, dict):
         return {str(k): _finite(v, f"{path}.{k}".lstrip("."), undefined) for k, v in x.items()}
     if isinstance(x, list | tuple):
@@ -272,3 +278,37 @@ def _progress_seconds() -> float:
 def one_line(message: str) -> str:
     """Join a message's lines into one (errors and warnings are printed on one line)."""
     return " ".join(part.strip() for part in message.strip().splitlines() if part.strip())
+
+
+#: Most loads one ``predict`` call solves (each is a fixed-point solve, ~1 ms).
+MAX_LOADS = 100_000
+
+
+def parse_loads(load: Sequence[str] | None, loads: str | None) -> np.ndarray:
+    """Combine ``--load`` values and a ``--loads START:STOP:COUNT`` range."""
+    import numpy as np
+    if load and loads:
+        raise ParameterError(
+            "--load/--loads", loads, "given alone: use --load or --loads, not both"
+        )
+    if loads is not None:
+        allowed = (f"START:STOP:COUNT with 0 < START <= STOP < 1 and an integer COUNT in "
+                   f"[1, {MAX_LOADS}]")  # fmt: skip
+        parts = loads.split(":")
+        try:
+            start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
+        except (ValueError, IndexError):
+            raise ParameterError("--loads", loads, allowed) from None
+        if (
+            len(parts) != 3
+            or not (0 < start <= stop < 1)
+            or not 1 <= count <= MAX_LOADS
+            or (count == 1 and start != stop)
+        ):
+            raise ParameterError("--loads", loads, allowed)
+        return np.linspace(start, stop, count)
+    if not load:
+        raise ParameterError(
+            "--load", None, "given at least once (or use --loads START:STOP:COUNT)"
+        )
+    return check_loads("--load", list(load))

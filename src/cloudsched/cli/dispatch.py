@@ -4,11 +4,9 @@ from __future__ import annotations
 
 import sys
 import warnings
-from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
-import numpy as np
 import typer
 
 from cloudsched.cli.common import (
@@ -17,6 +15,7 @@ from cloudsched.cli.common import (
     emit,
     format_frame,
     one_line,
+    parse_loads,
     resolve_format,
     wrote,
 )
@@ -24,50 +23,20 @@ from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
 from cloudsched.errors import (
     ParameterError,
     check_int,
-    check_loads,
     check_real,
 )
 
-__all__ = ["register"]
+if TYPE_CHECKING:  # numpy takes 0.1 s to import: functions import it when they run
+    import numpy as np
+
+__all__ = ["parse_speeds", "register"]
 
 FORMATS = ("table", "csv", "json")
 
 
-#: Most loads one ``predict`` call solves (each is a fixed-point solve, ~1 ms).
-MAX_LOADS = 100_000
-
-
-def _parse_loads(load: Sequence[str] | None, loads: str | None) -> np.ndarray:
-    """Combine ``--load`` values and a ``--loads START:STOP:COUNT`` range."""
-    if load and loads:
-        raise ParameterError(
-            "--load/--loads", loads, "given alone: use --load or --loads, not both"
-        )
-    if loads is not None:
-        allowed = (f"START:STOP:COUNT with 0 < START <= STOP < 1 and an integer COUNT in "
-                   f"[1, {MAX_LOADS}]")  # fmt: skip
-        parts = loads.split(":")
-        try:
-            start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])
-        except (ValueError, IndexError):
-            raise ParameterError("--loads", loads, allowed) from None
-        if (
-            len(parts) != 3
-            or not (0 < start <= stop < 1)
-            or not 1 <= count <= MAX_LOADS
-            or (count == 1 and start != stop)
-        ):
-            raise ParameterError("--loads", loads, allowed)
-        return np.linspace(start, stop, count)
-    if not load:
-        raise ParameterError(
-            "--load", None, "given at least once (or use --loads START:STOP:COUNT)"
-        )
-    return check_loads("--load", list(load))
-
-
-def _parse_speeds(value: str) -> np.ndarray:
+def parse_speeds(value: str) -> np.ndarray:
     """``--speeds``: a comma-separated list, or the name of a file of numbers."""
+    import numpy as np
     looks_like_list = "," in value or value.replace(".", "", 1).strip().isdigit()
     path = Path(value)
     try:
@@ -116,7 +85,7 @@ def predict(
 
     fmt = resolve_format(fmt, out, FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)
-    grid = _parse_loads(load, loads)
+    grid = parse_loads(load, loads)
     pred = mf_predict(policy, grid, r=r, d=d)
     points = pred.to_dicts()
     import pandas as pd
@@ -345,7 +314,7 @@ def simulate(
         r = float(min(10, max(servers, 1)))
     log = read_log(trace, trace_format, unfinished=unfinished, log_format=log_format,
                    log_service=log_service) if trace else None  # fmt: skip
-    speed = _parse_speeds(speeds) if speeds is not None else None
+    speed = parse_speeds(speeds) if speeds is not None else None
     bar = LazyProgress(f"{policy} N={servers}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 from rich.console import Console
 from rich.progress import (
@@ -114,6 +113,7 @@ def sweep(
 
 def _warning_summary(df: Any) -> list[str]:
     """One line per distinct run warning: how many runs have it (the rows keep them all)."""
+    import numpy as np
     if "warnings" not in df.columns:
         return []
     counts: dict[str, int] = {}

@@ -8,7 +8,6 @@ import warnings
 from pathlib import Path
 from typing import Annotated
 
-import numpy as np
 import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, emit, render_table, to_json
@@ -158,6 +157,7 @@ def place_simulate(
     out: _Out = None,
 ) -> None:
     """Simulate one placement policy on a cluster and workload."""
+    import numpy as np
     check_outputs(out=out)
     from cloudsched.placement.policies import PLACEMENT_POLICIES
     from cloudsched.placement.simulation import simulate_placement

@@ -72,18 +72,12 @@ def flat_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
 
 def meanfield_value(res: SimulationResult, inputs: dict[str, Any]) -> float | None:
     """Return the mean-field response time of a simulated setting, where a model covers it."""
-    from cloudsched.dispatch.policies import MEANFIELD_POLICIES
+    from cloudsched.experiments.compare import meanfield_mean
 
-    if (res.policy not in MEANFIELD_POLICIES or res.plugin or inputs["service"] != "exp"
-            or inputs["arrivals"] != "poisson" or "speeds" in inputs
-            or not 0 < res.load < 1):  # fmt: skip
+    if (res.plugin or inputs["service"] != "exp" or inputs["arrivals"] != "poisson"
+            or "speeds" in inputs):  # fmt: skip
         return None
-    from cloudsched.dispatch.meanfield import predict
-
-    r = res.servers / res.dispatchers
-    if res.policy in ("jiq", "jiq-pod") and r < 1:
-        return None
-    return float(predict(res.policy, [res.load], r=r, d=res.d).mean_response_time[0])
+    return meanfield_mean(res.policy, res.load, res.servers / res.dispatchers, res.d)
 
 
 def _num(v: Any, digits: int = 4) -> str:

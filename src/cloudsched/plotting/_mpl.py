@@ -7,7 +7,7 @@ from typing import Any
 
 from cloudsched.io import atomic_path
 
-__all__ = ["pyplot", "save"]
+__all__ = ["pyplot", "readable_y", "save"]
 
 
 def pyplot() -> Any:
@@ -33,3 +33,22 @@ def save(fig: Any, path: str | os.PathLike[str]) -> None:
             fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
+
+
+def readable_y(ax: Any, values: Any) -> None:
+    """Give ``ax`` a readable y axis: linear, or logarithmic for data spanning over 20x.
+
+    A logarithmic axis gets plain labels at 1, 2 and 5 times the powers of ten.  ``values``
+    are the plotted y values (non-positive and non-finite ones are ignored).
+    """
+    import numpy as np
+    from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+
+    y = np.asarray(values, dtype=float).ravel()
+    y = y[np.isfinite(y) & (y > 0)]
+    if y.size == 0 or y.max() / y.min() <= 20:
+        return
+    ax.set_yscale("log")
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())

@@ -8,9 +8,16 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.plotting._mpl import pyplot, save
+from cloudsched.plotting._mpl import pyplot, readable_y, save
 
-__all__ = ["plot_cdf", "plot_histogram", "plot_lines", "plot_response_time", "plot_trajectory"]
+__all__ = [
+    "plot_cdf",
+    "plot_compare",
+    "plot_histogram",
+    "plot_lines",
+    "plot_response_time",
+    "plot_trajectory",
+]
 
 
 def plot_response_time(
@@ -142,6 +149,47 @@ def plot_cdf(
     ax.set_ylabel("fraction of tasks")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
+    if title:
+        ax.set_title(title)
+    save(fig, path)
+
+
+def plot_compare(
+    rows: list[dict], path: str | os.PathLike[str], *, title: str = "", ylabel: str = ""
+) -> None:
+    """Plot response time against load, one colour per setting, and save it.
+
+    Simulated means carry their 95% intervals (markers); the mean-field prediction, where
+    there is one, is a dashed line of the same colour.
+
+    ``rows`` are :func:`cloudsched.experiments.compare.compare` rows.
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.8, 4.4))
+    series: dict[str, list[dict]] = {}
+    for row in rows:
+        label = row["policy"] + (f" d={row['d']}" if row.get("d") else "")
+        label += f" r={row['r']:g}" if len({r["r"] for r in rows}) > 1 else ""
+        series.setdefault(label, []).append(row)
+    for label, group in series.items():
+        group = sorted(group, key=lambda r: r["load"])
+        x = np.array([r["load"] for r in group], dtype=float)
+        y = np.array([r["mean_response_time"] for r in group], dtype=float)
+        lo = np.array([r["ci95_low"] for r in group], dtype=float)
+        hi = np.array([r["ci95_high"] for r in group], dtype=float)
+        err = np.vstack([y - lo, hi - y])
+        bars = ax.errorbar(x, y, yerr=np.where(np.isfinite(err), err, 0), fmt="o-", ms=4,
+                           capsize=3, lw=1.2, label=f"{label} (simulated, 95% CI)")  # fmt: skip
+        mf = [(r["load"], r["meanfield_T"]) for r in group if r.get("meanfield_T") is not None]
+        if mf:
+            mx, my = zip(*mf, strict=True)
+            ax.plot(mx, my, "--", color=bars[0].get_color(), lw=1, alpha=0.8,
+                    label=f"{label} (mean field)")  # fmt: skip
+    ax.set_xlabel("load (arrival rate per unit of capacity)")
+    ax.set_ylabel(ylabel or "mean response time")
+    readable_y(ax, [r["mean_response_time"] for r in rows])
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
     if title:
         ax.set_title(title)
     save(fig, path)

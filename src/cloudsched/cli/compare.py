@@ -1,0 +1,157 @@
+"""``cloudsched compare``: several policies x loads (x d, r) in one table and one figure."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cloudsched.cli.common import LazyProgress, check_outputs, parse_loads, render_table, wrote
+from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
+from cloudsched.errors import ParameterError, check_int, check_real
+
+__all__ = ["compare_table", "register"]
+
+
+def _fmt(v: Any, digits: int = 4) -> str:
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    return f"{v:.{digits}g}"
+
+
+def compare_table(rows: list[dict[str, Any]], title: str) -> str:
+    """Render compare rows in 80 columns (``*``: not steady; ``-``: no model or interval)."""
+    cols: dict[str, list[str]] = {k: [] for k in
+                                  ("policy", "d", "r", "load", "mean field", "simulated",
+                                   "± 95%", "p99", "msg/task")}  # fmt: skip
+    for row in rows:
+        half = (row["ci95_high"] - row["ci95_low"]) / 2
+        cols["policy"].append(row["policy"])
+        cols["d"].append(str(row["d"]) if row["d"] else "-")
+        cols["r"].append(f"{row['r']:g}")
+        cols["load"].append(_fmt(row["load"]))
+        cols["mean field"].append(_fmt(row["meanfield_T"]))
+        cols["simulated"].append(_fmt(row["mean_response_time"]) +
+                                 ("" if row["steady_state"] else "*"))  # fmt: skip
+        cols["± 95%"].append(_fmt(half, 2))
+        cols["p99"].append(_fmt(row["p99"]))
+        cols["msg/task"].append(_fmt(row["messages_per_task"], 3))
+    text = render_table(cols, title)
+    if not all(r["steady_state"] for r in rows):
+        text += "* not steady: no interval, the number describes this run only\n"
+    return text
+
+
+def compare(
+    policies: Annotated[list[str], typer.Argument(help="Policies (or plug-in FILE.py:NAME).")],
+    *,
+    servers: Annotated[int, typer.Option("--servers", help="Number of servers N (>= 1).")],
+    load: Annotated[
+        list[str] | None,
+        typer.Option("--load", help="Load per server; repeatable (several loads)."),
+    ] = None,
+    loads: Annotated[
+        str | None, typer.Option("--loads", help="A load range START:STOP:COUNT.")
+    ] = None,
+    d: Annotated[
+        list[int] | None, typer.Option("--d", help="Probes d; repeatable (default 2).")
+    ] = None,
+    r: Annotated[
+        list[float] | None,
+        typer.Option("--r", help="Servers per dispatcher N/M; repeatable (default 10)."),
+    ] = None,
+    precision: Annotated[
+        float, typer.Option("--precision", help="Each run's 95% half-width / mean.")
+    ] = 0.01,
+    tasks: Annotated[
+        int | None, typer.Option("--tasks", help="Fix each run's length in arrivals.")
+    ] = None,
+    max_tasks: Annotated[
+        int, typer.Option("--max-tasks", help="Stop a run at this many arrivals in any case.")
+    ] = 200_000_000,
+    seed: Annotated[int, typer.Option("--seed", help="Root seed (run k uses stream k).")] = 0,
+    service: Annotated[
+        str | None, typer.Option("--service", help="Service-time law SPEC (as simulate).")
+    ] = None,
+    arrivals: Annotated[
+        str | None, typer.Option("--arrivals", help="Inter-arrival law SPEC (as simulate).")
+    ] = None,
+    trace: Annotated[
+        list[str] | None, typer.Option("--trace", help="Replay a log (or a shipped name).")
+    ] = None,
+    trace_format: TraceFormat = "auto",
+    unfinished: Unfinished = "drop",
+    log_format: LogFormat = None,
+    log_service: LogService = "upstream",
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="table, csv, json or parquet (default: from --out)."),
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the rows to this file.")] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Plot response time against load per policy (.png/.pdf/.svg)."),
+    ] = None,
+) -> None:
+    """Compare policies at several loads: mean field, simulated mean with CI, p99, messages."""
+    check_outputs(out=out, plot=plot)
+    import pandas as pd
+
+    from cloudsched.cli.common import resolve_format
+    from cloudsched.cli.results import FRAME_FORMATS, flat_inputs, run_inputs, write_frame
+    from cloudsched.dispatch.logs import read_log
+    from cloudsched.experiments.compare import compare as run_compare
+
+    fmt = resolve_format(fmt, out, FRAME_FORMATS)
+    servers = check_int("--servers", servers, low=1)
+    precision = check_real("--precision", precision, low=0.0, high=1.0, low_open=True)
+    log = read_log(trace, trace_format, unfinished=unfinished, log_format=log_format,
+                   log_service=log_service) if trace else None  # fmt: skip
+    grid: list[float | None] = [None] if log is not None and not (load or loads) else [
+        float(x) for x in parse_loads(load, loads)]  # fmt: skip
+    if len(set(policies)) != len(policies):
+        raise ParameterError("POLICIES", policies, "distinct policy names")
+    ds = [check_int("--d", x, low=1) for x in (d or [2])]
+    rs = [check_real("--r", x, low=1.0) for x in (r or [10.0])]
+    bar = LazyProgress("compare", delay=1.0)
+
+    def step(done: int, total: int, setting: dict[str, Any]) -> None:
+        if setting:
+            bar(done / total, f"{setting['policy']} load {setting['load']} ({done + 1}/{total})")
+
+    try:
+        pairs = run_compare(
+            policies, grid, servers=servers, ds=ds, rs=rs, seed=seed, progress=step,
+            exponential=service is None and arrivals is None and log is None,
+            precision=precision, tasks=tasks, max_tasks=max_tasks, service=service,
+            arrivals=arrivals, trace=log.trace if log else None,
+        )  # fmt: skip
+    finally:
+        bar.close()
+    inputs = run_inputs(service=service, arrivals=arrivals, speeds=None, log=log,
+                        service_scale=1.0, load_given=grid != [None])  # fmt: skip
+    rows = [row for row, _ in pairs]
+    title = f"compare: N = {servers}, seed {seed} ({inputs['time_unit']})"
+    if fmt == "table":
+        text = compare_table(rows, title)
+        from cloudsched.cli.common import emit
+
+        emit(text, out)
+    else:
+        df = pd.DataFrame([{**row, **flat_inputs(inputs)} for row in rows])
+        payload = {"servers": servers, "seed": seed, "inputs": inputs, "rows": rows}
+        write_frame(df, fmt, out, title, payload)
+    if plot is not None:
+        from cloudsched.plotting.dispatch import plot_compare
+
+        plot_compare(rows, plot, title=f"N = {servers}" + (f", trace {', '.join(trace)}"
+                                                             if trace else ""),
+                     ylabel=f"mean response time ({inputs['time_unit']})")  # fmt: skip
+        wrote(plot)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``compare`` to ``app``."""
+    app.command()(compare)

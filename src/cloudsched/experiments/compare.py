@@ -1,0 +1,114 @@
+"""Several policies at several loads (and d, r) side by side: theory beside simulation.
+
+:func:`compare` runs one simulation per setting of the grid ``policies x loads x d x r``
+(a policy that does not use ``d`` or the dispatchers runs once for the first value), each
+with its own stream ``k`` of ``SeedSequence(seed).spawn``, and returns one row per setting:
+the mean-field prediction where a model covers it, the simulated mean with its 95%
+interval, p99 and the messages per task.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from cloudsched.dispatch.policies import MEANFIELD_POLICIES, get_policy
+from cloudsched.dispatch.result import SimulationResult
+
+__all__ = ["compare", "meanfield_mean", "messages_per_task", "setting_grid"]
+
+
+def meanfield_mean(policy: str, load: float | None, r: float, d: int) -> float | None:
+    """Return the mean-field mean response time, or None where no model covers the setting.
+
+    Only for Poisson arrivals and exponential service of mean 1 on equal servers (the
+    caller decides that); ``r`` is N/M.
+    """
+    if policy not in MEANFIELD_POLICIES or load is None or not 0 < load < 1:
+        return None
+    if policy in ("jiq", "jiq-pod") and r < 1:
+        return None
+    from cloudsched.dispatch.meanfield import predict
+
+    return float(predict(policy, [load], r=r, d=d).mean_response_time[0])
+
+
+def messages_per_task(res: SimulationResult) -> float:
+    """Return the messages (join + delete + probe) sent per dispatched task."""
+    rate = res.measured_tasks / (res.measured_time * res.servers) if res.measured_time > 0 else 0
+    sent = sum(res.messages.get(k, 0.0) for k in ("join", "delete", "probe"))
+    return sent / rate if rate > 0 else math.nan
+
+
+def setting_grid(
+    policies: Sequence[str], loads: Sequence[float | None], ds: Sequence[int],
+    rs: Sequence[float],
+) -> list[dict[str, Any]]:  # fmt: skip
+    """List the settings ``policy x d x r x load``; unused ``d``/``r`` take one value.
+
+    ``d`` is None for a policy that has no ``d``; ``r`` is kept for every policy (it sets
+    the number of dispatchers, which every run has) but varied only where the policy's
+    decisions depend on the dispatcher.
+    """
+    out: list[dict[str, Any]] = []
+    for name in policies:
+        pol = get_policy(name)
+        for d in ds if pol.d is not None else [None]:
+            for r in rs if pol.per_dispatcher else rs[:1]:
+                out.extend({"policy": name, "d": d, "r": r, "load": lam} for lam in loads)
+    return out
+
+
+def compare(
+    policies: Sequence[str],
+    loads: Sequence[float | None],
+    *,
+    servers: int,
+    ds: Sequence[int] = (2,),
+    rs: Sequence[float] = (10.0,),
+    seed: int = 0,
+    exponential: bool = True,
+    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    **options: Any,
+) -> list[tuple[dict[str, Any], SimulationResult]]:
+    """Simulate every setting of :func:`setting_grid`; return ``(row, result)`` pairs.
+
+    ``options`` go to :func:`~cloudsched.dispatch.simulate` (precision, tasks, service,
+    trace, ...); ``exponential`` says the workload is Poisson/exp(1) on equal servers, so
+    that the mean field applies.  ``progress(done, total, setting)`` is called before each
+    run.
+    """
+    from cloudsched.dispatch.simulation import simulate
+
+    grid = setting_grid(policies, loads, ds, rs)
+    streams = np.random.SeedSequence(seed).spawn(len(grid))
+    out = []
+    for k, (setting, stream) in enumerate(zip(grid, streams, strict=True)):
+        if progress is not None:
+            progress(k, len(grid), setting)
+        r = min(float(setting["r"]), float(servers))
+        res = simulate(setting["policy"], servers=servers, load=setting["load"], r=r,
+                       d=setting["d"] or 2, rng=np.random.default_rng(stream),
+                       **options)  # fmt: skip
+        mf = (meanfield_mean(setting["policy"], res.load, res.servers / res.dispatchers,
+                             res.d) if exponential else None)  # fmt: skip
+        row = {
+            "policy": setting["policy"], "d": setting["d"], "r": res.servers / res.dispatchers,
+            "load": res.load, "meanfield_T": mf, "mean_response_time": res.mean_response_time,
+            "ci95_low": res.ci95[0] if res.ci95 else math.nan,
+            "ci95_high": res.ci95[1] if res.ci95 else math.nan,
+            "p99": res.percentiles.get("p99", math.nan),
+            "messages_per_task": messages_per_task(res),
+            "msg_join": res.messages.get("join", 0.0),
+            "msg_delete": res.messages.get("delete", 0.0),
+            "msg_probe": res.messages.get("probe", 0.0),
+            "steady_state": res.steady_state, "stop_reason": res.stop_reason,
+            "measured_tasks": res.measured_tasks, "warnings": "; ".join(res.warnings),
+        }  # fmt: skip
+        out.append((row, res))
+    if progress is not None:
+        progress(len(grid), len(grid), {})
+    return out
