@@ -44,7 +44,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from cloudsched.dispatch.traces import TraceError, TraceLog, _finish, _lines
+from cloudsched.dispatch.traces import TraceError, TraceLog, finish_log, log_lines
 from cloudsched.errors import ParameterError
 
 __all__ = [
@@ -187,7 +187,7 @@ class _Collector:
             notes["timestamps"] = "whole seconds, spread evenly within each second"
         a = self.arrivals
         first, last = (min(a), max(a)) if a else (0.0, 0.0)
-        return _finish(self.arrivals, self.services, fmt, self.files, self.records,
+        return finish_log(self.arrivals, self.services, fmt, self.files, self.records,
                        self.found, 0, first, last, notes)  # fmt: skip
 
 
@@ -283,7 +283,7 @@ def read_access_log(
                 f"a format with a time ($msec, $time_iso8601 or $time_local) and ${need}",
             )  # fmt: skip
     regex = {"envoy": _ENVOY, "haproxy": _HAPROXY}.get(fmt, pattern)
-    for name, lineno, raw in _lines(files):
+    for name, lineno, raw in log_lines(files):
         if not c.files or c.files[-1] != name:
             c.files.append(name)
         text = raw.strip()

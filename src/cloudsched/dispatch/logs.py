@@ -95,9 +95,9 @@ def read_log(
     if log_format is not None and fmt != "nginx":
         raise ParameterError("log_format", log_format, "given only for nginx logs")
     if fmt in ACCESS_FORMATS:
-        from cloudsched.dispatch.traces import _check_files
+        from cloudsched.dispatch.traces import check_log_files
 
-        _check_files(files, fmt)
+        check_log_files(files, fmt)
         return read_access_log(files, fmt, log_format=log_format, service=log_service)
     if log_service != "upstream":
         raise ParameterError("log_service", log_service, "given only for access logs")

@@ -38,7 +38,16 @@ import numpy as np
 from cloudsched.dispatch.workload import Trace
 from cloudsched.errors import InputError, ParameterError
 
-__all__ = ["FORMATS", "TraceError", "TraceLog", "read_trace", "trace_summary"]
+__all__ = [
+    "FORMATS",
+    "TraceError",
+    "TraceLog",
+    "check_log_files",
+    "finish_log",
+    "log_lines",
+    "read_trace",
+    "trace_summary",
+]
 
 FORMATS = ("google2011", "swf", "csv")
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST = range(7)
@@ -64,7 +73,7 @@ class TraceLog:
     header: dict[str, str] = field(default_factory=dict)
 
 
-def _lines(paths: Sequence[str | Path]) -> Iterator[tuple[str, int, str]]:
+def log_lines(paths: Sequence[str | Path]) -> Iterator[tuple[str, int, str]]:
     """Yield ``(file, line number, text)`` from gzip or plain files, in order."""
     for path in paths:
         name = str(path)
@@ -105,7 +114,7 @@ def _read_google(paths: Sequence[str | Path], unfinished: str) -> TraceLog:
     services = array("d")
     files: list[str] = []
     last_time, records, zero = 0, 0, 0
-    for name, lineno, text in _lines(paths):
+    for name, lineno, text in log_lines(paths):
         if not files or files[-1] != name:
             files.append(name)
         where = f"{name}:{lineno}"
@@ -164,7 +173,7 @@ def _read_google(paths: Sequence[str | Path], unfinished: str) -> TraceLog:
                 arrivals.append(arrival)
                 services.append(run)
                 censored += 1
-    return _finish(arrivals, services, "google2011", files, records, submitted, censored,
+    return finish_log(arrivals, services, "google2011", files, records, submitted, censored,
                    first_submit, last_submit, {})  # fmt: skip
 
 
@@ -174,7 +183,7 @@ def _read_swf(paths: Sequence[str | Path]) -> TraceLog:
     header: dict[str, str] = {}
     files: list[str] = []
     records = 0
-    for name, lineno, text in _lines(paths):
+    for name, lineno, text in log_lines(paths):
         if not files or files[-1] != name:
             files.append(name)
         where = f"{name}:{lineno}"
@@ -202,7 +211,7 @@ def _read_swf(paths: Sequence[str | Path]) -> TraceLog:
     if np.any(np.diff(np.asarray(arrivals)) < 0):  # SWF is sorted by submit time
         raise TraceError(files[-1] if files else "swf", "jobs are not sorted by submit time")
     first, last = (arrivals[0], arrivals[-1]) if arrivals else (0.0, 0.0)
-    return _finish(arrivals, services, "swf", files, records, records, 0, first, last, header)
+    return finish_log(arrivals, services, "swf", files, records, records, 0, first, last, header)
 
 
 def _read_csv(paths: Sequence[str | Path]) -> TraceLog:
@@ -211,7 +220,7 @@ def _read_csv(paths: Sequence[str | Path]) -> TraceLog:
     columns: tuple[int, int] | None = None
     files: list[str] = []
     records, last = 0, -np.inf
-    for name, lineno, text in _lines(paths):
+    for name, lineno, text in log_lines(paths):
         if not files or files[-1] != name:
             files.append(name)
             columns = None
@@ -239,10 +248,10 @@ def _read_csv(paths: Sequence[str | Path]) -> TraceLog:
         arrivals.append(a)
         services.append(s)
     first_a, last_a = (arrivals[0], arrivals[-1]) if arrivals else (0.0, 0.0)
-    return _finish(arrivals, services, "csv", files, records, records, 0, first_a, last_a, {})
+    return finish_log(arrivals, services, "csv", files, records, records, 0, first_a, last_a, {})
 
 
-def _finish(
+def finish_log(
     arrivals: array[float],
     services: array[float],
     fmt: str,
@@ -254,6 +263,7 @@ def _finish(
     last_submit: float,
     header: dict[str, str],
 ) -> TraceLog:
+    """Build the :class:`TraceLog` of a reader's values (sorted by arrival; >= 2 tasks)."""
     where = ", ".join(files) if files else fmt
     if len(arrivals) < 2:
         raise TraceError(where, f"fewer than two usable tasks ({len(arrivals)})")
@@ -276,7 +286,7 @@ MIN_ROW_BYTES = 16
 GOOGLE_BYTES_PER_BYTE = 8
 
 
-def _check_files(files: Sequence[str | Path], fmt: str = "csv") -> None:
+def check_log_files(files: Sequence[str | Path], fmt: str = "csv") -> None:
     """Refuse non-regular files and logs whose rows could not fit in memory.
 
     A device such as /dev/zero never ends; gzip files are assumed to expand tenfold.
@@ -325,7 +335,7 @@ def read_trace(
     files = [paths] if isinstance(paths, str | Path) else list(paths)
     if not files:
         raise ParameterError("trace", paths, "at least one file")
-    _check_files(files, fmt)
+    check_log_files(files, fmt)
     if fmt == "google2011":
         return _read_google(files, unfinished)
     if fmt == "swf":

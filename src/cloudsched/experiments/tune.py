@@ -1,0 +1,323 @@
+"""Find the cheapest dispatch setting that meets a latency target, certified by simulation.
+
+The question: tasks arrive at ``rate`` (tasks per unit time, the whole farm); which policy,
+with which ``d`` and ``r``, on how few servers, keeps the p99 (or the mean) response time
+under ``target``, sending at most ``max_messages`` messages per task?
+
+How it searches (:func:`tune`), candidate by candidate (a policy with one ``d`` and one
+``r``):
+
+1. **Stability**: fewer than ``rate`` servers (in units of the mean service time) cannot
+   carry the load; the search starts at the smallest N whose load is below 0.999.
+2. **Mean-field pruning** (Poisson/exponential workloads, policies with a model): the
+   mean-field mean and p99 (:func:`meanfield_quantile`) are the large-N limits, which the
+   finite farms measured here do not beat, and they fall as N grows; the smallest N whose
+   mean-field metric meets the target, found by bisection without simulating, is where
+   the simulations start.  A candidate whose bound exceeds the largest N, or whose
+   mean-field message rate exceeds ``max_messages``, is pruned.  (A finite farm that beat
+   its limit would be found at the bound, never below it.)
+3. **Certification by simulation**: simulate at the bound; if the setting is not
+   certified, step up (1, 2, 4, ... servers more) until one is, then bisect back between
+   the last failure and the first success.  A setting is *certified* when its run reached
+   a steady state, the upper end of the 95% interval of its metric is at most the target,
+   and its measured messages per task are within the limit.  The p99 interval comes from
+   sectioning: the run's tasks in 20 consecutive sections, the overall p99 as the point
+   estimate and Student's t on the sections' p99 values for the width.  The search assumes
+   the metric falls as N grows (it does for these policies: more servers, less load).
+
+The cheapest certified setting has the fewest servers, then the fewest messages per task.
+A trace is used through its laws, inter-arrival and service times resampled from the log
+(i.i.d.), so that runs can be as long as certification needs; since that loses the log's
+bursts and correlations, a setting certified on the laws must also meet the target when
+the log itself is replayed as it is (``replay``: one sample path of every request of the
+log, so that check has no interval).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cloudsched._quantiles import t_quantile
+from cloudsched.dispatch.policies import MEANFIELD_POLICIES
+from cloudsched.errors import ParameterError, check_choice, check_int, check_real
+from cloudsched.experiments.compare import meanfield_mean, messages_per_task, setting_grid
+
+__all__ = ["TuneResult", "meanfield_quantile", "metric_interval", "tune"]
+
+METRICS = ("p99", "mean")
+#: Sections of a run for the p99 interval.
+SECTIONS = 20
+#: Most simulations spent on one candidate.
+MAX_STEPS = 14
+
+
+def metric_interval(res: Any, metric: str) -> tuple[float, float, float]:
+    """Return ``(estimate, low, high)`` of a run's metric (NaN bounds: no interval)."""
+    if metric == "mean":
+        lo, hi = res.ci95 if res.ci95 else (math.nan, math.nan)
+        return res.mean_response_time, lo, hi
+    x = np.asarray(res.response_times, dtype=np.float64)
+    if x.size < SECTIONS * 200 or not res.steady_state:
+        return float(np.quantile(x, 0.99)) if x.size else math.nan, math.nan, math.nan
+    parts = np.array([np.quantile(s, 0.99) for s in np.array_split(x, SECTIONS)])
+    half = t_quantile(0.975, SECTIONS - 1) * parts.std(ddof=1) / math.sqrt(SECTIONS)
+    est = float(np.quantile(x, 0.99))
+    return est, est - half, est + half
+
+
+@dataclass
+class TuneResult:
+    """What :func:`tune` found: certified settings (best first), every candidate, the log."""
+
+    target: float
+    metric: str
+    rate: float
+    certified: list[dict[str, Any]] = field(default_factory=list)
+    candidates: list[dict[str, Any]] = field(default_factory=list)
+    log: list[str] = field(default_factory=list)
+
+
+def meanfield_quantile(policy: str, load: float, r: float, d: int, q: float = 0.99) -> float:
+    """Return the ``q``-quantile of the response time in the mean-field limit.
+
+    A task joins a server already holding ``k`` tasks with ``P(K >= j) = G_j``, where
+    ``G_j = p0 s_j^d`` (``p0 = 1`` without I-queues, ``d = 1`` for random and JIQ, ``G_j =
+    0`` for JSQ), the terms of ``T = 1 + p0 sum s_j^d``.  With FIFO exponential service its
+    response time is Erlang(K + 1), so ``P(R > t) = sum_j e^-t t^j / j! G_j``; the quantile
+    is found by bisection.  The sum of the ``G_j`` is checked against the model's ``T``.
+    """
+    from scipy.stats import poisson
+
+    from cloudsched.dispatch.meanfield import predict
+
+    pred = predict(policy, [load], r=max(r, 1.0), d=d)
+    tail = np.asarray(pred.tails[0], dtype=float)
+    power = 0 if policy == "jsq" else (pred.d or 1)
+    g = np.concatenate([[1.0], pred.p0[0] * tail**power if power else np.zeros(tail.size)])
+    if abs(g.sum() - pred.mean_response_time[0]) > 1e-6 * pred.mean_response_time[0]:
+        raise AssertionError(f"{policy}: P(K >= j) does not sum to T")  # model and law disagree
+    j = np.arange(g.size)
+
+    def above(t: float) -> float:
+        return float(np.sum(poisson.pmf(j, t) * g)) + float(poisson.sf(g.size - 1, t)) * g[-1]
+
+    lo, hi = 0.0, 10.0
+    while above(hi) > 1 - q:
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if above(mid) > 1 - q else (lo, mid)
+    return hi
+
+
+def _bisect_meanfield(policy: str, d: int, r: float, rate: float, lo: int, hi: int,
+                      target: float, metric: str) -> int | None:  # fmt: skip
+    """Return the smallest N in [lo, hi] whose mean-field metric is <= target (None: none)."""
+    def ok(n: int) -> bool:
+        load = rate / n
+        if metric == "mean":
+            mf = meanfield_mean(policy, load, min(r, n), d)
+        else:
+            mf = meanfield_quantile(policy, load, min(r, n), d) if 0 < load < 1 else None
+        return mf is not None and mf <= target
+
+    if not ok(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(mid) else (mid + 1, hi)
+    return lo
+
+
+class _Search:
+    """Simulations of one candidate at several N, cached, with the certification rule."""
+
+    def __init__(self, t: _Tune, cand: dict[str, Any]) -> None:
+        self.t, self.cand, self.runs = t, cand, 0
+        self.seen: dict[int, dict[str, Any]] = {}
+
+    def at(self, n: int) -> dict[str, Any]:
+        if n in self.seen:
+            return self.seen[n]
+        self.runs += 1
+        row = self.t.simulate(self.cand, n)
+        self.seen[n] = row
+        u, k = self.t.unit, self.t.scale
+        self.t.say(f"  N = {n} (load {row['load']:.3f}): {self.t.metric} "
+                   f"{row['estimate'] * k:.4g} [{row['low'] * k:.4g}, {row['high'] * k:.4g}] {u},"
+                   f" {row['messages_per_task']:.3g} msg/task -> "
+                   f"{'certified' if row['certified'] else row['why']}")  # fmt: skip
+        return row
+
+    def smallest(self, lo: int, hi: int) -> dict[str, Any] | None:
+        """Return the run at the smallest certified N in [lo, hi] (None: not found).
+
+        It steps up from ``lo`` by 1, 2, 4, ... servers, then bisects back.
+        """
+        step, last_bad, n = 1, lo - 1, lo
+        while True:
+            if self.runs >= MAX_STEPS:
+                return None
+            row = self.at(n)
+            if row["certified"]:
+                break
+            if row["why"].startswith("messages"):
+                return None  # more servers do not cut the messages each task sends
+            last_bad, n = n, min(hi, n + step)
+            if last_bad == hi:
+                return None
+            step *= 2
+        good = n
+        while good - last_bad > 1 and self.runs < MAX_STEPS:
+            mid = (good + last_bad) // 2
+            if self.at(mid)["certified"]:
+                good = mid
+            else:
+                last_bad = mid
+        return self.seen[good]
+
+
+@dataclass
+class _Tune:
+    metric: str
+    target: float
+    rate: float
+    max_messages: float
+    seed: int
+    options: dict[str, Any]
+    exponential: bool
+    say: Callable[[str], None]
+    replay: Callable[[dict[str, Any], int, float, np.random.Generator], float] | None = None
+    scale: float = 1.0
+    unit: str = "mean service times"
+    count: int = 0
+
+    def simulate(self, cand: dict[str, Any], n: int) -> dict[str, Any]:
+        from cloudsched.dispatch.simulation import simulate
+
+        self.count += 1
+        stream = np.random.SeedSequence([self.seed, self.count])
+        load = self.rate / n
+        res = simulate(cand["policy"], servers=n, load=load, r=min(cand["r"], n),
+                       d=cand["d"] or 2, keep_response_times=self.metric == "p99",
+                       rng=np.random.default_rng(stream), **self.options)  # fmt: skip
+        est, low, high = metric_interval(res, self.metric)
+        msgs = messages_per_task(res)
+        why = ""
+        if not res.steady_state:
+            why = "not steady"
+        elif not math.isfinite(high):
+            why = "no interval"
+        elif high > self.target:
+            why = f"{self.metric} too high"
+        elif msgs > self.max_messages:
+            why = f"messages per task {msgs:.3g} > {self.max_messages:g}"
+        replayed = math.nan
+        if not why and self.replay is not None:
+            replayed = self.replay(cand, n, load, np.random.default_rng([self.seed, self.count, 1]))
+            if replayed > self.target:
+                why = (f"the log itself, replayed: {self.metric} {replayed * self.scale:.4g} "
+                       f"{self.unit} > target")  # fmt: skip
+        return {"policy": cand["policy"], "d": cand["d"], "r": res.servers / res.dispatchers,
+                "servers": n, "load": load, "estimate": est, "low": low, "high": high,
+                "mean_response_time": res.mean_response_time, "messages_per_task": msgs,
+                "replay": replayed, "certified": not why, "why": why,
+                "seed_words": [self.seed, self.count]}  # fmt: skip
+
+
+def tune(
+    *,
+    rate: float,
+    target: float,
+    metric: str = "p99",
+    servers: tuple[int, int],
+    policies: Sequence[str] = ("random", "pod", "jsq", "jiq", "jiq-pod"),
+    ds: Sequence[int] = (2, 3),
+    rs: Sequence[float] = (10.0,),
+    max_messages: float = math.inf,
+    seed: int = 0,
+    service: Any = None,
+    arrivals: Any = None,
+    precision: float = 0.02,
+    max_tasks: int = 20_000_000,
+    replay: Callable[[dict[str, Any], int, float, np.random.Generator], float] | None = None,
+    say: Callable[[str], None] | None = None,
+    scale: float = 1.0,
+    unit: str = "mean service times",
+) -> TuneResult:
+    """Search the cheapest certified settings (see the module notes for the method).
+
+    ``rate`` is the farm's arrival rate and ``target`` the metric's bound, both in mean
+    service times; ``servers`` the range of N; ``service`` and ``arrivals`` laws as
+    :func:`~cloudsched.dispatch.simulate` takes them (default Poisson and exp(1)).
+    ``replay(candidate, n, load, rng)``, given, returns the metric of the setting on a log
+    replayed as it is (in the same unit); a setting certified on the laws must also meet
+    the target there.  ``scale`` and ``unit`` only say how the search log shows times
+    (``scale`` units to a mean service time).
+    """
+    metric = check_choice("metric", metric, METRICS)
+    target = check_real("target", target, low=0.0, low_open=True)
+    rate = check_real("rate", rate, low=0.0, low_open=True)
+    lo_n, hi_n = (check_int("servers", n, low=1) for n in servers)
+    if lo_n > hi_n:
+        raise ParameterError("servers", f"{lo_n}:{hi_n}", "MIN:MAX with MIN <= MAX")
+    if max_messages != math.inf:
+        max_messages = check_real("max_messages", max_messages, low=0.0)
+    out = TuneResult(target, metric, rate)
+    speak = say or (lambda _: None)
+
+    def log(line: str) -> None:
+        out.log.append(line)
+        speak(line)
+
+    exponential = service is None and arrivals is None
+    t = _Tune(metric, target, rate, max_messages, seed,
+              {"service": service, "arrivals": arrivals, "precision": precision,
+               "max_tasks": max_tasks}, exponential, log, replay, scale, unit)  # fmt: skip
+    stable = max(lo_n, math.floor(rate / 0.999) + 1)
+    log(f"stability: load < 0.999 needs N >= {stable}")
+    for cand in [c for c in setting_grid(policies, [None], ds, rs)]:
+        name = cand["policy"] + (f" d={cand['d']}" if cand["d"] else "") + (
+            f" r={cand['r']:g}" if len(rs) > 1 else "")  # fmt: skip
+        entry = {"candidate": name, **cand, "status": "", "servers": None}
+        out.candidates.append(entry)
+        log(f"{name}:")
+        start = stable
+        if stable > hi_n:
+            entry["status"] = f"pruned: unstable below N = {stable} > {hi_n}"
+            log("  " + entry["status"])
+            continue
+        if exponential and cand["policy"] in MEANFIELD_POLICIES:
+            bound = _bisect_meanfield(cand["policy"], cand["d"] or 2, cand["r"], rate, stable,
+                                      hi_n, target, metric)  # fmt: skip
+            if bound is None:
+                entry["status"] = f"pruned: the mean field misses the target even at N = {hi_n}"
+                log("  " + entry["status"])
+                continue
+            from cloudsched.dispatch.meanfield import predict
+
+            mf = predict(cand["policy"], [rate / bound], r=min(cand["r"], bound),
+                         d=cand["d"] or 2)  # fmt: skip
+            sent = float(mf.join_rate[0] + mf.delete_rate[0] + mf.probe_rate[0]) / (rate / bound)
+            shown = (mf.mean_response_time[0] if metric == "mean" else meanfield_quantile(
+                cand["policy"], rate / bound, min(cand["r"], bound), cand["d"] or 2))  # fmt: skip
+            log(f"  mean field: N >= {bound} ({metric} {shown * scale:.4g} {unit} there, "
+                f"{sent:.3g} msg/task)")  # fmt: skip
+            if sent > max_messages * 1.05:
+                entry["status"] = f"pruned: mean field sends {sent:.3g} msg/task > {max_messages:g}"
+                log("  " + entry["status"])
+                continue
+            start = bound
+        best = _Search(t, cand).smallest(start, hi_n)
+        if best is None:
+            entry["status"] = f"not certified in N <= {hi_n}"
+            continue
+        entry.update(best, status="certified")
+        out.certified.append(entry)
+    out.certified.sort(key=lambda e: (e["servers"], e["messages_per_task"]))
+    return out

@@ -1,0 +1,94 @@
+"""cloudsched tune: mean-field quantiles, the p99 interval, and the search end to end."""
+
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from cloudsched.cli import main
+from cloudsched.experiments.tune import meanfield_quantile, metric_interval, tune
+
+
+@pytest.mark.parametrize("load", [0.3, 0.7, 0.95])
+def test_meanfield_p99_is_exact_where_the_law_is_known(load):
+    # random routing: M/M/1 per server, response time Exp(1 - load)
+    assert meanfield_quantile("random", load, 10, 1) == pytest.approx(
+        math.log(100) / (1 - load), rel=1e-9)  # fmt: skip
+    # JSQ in the limit never queues: the response time is the service time, Exp(1)
+    assert meanfield_quantile("jsq", load, 10, 2) == pytest.approx(math.log(100), rel=1e-9)
+    # JIQ with r -> infinity would be JSQ; with r = 10 its p99 lies between JSQ and random
+    jiq = meanfield_quantile("jiq", load, 10, 1)
+    assert math.log(100) < jiq < math.log(100) / (1 - load)
+
+
+def test_meanfield_quantile_orders_the_policies_like_their_means():
+    q = {p: meanfield_quantile(p, 0.9, 10, 2, q=0.9) for p in ("pod", "jiq", "jiq-pod")}
+    assert q["jiq-pod"] < q["jiq"] < q["pod"]
+
+
+def test_sectioned_p99_interval_covers_the_true_quantile():
+    """Exp(1) samples: true p99 = ln 100; 95% intervals cover it about 95% of the time."""
+    rng = np.random.default_rng(5)
+    hits = 0
+    for _ in range(200):
+        run = SimpleNamespace(response_times=rng.exponential(size=20_000), steady_state=True)
+        _, lo, hi = metric_interval(run, "p99")
+        hits += lo <= math.log(100) <= hi
+    # binomial(200, 0.95): below 182 has probability < 0.2% (a wrong width fails)
+    assert hits >= 182
+
+
+def test_tune_finds_the_exact_answer_for_random_routing():
+    """Random routing at total rate R on N servers: p99 = ln(100) / (1 - R/N) exactly, so the
+    smallest N meeting the target is known; the search must find it or just above it."""
+    rate, target = 400.0, 12.0
+    exact = math.ceil(rate / (1 - math.log(100) / target))
+    res = tune(rate=rate, target=target, servers=(401, 2000), policies=["random"], seed=1,
+               precision=0.02)  # fmt: skip
+    (best,) = res.certified
+    assert best["servers"] >= exact and best["high"] <= target
+    # certified, not wasteful: the true p99 there is within three half-widths of the target
+    # (certification needs the upper end below it, and noise near the boundary adds steps)
+    true_p99 = math.log(100) / (1 - rate / best["servers"])
+    assert true_p99 >= target - 3 * (best["high"] - best["low"]) / 2
+    assert best["messages_per_task"] == 0
+    assert any(f"N >= {exact}" in line for line in res.log)  # the mean-field bound is exact
+
+
+def test_tune_respects_the_message_limit():
+    res = tune(rate=90.0, target=3.0, metric="mean", servers=(91, 400),
+               policies=["pod", "jiq"], ds=[2], max_messages=1.0, seed=2)  # fmt: skip
+    assert [c["policy"] for c in res.certified] == ["jiq"]
+    pod = next(c for c in res.candidates if c["policy"] == "pod")
+    assert pod["status"].startswith("pruned: mean field sends 2")
+
+
+def test_tune_on_a_shipped_access_log_meets_the_target(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["tune", "--trace", "haproxy-sample", "--p99", "300", "--unit", "ms", "--rate",
+              "200", "--servers", "1:100", "--policy", "jiq-pod", "--policy", "pod", "--d", "2",
+              "--format", "json"])  # fmt: skip
+    doc = json.loads(capsys.readouterr().out)
+    assert exc.value.code == 0 and doc["unit"] == "ms" and doc["target"] == 300
+    assert [c["policy"] for c in doc["certified"]] == ["jiq-pod", "pod"]
+    for c in doc["certified"]:
+        assert c["high"] <= 300 and c["replay"] <= 300  # certified, and on the log itself
+    assert doc["certified"][0]["servers"] < doc["certified"][1]["servers"]
+
+
+def test_tune_table_and_bad_input(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["tune", "--mean", "2", "--rate", "50", "--servers", "51:200", "--policy",
+              "jiq-pod", "--d", "2"])  # fmt: skip
+    out = capsys.readouterr().out
+    assert exc.value.code == 0 and "best" in out and "search:" in out
+    assert max(len(line) for line in out.splitlines() if not line.startswith(("how", "  "))) <= 80
+    for args, name in ((["--rate", "5"], "--p99/--mean"),
+                       (["--p99", "3", "--rate", "5", "--servers", "9:3"], "--servers"),
+                       (["--p99", "3", "--rate", "5", "--unit", "ms"], "--unit")):  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            main(["tune", *args])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and err.startswith(f"error: {name}") and err.count("\n") == 1
