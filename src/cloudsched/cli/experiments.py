@@ -154,7 +154,7 @@ def reproduce(
     workers = check_int("--workers", workers, low=1, high=1024)
     console = Console(stderr=True)
     path = run(which, out, quick=quick, workers=workers, seed=seed,
-               log=lambda section: console.print(f"[dim]… {section}[/dim]"))  # fmt: skip
+               log=lambda line: console.print(f"[dim]{line}[/dim]"))  # fmt: skip
     console.print(f"report written to {path}")
 
 
@@ -167,8 +167,13 @@ def demo(
     out = Path(out_arg)
     from cloudsched.experiments.demo import run_demo
 
-    path = run_demo(out)
-    Console(stderr=True).print(f"report written to {path}")
+    console = Console(stderr=True)
+    console.print(f"cloudsched demo: writing a short report to {out}/ (measured on 2 cores: "
+                  "about 90 s the first time, most of it compiling the simulator, which is "
+                  "cached on disk; about 15 s after that)")  # fmt: skip
+    path = run_demo(out, log=lambda line: console.print(f"[dim]{line}[/dim]"))
+    console.print(f"report written to {path} and {path.with_suffix('.html')} "
+                  "(self-contained: open it in any browser)")  # fmt: skip
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,15 @@ import pandas as pd
 from cloudsched.errors import check_choice
 from cloudsched.experiments.sweep import parse_spec, run_sweep
 
-__all__ = ["LEVELS", "ci_half", "half_width", "run_grid", "size_of"]
+__all__ = ["CITATIONS", "LEVELS", "ci_half", "half_width", "run_grid", "size_of"]
+
+#: The two papers whose figures and tables are reproduced ("Figure 4" means theirs).
+CITATIONS = {
+    "jiq": "Chunpu Wang, Chen Feng and Julian Cheng, \"Distributed Join-the-Idle-Queue for "
+           "Low Latency Cloud Services\", IEEE/ACM Transactions on Networking, 2018",
+    "dgp": "Javad Ghaderi, Sanjay Shakkottai and R. Srikant, \"Scheduling Storms and Streams "
+           "in the Cloud\", ACM SIGMETRICS 2015",
+}
 
 #: Sizes of a reproduction: the demo's, ``--quick`` and the full one.
 LEVELS = ("demo", "quick", "full")

@@ -7,6 +7,7 @@ The report is the "demo"-sized version of both reproductions
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 from cloudsched.experiments.dgp_figures import dgp_sections
@@ -18,8 +19,13 @@ __all__ = ["DEFAULT_OUT", "run_demo"]
 DEFAULT_OUT = Path("cloudsched-report")
 
 
-def run_demo(out: str | os.PathLike[str] = DEFAULT_OUT, seed: int = 2026) -> Path:
+def run_demo(
+    out: str | os.PathLike[str] = DEFAULT_OUT, seed: int = 2026,
+    log: Callable[[str], None] | None = None,
+) -> Path:  # fmt: skip
     """Write the demo report: the quick ("demo"-sized) versions of both reproductions.
+
+    ``log`` is told when each section starts and ends (with its time).
 
     Returns
     -------
@@ -27,12 +33,10 @@ def run_demo(out: str | os.PathLike[str] = DEFAULT_OUT, seed: int = 2026) -> Pat
         Path of ``report.md``.
     """
     out_dir = ensure_dir(out)
-    report = Report("cloudsched demo report", out_dir)
+    report = Report("cloudsched demo report", out_dir, log=log)
     report.text(
         "Built-in defaults, small sizes; regenerate with `cloudsched demo`, or run "
-        "`cloudsched reproduce jiq|dgp [--quick]` for the papers' full-size versions (the "
-        "JIQ paper of Wang, Feng and Cheng; the graph-placement paper of Ghaderi, Shakkottai "
-        "and Srikant). Service "
+        "`cloudsched reproduce jiq|dgp [--quick]` for the papers' full-size versions. Service "
         "times have mean 1, so response times are in units of the mean service time."
     )
     jiq_sections(report, out_dir, "demo", 1, seed)

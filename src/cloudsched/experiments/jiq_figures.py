@@ -17,7 +17,7 @@ import pandas as pd
 
 from cloudsched.dispatch.meanfield import predict
 from cloudsched.experiments import jiq_data as d
-from cloudsched.experiments.common import ci_half, run_grid, size_of
+from cloudsched.experiments.common import CITATIONS, ci_half, run_grid, size_of
 from cloudsched.experiments.report import Report
 from cloudsched.io import atomic_write_text
 
@@ -147,7 +147,11 @@ def figure7(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
     plot_lines(curves, out_dir / "figure7.png", xlabel="i",
                ylabel="s_i (fraction with >= i tasks)", log_y=True,
                title=f"N = 1000, r = 10, load {heavy:g}, d = 2, z = 1")  # fmt: skip
-    report.figure("figure7.png", f"Tail s_i at load {heavy:g} (Figure 7)")
+    unseen = [f"{lab} from s_{int(np.argmax(y <= 0)) + 1}" for lab, (_, y) in curves.items()
+              if (y <= 0).any()]  # fmt: skip
+    report.figure("figure7.png", f"Tail s_i at load {heavy:g} (Figure 7)" + (
+        "; s_i = 0 (no server ever seen with that many tasks) is not drawn on the log axis: "
+        + ", ".join(unseen) if unseen else ""))  # fmt: skip
     report.table(tails[["variant", "load", *[f"s_{k}" for k in i]]], "figure7.csv",
                  "Simulated tails s_1..s_6")  # fmt: skip
 
@@ -159,7 +163,7 @@ def figure8(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
     report.heading("Task dispatch: mean response time of the JIQ variants (Figure 8)")
     pts = {str(lab): (g["load"].to_numpy(), g["mean_response_time"].to_numpy(), ci_half(g))
            for lab, g in variants.groupby("variant", sort=False)}  # fmt: skip
-    plot_lines({}, out_dir / "figure8.png", points=pts, xlabel="load λ",
+    plot_lines({}, out_dir / "figure8.png", points=pts, xlabel="load λ", connect=True,
                ylabel="mean response time T", log_y=True,
                title="N = 1000, r = 10, simulation (95% CI)")  # fmt: skip
     report.figure("figure8.png", "Mean response time of five JIQ variants (Figure 8)")
@@ -187,7 +191,7 @@ def error_vs_n(report: Report, out_dir: Path, s: Setting) -> None:
                       100 * g["ci_half_relative"].to_numpy())
            for lab, g in err.groupby("policy", sort=False)}  # fmt: skip
     ns = np.array(s.size["ns"])
-    plot_lines({"0": (ns, np.zeros(ns.size))}, out_dir / "error_vs_n.png",
+    plot_lines({"mean field (zero error)": (ns, np.zeros(ns.size))}, out_dir / "error_vs_n.png",
                points=pts, xlabel="servers N", ylabel="simulated / mean field - 1 (%)",
                log_x=True, title="Load 0.9, r = 10: finite-N error (95% CI)")  # fmt: skip
     report.figure("error_vs_n.png", "Relative error of the simulated mean response time "
@@ -223,7 +227,7 @@ def figure10(report: Report, out_dir: Path, s: Setting, part: Path) -> None:
     pts = {str(lab): (g["load"].to_numpy(), g["mean_response_time"].to_numpy(), ci_half(g))
            for lab, g in fig10.groupby("policy", sort=False)}  # fmt: skip
     plot_lines({}, out_dir / "figure10.png", points=pts, xlabel="load λ (rescaled trace)",
-               ylabel="mean response time (s)", log_y=True,
+               ylabel="mean response time (s)", log_y=True, connect=True,
                title="Google 2011 part 0, N = 4000, r = 10")  # fmt: skip
     certified = int(fig10["ci95_low"].notna().sum())
     span = f"{fig10['log_span'].min():.3g} to {fig10['log_span'].max():.3g}"
@@ -241,9 +245,12 @@ def figure10(report: Report, out_dir: Path, s: Setting, part: Path) -> None:
 def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: int) -> None:
     """Append the JIQ paper's tables and figures to ``report``, at size ``level``."""
     s = Setting(size_of(level), workers, seed)
+    report.text(f"Task dispatch reproduces {CITATIONS['jiq']}; figure and table numbers "
+                "are that paper's.")  # fmt: skip
     figure4(report, out_dir, s)
     table2(report, out_dir, s)
     figure5(report, out_dir, s)
+    report.step("Task dispatch: simulations of the JIQ variants")
     variants = jiq_variants(out_dir, s)
     figure6(report, out_dir, variants)
     figure7(report, out_dir, variants)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import base64
 import html
 import os
 import platform
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -91,16 +93,34 @@ class Report:
     out_dir: Path
     parts: list[tuple[str, str]] = field(default_factory=list)  # (markdown, html)
     figures: list[str] = field(default_factory=list)
-    log: Callable[[str], None] | None = None  # told each heading (progress for long reports)
+    log: Callable[[str], None] | None = None  # told each section's start and end (progress)
+    _open: tuple[str, float] | None = field(default=None, repr=False)
+    _start: float = field(default_factory=time.perf_counter, repr=False)
+
+    def _close_section(self) -> None:
+        if self._open is not None and self.log is not None:
+            name, began = self._open
+            self.log(f"done: {name} ({time.perf_counter() - began:.1f} s)")
+        self._open = None
 
     def text(self, markdown: str) -> None:
         """Append a paragraph (Markdown with inline code and links)."""
         self.parts.append((markdown.strip(), f"<p>{_inline_html(markdown.strip())}</p>"))
 
-    def heading(self, text: str) -> None:
-        """Append a second-level heading."""
+    def step(self, text: str) -> None:
+        """Tell ``log`` that a piece of work starts, without a heading in the report."""
+        self._close_section()
         if self.log is not None:
-            self.log(text)
+            self.log(f"start: {text} (at {time.perf_counter() - self._start:.0f} s)")
+        self._open = (text, time.perf_counter())
+
+    def heading(self, text: str) -> None:
+        """Append a second-level heading (and tell ``log`` that a section starts)."""
+        self._close_section()
+        if self.log is not None:
+            elapsed = time.perf_counter() - self._start
+            self.log(f"start: {text} (at {elapsed:.0f} s)")
+        self._open = (text, time.perf_counter())
         self.parts.append((f"## {text}", f"<h2>{html.escape(text)}</h2>"))
 
     def figure(self, filename: str, caption: str) -> None:
@@ -123,7 +143,12 @@ class Report:
         ))  # fmt: skip
 
     def write(self, parameters: dict[str, object]) -> Path:
-        """Write ``report.md`` and ``report.html``, closing with parameters and versions."""
+        """Write ``report.md`` and ``report.html``, closing with parameters and versions.
+
+        ``report.html`` is self-contained: its figures are embedded (PNG as data URIs), so
+        the one file can be mailed or opened anywhere; ``report.md`` links the PNG files.
+        """
+        self._close_section()
         versions = software_versions()
         lines = [f"# {self.title}", "", *[md + "\n" for md, _ in self.parts]]
         lines += ["## Reproducibility", ""]
@@ -135,6 +160,11 @@ class Report:
                  for k, v in parameters.items()]  # fmt: skip
         items += [f"<li>{html.escape(k)} {html.escape(v)}</li>" for k, v in versions.items()]
         body = "\n".join(h for _, h in self.parts)
+        for name in self.figures:  # embed each figure written next to the report
+            data = base64.b64encode((self.out_dir / name).read_bytes()).decode("ascii")
+            kind = "svg+xml" if name.endswith(".svg") else "png"
+            body = body.replace(f'src="{html.escape(name)}"',
+                                f'src="data:image/{kind};base64,{data}"')  # fmt: skip
         page = (
             f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}"
             f"</title><style>{_CSS}</style></head><body><h1>{html.escape(self.title)}</h1>\n"

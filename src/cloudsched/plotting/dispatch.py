@@ -45,6 +45,7 @@ def plot_lines(
     points: Mapping[str, tuple[ArrayLike, ArrayLike, ArrayLike]] | None = None,
     log_x: bool = False,
     log_y: bool = False,
+    connect: bool = False,
 ) -> None:
     """Plot lines (predictions) and markers with error bars (simulations); save a PNG.
 
@@ -59,20 +60,30 @@ def plot_lines(
     points : mapping of label to (x, y, half-width of the 95% CI), optional
         Markers with error bars; the k-th series takes the k-th curve's colour.
     log_x, log_y : bool
-        Logarithmic axes.
+        Logarithmic axes (``log_y``: only where the data span more than 20x, with plain
+        labels; values <= 0 are then left out, the curve ending at the last positive one).
+    connect : bool
+        Join each series of points with a thin line.
     """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     colors = []
+    ys: list[float] = []
     for label, (x, y) in curves.items():
-        (line,) = ax.plot(np.asarray(x), np.asarray(y), label=label, lw=1.8)
+        xx, yy = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        keep = yy > 0 if log_y else np.ones(yy.size, dtype=bool)
+        (line,) = ax.plot(xx[keep], yy[keep], label=label, lw=1.8, marker="." if log_y else "")
         colors.append(line.get_color())
+        ys.extend(yy[keep])
     for k, (label, (x, y, err)) in enumerate((points or {}).items()):
-        # the k-th series of points shares the colour of the k-th curve
-        color = colors[k] if k < len(colors) else None
+        # the k-th series of points shares the colour of the k-th curve (when each series
+        # has its curve; otherwise a reference line would lend its colour to one series)
+        color = colors[k] if len(colors) == len(points or {}) else None
         # an interval that was withheld (None or NaN) draws no bar
         yerr = None if err is None else np.asarray(err, dtype=float)
-        ax.errorbar(x, y, yerr=yerr, fmt="o", ms=4, capsize=3, label=label, color=color)
+        ax.errorbar(x, y, yerr=yerr, fmt="o-" if connect else "o", ms=4, capsize=3,
+                    label=label, color=color, lw=0.8)  # fmt: skip
+        ys.extend(np.asarray(y, dtype=float))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if log_x:
@@ -85,8 +96,8 @@ def plot_lines(
             ax.xaxis.set_major_formatter(ScalarFormatter())
             ax.xaxis.set_minor_formatter(NullFormatter())
     if log_y:
-        ax.set_yscale("log")
-    ax.grid(True, which="both", alpha=0.3)
+        readable_y(ax, ys)
+    ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8)
     if title:
         ax.set_title(title)

@@ -10,7 +10,7 @@ from numpy.typing import ArrayLike
 
 from cloudsched.plotting._mpl import pyplot, save
 
-__all__ = ["plot_tradeoff"]
+__all__ = ["plot_maxweight_frames", "plot_tradeoff"]
 
 
 def plot_tradeoff(
@@ -92,3 +92,53 @@ def _annotate_groups(ax, x: np.ndarray, y: np.ndarray, labels: list[str],
         dy = 8 if n % 2 == 0 else -14
         ax.annotate(text, (x[g[0]], y[g[0]]), textcoords="offset points", xytext=(7, dy),
                     fontsize=7)  # fmt: skip
+
+
+def plot_maxweight_frames(
+    frames: ArrayLike,
+    rates: Mapping[str, tuple[ArrayLike, ArrayLike | None]],
+    queue: tuple[ArrayLike, ArrayLike | None],
+    path: str | os.PathLike[str],
+    *,
+    title: str = "",
+) -> None:
+    """Two panels against the frame length: rates per unit time, and the mean queue (jobs).
+
+    ``rates`` maps a label to (values, 95% half-widths or None); ``queue`` is (values,
+    half-widths or None).  The x ticks are the frame lengths measured.
+    """
+    from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
+
+    from cloudsched.plotting._mpl import readable_y
+
+    t = np.asarray(frames, dtype=float)
+    plt = pyplot()
+    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 4.0))
+    shown: list[float] = []
+    for label, (y, err) in rates.items():
+        yy = np.asarray(y, dtype=float)
+        keep = yy > 0  # a rate of 0 has no place on a log axis: listed in the table
+        e = None if err is None else np.asarray(err, dtype=float)[keep]
+        left.errorbar(t[keep], yy[keep], yerr=e, fmt="o-", ms=4, capsize=3, lw=1.2, label=label)
+        shown.extend(yy[keep])
+    left.set_ylabel("per unit time")
+    readable_y(left, shown)
+    qy, qerr = queue
+    right.errorbar(t, np.asarray(qy, dtype=float), yerr=None if qerr is None else
+                   np.asarray(qerr, dtype=float), fmt="o-", ms=4, capsize=3, lw=1.2,
+                   color="tab:red", label="mean queue length")  # fmt: skip
+    right.set_ylabel("mean queue length (jobs)")
+    right.set_ylim(bottom=0)
+    for ax in (left, right):
+        ax.set_xscale("log")
+        ax.set_xticks(t)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("frame length T")
+        ax.grid(True, which="major", alpha=0.3)
+        ax.legend(fontsize=8)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    save(fig, path)

@@ -1,0 +1,70 @@
+"""report.html opens anywhere: figures embedded, tables as HTML; rendered in Chromium."""
+
+import re
+import shutil
+import subprocess
+
+import pandas as pd
+import pytest
+
+from cloudsched.experiments.report import Report
+from cloudsched.plotting import plot_lines
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+#: Appended to a copy of the page: on load, the title reports what displayed.
+PROBE = """<script>window.addEventListener('load', () => {
+const imgs = [...document.images];
+const bad = imgs.filter(i => !(i.complete && i.naturalWidth > 0 && i.offsetHeight > 0));
+const tables = [...document.querySelectorAll('table')]
+  .filter(t => t.rows.length > 1 && t.offsetHeight > 0);
+document.title = 'PROBE ' + imgs.length + ' ' + bad.length + ' ' + tables.length;
+});</script>"""
+
+
+def small_report(out):
+    report = Report("test report", out)
+    report.heading("A section")
+    plot_lines({"line": ([0, 1], [1, 2])}, out / "f.png", xlabel="x", ylabel="y")
+    report.figure("f.png", "a figure")
+    report.table(pd.DataFrame({"a": [1.0, 2.0], "b": ["x", "y"]}), "t.csv", "a table")
+    report.write({"seed": 1})
+    return out / "report.html"
+
+
+def test_report_html_is_self_contained(tmp_path):
+    page = small_report(tmp_path).read_text()
+    sources = re.findall(r'src="([^"]*)"', page)
+    assert sources and all(s.startswith("data:image/png;base64,") for s in sources)
+    assert "<table>" in page and "<td>x</td>" in page
+    (tmp_path / "f.png").unlink()  # the page does not need the file next to it
+    assert "data:image/png" in (tmp_path / "report.html").read_text()
+
+
+def render(page_html, tmp_path):
+    """Load a page in headless Chromium; return (images, broken images, shown tables)."""
+    probe = tmp_path / "probe.html"
+    probe.write_text(page_html.replace("</body>", PROBE + "</body>"))
+    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
+           "--no-first-run", "--disable-background-networking", "--disable-component-update",
+           "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
+           "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+    found = re.search(r"<title>PROBE (\d+) (\d+) (\d+)</title>", done.stdout)
+    assert found, done.stderr[-2000:]
+    return tuple(int(g) for g in found.groups())
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (.ci/run installs it)")
+def test_demo_report_displays_every_figure_and_table_in_chromium(tmp_path):
+    from cloudsched.experiments.demo import run_demo
+
+    path = run_demo(tmp_path / "report").with_suffix(".html")
+    page = path.read_text()
+    figures, tables = page.count("<img "), page.count("<table>")
+    assert figures >= 10 and tables >= 8
+    assert render(page, tmp_path) == (figures, 0, tables)
+    # the probe can fail: a figure whose data is gone shows as broken
+    broken = re.sub(r'src="data:image/png;base64,[^"]*"', 'src="missing.png"', page, count=1)
+    assert render(broken, tmp_path)[1] == 1
