@@ -82,3 +82,18 @@ def test_sigkill_of_the_sweep_ends_its_workers(tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     proc.communicate(timeout=60)
     assert _group_gone(proc.pid), "worker processes outlived a killed sweep"
+
+
+@pytest.mark.parametrize("executor", ["local", "dask"])
+def test_ctrl_c_to_the_process_group_stops_quietly(tmp_path, executor):
+    """A terminal's Ctrl-C reaches every process of the group: only the sweep answers it,
+    with one line saying what it kept, and no worker prints a traceback or survives."""
+    out = tmp_path / "out"
+    proc = _start(tmp_path, out, "--executor", executor)
+    _wait_for_runs(out, 1, proc)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.strip().splitlines()[-1].startswith("interrupted:")
+    assert _group_gone(proc.pid), "worker processes outlived the sweep"

@@ -99,9 +99,8 @@ def sweep(
         from cloudsched.experiments.sweep import stored_ids
 
         kept = len(stored_ids(out)) if out.is_dir() else 0
-        Console(stderr=True).print(
-            f"interrupted: {kept} runs stored in {out / 'runs'}; rerun with --resume to finish"
-        )
+        sys.stderr.write(f"interrupted: {kept} runs stored in {out / 'runs'}; rerun with "
+                         "--resume to finish\n")  # fmt: skip
         raise SystemExit(130) from None  # not typer.Exit: main() would add its own line
     finally:
         signal.signal(signal.SIGTERM, previous)

@@ -270,11 +270,20 @@ def _run_dask(spec: SweepSpec, out: Path, todo: list[Run], workers: int, schedul
     if scheduler is None:
         # No dashboard, and the scheduler's HTTP server (which starts anyway) on a free
         # port of the loopback interface: never the fixed 8787 another program may hold.
-        cluster = LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-            dashboard_address=None,
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        )  # fmt: skip
+        # Workers start with Ctrl-C ignored (a terminal sends it to the whole process
+        # group): this process alone answers it, by closing the cluster, which stops them.
+        import logging
+        import signal
+
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            cluster = LocalCluster(
+                n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                dashboard_address=None, silence_logs=logging.ERROR,
+                scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+            )  # fmt: skip
+        finally:
+            signal.signal(signal.SIGINT, previous)
         client = Client(cluster)
     else:
         try:
