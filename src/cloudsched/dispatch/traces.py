@@ -337,7 +337,14 @@ def read_trace(
         raise ParameterError("trace", paths, "at least one file")
     check_log_files(files, fmt)
     if fmt == "google2011":
-        return _read_google(files, unfinished)
+        from cloudsched.dispatch.fastlogs import read_google_fast  # columns, 10x faster
+
+        fast = read_google_fast(files, unfinished)
+        if fast is None:  # something to report with its file and line
+            return _read_google(files, unfinished)
+        a, s, records, submitted, censored, first, last = fast
+        return finish_log(array("d", a), array("d", s), "google2011", [str(f) for f in files],
+                          records, submitted, censored, first, last, {})  # fmt: skip
     if fmt == "swf":
         return _read_swf(files)
     return _read_csv(files)
