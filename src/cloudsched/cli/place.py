@@ -198,7 +198,11 @@ def place_simulate(
     if not res.steady_state:
         title += " — NOT STEADY: no intervals"
     text = render_table(rows, title)
-    text += render_table(pd.DataFrame(res.per_type)[_PER_TYPE], "per job type")
+    per = pd.DataFrame(res.per_type)[_PER_TYPE]
+    # one column per job type (the table fits 80 columns for a few types; JSON has it all)
+    shown = {"field": _PER_TYPE[1:]}
+    shown.update({str(row["name"]): [row[k] for k in _PER_TYPE[1:]] for _, row in per.iterrows()})
+    text += render_table(shown, "per job type")
     if res.bound is not None:
         text += _bound_line(res.cost_rate, res.cost_rate_ci95, res.bound, res.bound_gap)
     elif res.bound_note:
