@@ -6,7 +6,7 @@ import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -200,9 +200,9 @@ def place_simulate(
     text = render_table(rows, title)
     per = pd.DataFrame(res.per_type)[_PER_TYPE]
     # one column per job type (the table fits 80 columns for a few types; JSON has it all)
-    shown = {"field": _PER_TYPE[1:]}
-    shown.update({str(row["name"]): [row[k] for k in _PER_TYPE[1:]] for _, row in per.iterrows()})
-    text += render_table(shown, "per job type")
+    by_type: dict[str, list[Any]] = {"field": _PER_TYPE[1:]}
+    by_type.update({str(r["name"]): [r[k] for k in _PER_TYPE[1:]] for _, r in per.iterrows()})
+    text += render_table(by_type, "per job type")
     if res.bound is not None:
         text += _bound_line(res.cost_rate, res.cost_rate_ci95, res.bound, res.bound_gap)
     elif res.bound_note:
