@@ -92,3 +92,11 @@ def test_tune_table_and_bad_input(capsys):
             main(["tune", *args])
         err = capsys.readouterr().err
         assert exc.value.code == 2 and err.startswith(f"error: {name}") and err.count("\n") == 1
+
+
+def test_a_setting_gets_the_same_numbers_whatever_else_is_searched():
+    kw = {"rate": 90.0, "target": 2.0, "metric": "mean", "servers": (91, 300), "seed": 3}
+    alone = tune(policies=["jiq-pod"], ds=[2], **kw).certified[0]
+    among = next(c for c in tune(policies=["pod", "jiq-pod"], ds=[3, 2], **kw).certified
+                 if c["candidate"] == "jiq-pod d=2")  # fmt: skip
+    assert (alone["servers"], alone["estimate"]) == (among["servers"], among["estimate"])

@@ -205,7 +205,9 @@ def tune(
     servers: Annotated[str, typer.Option("--servers", help="N, or a range MIN:MAX to search.")
                        ] = "1:10000",
     policy: Annotated[
-        list[str] | None, typer.Option("--policy", help="Candidate policy; repeatable.")
+        list[str] | None,
+        typer.Option("--policy", help="Candidate policy; repeatable (default: random, pod, jiq, "
+                     "jiq-pod; jsq is ideal: it reads every queue and counts no messages)."),
     ] = None,
     d: Annotated[list[int] | None, typer.Option("--d", help="d values; repeatable.")] = None,
     r: Annotated[list[float] | None, typer.Option("--r", help="r values; repeatable.")] = None,
@@ -267,7 +269,7 @@ def tune(
     try:
         res = run_tune(
             rate=rate, target=target / scale, metric=metric, servers=(lo, hi),
-            policies=policy or ("random", "pod", "jsq", "jiq", "jiq-pod"), ds=d or (2, 3),
+            policies=policy or ("random", "pod", "jiq", "jiq-pod"), ds=d or (2, 3),
             rs=r or (10.0,),
             max_messages=max_messages if max_messages is not None else math.inf,
             seed=seed, service=svc_law, arrivals=arr_law, precision=precision,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from typing import Any
 
 from cloudsched.cli.common import render_table, to_json
@@ -69,11 +70,18 @@ def explain(res: Any, scale: float, unit: str, fmt: str, trace: list[str] | None
         text = render_table(cols, f"tune: cheapest settings with {what} (certified)")
     others = [c for c in res.candidates if c["status"] != "certified"]
     text += "".join(f"not kept: {c['candidate']}: {c['status']}\n" for c in others)
+    notes = []
     if trace:
-        text += ("certified on the log's laws (i.i.d. inter-arrival and service times "
-                 "resampled from it), and checked on the log itself replayed as it is "
-                 "(log replay: every request, one sample path, no interval)\n")
-    text += ("how: mean field for a lower bound on N where a model applies, then "
-             "simulations at increasing N until the upper end of the 95% interval meets the "
-             "target, then bisection back (run with --format json for every step).\nsearch:\n")
+        notes.append("certified on the log's laws (i.i.d. inter-arrival and service times "
+                     "resampled from it), and checked on the log itself replayed as it is "
+                     "(log replay: every request, one sample path, no interval)")  # fmt: skip
+    if any(c["policy"] == "jsq" for c in res.certified):
+        notes.append("jsq is the ideal: it reads every queue length for free (no messages "
+                     "counted), which no real dispatcher does")  # fmt: skip
+    notes.append("how: the mean field gives a lower bound on N where a model applies; "
+                 "simulations then step up N until the upper end of the 95% interval meets "
+                 "the target, and bisect back; cheapest = fewest servers, then fewest "
+                 "messages per task")  # fmt: skip
+    text += "".join(textwrap.fill(n, 80, subsequent_indent="  ") + "\n" for n in notes)
+    text += "search:\n"
     return text + "".join(f"  {line}\n" for line in res.log)

@@ -36,6 +36,7 @@ log, so that check has no interval).
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -201,7 +202,10 @@ class _Tune:
         from cloudsched.dispatch.simulation import simulate
 
         self.count += 1
-        stream = np.random.SeedSequence([self.seed, self.count])
+        # the stream depends on the setting alone (not on what else was searched before)
+        name = f"{cand['policy']}|{cand['d']}|{cand['r']:g}"
+        words = [self.seed, zlib.crc32(name.encode()), n]
+        stream = np.random.SeedSequence(words)
         load = self.rate / n
         res = simulate(cand["policy"], servers=n, load=load, r=min(cand["r"], n),
                        d=cand["d"] or 2, keep_response_times=self.metric == "p99",
@@ -219,7 +223,7 @@ class _Tune:
             why = f"messages per task {msgs:.3g} > {self.max_messages:g}"
         replayed = math.nan
         if not why and self.replay is not None:
-            replayed = self.replay(cand, n, load, np.random.default_rng([self.seed, self.count, 1]))
+            replayed = self.replay(cand, n, load, np.random.default_rng([*words, 1]))
             if replayed > self.target:
                 why = (f"the log itself, replayed: {self.metric} {replayed * self.scale:.4g} "
                        f"{self.unit} > target")  # fmt: skip
@@ -227,7 +231,7 @@ class _Tune:
                 "servers": n, "load": load, "estimate": est, "low": low, "high": high,
                 "mean_response_time": res.mean_response_time, "messages_per_task": msgs,
                 "replay": replayed, "certified": not why, "why": why,
-                "seed_words": [self.seed, self.count]}  # fmt: skip
+                "seed_words": words}  # fmt: skip
 
 
 def tune(
@@ -236,7 +240,7 @@ def tune(
     target: float,
     metric: str = "p99",
     servers: tuple[int, int],
-    policies: Sequence[str] = ("random", "pod", "jsq", "jiq", "jiq-pod"),
+    policies: Sequence[str] = ("random", "pod", "jiq", "jiq-pod"),
     ds: Sequence[int] = (2, 3),
     rs: Sequence[float] = (10.0,),
     max_messages: float = math.inf,
