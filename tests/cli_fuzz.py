@@ -52,6 +52,16 @@ BASES = {
                "--trace", "--warmup"]),
     "stats": (["trace", "stats", TRACE, "--trace-format", "csv", "--format", "json"],
               ["--trace-format", "--unfinished", "--format"]),
+    "access": (["trace", "stats", "nginx-sample", "--format", "json"],
+               ["--trace-format", "--log-format", "--log-service", "--format"]),
+    "compare": (["compare", "jiq", "pod", "--servers", "20", "--load", "0.5", "--tasks", "5000",
+                 "--seed", "1", "--format", "json"],
+                ["--servers", "--load", "--d", "--r", "--precision", "--tasks", "--seed",
+                 "--service", "--arrivals", "--max-tasks", "--loads"]),
+    "tune": (["tune", "--mean", "3", "--rate", "10", "--servers", "11:40", "--policy", "jiq",
+              "--precision", "0.1", "--format", "json"],
+             ["--mean", "--rate", "--servers", "--d", "--r", "--max-messages", "--precision",
+              "--seed", "--unit", "--load"]),
 }  # fmt: skip
 
 NUMBERS = ["0", "-1", "1", "2", "-0", "0.5", "1e-320", "1e308", "1e309", "-1e309", "nan", "inf",

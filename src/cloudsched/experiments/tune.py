@@ -267,7 +267,13 @@ def tune(
     metric = check_choice("metric", metric, METRICS)
     target = check_real("target", target, low=0.0, low_open=True)
     rate = check_real("rate", rate, low=0.0, low_open=True)
-    lo_n, hi_n = (check_int("servers", n, low=1) for n in servers)
+    lo_n, hi_n = (check_int("servers", n, low=1, high=2**62) for n in servers)
+    ds = [check_int("d", x, low=1) for x in ds]
+    rs = [check_real("r", x, low=1.0) for x in rs]
+    precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True)
+    max_tasks = check_int("max_tasks", max_tasks, low=1, high=2**62)
+    if not ds or not rs or not policies:
+        raise ParameterError("policies/d/r", None, "at least one value each")
     if lo_n > hi_n:
         raise ParameterError("servers", f"{lo_n}:{hi_n}", "MIN:MAX with MIN <= MAX")
     if max_messages != math.inf:
