@@ -258,5 +258,10 @@ def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
     error_vs_n(report, out_dir, s)
     report.heading("Task dispatch: trace-driven simulation (Figures 9 and 10)")
     part = d.find_google_part()
+    from cloudsched.data import DATASETS
+
+    _, _, digest, what = DATASETS[d.GOOGLE_PART]
+    report.text(f"Replayed log: `{d.GOOGLE_PART}` ({what}; ships with the package), sha256 "
+                f"`{digest}`; tasks that never finish are dropped.")  # fmt: skip
     figure9(report, out_dir, s, part)
     figure10(report, out_dir, s, part)
