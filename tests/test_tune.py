@@ -100,3 +100,17 @@ def test_a_setting_gets_the_same_numbers_whatever_else_is_searched():
     among = next(c for c in tune(policies=["pod", "jiq-pod"], ds=[3, 2], **kw).certified
                  if c["candidate"] == "jiq-pod d=2")  # fmt: skip
     assert (alone["servers"], alone["estimate"]) == (among["servers"], among["estimate"])
+
+
+def test_setting_grid_varies_each_parameter_only_where_it_means_something():
+    from cloudsched.experiments.compare import setting_grid
+
+    grid = setting_grid(["jiq-threshold", "pod", "random", "jiq"], [0.5], ds=[2, 3],
+                        rs=[5.0, 10.0], thresholds=[0, 2])  # fmt: skip
+    by = {}
+    for g in grid:
+        by.setdefault(g["policy"], []).append((g["d"], g["threshold"], g["r"]))
+    assert sorted(by["jiq-threshold"]) == [(None, z, r) for z in (0, 2) for r in (5.0, 10.0)]
+    assert sorted(by["pod"]) == [(2, None, 5.0), (3, None, 5.0)]  # no dispatcher state
+    assert by["random"] == [(None, None, 5.0)]
+    assert sorted(by["jiq"]) == [(None, None, 5.0), (None, None, 10.0)]

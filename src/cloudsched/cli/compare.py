@@ -22,14 +22,18 @@ def _fmt(v: Any, digits: int = 4) -> str:
 
 
 def compare_table(rows: list[dict[str, Any]], title: str) -> str:
-    """Render compare rows in 80 columns (``*``: not steady; ``-``: no model or interval)."""
+    """Render compare rows in 80 columns (``*``: not steady; ``-``: no model or interval).
+
+    The ``d`` column shows jiq-threshold's ``z`` instead (``z=1``).
+    """
     cols: dict[str, list[str]] = {k: [] for k in
                                   ("policy", "d", "r", "load", "mean field", "simulated",
                                    "± 95%", "p99", "msg/task")}  # fmt: skip
     for row in rows:
         half = (row["ci95_high"] - row["ci95_low"]) / 2
         cols["policy"].append(row["policy"])
-        cols["d"].append(str(row["d"]) if row["d"] else "-")
+        cols["d"].append(str(row["d"]) if row["d"] else (
+            f"z={row['threshold']}" if row.get("threshold") is not None else "-"))  # fmt: skip
         cols["r"].append(f"{row['r']:g}")
         cols["load"].append(_fmt(row["load"]))
         cols["mean field"].append(_fmt(row["meanfield_T"]))
@@ -61,6 +65,10 @@ def compare(
     r: Annotated[
         list[float] | None,
         typer.Option("--r", help="Servers per dispatcher N/M; repeatable (default 10)."),
+    ] = None,
+    threshold: Annotated[
+        list[int] | None,
+        typer.Option("--threshold", help="z of jiq-threshold; repeatable (default 1)."),
     ] = None,
     precision: Annotated[
         float, typer.Option("--precision", help="Each run's 95% half-width / mean.")
@@ -115,6 +123,7 @@ def compare(
         raise ParameterError("POLICIES", policies, "distinct policy names")
     ds = [check_int("--d", x, low=1) for x in (d or [2])]
     rs = [check_real("--r", x, low=1.0) for x in (r or [10.0])]
+    zs = [check_int("--threshold", x, low=0, high=2**62) for x in (threshold or [1])]
     bar = LazyProgress("compare", delay=1.0)
 
     def step(done: int, total: int, setting: dict[str, Any]) -> None:
@@ -123,7 +132,8 @@ def compare(
 
     try:
         pairs = run_compare(
-            policies, grid, servers=servers, ds=ds, rs=rs, seed=seed, progress=step,
+            policies, grid, servers=servers, ds=ds, rs=rs, thresholds=zs, seed=seed,
+            progress=step,
             exponential=service is None and arrivals is None and log is None,
             precision=precision, tasks=tasks, max_tasks=max_tasks, service=service,
             arrivals=arrivals, trace=log.trace if log else None,
@@ -211,6 +221,10 @@ def tune(
     ] = None,
     d: Annotated[list[int] | None, typer.Option("--d", help="d values; repeatable.")] = None,
     r: Annotated[list[float] | None, typer.Option("--r", help="r values; repeatable.")] = None,
+    threshold: Annotated[
+        list[int] | None,
+        typer.Option("--threshold", help="z values of jiq-threshold; repeatable (default 1)."),
+    ] = None,
     max_messages: Annotated[
         float | None, typer.Option("--max-messages", help="At most this many messages per task.")
     ] = None,
@@ -270,7 +284,7 @@ def tune(
         res = run_tune(
             rate=rate, target=target / scale, metric=metric, servers=(lo, hi),
             policies=policy or ("random", "pod", "jiq", "jiq-pod"), ds=d or (2, 3),
-            rs=r or (10.0,),
+            rs=r or (10.0,), thresholds=threshold or (1,),
             max_messages=max_messages if max_messages is not None else math.inf,
             seed=seed, service=svc_law, arrivals=arr_law, precision=precision,
             replay=log_replay(log, metric) if log is not None else None,

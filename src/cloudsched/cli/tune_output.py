@@ -23,7 +23,8 @@ def log_replay(log: Any, metric: str) -> Any:
 
     def replay(cand: dict[str, Any], n: int, load: float, rng: Any) -> float:
         run = simulate(cand["policy"], servers=n, load=load, r=min(cand["r"], n),
-                       d=cand["d"] or 2, trace=log.trace, warmup=0.0, rng=rng)  # fmt: skip
+                       d=cand["d"] or 2, threshold=cand["threshold"] or 1, trace=log.trace,
+                       warmup=0.0, rng=rng)  # fmt: skip
         value = run.percentiles.get("p99", math.nan) if metric == "p99" else (
             run.mean_response_time)  # fmt: skip
         return float(value) / mean_s
@@ -48,7 +49,8 @@ def explain(res: Any, scale: float, unit: str, fmt: str, trace: list[str] | None
                         "candidates": [{k: v for k, v in c.items() if k in (
                             "candidate", "status", "servers")} for c in res.candidates],
                         "search": res.log, "trace": trace})  # fmt: skip
-    what = f"{res.metric} <= {res.target * scale:g} {unit}"
+    shown_unit = "mean service times" if unit == "service" else unit
+    what = f"{res.metric} <= {res.target * scale:g} {shown_unit}"
     if not res.certified:
         text = f"tune: no candidate was certified to meet {what}\n"
     else:

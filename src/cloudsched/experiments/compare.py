@@ -45,20 +45,22 @@ def messages_per_task(res: SimulationResult) -> float:
 
 def setting_grid(
     policies: Sequence[str], loads: Sequence[float | None], ds: Sequence[int],
-    rs: Sequence[float],
+    rs: Sequence[float], thresholds: Sequence[int] = (1,),
 ) -> list[dict[str, Any]]:  # fmt: skip
-    """List the settings ``policy x d x r x load``; unused ``d``/``r`` take one value.
+    """List the settings ``policy x d x threshold x r x load``; unused ones take one value.
 
-    ``d`` is None for a policy that has no ``d``; ``r`` is kept for every policy (it sets
-    the number of dispatchers, which every run has) but varied only where the policy's
-    decisions depend on the dispatcher.
+    ``d`` is None for a policy that has no ``d``, ``threshold`` None for one without a
+    threshold; ``r`` is kept for every policy (it sets the number of dispatchers, which
+    every run has) but varied only where the policy's decisions depend on the dispatcher.
     """
     out: list[dict[str, Any]] = []
     for name in policies:
         pol = get_policy(name)
         for d in ds if pol.d is not None else [None]:
-            for r in rs if pol.per_dispatcher else rs[:1]:
-                out.extend({"policy": name, "d": d, "r": r, "load": lam} for lam in loads)
+            for z in thresholds if pol.threshold else [None]:
+                for r in rs if pol.per_dispatcher else rs[:1]:
+                    out.extend({"policy": name, "d": d, "threshold": z, "r": r, "load": lam}
+                               for lam in loads)  # fmt: skip
     return out
 
 
@@ -69,6 +71,7 @@ def compare(
     servers: int,
     ds: Sequence[int] = (2,),
     rs: Sequence[float] = (10.0,),
+    thresholds: Sequence[int] = (1,),
     seed: int = 0,
     exponential: bool = True,
     progress: Callable[[int, int, dict[str, Any]], None] | None = None,
@@ -83,7 +86,7 @@ def compare(
     """
     from cloudsched.dispatch.simulation import simulate
 
-    grid = setting_grid(policies, loads, ds, rs)
+    grid = setting_grid(policies, loads, ds, rs, thresholds)
     streams = np.random.SeedSequence(seed).spawn(len(grid))
     out = []
     for k, (setting, stream) in enumerate(zip(grid, streams, strict=True)):
@@ -91,12 +94,14 @@ def compare(
             progress(k, len(grid), setting)
         r = min(float(setting["r"]), float(servers))
         res = simulate(setting["policy"], servers=servers, load=setting["load"], r=r,
-                       d=setting["d"] or 2, rng=np.random.default_rng(stream),
+                       d=setting["d"] or 2, threshold=setting["threshold"] or 1,
+                       rng=np.random.default_rng(stream),
                        **options)  # fmt: skip
         mf = (meanfield_mean(setting["policy"], res.load, res.servers / res.dispatchers,
                              res.d) if exponential else None)  # fmt: skip
         row = {
-            "policy": setting["policy"], "d": setting["d"], "r": res.servers / res.dispatchers,
+            "policy": setting["policy"], "d": setting["d"], "threshold": setting["threshold"],
+            "r": res.servers / res.dispatchers,
             "load": res.load, "meanfield_T": mf, "mean_response_time": res.mean_response_time,
             "ci95_low": res.ci95[0] if res.ci95 else math.nan,
             "ci95_high": res.ci95[1] if res.ci95 else math.nan,

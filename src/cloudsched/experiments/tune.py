@@ -4,8 +4,8 @@ The question: tasks arrive at ``rate`` (tasks per unit time, the whole farm); wh
 with which ``d`` and ``r``, on how few servers, keeps the p99 (or the mean) response time
 under ``target``, sending at most ``max_messages`` messages per task?
 
-How it searches (:func:`tune`), candidate by candidate (a policy with one ``d`` and one
-``r``):
+How it searches (:func:`tune`), candidate by candidate (a policy with one ``d``, one
+threshold and one ``r``):
 
 1. **Stability**: fewer than ``rate`` servers (in units of the mean service time) cannot
    carry the load; the search starts at the smallest N whose load is below 0.999.
@@ -203,12 +203,14 @@ class _Tune:
 
         self.count += 1
         # the stream depends on the setting alone (not on what else was searched before)
-        name = f"{cand['policy']}|{cand['d']}|{cand['r']:g}"
+        name = f"{cand['policy']}|{cand['d']}|{cand['r']:g}" + (
+            f"|{cand['threshold']}" if cand["threshold"] is not None else "")  # fmt: skip
         words = [self.seed, zlib.crc32(name.encode()), n]
         stream = np.random.SeedSequence(words)
         load = self.rate / n
         res = simulate(cand["policy"], servers=n, load=load, r=min(cand["r"], n),
-                       d=cand["d"] or 2, keep_response_times=self.metric == "p99",
+                       d=cand["d"] or 2, threshold=cand["threshold"] or 1,
+                       keep_response_times=self.metric == "p99",
                        rng=np.random.default_rng(stream), **self.options)  # fmt: skip
         est, low, high = metric_interval(res, self.metric)
         msgs = messages_per_task(res)
@@ -227,7 +229,8 @@ class _Tune:
             if replayed > self.target:
                 why = (f"the log itself, replayed: {self.metric} {replayed * self.scale:.4g} "
                        f"{self.unit} > target")  # fmt: skip
-        return {"policy": cand["policy"], "d": cand["d"], "r": res.servers / res.dispatchers,
+        return {"policy": cand["policy"], "d": cand["d"], "threshold": cand["threshold"],
+                "r": res.servers / res.dispatchers,
                 "servers": n, "load": load, "estimate": est, "low": low, "high": high,
                 "mean_response_time": res.mean_response_time, "messages_per_task": msgs,
                 "replay": replayed, "certified": not why, "why": why,
@@ -243,6 +246,7 @@ def tune(
     policies: Sequence[str] = ("random", "pod", "jiq", "jiq-pod"),
     ds: Sequence[int] = (2, 3),
     rs: Sequence[float] = (10.0,),
+    thresholds: Sequence[int] = (1,),
     max_messages: float = math.inf,
     seed: int = 0,
     service: Any = None,
@@ -270,6 +274,7 @@ def tune(
     lo_n, hi_n = (check_int("servers", n, low=1, high=2**62) for n in servers)
     ds = [check_int("d", x, low=1) for x in ds]
     rs = [check_real("r", x, low=1.0) for x in rs]
+    thresholds = [check_int("threshold", x, low=0, high=2**62) for x in thresholds]
     precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True)
     max_tasks = check_int("max_tasks", max_tasks, low=1, high=2**62)
     if not ds or not rs or not policies:
@@ -291,8 +296,9 @@ def tune(
                "max_tasks": max_tasks}, exponential, log, replay, scale, unit)  # fmt: skip
     stable = max(lo_n, math.floor(rate / 0.999) + 1)
     log(f"stability: load < 0.999 needs N >= {stable}")
-    for cand in [c for c in setting_grid(policies, [None], ds, rs)]:
+    for cand in setting_grid(policies, [None], ds, rs, thresholds):
         name = cand["policy"] + (f" d={cand['d']}" if cand["d"] else "") + (
+            f" z={cand['threshold']}" if cand["threshold"] is not None else "") + (
             f" r={cand['r']:g}" if len(rs) > 1 else "")  # fmt: skip
         entry = {"candidate": name, **cand, "status": "", "servers": None}
         out.candidates.append(entry)

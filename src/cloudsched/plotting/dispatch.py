@@ -179,7 +179,8 @@ def plot_compare(
     fig, ax = plt.subplots(figsize=(6.8, 4.4))
     series: dict[str, list[dict]] = {}
     for row in rows:
-        label = row["policy"] + (f" d={row['d']}" if row.get("d") else "")
+        label = row["policy"] + (f" d={row['d']}" if row.get("d") else "") + (
+            f" z={row['threshold']}" if row.get("threshold") is not None else "")  # fmt: skip
         label += f" r={row['r']:g}" if len({r["r"] for r in rows}) > 1 else ""
         series.setdefault(label, []).append(row)
     for label, group in series.items():
