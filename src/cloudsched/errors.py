@@ -16,6 +16,7 @@ if TYPE_CHECKING:  # numpy takes 0.1 s to import: functions import it when they 
     import numpy as np
 
 __all__ = [
+    "SEED_LIMIT",
     "ExternalError",
     "InputError",
     "ParameterError",

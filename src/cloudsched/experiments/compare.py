@@ -85,7 +85,9 @@ def compare(
     run.
     """
     from cloudsched.dispatch.simulation import simulate
+    from cloudsched.errors import SEED_LIMIT, check_int
 
+    seed = check_int("seed", seed, low=0, high=SEED_LIMIT - 1)
     grid = setting_grid(policies, loads, ds, rs, thresholds)
     streams = np.random.SeedSequence(seed).spawn(len(grid))
     out = []

@@ -45,7 +45,7 @@ import numpy as np
 
 from cloudsched._quantiles import t_quantile
 from cloudsched.dispatch.policies import MEANFIELD_POLICIES
-from cloudsched.errors import ParameterError, check_choice, check_int, check_real
+from cloudsched.errors import SEED_LIMIT, ParameterError, check_choice, check_int, check_real
 from cloudsched.experiments.compare import meanfield_mean, messages_per_task, setting_grid
 
 __all__ = ["TuneResult", "meanfield_quantile", "metric_interval", "tune"]
@@ -277,6 +277,7 @@ def tune(
     thresholds = [check_int("threshold", x, low=0, high=2**62) for x in thresholds]
     precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True)
     max_tasks = check_int("max_tasks", max_tasks, low=1, high=2**62)
+    seed = check_int("seed", seed, low=0, high=SEED_LIMIT - 1)
     if not ds or not rs or not policies:
         raise ParameterError("policies/d/r", None, "at least one value each")
     if lo_n > hi_n:
