@@ -30,6 +30,9 @@ def _columns(path: Path) -> dict[str, np.ndarray] | None:
     import pyarrow.csv as pc
 
     read = pc.ReadOptions(column_names=[f"c{i}" for i in range(13)], block_size=1 << 22)
+    # as strict as the line reader: no quoting, and an empty line is a row of one field
+    parse = pc.ParseOptions(quote_char=False, double_quote=False, escape_char=False,
+                            ignore_empty_lines=False)  # fmt: skip
     convert = pc.ConvertOptions(include_columns=list(_COLS),
                                 column_types={c: pa.int64() for c in _COLS})  # fmt: skip
     parts: dict[str, list[np.ndarray]] = {k: [] for k in _COLS.values()}
@@ -37,7 +40,8 @@ def _columns(path: Path) -> dict[str, np.ndarray] | None:
         with open(path, "rb") as raw:
             gz = raw.read(2) == b"\x1f\x8b"
         stream = pa.input_stream(str(path), compression="gzip" if gz else None)
-        with pc.open_csv(stream, read_options=read, convert_options=convert) as reader:
+        with pc.open_csv(stream, read_options=read, parse_options=parse,
+                         convert_options=convert) as reader:  # fmt: skip
             for batch in reader:
                 for col, name in _COLS.items():
                     arr = batch.column(col)
