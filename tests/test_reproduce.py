@@ -26,7 +26,8 @@ def test_reproduce_quick_writes_every_promised_file(tmp_path, which, expected):
     assert expected <= promised
     for name in promised:
         assert (out / name).stat().st_size > 1000, name
-        assert name in html
+    # report.md links the figure files; report.html embeds each of them
+    assert html.count('src="data:image/png;base64,') == report.count("![")
     for csv in re.findall(r"\(data: \[([^\]]+\.csv)\]", report):
         assert (out / csv).stat().st_size > 0, csv
     assert "Reproducibility" in report and "seed" in report

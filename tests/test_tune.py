@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from cloudsched.cli import main
-from cloudsched.experiments.tune import meanfield_quantile, metric_interval, tune
+from cloudsched.experiments.compare import meanfield_quantile
+from cloudsched.experiments.tune import metric_interval, tune
 
 
 @pytest.mark.parametrize("load", [0.3, 0.7, 0.95])

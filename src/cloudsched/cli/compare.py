@@ -28,7 +28,7 @@ def compare_table(rows: list[dict[str, Any]], title: str) -> str:
     """
     cols: dict[str, list[str]] = {k: [] for k in
                                   ("policy", "d", "r", "load", "mean field", "simulated",
-                                   "± 95%", "p99", "msg/task")}  # fmt: skip
+                                   "± 95%", "p99 mf", "p99", "msg/task")}  # fmt: skip
     for row in rows:
         half = (row["ci95_high"] - row["ci95_low"]) / 2
         cols["policy"].append(row["policy"])
@@ -40,6 +40,7 @@ def compare_table(rows: list[dict[str, Any]], title: str) -> str:
         cols["simulated"].append(_fmt(row["mean_response_time"]) +
                                  ("" if row["steady_state"] else "*"))  # fmt: skip
         cols["± 95%"].append(_fmt(half, 2))
+        cols["p99 mf"].append(_fmt(row["meanfield_p99"]))
         cols["p99"].append(_fmt(row["p99"]))
         cols["msg/task"].append(_fmt(row["messages_per_task"], 3))
     text = render_table(cols, title)

@@ -3,8 +3,8 @@
 :func:`compare` runs one simulation per setting of the grid ``policies x loads x d x r``
 (a policy that does not use ``d`` or the dispatchers runs once for the first value), each
 with its own stream ``k`` of ``SeedSequence(seed).spawn``, and returns one row per setting:
-the mean-field prediction where a model covers it, the simulated mean with its 95%
-interval, p99 and the messages per task.
+the mean-field prediction where a model covers it (mean and p99), the simulated mean with
+its 95% interval, p99 and the messages per task.
 """
 
 from __future__ import annotations
@@ -18,7 +18,13 @@ import numpy as np
 from cloudsched.dispatch.policies import MEANFIELD_POLICIES, get_policy
 from cloudsched.dispatch.result import SimulationResult
 
-__all__ = ["compare", "meanfield_mean", "messages_per_task", "setting_grid"]
+__all__ = [
+    "compare",
+    "meanfield_mean",
+    "meanfield_quantile",
+    "messages_per_task",
+    "setting_grid",
+]
 
 
 def meanfield_mean(policy: str, load: float | None, r: float, d: int) -> float | None:
@@ -34,6 +40,39 @@ def meanfield_mean(policy: str, load: float | None, r: float, d: int) -> float |
     from cloudsched.dispatch.meanfield import predict
 
     return float(predict(policy, [load], r=r, d=d).mean_response_time[0])
+
+
+def meanfield_quantile(policy: str, load: float, r: float, d: int, q: float = 0.99) -> float:
+    """Return the ``q``-quantile of the response time in the mean-field limit.
+
+    A task joins a server already holding ``k`` tasks with ``P(K >= j) = G_j``, where
+    ``G_j = p0 s_j^d`` (``p0 = 1`` without I-queues, ``d = 1`` for random and JIQ, ``G_j =
+    0`` for JSQ), the terms of ``T = 1 + p0 sum s_j^d``.  With FIFO exponential service its
+    response time is Erlang(K + 1), so ``P(R > t) = sum_j e^-t t^j / j! G_j``; the quantile
+    is found by bisection.  The sum of the ``G_j`` is checked against the model's ``T``.
+    """
+    from scipy.stats import poisson
+
+    from cloudsched.dispatch.meanfield import predict
+
+    pred = predict(policy, [load], r=max(r, 1.0), d=d)
+    tail = np.asarray(pred.tails[0], dtype=float)
+    power = 0 if policy == "jsq" else (pred.d or 1)
+    g = np.concatenate([[1.0], pred.p0[0] * tail**power if power else np.zeros(tail.size)])
+    if abs(g.sum() - pred.mean_response_time[0]) > 1e-6 * pred.mean_response_time[0]:
+        raise AssertionError(f"{policy}: P(K >= j) does not sum to T")  # model and law disagree
+    j = np.arange(g.size)
+
+    def above(t: float) -> float:
+        return float(np.sum(poisson.pmf(j, t) * g)) + float(poisson.sf(g.size - 1, t)) * g[-1]
+
+    lo, hi = 0.0, 10.0
+    while above(hi) > 1 - q:
+        hi *= 2
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if above(mid) > 1 - q else (lo, mid)
+    return hi
 
 
 def messages_per_task(res: SimulationResult) -> float:
@@ -99,15 +138,17 @@ def compare(
                        d=setting["d"] or 2, threshold=setting["threshold"] or 1,
                        rng=np.random.default_rng(stream),
                        **options)  # fmt: skip
-        mf = (meanfield_mean(setting["policy"], res.load, res.servers / res.dispatchers,
-                             res.d) if exponential else None)  # fmt: skip
+        r_run = res.servers / res.dispatchers
+        mf = meanfield_mean(setting["policy"], res.load, r_run, res.d) if exponential else None
+        mf99 = meanfield_quantile(setting["policy"], res.load, r_run, res.d) if (
+            mf is not None) else None  # fmt: skip
         row = {
             "policy": setting["policy"], "d": setting["d"], "threshold": setting["threshold"],
             "r": res.servers / res.dispatchers,
             "load": res.load, "meanfield_T": mf, "mean_response_time": res.mean_response_time,
             "ci95_low": res.ci95[0] if res.ci95 else math.nan,
             "ci95_high": res.ci95[1] if res.ci95 else math.nan,
-            "p99": res.percentiles.get("p99", math.nan),
+            "p99": res.percentiles.get("p99", math.nan), "meanfield_p99": mf99,
             "messages_per_task": messages_per_task(res),
             "msg_join": res.messages.get("join", 0.0),
             "msg_delete": res.messages.get("delete", 0.0),

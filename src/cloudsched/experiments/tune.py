@@ -46,7 +46,12 @@ import numpy as np
 from cloudsched._quantiles import t_quantile
 from cloudsched.dispatch.policies import MEANFIELD_POLICIES
 from cloudsched.errors import SEED_LIMIT, ParameterError, check_choice, check_int, check_real
-from cloudsched.experiments.compare import meanfield_mean, messages_per_task, setting_grid
+from cloudsched.experiments.compare import (
+    meanfield_mean,
+    meanfield_quantile,
+    messages_per_task,
+    setting_grid,
+)
 
 __all__ = ["TuneResult", "meanfield_quantile", "metric_interval", "tune"]
 
@@ -81,39 +86,6 @@ class TuneResult:
     certified: list[dict[str, Any]] = field(default_factory=list)
     candidates: list[dict[str, Any]] = field(default_factory=list)
     log: list[str] = field(default_factory=list)
-
-
-def meanfield_quantile(policy: str, load: float, r: float, d: int, q: float = 0.99) -> float:
-    """Return the ``q``-quantile of the response time in the mean-field limit.
-
-    A task joins a server already holding ``k`` tasks with ``P(K >= j) = G_j``, where
-    ``G_j = p0 s_j^d`` (``p0 = 1`` without I-queues, ``d = 1`` for random and JIQ, ``G_j =
-    0`` for JSQ), the terms of ``T = 1 + p0 sum s_j^d``.  With FIFO exponential service its
-    response time is Erlang(K + 1), so ``P(R > t) = sum_j e^-t t^j / j! G_j``; the quantile
-    is found by bisection.  The sum of the ``G_j`` is checked against the model's ``T``.
-    """
-    from scipy.stats import poisson
-
-    from cloudsched.dispatch.meanfield import predict
-
-    pred = predict(policy, [load], r=max(r, 1.0), d=d)
-    tail = np.asarray(pred.tails[0], dtype=float)
-    power = 0 if policy == "jsq" else (pred.d or 1)
-    g = np.concatenate([[1.0], pred.p0[0] * tail**power if power else np.zeros(tail.size)])
-    if abs(g.sum() - pred.mean_response_time[0]) > 1e-6 * pred.mean_response_time[0]:
-        raise AssertionError(f"{policy}: P(K >= j) does not sum to T")  # model and law disagree
-    j = np.arange(g.size)
-
-    def above(t: float) -> float:
-        return float(np.sum(poisson.pmf(j, t) * g)) + float(poisson.sf(g.size - 1, t)) * g[-1]
-
-    lo, hi = 0.0, 10.0
-    while above(hi) > 1 - q:
-        hi *= 2
-    for _ in range(60):
-        mid = (lo + hi) / 2
-        lo, hi = (mid, hi) if above(mid) > 1 - q else (lo, mid)
-    return hi
 
 
 def _bisect_meanfield(policy: str, d: int, r: float, rate: float, lo: int, hi: int,
