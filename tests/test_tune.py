@@ -115,3 +115,13 @@ def test_setting_grid_varies_each_parameter_only_where_it_means_something():
     assert sorted(by["pod"]) == [(2, None, 5.0), (3, None, 5.0)]  # no dispatcher state
     assert by["random"] == [(None, None, 5.0)]
     assert sorted(by["jiq"]) == [(None, None, 5.0), (None, None, 10.0)]
+
+
+def test_a_threshold_of_zero_is_run_as_zero():
+    """z = 0 is a threshold (servers report only when empty), not 'no threshold'."""
+    from cloudsched.experiments.compare import compare
+
+    pairs = compare(["jiq-threshold"], [0.7], servers=50, thresholds=[0, 2], tasks=20_000,
+                    seed=1)  # fmt: skip
+    assert [res.threshold for _, res in pairs] == [0, 2]
+    assert [row["threshold"] for row, _ in pairs] == [0, 2]

@@ -24,11 +24,12 @@ def _fmt(v: Any, digits: int = 4) -> str:
 def compare_table(rows: list[dict[str, Any]], title: str) -> str:
     """Render compare rows in 80 columns (``*``: not steady; ``-``: no model or interval).
 
-    The ``d`` column shows jiq-threshold's ``z`` instead (``z=1``).
+    ``mf``: the mean field; ``sim T``: the simulated mean.  The ``d`` column shows
+    jiq-threshold's ``z`` instead (``z=1``).
     """
     cols: dict[str, list[str]] = {k: [] for k in
-                                  ("policy", "d", "r", "load", "mean field", "simulated",
-                                   "± 95%", "p99 mf", "p99", "msg/task")}  # fmt: skip
+                                  ("policy", "d", "r", "load", "mf T", "sim T", "± 95%",
+                                   "mf p99", "p99", "msg/task")}  # fmt: skip
     for row in rows:
         half = (row["ci95_high"] - row["ci95_low"]) / 2
         cols["policy"].append(row["policy"])
@@ -36,14 +37,15 @@ def compare_table(rows: list[dict[str, Any]], title: str) -> str:
             f"z={row['threshold']}" if row.get("threshold") is not None else "-"))  # fmt: skip
         cols["r"].append(f"{row['r']:g}")
         cols["load"].append(_fmt(row["load"]))
-        cols["mean field"].append(_fmt(row["meanfield_T"]))
-        cols["simulated"].append(_fmt(row["mean_response_time"]) +
+        cols["mf T"].append(_fmt(row["meanfield_T"]))
+        cols["sim T"].append(_fmt(row["mean_response_time"]) +
                                  ("" if row["steady_state"] else "*"))  # fmt: skip
         cols["± 95%"].append(_fmt(half, 2))
-        cols["p99 mf"].append(_fmt(row["meanfield_p99"]))
+        cols["mf p99"].append(_fmt(row["meanfield_p99"]))
         cols["p99"].append(_fmt(row["p99"]))
         cols["msg/task"].append(_fmt(row["messages_per_task"], 3))
     text = render_table(cols, title)
+    text += "mf: mean field (N = inf); sim T: simulated mean; ± 95%: half-width of its CI\n"
     if not all(r["steady_state"] for r in rows):
         text += "* not steady: no interval, the number describes this run only\n"
     return text

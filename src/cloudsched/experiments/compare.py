@@ -24,7 +24,13 @@ __all__ = [
     "meanfield_quantile",
     "messages_per_task",
     "setting_grid",
+    "threshold_of",
 ]
+
+
+def threshold_of(z: int | None) -> int:
+    """Return the threshold a run is given: ``z``, or 1 (unused) for a policy without one."""
+    return 1 if z is None else int(z)  # never ``z or 1``: z = 0 is a threshold
 
 
 def meanfield_mean(policy: str, load: float | None, r: float, d: int) -> float | None:
@@ -135,7 +141,7 @@ def compare(
             progress(k, len(grid), setting)
         r = min(float(setting["r"]), float(servers))
         res = simulate(setting["policy"], servers=servers, load=setting["load"], r=r,
-                       d=setting["d"] or 2, threshold=setting["threshold"] or 1,
+                       d=setting["d"] or 2, threshold=threshold_of(setting["threshold"]),
                        rng=np.random.default_rng(stream),
                        **options)  # fmt: skip
         r_run = res.servers / res.dispatchers

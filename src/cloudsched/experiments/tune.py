@@ -51,6 +51,7 @@ from cloudsched.experiments.compare import (
     meanfield_quantile,
     messages_per_task,
     setting_grid,
+    threshold_of,
 )
 
 __all__ = ["TuneResult", "meanfield_quantile", "metric_interval", "tune"]
@@ -139,8 +140,6 @@ class _Search:
             row = self.at(n)
             if row["certified"]:
                 break
-            if row["why"].startswith("messages"):
-                return None  # more servers do not cut the messages each task sends
             last_bad, n = n, min(hi, n + step)
             if last_bad == hi:
                 return None
@@ -181,7 +180,7 @@ class _Tune:
         stream = np.random.SeedSequence(words)
         load = self.rate / n
         res = simulate(cand["policy"], servers=n, load=load, r=min(cand["r"], n),
-                       d=cand["d"] or 2, threshold=cand["threshold"] or 1,
+                       d=cand["d"] or 2, threshold=threshold_of(cand["threshold"]),
                        keep_response_times=self.metric == "p99",
                        rng=np.random.default_rng(stream), **self.options)  # fmt: skip
         est, low, high = metric_interval(res, self.metric)
