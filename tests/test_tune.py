@@ -66,6 +66,16 @@ def test_tune_respects_the_message_limit():
     assert pod["status"].startswith("pruned: mean field sends 2")
 
 
+def test_a_message_limit_met_only_on_more_servers_is_searched_for():
+    """jiq-pod sends fewer probes per task on more servers (more idle ones): a limit it
+    misses at its mean-field bound but meets further up is found by stepping up."""
+    res = tune(rate=90.0, target=3.0, metric="mean", servers=(91, 400), policies=["jiq-pod"],
+               ds=[2], max_messages=1.5, seed=2)  # fmt: skip
+    (best,) = res.certified
+    assert best["messages_per_task"] <= 1.5
+    assert any("messages per task" in line for line in res.log)  # it did fail lower down
+
+
 def test_tune_on_a_shipped_access_log_meets_the_target(capsys):
     with pytest.raises(SystemExit) as exc:
         main(["tune", "--trace", "haproxy-sample", "--p99", "300", "--unit", "ms", "--rate",
