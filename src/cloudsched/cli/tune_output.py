@@ -41,7 +41,8 @@ def explain(res: Any, scale: float, unit: str, fmt: str, trace: list[str] | None
     """Render the answer (table with the search log, or JSON); ``scale``: units per time."""
     if fmt == "json":
         conv = {k: v * scale for k, v in (("target", res.target),)}
-        return to_json({"metric": res.metric, **conv, "unit": unit, "rate": res.rate / scale,
+        return to_json({"metric": res.metric, **conv, "unit": unit,
+                        "rate_per_mean_service_time": res.rate,
                         "certified": [{**c, "estimate": c["estimate"] * scale,
                                        "low": c["low"] * scale, "high": c["high"] * scale,
                                        "mean_response_time": c["mean_response_time"] * scale,
