@@ -116,11 +116,7 @@ class Report:
 
     def heading(self, text: str) -> None:
         """Append a second-level heading (and tell ``log`` that a section starts)."""
-        self._close_section()
-        if self.log is not None:
-            elapsed = time.perf_counter() - self._start
-            self.log(f"start: {text} (at {elapsed:.0f} s)")
-        self._open = (text, time.perf_counter())
+        self.step(text)
         self.parts.append((f"## {text}", f"<h2>{html.escape(text)}</h2>"))
 
     def figure(self, filename: str, caption: str) -> None:
