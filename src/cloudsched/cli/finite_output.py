@@ -1,0 +1,76 @@
+"""``cloudsched predict POLICY --servers N``: the finite-N table, its JSON and its figure."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from cloudsched.cli.common import emit, format_frame, wrote
+
+__all__ = ["finite_predict", "heterogeneous_predict"]
+
+
+def finite_predict(policy: str, servers: int, loads: Any, *, r: float, d: int, replace: bool,
+                   method: str, fmt: str, out: Path | None, plot: Path | None,
+                   z: int = 1) -> None:  # fmt: skip
+    """Print (or write) mean field, refined and exact values at ``servers`` servers."""
+    import pandas as pd
+
+    from cloudsched.dispatch.finite import as_arrays, predict_finite
+
+    preds = predict_finite(policy, servers, loads, r=r, d=d, replace=replace, method=method,
+                           z=z)
+    first = preds[0]
+    cols = as_arrays(preds)
+    df = pd.DataFrame({
+        "load": cols["load"], "meanfield": cols["meanfield"], "refined": cols["refined"],
+        "exact": cols["exact"], "truncation": cols["truncation"],
+        "T": cols["value"], "from": [p.source for p in preds],
+    })  # fmt: skip
+    params = {"servers": first.servers, "dispatchers": first.dispatchers, "d": first.d,
+              "with_replacement": replace, "method": method}  # fmt: skip
+    payload = {"policy": policy, "params": params, "points": [p.to_dict() for p in preds]}
+    probes = ""
+    if policy in ("pod", "jiq-pod"):
+        probes = f", d={first.d} {'with' if replace else 'without'} replacement"
+    title = f"{policy} at N={first.servers}, M={first.dispatchers}{probes}: mean response time"
+    shown = df.astype(object).where(df.notna(), "-") if fmt == "table" else df
+    emit(format_frame(shown, fmt, title, payload), out)
+    limits = sorted({p.load for p in preds if p.source == "meanfield"})
+    if limits and fmt == "table" and out is None:
+        print(f"note: T is the N -> infinity limit at load {', '.join(map(str, limits))}: "
+              f"{policy} has no refined model and its exact chain at N={servers} is too large "
+              "(--method exact tries it)")
+    if plot is not None:
+        from cloudsched.plotting import plot_response_time
+
+        series = {f"{name}": (cols["load"], cols[name]) for name in ("meanfield", "refined",
+                                                                     "exact")
+                  if not all(v != v for v in cols[name])}  # fmt: skip
+        plot_response_time(series, plot, title=title)
+        wrote(plot)
+
+
+def heterogeneous_predict(policy: str, speeds: Any, loads: Any, *, r: float, d: int, fmt: str,
+                          out: Path | None) -> None:  # fmt: skip
+    """Mean field with speed classes: T, and each class's utilisation and mean tasks."""
+    import pandas as pd
+
+    from cloudsched.dispatch.heterogeneous import predict_heterogeneous
+
+    preds = [predict_heterogeneous(policy, float(x), speeds, r=r, d=d) for x in loads]
+    rows = []
+    for p in preds:
+        row: dict[str, Any] = {"load": p.load, "T": p.mean_response_time, "p0": p.p0}
+        for mu, util, tasks in zip(p.speeds, p.utilisation, p.tasks, strict=True):
+            row[f"busy@{mu:g}"] = util
+            row[f"tasks@{mu:g}"] = tasks
+        rows.append(row)
+    shares = ", ".join(f"{a:.3g} at speed {mu:g}" for mu, a in zip(preds[0].speeds,
+                                                                  preds[0].shares, strict=True))
+    title = f"mean field: {policy} with speed classes ({shares}; r={r:g}, d={d})"
+    payload = {"policy": policy, "params": {"r": r, "d": d,
+               "classes": [{"speed": float(mu), "share": float(a)} for mu, a in
+                           zip(preds[0].speeds, preds[0].shares, strict=True)]},
+               "points": rows}  # fmt: skip
+    emit(format_frame(pd.DataFrame(rows), fmt, title, payload), out)
