@@ -52,11 +52,28 @@ def parse_speeds(value: str) -> np.ndarray:
 
 
 def predict(
-    policy: Annotated[str, typer.Argument(help="random, pod, jsq, jiq or jiq-pod.")],
+    policy: Annotated[str, typer.Argument(help="A built-in policy (see: cloudsched policies).")],
     *,
     load: Annotated[
         list[str] | None,
         typer.Option("--load", help="Load (arrival rate per server) in (0, 1); repeatable."),
+    ] = None,
+    servers: Annotated[
+        int | None,
+        typer.Option("--servers", help="Predict at N servers: mean field, refined, exact."),
+    ] = None,
+    method: Annotated[
+        str, typer.Option("--method", help="With --servers: auto, meanfield, refined or exact.")
+    ] = "auto",
+    with_replacement: Annotated[
+        bool, typer.Option("--with-replacement", help="With --servers: probe with replacement.")
+    ] = False,
+    threshold: Annotated[
+        int, typer.Option("--threshold", help="jiq-threshold: listed while <= z tasks.")
+    ] = 1,
+    speeds: Annotated[
+        str | None,
+        typer.Option("--speeds", help="Server speeds (a list or file); classes by frequency."),
     ] = None,
     loads: Annotated[
         str | None, typer.Option("--loads", help="A load range START:STOP:COUNT (evenly spaced).")
@@ -79,20 +96,40 @@ def predict(
         typer.Option("--plot", help="Also plot T against load to this file (.png, .pdf or .svg)."),
     ] = None,
 ) -> None:
-    """Mean-field prediction of a dispatch policy: p0, response time, tail, message rates."""
+    """Predict a dispatch policy: mean field, or at --servers N also refined and exact.
+
+    The mean field gives p0, the response time, the tail and message rates; at N servers
+    the table has the mean field, the refined 1/N value and the exact chain side by side.
+    """
     check_outputs(out=out, plot=plot)
-    from cloudsched.dispatch.meanfield import predict as mf_predict
+    from cloudsched.dispatch.prediction import predict as mf_predict
 
     fmt = resolve_format(fmt, out, FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)
     grid = parse_loads(load, loads)
-    pred = mf_predict(policy, grid, r=r, d=d)
+    if speeds is not None:
+        from cloudsched.cli.finite_output import heterogeneous_predict
+
+        heterogeneous_predict(policy, parse_speeds(speeds), grid, r=r, d=d, fmt=fmt, out=out)
+        return
+    if servers is not None:
+        from cloudsched.cli.finite_output import finite_predict
+
+        finite_predict(policy, servers, grid, r=r, d=d, replace=with_replacement,
+                       method=method, fmt=fmt, out=out, plot=plot, z=threshold)  # fmt: skip
+        return
+    if method != "auto" or with_replacement:
+        raise ParameterError("--method" if method != "auto" else "--with-replacement",
+                             method if method != "auto" else True, "given with --servers N")
+    pred = mf_predict(policy, grid, r=r, d=d, z=check_int("--threshold", threshold, low=0))
     points = pred.to_dicts()
     import pandas as pd
 
     df = pd.DataFrame(pred.to_rows(tail=tail)).drop(columns=["policy", "r", "d"])
     payload = {"policy": policy, "params": {"r": pred.r, "d": pred.d}, "points": points}
     title = f"mean field: {policy} (r={pred.r}, d={pred.d})"
+    if policy == "jiq-threshold":
+        title = f"mean field: {policy} (r={pred.r}, z={threshold})"
     if fmt == "table":  # short headers: the table fits 80 columns
         df = df.rename(columns={"mean_response_time": "T", "join_rate": "join",
                                 "delete_rate": "delete", "probe_rate": "probe"})  # fmt: skip

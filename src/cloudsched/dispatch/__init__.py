@@ -12,7 +12,6 @@ from cloudsched.dispatch.meanfield import (
     check_prediction,
     iqueue_distribution,
     jiq_p0,
-    predict,
     tail_probabilities,
 )
 from cloudsched.dispatch.plugin import PluginError, Policy, hook, register_policy
@@ -23,6 +22,7 @@ from cloudsched.dispatch.policies import (
     get_policy,
     policy_table,
 )
+from cloudsched.dispatch.prediction import predict
 from cloudsched.dispatch.result import SimulationResult
 from cloudsched.dispatch.simulation import run_simulation, simulate
 from cloudsched.dispatch.spec import SimulationSpec

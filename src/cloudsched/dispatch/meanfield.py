@@ -102,21 +102,10 @@ def _log_s(p0: float, lam: float, r: float, d: int) -> float:
 
 
 def jiq_p0(loads: ArrayLike, r: float, d: int = 1) -> np.ndarray:
-    """Fraction of empty I-queues under JIQ (``d = 1``) or JIQ-Pod(d), in the mean field.
+    """Mean-field fraction of empty I-queues, strictly inside (0, 1), for each load in (0, 1).
 
-    Parameters
-    ----------
-    loads : float or array_like
-        Arrival rate per server, each in (0, 1).
-    r : float
-        Servers per dispatcher, ``N / M`` (> 0).
-    d : int
-        Servers probed by a dispatcher whose I-queue is empty (1 for JIQ).
-
-    Returns
-    -------
-    numpy.ndarray
-        ``p0`` for each load, strictly inside (0, 1).
+    ``r = N / M`` (> 0) servers per dispatcher; ``d`` servers probed by a dispatcher whose
+    I-queue is empty (``d = 1``: JIQ, else JIQ-Pod(d)).
     """
     lam = check_loads("load", loads)
     r = check_real("r", r, low=R_MIN, high=R_MAX)
@@ -320,13 +309,15 @@ def predict(
     d: int = 2,
     tail_tol: float = 1e-9,
     max_tail: int = 1000,
+    z: int = 1,
 ) -> MeanFieldPrediction:
     """Predict the steady state of a dispatch policy in the mean-field limit.
 
     Parameters
     ----------
     policy : str
-        ``random``, ``pod``, ``jsq``, ``jiq`` or ``jiq-pod``; the other known policies raise
+        ``random``, ``pod``, ``jsq``, ``jiq`` or ``jiq-pod`` (the closed forms; the variants
+        are in :func:`cloudsched.dispatch.prediction.predict`); others raise
         ``NoMeanFieldModelError``.
     loads : float or array_like
         Arrival rate per server (the load), each in (0, 1).
@@ -338,6 +329,8 @@ def predict(
         The reported tail stops before the first ``s_i < tail_tol``.
     max_tail : int
         At most this many tail entries are reported (the response time uses all terms).
+    z : int
+        Ignored (the threshold of ``jiq-threshold``, see the variants).
 
     Returns
     -------

@@ -1,0 +1,356 @@
+"""Mean-field fixed points of the JIQ variants, and round-robin's exact model.
+
+No closed form is known for ``jiq-sq``, ``jiq-threshold`` and ``jiq-original``; their mean
+fields are written as drifts on server levels and I-queue sizes and solved numerically (an
+ODE run to near-stationarity, then Newton with least-squares steps, which respect the
+conserved quantities).  Notation: ``lam`` arrival rate per server, ``r = N / M``, ``u_j``
+fraction of I-queues holding ``j`` servers, ``q_k`` fraction of servers with ``k`` tasks.
+Per dispatcher, tasks arrive at rate ``lam r``.
+
+* ``jiq-sq(d)`` (JIQ with delete requests; a server that becomes idle joins the shortest of
+  ``d`` sampled I-queues): a join lands on an I-queue of size ``j`` with probability
+  ``U_j^d - U_{j+1}^d`` (``U_j = sum_{i>=j} u_i``; sampling with replacement in the limit).
+  Exact in the mean-field limit (every listed server is idle).
+* ``jiq-threshold(z)``: every server with at most ``z`` tasks is listed once.  A dispatcher
+  with a non-empty I-queue takes a uniform entry; that server gains a task and joins a
+  uniform I-queue again if it still holds at most ``z``.  A server that reaches ``z + 1``
+  by a uniform choice (from a dispatcher with an empty I-queue) is deleted from its
+  I-queue.  The state is a *pair* per listed server, its level ``k <= z`` and the size ``j``
+  of its I-queue (``y[k, j]``), as the design note's ``(0, j)`` states for JIQ; the one
+  closure is that another entry of a size-``j`` I-queue is at level ``z`` (so deletable)
+  with probability ``y[z, j] / sum_k y[k, j]``.  For ``z = 0`` this is JIQ exactly.  (A
+  simpler closure, entry levels independent of the I-queue size, was 4-7% off simulation:
+  young entries, in short I-queues, are taken most and are the busier ones.)
+* ``jiq-original`` (no delete requests): a listed server keeps its entry while it is busy
+  (stale); unlisted idle servers do not exist (a server that becomes idle and is not listed
+  joins at once).  I-queue sizes are then a birth-death chain, and the closure is that a
+  taken entry's level is drawn from the levels of all listed servers.
+
+``round-robin``: with one dispatcher each server receives every N-th arrival, so it is an
+``E_N/M/1`` queue (Erlang-N inter-arrivals of mean ``1/lam``), solved exactly
+(:func:`round_robin_one_dispatcher`).  With ``M`` dispatchers (``r = N / M`` fixed, ``N``
+large) a server sees the superposition of ``M`` independent sparse streams, which tends to a
+Poisson stream (Palm-Khintchine): the mean-field limit is ``M/M/1``, ``1 / (1 - lam)``.
+Between the two, at finite ``M > 1``, there is no exact model here (simulate it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "VARIANT_POLICIES", "VariantState", "predict_variant", "round_robin_one_dispatcher",
+    "solve_variant", "steady_state",
+]
+
+#: Policies solved here (round-robin's mean-field limit is random's).
+VARIANT_POLICIES = ("jiq-sq", "jiq-threshold", "jiq-original")
+
+Drift = Callable[[np.ndarray], np.ndarray]
+
+
+class VariantState:
+    """The fixed point: mean tasks per server, message rates, tail, empty-I-queue fraction."""
+
+    def __init__(self, tasks: float, p0: float, tail: np.ndarray, join: float,
+                 delete: float, probe: float, stale: float) -> None:  # fmt: skip
+        self.tasks, self.p0, self.tail = tasks, p0, tail
+        self.join, self.delete, self.probe, self.stale = join, delete, probe, stale
+
+
+def round_robin_one_dispatcher(lam: float, n: int) -> float:
+    """Mean response time of the ``E_N/M/1`` queue (unit service rate, arrival rate ``lam``).
+
+    GI/M/1: ``T = 1 / (1 - sigma)`` with ``sigma`` the root in (0, 1) of
+    ``sigma = (n lam / (n lam + 1 - sigma))^n`` (solved for ``1 - sigma``).  ``n = 1`` is
+    M/M/1 and ``n -> infinity`` D/M/1.
+    """
+    from scipy.optimize import brentq
+
+    def g(gap: float) -> float:  # gap = 1 - sigma; negative near 0, positive at 1
+        return float(np.expm1(-n * np.log1p(gap / (n * lam)))) + gap
+
+    gap = brentq(g, 1e-9 * (1.0 - lam), 1.0, xtol=1e-300, rtol=1e-15)
+    return 1.0 / gap
+
+
+def _shift_up(u: np.ndarray, rate: np.ndarray | float) -> np.ndarray:
+    """Flow ``j -> j+1`` of fractions ``u`` at per-member rate ``rate`` (none out of the top)."""
+    flow = u * rate
+    flow[-1] = 0.0
+    out = -flow
+    out[1:] += flow[:-1]
+    return out
+
+
+def _shift_down(u: np.ndarray, rate: np.ndarray | float) -> np.ndarray:
+    """Flow ``j -> j-1`` (``j >= 1``) at per-member rate ``rate``."""
+    flow = u * rate
+    flow[0] = 0.0
+    out = -flow
+    out[:-1] += flow[1:]
+    return out
+
+
+def _drift_iq(lam: float, r: float, d: int, z: int, k_levels: int, j_levels: int,
+              policy: str) -> Drift:  # fmt: skip
+    """Drift of ``(q_0..q_K, u_0..u_J)`` for jiq-sq (``z = 0``) and jiq-threshold."""
+    js = np.arange(j_levels + 1, dtype=np.float64)
+    z_eff = 0 if policy == "jiq-sq" else z
+
+    def f(x: np.ndarray) -> np.ndarray:
+        q, u = x[: k_levels + 1], x[k_levels + 1:]
+        listed = q[: z_eff + 1].sum()
+        pi = q[: z_eff + 1] / listed
+        taken = lam * (1.0 - u[0])  # takes per server per unit time
+        dq = _shift_down(q, 1.0)
+        up = lam * u[0] * q  # uniform choice from an empty I-queue
+        up[: z_eff + 1] += taken * pi
+        up[-1] = 0.0
+        dq += -up
+        dq[1:] += up[:-1]
+        joins = q[z_eff + 1] + taken * pi[:-1].sum()  # from z+1 down, and re-joins
+        delete = lam * u[0] * q[z_eff]
+        if policy == "jiq-sq":
+            tail = np.cumsum(u[::-1])[::-1]
+            land = tail**d - np.concatenate([tail[1:], [0.0]]) ** d
+            du = r * joins * (np.concatenate([[0.0], land[:-1]]) - land)
+            du[-1] += r * joins * land[-1]  # joins beyond J fold into J
+        else:
+            du = _shift_up(u, r * joins)
+        du += _shift_down(u, lam * r)
+        du += _shift_down(u, r * delete * js / max(float(js @ u), 1e-300))
+        return np.concatenate([dq, du])
+
+    return f
+
+
+def _drift_threshold(lam: float, r: float, z: int, k_levels: int, j_levels: int) -> Drift:
+    """Drift of ``(y[0..z, 1..J], q[z+1..K])``, the pair model of the module notes.
+
+    ``y[k, j]``: servers at level ``k <= z`` listed in an I-queue of size ``j``; ``q``: the
+    unlisted levels.
+    """
+    nz, nj = z + 1, j_levels
+    js = np.arange(1, nj + 1, dtype=np.float64)
+
+    def f(x: np.ndarray) -> np.ndarray:
+        y = x[: nz * nj].reshape(nz, nj)
+        q = np.concatenate([np.zeros(nz), x[nz * nj:]])  # q[k], k = 0..K (listed part 0)
+        per_queue = y.sum(axis=0)  # servers listed in I-queues of size j
+        u = r * per_queue / js
+        u0 = 1.0 - u.sum()
+        u_all = np.concatenate([[u0], u])  # sizes 0..J
+        dy = np.zeros_like(y)
+        dq = np.zeros_like(q)
+        dy[:-1] += y[1:]  # own departures, level k -> k-1 (listed)
+        dy[1:] -= y[1:]
+        hit = lam * u0 * y  # uniform choice from an empty I-queue
+        dy -= hit
+        dy[1:] += hit[:-1]
+        dq[nz] += hit[-1].sum()  # deleted at z -> unlisted z + 1
+        take = lam * r * y / js  # taken by its own dispatcher
+        dy -= take
+        rejoin = take[:-1].sum(axis=1)  # level k < z -> k + 1, joins an I-queue again
+        land = u_all[:-1].copy()  # joins an I-queue of size i -> i + 1 (i = 0..J-1)
+        land[-1] += u_all[-1]  # (truncation: joins beyond J stay at J)
+        for k in range(nz - 1):
+            dy[k + 1] += rejoin[k] * land
+        dq[nz] += take[-1].sum()
+        joins = q[nz] + rejoin.sum()  # joins per server per unit time
+        dy[-1] += q[nz] * land  # unlisted at z + 1 departs: listed at z
+        dq[nz] -= q[nz]
+        theta = y[-1] / np.where(per_queue > 0, per_queue, 1.0)
+        shrink = (lam * r + (lam * u0 * theta) * js) * (js - 1) / js * y  # others leave
+        dy -= shrink
+        dy[:, :-1] += shrink[:, 1:]
+        grow = r * joins * y  # another server joins the same I-queue
+        grow[:, -1] = 0.0
+        dy -= grow
+        dy[:, 1:] += grow[:, :-1]
+        down = q.copy()  # unlisted departures above z + 1
+        down[: nz + 1] = 0.0
+        dq -= down
+        dq[:-1] += down[1:]
+        up = lam * u0 * q
+        up[-1] = 0.0
+        dq -= up
+        dq[1:] += up[:-1]
+        return np.concatenate([dy.ravel(), dq[nz:]])
+
+    return f
+
+
+def _drift_original(lam: float, r: float, k_levels: int, j_levels: int) -> Drift:
+    """Drift of ``(a_0..a_K, b_0..b_K, u_0..u_J)``: unlisted and listed levels, I-queues."""
+    k1 = k_levels + 1
+
+    def f(x: np.ndarray) -> np.ndarray:
+        a, b, u = x[:k1], x[k1: 2 * k1], x[2 * k1:]
+        joins = a[1]  # an unlisted server that becomes idle joins at once
+        da = _shift_down(a, 1.0)
+        da[0] -= joins
+        db = _shift_down(b, 1.0)
+        db[0] += joins
+        taken = lam * (1.0 - u[0]) * b / b.sum()  # listed at level k -> unlisted at k+1
+        db -= taken
+        da[1:] += taken[:-1]
+        da[-1] += taken[-1]  # (truncation: kept at the top level)
+        for level, d_level in ((a, da), (b, db)):
+            up = lam * u[0] * level  # a uniform choice from an empty I-queue
+            up[-1] = 0.0
+            d_level -= up
+            d_level[1:] += up[:-1]
+        du = _shift_up(u, r * joins)
+        du += _shift_down(u, lam * r)
+        return np.concatenate([da, db, du])
+
+    return f
+
+
+def _jacobian(f: Drift, x: np.ndarray) -> np.ndarray:
+    """Central-difference Jacobian (the drifts are polynomial and rational)."""
+    h = 1e-7
+    cols = [(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)]
+    return np.stack(cols, axis=1)
+
+
+def steady_state(f: Drift, x0: np.ndarray, rate: float = 1.0) -> np.ndarray:
+    """Run the ODE to near-stationarity, then Newton with least-squares steps.
+
+    The ODE is stepped by forward Euler with ``dt = 0.02 / rate`` (``rate`` bounds the
+    fastest per-server rate in units of 20; an explicit method is stable there, and
+    scipy's LSODA stalled on the pair model's tiny tail states) until the drift is below
+    1e-9, for at most 10^6 time units.
+    """
+    x = np.asarray(x0, dtype=np.float64).copy()
+    dt = 0.02 / max(rate, 1.0)
+    for _ in range(int(1e6 / dt) // 500):
+        for _ in range(500):
+            x += dt * f(x)
+        if not np.all(np.isfinite(x)):
+            raise ArithmeticError("the mean-field ODE diverged")
+        if np.abs(f(x)).max() < 1e-9:
+            break
+    res = float(np.abs(f(x)).max())
+    for _ in range(30):  # Newton, keeping only steps that reduce the drift
+        if res < 1e-14:
+            break
+        trial = x + np.linalg.lstsq(_jacobian(f, x), -f(x), rcond=None)[0]
+        new = float(np.abs(f(trial)).max())
+        if not new < res:
+            break
+        x, res = trial, new
+    if res > 1e-9:
+        raise ArithmeticError(f"the mean field did not converge (drift {res:.1e})")
+    return x
+
+
+def _start(lam: float, r: float, k_levels: int, j_levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """JIQ's mean field (a close start for every variant): ``q_0..q_K`` and ``u_0..u_J``."""
+    from cloudsched.dispatch.meanfield import iqueue_distribution
+    from cloudsched.dispatch.meanfield import predict as mf_predict
+
+    pred = mf_predict("jiq", [lam], r=r, tail_tol=1e-300, max_tail=k_levels)
+    s = np.zeros(k_levels + 2)
+    s[0] = 1.0
+    tail = pred.tails[0][:k_levels]
+    s[1: 1 + tail.size] = tail
+    q = s[:-1] - s[1:]
+    u = np.zeros(j_levels + 1)
+    p = iqueue_distribution(float(pred.p0[0]), lam, r, 1)[: j_levels + 1]
+    u[: p.size] = p
+    return q, u / u.sum()
+
+
+def _poisson(mean: float, j_levels: int) -> np.ndarray:
+    """Poisson probabilities ``0..J`` (the top one holds the rest of the mass)."""
+    from scipy.stats import poisson
+
+    p = poisson.pmf(np.arange(j_levels + 1), mean)
+    p[-1] += max(0.0, 1.0 - p.sum())
+    return p
+
+
+def solve_variant(policy: str, lam: float, *, r: float = 10.0, d: int = 2,
+                  z: int = 1) -> VariantState:  # fmt: skip
+    """Return the mean-field fixed point of a JIQ variant at load ``lam`` (see the module notes).
+
+    Truncation levels double until the top level and the largest I-queue carry less than
+    1e-11 of the mass.
+    """
+    k_levels = int(40 + 10 * z + np.log(1e-14) / np.log(lam) / 4)
+    j_levels = int(3 * r + 10 * np.sqrt(r) + 30)
+    while True:
+        q, u = _start(lam, r, k_levels, j_levels)
+        if policy == "jiq-original":
+            a, b = q.copy(), np.zeros_like(q)
+            a[0], b[0] = 0.0, q[0]
+            x = steady_state(_drift_original(lam, r, k_levels, j_levels), np.concatenate([a, b, u]))
+            k1 = k_levels + 1
+            a, b, u = x[:k1], x[k1: 2 * k1], x[2 * k1:]
+            q = a + b
+        elif policy == "jiq-threshold" and z > 0:
+            listed = float(q[: z + 1].sum())
+            u = _poisson(r * listed, j_levels)
+            js = np.arange(1, j_levels + 1)
+            y = np.outer(q[: z + 1] / listed, js * u[1:] / r)
+            x = steady_state(_drift_threshold(lam, r, z, k_levels, j_levels),
+                        np.concatenate([y.ravel(), q[z + 1:]]))  # fmt: skip
+            y = x[: (z + 1) * j_levels].reshape(z + 1, j_levels)
+            q = np.concatenate([y.sum(axis=1), x[(z + 1) * j_levels:]])
+            u_pos = r * y.sum(axis=0) / js
+            u = np.concatenate([[1.0 - u_pos.sum()], u_pos])
+            rejoin = float((lam * r * y[:-1] / js).sum())  # taken below z: listed again
+        else:
+            f = _drift_iq(lam, r, d, z, k_levels, j_levels, policy)
+            x = steady_state(f, np.concatenate([q, u]))
+            q, u = x[: k_levels + 1], x[k_levels + 1:]
+        if max(q[-1], u[-1]) < 1e-11:
+            break
+        k_levels, j_levels = 2 * k_levels, 2 * j_levels
+    levels = np.arange(q.size, dtype=np.float64)
+    tail = np.cumsum(q[::-1])[::-1][1:]
+    tail = tail[: max(1, int(np.sum(tail >= 1e-9)))]
+    taken = lam * (1.0 - u[0])
+    if policy == "jiq-original":
+        return VariantState(float(levels @ q), float(u[0]), tail, float(a[1]), 0.0, 0.0,
+                            float(taken * (1.0 - b[0] / b.sum())))  # fmt: skip
+    if policy == "jiq-sq":
+        return VariantState(float(levels @ q), float(u[0]), tail, float(q[1]),
+                            float(lam * u[0] * q[0]), float(d * q[1]), 0.0)  # fmt: skip
+    if z == 0:
+        rejoin = 0.0
+    return VariantState(float(levels @ q), float(u[0]), tail, float(q[z + 1] + rejoin),
+                        float(lam * u[0] * q[z]), 0.0, 0.0)  # fmt: skip
+
+
+def predict_variant(policy: str, loads: Any, *, r: float = 10.0, d: int = 2, z: int = 1,
+                    tail_tol: float = 1e-9, max_tail: int = 1000) -> Any:  # fmt: skip
+    """:func:`cloudsched.dispatch.meanfield.predict` for the variants and round-robin."""
+    from cloudsched.dispatch.meanfield import MeanFieldPrediction
+    from cloudsched.errors import check_int, check_loads, check_real
+
+    lam = check_loads("load", loads)
+    r = check_real("r", r, low=1e-3, high=1e6)
+    d = check_int("d", d, low=1, high=4096)
+    z = check_int("threshold", z, low=0, high=50)
+    if policy == "round-robin":  # many dispatchers: Poisson arrivals at each server
+        from cloudsched.dispatch.meanfield import predict
+
+        pred = predict("random", lam, tail_tol=tail_tol, max_tail=max_tail)
+        return MeanFieldPrediction("round-robin", r, None, *list(pred.__dict__.values())[3:])
+    states = [solve_variant(policy, float(x), r=r, d=d, z=z) for x in lam]
+    tails = tuple(s.tail[s.tail >= tail_tol][:max_tail] if (s.tail >= tail_tol).any()
+                  else s.tail[:1] for s in states)  # fmt: skip
+
+    def col(name: str) -> np.ndarray:
+        return np.array([getattr(s, name) for s in states])
+
+    return MeanFieldPrediction(
+        policy, r, d if policy == "jiq-sq" else 1, lam,
+        col("p0"), col("tasks") / lam, col("join"), col("delete"), col("probe"), tails,
+    )  # fmt: skip
