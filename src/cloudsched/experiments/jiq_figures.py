@@ -191,14 +191,34 @@ def error_vs_n(report: Report, out_dir: Path, s: Setting) -> None:
                       100 * g["ci_half_relative"].to_numpy())
            for lab, g in err.groupby("policy", sort=False)}  # fmt: skip
     ns = np.array(s.size["ns"])
-    plot_lines({"mean field (zero error)": (ns, np.zeros(ns.size))}, out_dir / "error_vs_n.png",
+    lines = {"mean field (zero error)": (ns, np.zeros(ns.size)), **_refined_lines(ns)}
+    plot_lines(lines, out_dir / "error_vs_n.png",
                points=pts, xlabel="servers N", ylabel="simulated / mean field - 1 (%)",
                log_x=True, title="Load 0.9, r = 10: finite-N error (95% CI)")  # fmt: skip
     report.figure("error_vs_n.png", "Relative error of the simulated mean response time "
-                  "against the mean field, as N grows")  # fmt: skip
+                  "against the mean field, as N grows (points, 95% CI), and the refined 1/N "
+                  "prediction's (lines, same colour): the simulated error shrinks like 1/N "
+                  "along the refined line (at N = 100, precision 0.001: jiq +3.38% simulated, "
+                  "+3.31% refined; jiq-pod +3.68%, +3.61%); the exact chain is out of reach "
+                  "at these sizes (predict --servers N --method exact: N <= 4)")  # fmt: skip
     report.table(err[["policy", "servers", "measured_tasks", "mean_response_time", "mean_field",
                       "relative_error", "ci_half_relative"]], "error_vs_n.csv",
                  f"Simulation against mean field; {s.length}")  # fmt: skip
+
+
+def _refined_lines(ns: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """``100 (refined / mean field - 1)`` for jiq and jiq-pod at load 0.9 over N (r = R)."""
+    from cloudsched.dispatch.finite_models import population_model
+    from cloudsched.dispatch.population import refine
+
+    grid = np.geomspace(max(float(ns.min()), R), float(ns.max()), 40)
+    out = {}
+    for policy in ("jiq", "jiq-pod"):
+        ref = refine(*population_model(policy, 0.9, r=R, d=2))
+        mf = ref.tasks()
+        out[f"refined {policy}"] = (grid, np.array([100 * (ref.tasks(n) / mf - 1)
+                                                    for n in grid]))  # fmt: skip
+    return out
 
 
 def figure9(report: Report, out_dir: Path, s: Setting, part: Path) -> None:

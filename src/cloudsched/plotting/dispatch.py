@@ -58,7 +58,8 @@ def plot_lines(
     xlabel, ylabel, title : str
         Axis labels and title.
     points : mapping of label to (x, y, half-width of the 95% CI), optional
-        Markers with error bars; the k-th series takes the k-th curve's colour.
+        Markers with error bars; a series takes the colour of the curve whose label ends
+        with its own (``refined jiq`` for ``jiq``), else the k-th series the k-th curve's.
     log_x, log_y : bool
         Logarithmic axes (``log_y``: only where the data span more than 20x, with plain
         labels; values <= 0 are then left out, the curve ending at the last positive one).
@@ -79,6 +80,8 @@ def plot_lines(
         # the k-th series of points shares the colour of the k-th curve (when each series
         # has its curve; otherwise a reference line would lend its colour to one series)
         color = colors[k] if len(colors) == len(points or {}) else None
+        named = [c for lab, c in zip(curves, colors, strict=True) if lab.split()[-1] == label]
+        color = named[0] if named else color  # "refined jiq" lends its colour to "jiq"
         # an interval that was withheld (None or NaN) draws no bar
         yerr = None if err is None else np.asarray(err, dtype=float)
         ax.errorbar(x, y, yerr=yerr, fmt="o-" if connect else "o", ms=4, capsize=3,
