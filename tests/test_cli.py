@@ -106,7 +106,9 @@ BAD = [
     (["predict", "jiq", "--loads", "0.1:1.5:3"], "--loads", "START:STOP:COUNT"),
     (["predict", "jiq", "--loads", "0.1:0.5:x"], "--loads", "START:STOP:COUNT"),
     (["predict", "nosuch", "--load", "0.5"], "POLICY", "jiq-pod"),
-    (["predict", "jiq-threshold", "--load", "0.5"], "no mean-field model for jiq-threshold", ""),
+    (["predict", "jiq-threshold", "--load", "0.5", "--threshold", "-1"], "--threshold", "[0, "),
+    (["predict", "jsq", "--servers", "0", "--load", "0.5"], "--servers", "[1, "),
+    (["predict", "pod", "--speeds", "1,0", "--load", "0.5"], "--speeds", "positive"),
     (["predict", "jiq", "--load", "0.5", "--format", "xml"], "--format", "table, csv, json"),
 ]
 

@@ -156,9 +156,14 @@ def test_occupancy_sums_to_one():
 
 
 @pytest.mark.parametrize("policy", ["jiq-original", "jiq-threshold", "jiq-sq", "round-robin"])
-def test_policies_without_model_raise_clear_error(policy):
+def test_policies_without_closed_form_raise_clear_error_there(policy):
+    """The closed-form module refuses them; ``cloudsched.dispatch.predict`` solves them."""
+    from cloudsched.dispatch import meanfield
+
     with pytest.raises(NoMeanFieldModelError, match=f"no mean-field model for {policy}"):
-        predict(policy, 0.5)
+        meanfield.predict(policy, 0.5)
+    pred = predict(policy, [0.5], r=10, d=2)
+    assert 1.0 < pred.mean_response_time[0] <= 2.0 + 1e-12  # at most M/M/1 at load 0.5
 
 
 @pytest.mark.parametrize(
