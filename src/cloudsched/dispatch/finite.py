@@ -110,11 +110,16 @@ def predict_finite(
     m = max(1, round(n / r)) if iq else 1
     r_eff = n / m if iq else r
     if method == "refined" and policy not in ("random", "pod", "jiq", "jiq-pod"):
-        raise ParameterError("method", method, "meanfield or exact for " + policy
-                             + " (its drift is not smooth, so there is no 1/N expansion)")
+        why = ("its drift is not smooth, so there is no 1/N expansion" if policy == "jsq"
+               else "no finite-N population model for it")
+        exact_ok = policy == "jsq" or (policy == "round-robin" and m == 1)
+        allowed = "meanfield or exact" if exact_ok else "meanfield"
+        raise ParameterError("method", method, f"{allowed} for {policy} ({why})")
     rr_exact = policy == "round-robin" and m == 1  # E_N/M/1
     if method == "exact" and policy not in EXACT_POLICIES and not rr_exact:
-        raise ParameterError("method", method, "meanfield or refined for " + policy
+        allowed = "meanfield or refined" if policy in ("random", "pod", "jiq", "jiq-pod") \
+            else "meanfield"
+        raise ParameterError("method", method, f"{allowed} for " + policy
                              + (" (exact with one dispatcher: --r >= --servers)"
                                 if policy == "round-robin" else ""))  # fmt: skip
     mf = mf_predict(policy, lam, r=r_eff, d=d, z=z).mean_response_time
