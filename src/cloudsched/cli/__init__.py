@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli import compare, dispatch, experiments, place, trace
+from cloudsched.cli import compare, dispatch, experiments, lab, place, trace
 from cloudsched.cli.common import one_line
 from cloudsched.errors import ExternalError, InputError, ParameterError
 
@@ -67,7 +67,7 @@ def _options(
         os.environ["CLOUDSCHED_MAX_MEMORY"] = str(parse_memory(max_memory, "--max-memory"))
 
 
-for _group in (dispatch, compare, experiments, trace, place):
+for _group in (dispatch, compare, experiments, trace, place, lab):
     _group.register(app)
 
 

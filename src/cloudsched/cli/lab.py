@@ -1,0 +1,321 @@
+"""``cloudsched lab``: ``run`` one live setting on loopback, ``compare`` it with the models."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cloudsched.cli.common import check_outputs, render_table, to_json, wrote
+
+__all__ = ["register"]
+
+Servers = Annotated[int, typer.Option("--servers", help="Backend servers N (1-64).")]
+Dispatchers = Annotated[int, typer.Option("--dispatchers", help="Dispatchers M (1-min(N, 16)).")]
+Load = Annotated[float, typer.Option("--load", help="Offered load per unit of capacity.")]
+D = Annotated[int, typer.Option("--d", help="Probes of pod and jiq-pod.")]
+Service = Annotated[str, typer.Option("--service", help="Service law SPEC, mean 1 unit.")]
+Unit = Annotated[str, typer.Option("--unit", help="Wall time of one unit: 20ms, 0.5s.")]
+Duration = Annotated[float, typer.Option("--duration", help="Seconds measured.")]
+Warmup = Annotated[float, typer.Option("--warmup", help="Seconds of load discarded first.")]
+Balancer = Annotated[str, typer.Option("--balancer", help="lab (ours), nginx or haproxy.")]
+Mode = Annotated[str, typer.Option("--mode", help="sleep, or cpu: tasks compute.")]
+Slow = Annotated[
+    list[str] | None, typer.Option("--slow", help="SERVER:FACTORx, e.g. 2:5x; repeatable.")
+]
+Kill = Annotated[
+    list[str] | None, typer.Option("--kill", help="SERVER@SECONDS of the measurement; repeatable.")
+]
+Drop = Annotated[float, typer.Option("--drop", help="Probability a join message is lost.")]
+Inflight = Annotated[int, typer.Option("--max-inflight", help="Cap on requests in flight.")]
+MaxReq = Annotated[int, typer.Option("--max-requests", help="Cap on requests in the run.")]
+ProbeTimeout = Annotated[str, typer.Option("--probe-timeout", help="Wait for probe replies.")]
+Seed = Annotated[int, typer.Option("--seed", help="Seed of the workload and the choices.")]
+Fmt = Annotated[str, typer.Option("--format", help="table or json (standard output).")]
+
+
+def _spec(policy: str, **kw: Any) -> Any:
+    from cloudsched.errors import check_int, check_real
+    from cloudsched.lab.spec import MAX_SERVERS, LabSpec, parse_kill, parse_slow, parse_unit
+
+    servers = kw["servers"]
+    duration = check_real("--duration", kw["duration"], low=0.5, high=3600.0)
+    check_int("--servers", servers, low=1, high=MAX_SERVERS)
+    kw["slow"] = parse_slow(kw.pop("slow") or [], servers)
+    kw["kill"] = parse_kill(kw.pop("kill") or [], servers, duration)
+    kw["unit"] = parse_unit(kw["unit"])
+    kw["probe_timeout"] = parse_unit(kw["probe_timeout"], "probe_timeout", low=1e-4)
+    return LabSpec(policy, **kw)
+
+
+def _fmt(v: Any, digits: int = 4) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "-"
+    return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
+
+
+def _iqueue_items(rec: Any, lab: dict[str, Any]) -> list[tuple[str, str]]:
+    if lab["balancer"] != "lab":
+        return []
+    c = lab["dispatcher_counts"]
+    items = []
+    if rec.policy in ("jiq", "jiq-pod"):
+        items += [
+            ("mean I-queue length", _fmt(lab["mean_iqueue"], 3)),
+            ("join delay: idle to listed (ms)", _fmt(lab["join_delay_ms"], 3)),
+            ("tasks from I-queue / fallback", f"{c['from_iqueue']:.0f} / {c['fallback']:.0f}"),
+        ]
+    if lab["join_dropped"] > 0:
+        items.append(("joins lost per server per unit", _fmt(lab["join_dropped"], 3)))
+    if c["marked_dead"] or c["failed_forward"]:
+        dead = f"{c['marked_dead']:.0f} / {c['failed_forward']:.0f} / {c['retries']:.0f}"
+        items.append(("servers marked dead / failed forwards / retries", dead))
+    return items
+
+
+def _summary(result: Any) -> str:
+    rec, lab = result.record, result.lab
+    half = (rec.ci95[1] - rec.ci95[0]) / 2 if rec.ci95 else None
+    rows: dict[str, list[str]] = {"quantity": [], "value": []}
+    items = [
+        (
+            "mean response time (units)",
+            _fmt(rec.mean_response_time) + ("" if rec.steady_state else " (not steady)"),
+        ),
+        ("± 95%", _fmt(half, 3)),
+        ("fixed overhead (ms)", _fmt(lab["overhead_ms"], 3)),
+        ("mean - overhead (units)", _fmt(lab["net_mean_response_time"])),
+        (
+            "p50 / p99 / p99.9",
+            " / ".join(_fmt(rec.percentiles[k]) for k in ("p50", "p99", "p99.9")),
+        ),
+        (
+            "messages join/delete/probe",
+            " / ".join(_fmt(rec.messages[k], 3) for k in ("join", "delete", "probe")),
+        ),
+        ("p0 (empty I-queues)", _fmt(rec.p0, 3)),
+        *_iqueue_items(rec, lab),
+        ("achieved load", _fmt(lab["achieved_load"], 4)),
+        (
+            "requests ok/refused/error/unfinished",
+            "/".join(str(v) for v in lab["requests"].values()),
+        ),
+        (
+            "CPU (cores) servers/dispatchers/generator",
+            " / ".join(
+                _fmt(v, 3) for k, v in lab["cpu"].items() if k not in ("total", "machine_share")
+            ),
+        ),
+        ("CPU share of the machine", f"{lab['cpu']['machine_share']:.1%}"),
+    ]
+    for k in lab["faults"]["killed"]:
+        items.append(
+            (
+                f"server {k['server']} killed at {k['killed_at']:.3g} s",
+                f"mean {_fmt(k['mean_latency_before'])} -> {_fmt(k['mean_latency_after'])}, "
+                f"p99 {_fmt(k['p99_before'])} -> {_fmt(k['p99_after'])}, {k['retried']} "
+                f"retried; last forward to it {_fmt(k['last_forward_after_seconds'], 3)} s "
+                "after the kill",
+            )
+        )
+    for p in lab["faults"]["per_server"]:
+        if p["slowdown"] > 1:
+            items.append(
+                (
+                    f"server {p['server']} ({p['slowdown']:g}x slower)",
+                    f"share {p['share']:.3f}, mean sojourn {_fmt(p['mean_sojourn'])}",
+                )
+            )
+    for k, v in items:
+        rows["quantity"].append(k)
+        rows["value"].append(v)
+    title = (
+        f"{rec.policy} live via {lab['balancer']}: N={rec.servers}, M={rec.dispatchers}, "
+        f"load {rec.load:g}, unit {lab['unit_seconds'] * 1e3:g} ms"
+    )
+    text = render_table(rows, title)
+    return text + "".join(f"warning: {w}\n" for w in rec.warnings)
+
+
+def _write_run(result: Any, out: Path) -> None:
+    from cloudsched.io import atomic_path, atomic_write_text
+    from cloudsched.plotting.lab import plot_lab_run
+
+    out.mkdir(parents=True, exist_ok=True)
+    with atomic_path(out / "records.parquet") as tmp:
+        result.frame.to_parquet(tmp, index=False)
+    atomic_write_text(out / "result.json", to_json(result.to_dict()) + "\n")
+    plot_lab_run(result, out / "lab.png")
+    atomic_write_text(
+        out / "report.md", "# Live lab run\n\n![run](lab.png)\n\n```\n" + _summary(result) + "```\n"
+    )
+    wrote(out, "records.parquet, result.json, lab.png, report.md")
+
+
+def lab_run(
+    policy: Annotated[str, typer.Argument(help="random, round-robin, jsq, pod, jiq, jiq-pod.")],
+    *,
+    servers: Servers = 8,
+    dispatchers: Dispatchers = 2,
+    load: Load = 0.7,
+    d: D = 2,
+    service: Service = "exp",
+    unit: Unit = "20ms",
+    duration: Duration = 20.0,
+    warmup: Warmup = 3.0,
+    balancer: Balancer = "lab",
+    mode: Mode = "sleep",
+    slow: Slow = None,
+    kill: Kill = None,
+    drop: Drop = 0.0,
+    max_inflight: Inflight = 2000,
+    max_requests: MaxReq = 500_000,
+    probe_timeout: ProbeTimeout = "50ms",
+    seed: Seed = 0,
+    fmt: Fmt = "table",
+    out: Annotated[Path, typer.Option("--out", help="Folder for records, JSON, figure.")] = Path(
+        "cloudsched-lab"
+    ),
+) -> None:
+    """Run real servers and dispatchers on 127.0.0.1 under Poisson load and measure them."""
+    check_outputs(out_dir=out)
+    from cloudsched.errors import check_choice
+    from cloudsched.lab.run import run_lab
+
+    fmt = check_choice("--format", fmt, ("table", "json"))
+    spec = _spec(
+        policy,
+        servers=servers,
+        dispatchers=dispatchers,
+        load=load,
+        d=d,
+        service=service,
+        unit=unit,
+        duration=duration,
+        warmup=warmup,
+        balancer=balancer,
+        mode=mode,
+        slow=slow,
+        kill=kill,
+        drop=drop,
+        max_inflight=max_inflight,
+        max_requests=max_requests,
+        probe_timeout=probe_timeout,
+        seed=seed,
+    )
+    result = run_lab(spec)
+    _write_run(result, out)
+    typer.echo(to_json(result.to_dict()) if fmt == "json" else _summary(result), nl=fmt == "json")
+
+
+def lab_compare(
+    policies: Annotated[list[str], typer.Argument(help="Policies to run, one after another.")],
+    *,
+    servers: Servers = 8,
+    dispatchers: Dispatchers = 2,
+    load: Load = 0.7,
+    d: D = 2,
+    service: Service = "exp",
+    unit: Unit = "20ms",
+    duration: Duration = 20.0,
+    warmup: Warmup = 3.0,
+    balancer: Balancer = "lab",
+    mode: Mode = "sleep",
+    slow: Slow = None,
+    max_inflight: Inflight = 2000,
+    max_requests: MaxReq = 500_000,
+    probe_timeout: ProbeTimeout = "50ms",
+    seed: Seed = 0,
+    fmt: Fmt = "table",
+    out: Annotated[Path, typer.Option("--out", help="Folder for the table and figure.")] = Path(
+        "cloudsched-lab"
+    ),
+) -> None:
+    """Theory, simulation and the live run of the same setting side by side, with a figure."""
+    check_outputs(out_dir=out)
+    from cloudsched.errors import ParameterError, check_choice
+    from cloudsched.io import atomic_write_text
+    from cloudsched.lab.compare import compare_lab, compare_notes
+    from cloudsched.plotting.lab import plot_lab_compare
+
+    fmt = check_choice("--format", fmt, ("table", "json"))
+    if len(set(policies)) != len(policies):
+        raise ParameterError("POLICIES", policies, "distinct policy names")
+    spec = _spec(
+        policies[0],
+        servers=servers,
+        dispatchers=dispatchers,
+        load=load,
+        d=d,
+        service=service,
+        unit=unit,
+        duration=duration,
+        warmup=warmup,
+        balancer=balancer,
+        mode=mode,
+        slow=slow,
+        kill=None,
+        drop=0.0,
+        max_inflight=max_inflight,
+        max_requests=max_requests,
+        probe_timeout=probe_timeout,
+        seed=seed,
+    )
+    rows, cdfs, _lives = compare_lab(spec, list(policies))
+    notes = compare_notes(spec, list(policies))
+    out.mkdir(parents=True, exist_ok=True)
+    plot_lab_compare(rows, cdfs, out / "lab-compare.png")
+    cols: dict[str, list[str]] = {
+        k: []
+        for k in (
+            "policy",
+            "source",
+            "mean",
+            "± 95%",
+            "p99",
+            "join",
+            "delete",
+            "probe",
+            "p0",
+            "vs sim",
+        )
+    }
+    for r in rows:
+        vals = (
+            r["policy"],
+            r["source"],
+            _fmt(r["mean"]),
+            _fmt(r["half_width"], 3),
+            _fmt(r["p99"]),
+            _fmt(r["join"], 3),
+            _fmt(r["delete"], 3),
+            _fmt(r["probe"], 3),
+            _fmt(r["p0"], 3),
+            f"{r['vs simulation']:+.1%}" if r["vs simulation"] is not None else "-",
+        )
+        for k, v in zip(cols, vals, strict=True):
+            cols[k].append(v)
+    title = (
+        f"lab compare: N={spec.servers}, M={spec.dispatchers}, load {spec.load:g}, "
+        f"{spec.service}, unit {spec.unit * 1e3:g} ms, balancer {spec.balancer}"
+    )
+    text = render_table(cols, title) + "".join(f"note: {n}\n" for n in notes)
+    atomic_write_text(out / "lab-compare.json", to_json({"rows": rows, "notes": notes}) + "\n")
+    atomic_write_text(
+        out / "lab-compare.md", f"# {title}\n\n![compare](lab-compare.png)\n\n```\n{text}```\n"
+    )
+    wrote(out, "lab-compare.png, lab-compare.json, lab-compare.md")
+    typer.echo(to_json({"rows": rows, "notes": notes}) if fmt == "json" else text, nl=fmt == "json")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``lab`` group (``run``, ``compare``) to ``app``."""
+    group = typer.Typer(
+        help="Live load-balancing lab on 127.0.0.1 (real processes, NGINX, HAProxy).",
+        no_args_is_help=True,
+    )
+    group.command("run")(lab_run)
+    group.command("compare")(lab_compare)
+    app.add_typer(group, name="lab")

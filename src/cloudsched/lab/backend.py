@@ -1,0 +1,265 @@
+"""A lab server: one process, one task at a time in FIFO order, join and delete messages.
+
+Run by the controller as ``python -m cloudsched.lab.backend ARGS`` (see :func:`main`).  The
+event loop takes requests on keep-alive HTTP connections and control messages on a UDP
+socket; a worker thread serves the FIFO queue, each task for its work ``w`` times the
+server's slowdown: sleeping (``--mode sleep``, the default) or computing a loop calibrated
+to take that long on an idle core (``--mode cpu``, so tasks compete for the CPU for real).
+
+Under the JIQ family the server behaves as the model prescribes: when its queue empties it
+joins the I-queue of a dispatcher drawn uniformly (message ``J``), unless the message is
+lost (``--drop``); when it receives a task while listed in an I-queue, the task came from
+another dispatcher (it was not popped), so it sends that I-queue a delete request (``D``).
+Probes (``P``) are answered with the number of tasks held.  All counters are cumulative;
+the controller differences two snapshots.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import queue
+import socket
+import threading
+import time
+from typing import Any, cast
+
+import numpy as np
+
+from cloudsched.lab.child import die_with_parent, guard, ready
+from cloudsched.lab.protocol import read_message, response_bytes
+
+__all__ = ["main"]
+
+JIQ_FAMILY = ("jiq", "jiq-pod")
+#: Queue lengths tracked for the occupancy histogram (longer ones are counted in the last).
+LEVELS = 128
+
+
+def _spin_rate() -> float:
+    """Count iterations of the CPU loop per second on this core (a short calibration)."""
+    n = 200_000
+    t0 = time.perf_counter()
+    _spin(n)
+    return n / max(time.perf_counter() - t0, 1e-6)
+
+
+def _spin(n: int) -> int:
+    x = 0
+    for i in range(n):
+        x ^= i
+    return x
+
+
+class Server:
+    """State of one server: its FIFO, I-queue membership and counters."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.index: int = args.index
+        self.policy: str = args.policy
+        self.slow: float = args.slow
+        self.drop: float = args.drop
+        self.rng = np.random.default_rng(np.random.SeedSequence(args.seed))
+        self.cpu_rate = _spin_rate() if args.mode == "cpu" else 0.0
+        self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self.held = 0
+        self.listed = -1  # dispatcher whose I-queue lists this server, as far as it knows
+        self.peers: list[tuple[str, int]] = []
+        self.udp: asyncio.DatagramTransport | None = None
+        self.last_change = time.perf_counter()
+        self.state_time = [0.0] * LEVELS
+        self.count = {
+            "served": 0,
+            "join": 0,
+            "join_dropped": 0,
+            "delete": 0,
+            "probe_answered": 0,
+            "health": 0,
+        }
+        self.busy_time = 0.0
+
+    # -- queue accounting -------------------------------------------------------------
+    def _change(self, delta: int) -> None:
+        now = time.perf_counter()
+        self.state_time[min(self.held, LEVELS - 1)] += now - self.last_change
+        self.last_change = now
+        self.held += delta
+
+    def stats(self) -> dict[str, Any]:
+        """Cumulative counters, time per queue length, and the clock they were read at."""
+        self._change(0)
+        return {
+            "index": self.index,
+            "now": time.perf_counter(),
+            "held": self.held,
+            "busy_time": self.busy_time,
+            "state_time": self.state_time,
+            **self.count,
+        }
+
+    # -- messages ---------------------------------------------------------------------
+    def send(self, k: int, text: str) -> None:
+        """Send one control message to dispatcher ``k``."""
+        if self.udp is not None and 0 <= k < len(self.peers):
+            self.udp.sendto(text.encode(), self.peers[k])
+
+    def join(self, idle_since: float | None = None) -> None:
+        """Join a uniformly drawn dispatcher's I-queue when the queue empties (JIQ family)."""
+        if self.policy not in JIQ_FAMILY or not self.peers:
+            return
+        k = int(self.rng.integers(len(self.peers)))
+        self.listed = k
+        if self.drop > 0 and self.rng.random() < self.drop:
+            self.count["join_dropped"] += 1
+            return
+        self.count["join"] += 1
+        since = time.perf_counter() if idle_since is None else idle_since
+        self.send(k, f"J {self.index} {since:.7f}")
+
+    def arrive(self, popped_by: int) -> None:
+        """Take a task: leave the I-queue, with a delete request if it was not popped."""
+        if self.listed >= 0 and self.policy in JIQ_FAMILY:
+            if popped_by != self.listed:
+                self.count["delete"] += 1
+                self.send(self.listed, f"D {self.index}")
+            self.listed = -1
+
+    # -- service ----------------------------------------------------------------------
+    def work(self) -> None:
+        """Worker thread: serve the FIFO queue until told to stop (None)."""
+        while True:
+            job = self.jobs.get()
+            if job is None:
+                return
+            w, fut, loop = job
+            start = time.perf_counter()
+            seconds = w * self.slow
+            if self.cpu_rate > 0:
+                _spin(int(seconds * self.cpu_rate))
+            elif seconds > 0:
+                time.sleep(seconds)
+            end = time.perf_counter()
+            loop.call_soon_threadsafe(self.finish, fut, start, end)
+
+    def finish(self, fut: asyncio.Future[tuple[float, float]], start: float, end: float) -> None:
+        """Service done (event loop thread): account, maybe join, answer the request."""
+        self.busy_time += end - start
+        self.count["served"] += 1
+        self._change(-1)
+        if self.held == 0:
+            self.join(end)
+        if not fut.done():
+            fut.set_result((start, end))
+
+
+class Control(asyncio.DatagramProtocol):
+    """UDP control messages: probes, statistics and the configuration."""
+
+    def __init__(self, server: Server) -> None:
+        self.server = server
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.server.udp = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        s = self.server
+        text = data.decode(errors="replace")
+        kind, _, rest = text.partition(" ")
+        if kind == "P":
+            s.count["probe_answered"] += 1
+            reply = f"R {rest} {s.index} {s.held}"
+        elif kind == "C":
+            s.peers = [("127.0.0.1", int(p)) for p in json.loads(rest)["dispatchers"]]
+            reply = "OK"
+            if s.held == 0 and s.listed < 0:
+                s.join()
+        else:
+            return
+        assert s.udp is not None
+        s.udp.sendto(reply.encode(), addr)
+
+
+async def _handle(
+    server: Server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    loop = asyncio.get_running_loop()
+    try:
+        while (msg := await read_message(reader)) is not None:
+            path = msg.path
+            if path.startswith("/stats"):
+                body = json.dumps(server.stats()).encode()
+                writer.write(response_bytes(200, {"Content-Type": "application/json"}, body))
+                continue
+            if path.startswith("/health"):
+                server.count["health"] += 1
+                writer.write(response_bytes(200, {"X-Server": str(server.index)}))
+                continue
+            w = float(path.partition("w=")[2] or 0.0) if path.startswith("/work") else 0.0
+            arrival = time.perf_counter()
+            popped = int(msg.headers.get("x-popped", "-1"))
+            server.arrive(popped)
+            ahead = server.held
+            server._change(+1)
+            fut: asyncio.Future[tuple[float, float]] = loop.create_future()
+            server.jobs.put((w, fut, loop))
+            start, end = await fut
+            writer.write(
+                response_bytes(
+                    200,
+                    {
+                        "X-Server": str(server.index),
+                        "X-Queue": str(ahead),
+                        "X-Wait": f"{start - arrival:.7f}",
+                        "X-Service": f"{end - start:.7f}",
+                    },
+                )
+            )
+            await writer.drain()
+    except (ConnectionError, ValueError, OSError):
+        pass
+    finally:
+        writer.close()
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    loop = asyncio.get_running_loop()
+    server = Server(args)
+    worker = threading.Thread(target=server.work, daemon=True)
+    worker.start()
+    http = await asyncio.start_server(
+        lambda r, w: _handle(server, r, w), "127.0.0.1", 0, backlog=1024
+    )
+    udp, _ = await loop.create_datagram_endpoint(
+        lambda: Control(server), local_addr=("127.0.0.1", 0)
+    )
+    sock = udp.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    ready(http.sockets[0].getsockname()[1], sock.getsockname()[1])
+    try:
+        await guard(args.parent, args.lifetime)
+    finally:
+        server.jobs.put(None)
+        http.close()
+        udp.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of a server process (started by the lab's controller)."""
+    die_with_parent()
+    p = argparse.ArgumentParser(prog="cloudsched.lab.backend")
+    p.add_argument("--index", type=int, required=True)
+    p.add_argument("--policy", required=True)
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--slow", type=float, default=1.0)
+    p.add_argument("--drop", type=float, default=0.0)
+    p.add_argument("--mode", choices=("sleep", "cpu"), default="sleep")
+    p.add_argument("--parent", type=int, default=os.getppid())
+    p.add_argument("--lifetime", type=float, default=600.0)
+    p.add_argument("--run-dir", default="")  # names the run in the process list
+    asyncio.run(_serve(p.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,191 @@
+"""Theory, simulation and the live run of the same setting, side by side.
+
+For each policy :func:`compare_lab` runs the lab, then simulates the same farm (servers,
+dispatchers, d, service law, slow servers as speeds) at the offered load and at the load
+the servers actually carried, and asks the finite-N theory
+(:func:`cloudsched.dispatch.finite.predict_finite`, ``auto``: exact or refined mean field)
+where there is one (exponential service, equal speeds).  The live mean is shown as
+measured and with the fixed forwarding overhead subtracted (``live - overhead``), which is
+the number to hold against the model: the model has no network.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+
+from cloudsched.errors import ParameterError
+from cloudsched.lab.result import LabResult
+from cloudsched.lab.run import run_lab
+from cloudsched.lab.spec import LabSpec
+
+__all__ = ["compare_lab", "compare_notes"]
+
+THEORY_POLICIES = ("random", "pod", "jsq", "jiq", "jiq-pod", "round-robin")
+
+
+def _theory(spec: LabSpec) -> dict[str, Any] | None:
+    from cloudsched.dispatch.distributions import Exponential
+    from cloudsched.dispatch.finite import predict_finite
+
+    if spec.policy not in THEORY_POLICIES or spec.slow or not isinstance(spec.law, Exponential):
+        return None
+    if spec.load >= 1.0 or (spec.policy == "round-robin" and spec.dispatchers > 1):
+        return None
+    pred = predict_finite(
+        spec.policy, spec.servers, [spec.load], r=spec.servers / spec.dispatchers, d=spec.d
+    )[0]
+    name = "N -> inf limit" if pred.source == "meanfield" else pred.source
+    return {"source": f"theory ({name})", "mean": pred.value, "half_width": None}
+
+
+def _simulate(spec: LabSpec, load: float, keep: bool) -> Any:
+    from cloudsched.dispatch import simulate
+
+    return simulate(
+        spec.policy,
+        servers=spec.servers,
+        load=load,
+        dispatchers=spec.dispatchers,
+        d=spec.d,
+        service=spec.service,
+        speeds=spec.speeds if spec.slow else None,
+        rng=spec.seed,
+        keep_response_times=keep,
+    )
+
+
+def _row(
+    policy: str,
+    source: str,
+    mean: float,
+    half: float | None,
+    p99: float | None,
+    messages: dict[str, float] | None,
+    p0: float | None,
+) -> dict[str, Any]:
+    m = messages or {}
+    return {
+        "policy": policy,
+        "source": source,
+        "mean": mean,
+        "half_width": half,
+        "p99": p99,
+        "join": m.get("join"),
+        "delete": m.get("delete"),
+        "probe": m.get("probe"),
+        "p0": p0,
+    }
+
+
+def _half(ci: tuple[float, float] | None) -> float | None:
+    return (ci[1] - ci[0]) / 2 if ci else None
+
+
+def compare_one(spec: LabSpec) -> tuple[list[dict[str, Any]], dict[str, np.ndarray], LabResult]:
+    """Rows (theory, simulations, live) for one policy, the CDF samples, the live result."""
+    live = run_lab(spec)
+    rec = live.record
+    rows = []
+    theory = _theory(spec)
+    if theory is not None:
+        rows.append(_row(spec.policy, theory["source"], theory["mean"], None, None, None, None))
+    sim = _simulate(spec, spec.load, keep=True)
+    rows.append(
+        _row(
+            spec.policy,
+            "simulation",
+            sim.mean_response_time,
+            _half(sim.ci95),
+            sim.percentiles["p99"],
+            sim.messages,
+            sim.p0,
+        )
+    )
+    carried = live.lab["achieved_load"]
+    if math.isfinite(carried) and 0 < carried < 1 and abs(carried - spec.load) > 1e-3:
+        at = _simulate(spec, carried, keep=False)
+        rows.append(
+            _row(
+                spec.policy,
+                f"simulation at {carried:.3f}",
+                at.mean_response_time,
+                _half(at.ci95),
+                at.percentiles["p99"],
+                at.messages,
+                at.p0,
+            )
+        )
+    half = _half(rec.ci95)
+    over = live.lab["overhead"]
+    rows.append(
+        _row(
+            spec.policy,
+            "live",
+            rec.mean_response_time,
+            half,
+            rec.percentiles["p99"],
+            rec.messages,
+            rec.p0,
+        )
+    )
+    rows.append(
+        _row(
+            spec.policy,
+            "live - overhead",
+            rec.mean_response_time - over,
+            half,
+            rec.percentiles["p99"] - over,
+            rec.messages,
+            rec.p0,
+        )
+    )
+    for r in rows:
+        r["vs simulation"] = (
+            r["mean"] / sim.mean_response_time - 1 if sim.mean_response_time else None
+        )
+    ok = live.frame[live.frame["measured"] & (live.frame["status"] == "ok")]
+    cdf = {
+        "live - overhead": ok["latency"].to_numpy() / spec.unit - over,
+        "simulation": np.asarray(sim.response_times, dtype=float),
+    }
+    return rows, cdf, live
+
+
+def compare_lab(
+    spec: LabSpec, policies: list[str]
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, np.ndarray]], list[LabResult]]:
+    """:func:`compare_one` for each policy in turn (the same setting otherwise)."""
+    if spec.faults:
+        raise ParameterError(
+            "kill",
+            "given",
+            "none for compare (the simulator has no killed servers or lost messages: use lab run)",
+        )
+    specs = [replace(spec, policy=p) for p in policies]  # each spec checks its policy
+    rows, cdfs, lives = [], {}, []
+    for s in specs:
+        r, c, live = compare_one(s)
+        rows += r
+        cdfs[s.policy] = c
+        lives.append(live)
+    return rows, cdfs, lives
+
+
+def compare_notes(spec: LabSpec, policies: list[str]) -> list[str]:
+    """Say what differs between the live system and the models it is compared with."""
+    notes = []
+    if "jsq" in policies:
+        notes.append(
+            "jsq live decides on each dispatcher's own outstanding requests; the "
+            "simulation and theory are the global JSQ"
+        )
+    if spec.balancer != "lab" and "pod" in policies:
+        notes.append(
+            f"{spec.balancer}'s pod compares its own open connections (no probes); "
+            "the models probe the servers' queues"
+        )
+    return notes

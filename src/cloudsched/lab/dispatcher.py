@@ -1,0 +1,373 @@
+"""A lab dispatcher: an HTTP forwarder that decides by policy, with an I-queue and probes.
+
+Run by the controller as ``python -m cloudsched.lab.dispatcher ARGS`` (see :func:`main`).
+Policies, each on this dispatcher's own information (nothing is shared between
+dispatchers, as in the paper):
+
+* ``random``: a server drawn uniformly; ``round-robin``: the next server in a cycle that
+  starts at a random offset;
+* ``jsq``: the fewest requests *this dispatcher* has outstanding at a server (its own view,
+  like NGINX's ``least_conn``, not the global JSQ of the simulator);
+* ``pod``: probe ``d`` distinct servers over UDP (real round trips), send to the one holding
+  the fewest tasks; a probe unanswered within ``--probe-timeout`` counts as lost;
+* ``jiq``: pop a uniformly drawn server from the I-queue (``X-Popped`` tells it so), or a
+  uniform server when the I-queue is empty; ``jiq-pod``: the same, but probe ``d`` servers
+  when the I-queue is empty.
+
+A forward that fails (connection refused or cut) marks the server dead: it leaves the
+I-queue, no policy chooses it, the request is retried on another server (at most
+``MAX_TRIES`` in all) and a health check every second brings the server back if it answers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import time
+from typing import Any, cast
+
+import numpy as np
+
+from cloudsched.lab.child import die_with_parent, guard, ready
+from cloudsched.lab.protocol import read_message, request_bytes, response_bytes
+
+__all__ = ["MAX_TRIES", "main"]
+
+MAX_TRIES = 3
+HEALTH_SECONDS = 1.0
+SAMPLE_SECONDS = 0.1
+#: Keep at most this many I-queue samples (the run's length is bounded anyway).
+MAX_SAMPLES = 20000
+
+
+class Dispatcher:
+    """One dispatcher's view: its I-queue, outstanding counts, pools and counters."""
+
+    def __init__(self, args: argparse.Namespace, ports: list[tuple[int, int]]) -> None:
+        self.index: int = args.index
+        self.policy: str = args.policy
+        self.d: int = args.d
+        self.timeout: float = args.probe_timeout
+        self.ports = ports
+        n = len(ports)
+        self.rng = np.random.default_rng(np.random.SeedSequence(args.seed))
+        self.alive = [True] * n
+        self.outstanding = [0] * n
+        self.pools: list[list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = [
+            [] for _ in ports
+        ]
+        self.iqueue: list[int] = []
+        self.listed = [False] * n
+        self.rr = int(self.rng.integers(n))
+        self.seq = 0
+        self.probes: dict[int, tuple[asyncio.Future[None], dict[int, int], int]] = {}
+        self.udp: asyncio.DatagramTransport | None = None
+        self.count = {
+            "decisions": 0,
+            "from_iqueue": 0,
+            "fallback": 0,
+            "probe": 0,
+            "probe_reply": 0,
+            "probe_lost": 0,
+            "join_received": 0,
+            "delete_received": 0,
+            "delete_stale": 0,
+            "failed_forward": 0,
+            "retries": 0,
+            "revived": 0,
+            "marked_dead": 0,
+        }
+        self.chosen = [0] * n
+        self.dead_since: dict[int, float] = {}
+        self.last_failure: dict[int, float] = {}
+        self.empty_time = 0.0
+        self.join_delay = 0.0
+        self.length_time = 0.0
+        self.last_change = time.perf_counter()
+        self.samples: list[tuple[float, int]] = []
+
+    # -- I-queue --------------------------------------------------------------------
+    def _account(self) -> None:
+        now = time.perf_counter()
+        dt = now - self.last_change
+        self.last_change = now
+        self.length_time += dt * len(self.iqueue)
+        if not self.iqueue:
+            self.empty_time += dt
+
+    def add(self, s: int, idle_since: float) -> None:
+        """Handle a join message: list server ``s`` (once; a dead server is not listed).
+
+        ``idle_since`` is when the server went idle (the clock is the machine's monotonic
+        clock, shared by every process), so the delay until it is listed is measured.
+        """
+        self.count["join_received"] += 1
+        self.join_delay += time.perf_counter() - idle_since
+        if 0 <= s < len(self.alive) and not self.listed[s] and self.alive[s]:
+            self._account()
+            self.listed[s] = True
+            self.iqueue.append(s)
+
+    def remove(self, s: int, counted: bool = True) -> None:
+        """Handle a delete request (or a death): unlist server ``s``."""
+        if counted:
+            self.count["delete_received"] += 1
+        if 0 <= s < len(self.listed) and self.listed[s]:
+            self._account()
+            self.listed[s] = False
+            self.iqueue.remove(s)
+        elif counted:
+            self.count["delete_stale"] += 1
+
+    def pop(self) -> int:
+        """Take a uniformly drawn server off the I-queue."""
+        self._account()
+        i = int(self.rng.integers(len(self.iqueue)))
+        self.iqueue[i], self.iqueue[-1] = self.iqueue[-1], self.iqueue[i]
+        s = self.iqueue.pop()
+        self.listed[s] = False
+        return s
+
+    # -- decisions ------------------------------------------------------------------
+    def _alive(self, exclude: set[int]) -> list[int]:
+        live = [i for i, a in enumerate(self.alive) if a and i not in exclude]
+        return live or [i for i in range(len(self.alive)) if i not in exclude] or [0]
+
+    async def _probe(self, candidates: list[int]) -> tuple[int, str]:
+        k = min(self.d, len(candidates))
+        pick = [candidates[i] for i in self.rng.choice(len(candidates), size=k, replace=False)]
+        self.seq += 1
+        seq = self.seq
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        replies: dict[int, int] = {}
+        self.probes[seq] = (fut, replies, k)
+        assert self.udp is not None
+        for s in pick:
+            self.count["probe"] += 1
+            self.udp.sendto(f"P {seq}".encode(), ("127.0.0.1", self.ports[s][1]))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(fut, self.timeout)
+        self.probes.pop(seq, None)
+        self.count["probe_lost"] += k - len(replies)
+        probed = ",".join(f"{s}:{q}" for s, q in replies.items())
+        if not replies:
+            return pick[int(self.rng.integers(k))], probed
+        low = min(replies.values())
+        best = [s for s, q in replies.items() if q == low]
+        return best[int(self.rng.integers(len(best)))], probed
+
+    async def choose(self, exclude: set[int]) -> tuple[int, bool, str]:
+        """Server for the next request: (server, popped from the I-queue, probe replies)."""
+        live = self._alive(exclude)
+        p = self.policy
+        if p in ("jiq", "jiq-pod"):
+            if self.iqueue:
+                self.count["from_iqueue"] += 1
+                return self.pop(), True, ""
+            self.count["fallback"] += 1
+            if p == "jiq":
+                return live[int(self.rng.integers(len(live)))], False, ""
+        if p in ("pod", "jiq-pod"):
+            s, probed = await self._probe(live)
+            return s, False, probed
+        if p == "round-robin":
+            n = len(self.alive)
+            for _ in range(n):
+                self.rr = (self.rr + 1) % n
+                if self.rr in live:
+                    return self.rr, False, ""
+        if p == "jsq":
+            low = min(self.outstanding[i] for i in live)
+            best = [i for i in live if self.outstanding[i] == low]
+            return best[int(self.rng.integers(len(best)))], False, ""
+        return live[int(self.rng.integers(len(live)))], False, ""
+
+    # -- failures -------------------------------------------------------------------
+    def mark_dead(self, s: int) -> None:
+        """Server ``s`` did not answer: stop choosing it and check its health each second."""
+        self.count["failed_forward"] += 1
+        self.last_failure[s] = time.perf_counter()
+        if self.alive[s]:
+            self.alive[s] = False
+            self.count["marked_dead"] += 1
+            self.dead_since[s] = time.perf_counter()
+            self.remove(s, counted=False)
+            for _, w in self.pools[s]:
+                w.close()
+            self.pools[s].clear()
+            asyncio.get_running_loop().create_task(self._health(s))
+
+    async def _health(self, s: int) -> None:
+        while not self.alive[s]:
+            await asyncio.sleep(HEALTH_SECONDS)
+            try:
+                r, w = await asyncio.open_connection("127.0.0.1", self.ports[s][0])
+                w.write(request_bytes("/health"))
+                msg = await asyncio.wait_for(read_message(r), HEALTH_SECONDS)
+                w.close()
+                if msg is not None and msg.status == 200:
+                    self.alive[s] = True
+                    self.count["revived"] += 1
+                    self.dead_since.pop(s, None)
+            except (OSError, ConnectionError, TimeoutError):
+                continue
+
+    def stats(self) -> dict[str, Any]:
+        """Cumulative counters, I-queue time integrals and samples."""
+        self._account()
+        return {
+            "index": self.index,
+            "now": time.perf_counter(),
+            **self.count,
+            "empty_time": self.empty_time,
+            "join_delay": self.join_delay,
+            "last_failure": {str(k): v for k, v in self.last_failure.items()},
+            "length_time": self.length_time,
+            "iqueue": len(self.iqueue),
+            "chosen": self.chosen,
+            "dead": sorted(self.dead_since),
+            "samples": self.samples,
+        }
+
+    async def sample(self) -> None:
+        """Record the I-queue length every ``SAMPLE_SECONDS`` (bounded in count)."""
+        while len(self.samples) < MAX_SAMPLES:
+            self.samples.append((time.perf_counter(), len(self.iqueue)))
+            await asyncio.sleep(SAMPLE_SECONDS)
+
+    # -- forwarding -----------------------------------------------------------------
+    async def _exchange(self, s: int, request: bytes) -> Any:
+        pool = self.pools[s]
+        if pool:
+            r, w = pool.pop()
+        else:
+            r, w = await asyncio.open_connection("127.0.0.1", self.ports[s][0])
+        w.write(request)
+        await w.drain()
+        msg = await read_message(r)
+        if msg is None:
+            w.close()
+            raise ConnectionError("server closed the connection")
+        pool.append((r, w))
+        return msg
+
+    async def forward(self, path: str) -> bytes:
+        """Decide, forward, retry elsewhere on failure; the response for the client."""
+        self.count["decisions"] += 1
+        decision = self.count["decisions"]
+        tried: set[int] = set()
+        for attempt in range(MAX_TRIES):
+            s, popped, probed = await self.choose(tried)
+            tried.add(s)
+            self.chosen[s] += 1
+            self.outstanding[s] += 1
+            head = {"X-Popped": str(self.index if popped else -1)}
+            try:
+                msg = await self._exchange(s, request_bytes(path, head))
+            except (OSError, ConnectionError):
+                self.mark_dead(s)
+                if attempt + 1 < MAX_TRIES:
+                    self.count["retries"] += 1
+                continue
+            finally:
+                self.outstanding[s] -= 1
+            extra = {k: v for k, v in msg.headers.items() if k.startswith("x-")}
+            extra.update(
+                {
+                    "X-Decision": str(decision),
+                    "X-Popped": str(int(popped)),
+                    "X-Probed": probed,
+                    "X-Tries": str(attempt + 1),
+                }
+            )
+            return response_bytes(msg.status, extra, msg.body)
+        return response_bytes(502, {"X-Decision": str(decision), "X-Tries": str(MAX_TRIES)})
+
+
+class Control(asyncio.DatagramProtocol):
+    """UDP control messages: joins, deletes and probe replies."""
+
+    def __init__(self, disp: Dispatcher) -> None:
+        self.disp = disp
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.disp.udp = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        parts = data.decode(errors="replace").split()
+        if not parts:
+            return
+        d = self.disp
+        if parts[0] == "J" and len(parts) == 3:
+            d.add(int(parts[1]), float(parts[2]))
+        elif parts[0] == "D" and len(parts) == 2:
+            d.remove(int(parts[1]))
+        elif parts[0] == "R" and len(parts) == 4:
+            entry = d.probes.get(int(parts[1]))
+            if entry is not None:
+                fut, replies, k = entry
+                d.count["probe_reply"] += 1
+                replies[int(parts[2])] = int(parts[3])
+                if len(replies) >= k and not fut.done():
+                    fut.set_result(None)
+
+
+async def _client(
+    disp: Dispatcher, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> None:
+    try:
+        while (msg := await read_message(reader)) is not None:
+            if msg.path.startswith("/stats"):
+                body = json.dumps(disp.stats()).encode()
+                writer.write(response_bytes(200, {"Content-Type": "application/json"}, body))
+            else:
+                writer.write(await disp.forward(msg.path))
+            await writer.drain()
+    except (ConnectionError, OSError):
+        pass
+    finally:
+        writer.close()
+
+
+async def _serve(args: argparse.Namespace) -> None:
+    loop = asyncio.get_running_loop()
+    ports = [(int(a), int(b)) for a, b in (x.split(":") for x in args.backends.split(","))]
+    disp = Dispatcher(args, ports)
+    http = await asyncio.start_server(
+        lambda r, w: _client(disp, r, w), "127.0.0.1", 0, backlog=1024
+    )
+    udp, _ = await loop.create_datagram_endpoint(lambda: Control(disp), local_addr=("127.0.0.1", 0))
+    sock = udp.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
+    sampler = loop.create_task(disp.sample())
+    ready(http.sockets[0].getsockname()[1], sock.getsockname()[1])
+    try:
+        await guard(args.parent, args.lifetime)
+    finally:
+        sampler.cancel()
+        http.close()
+        udp.close()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of a dispatcher process (started by the lab's controller)."""
+    die_with_parent()
+    p = argparse.ArgumentParser(prog="cloudsched.lab.dispatcher")
+    p.add_argument("--index", type=int, required=True)
+    p.add_argument("--policy", required=True)
+    p.add_argument("--d", type=int, default=2)
+    p.add_argument("--backends", required=True, help="http:udp,... of every server")
+    p.add_argument("--seed", type=int, required=True)
+    p.add_argument("--probe-timeout", type=float, default=0.05)
+    p.add_argument("--parent", type=int, default=os.getppid())
+    p.add_argument("--lifetime", type=float, default=600.0)
+    p.add_argument("--run-dir", default="")  # names the run in the process list
+    asyncio.run(_serve(p.parse_args(argv)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,153 @@
+"""NGINX and HAProxy as the lab's dispatchers: configurations generated per run.
+
+Each of the ``M`` dispatchers is an independent instance (one process, no shared state:
+the paper's setting), listening on its own port of 127.0.0.1 and balancing over the same
+backends with the directive the policy maps to:
+
+==============  ==================================  ================================
+policy          NGINX (``upstream`` block)          HAProxy (``backend`` section)
+==============  ==================================  ================================
+``random``      ``random;``                         ``balance random(1)``
+``round-robin`` (the default: no directive)         ``balance roundrobin``
+``jsq``         ``least_conn;``                     ``balance leastconn``
+``pod`` (d)     ``random two least_conn;`` (d = 2)  ``balance random(d)``
+==============  ==================================  ================================
+
+"Least loaded" is, for both, the instance's own count of open requests to each server
+(neither probes the servers), so ``pod`` here is power-of-d-choices on local information
+and ``jsq`` is NGINX's ``least_conn``, not the global JSQ.  NGINX runs in the foreground
+without a master process (``daemon off; master_process off;``), HAProxy with ``-db``; both
+keep connections to the backends alive.  A failed backend is left (NGINX
+``proxy_next_upstream error`` with ``max_fails=1 fail_timeout=1s``; HAProxy
+``option redispatch``, ``retries`` and a health check ``GET /health`` every 500 ms).
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import time
+from pathlib import Path
+
+from cloudsched.errors import ExternalError
+
+__all__ = ["DIRECTIVES", "binary", "haproxy_config", "nginx_config", "wait_listening"]
+
+DIRECTIVES = {
+    "nginx": {
+        "random": "random;",
+        "round-robin": "",
+        "jsq": "least_conn;",
+        "pod": "random two least_conn;",
+    },
+    "haproxy": {
+        "random": "balance random(1)",
+        "round-robin": "balance roundrobin",
+        "jsq": "balance leastconn",
+        "pod": "balance random({d})",
+    },
+}
+_SEARCH = ("/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin")
+
+
+def binary(name: str) -> str | None:
+    """Path of the ``nginx`` or ``haproxy`` executable, or None when it is not installed."""
+    found = shutil.which(name)
+    if found:
+        return found
+    for folder in _SEARCH:
+        path = Path(folder) / name
+        if path.is_file():
+            return str(path)
+    return None
+
+
+def nginx_config(run_dir: Path, index: int, port: int, backends: list[int], policy: str) -> str:
+    """Write out the ``nginx.conf`` of dispatcher ``index`` (listening on ``port``)."""
+    temp = run_dir / f"nginx{index}"
+    temp.mkdir(exist_ok=True)
+    servers = "\n".join(
+        f"        server 127.0.0.1:{p} max_fails=1 fail_timeout=1s;" for p in backends
+    )
+    paths = "\n".join(
+        f"    {k}_temp_path {temp}/{k};"
+        for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
+    )
+    return f"""# cloudsched lab: dispatcher {index}, policy {policy}
+daemon off;
+master_process off;
+worker_processes 1;
+pid {temp}/nginx.pid;
+error_log {temp}/error.log warn;
+events {{ worker_connections 8192; }}
+http {{
+    access_log off;
+{paths}
+    upstream backends {{
+        {DIRECTIVES["nginx"][policy]}
+{servers}
+        keepalive 512;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        keepalive_requests 100000000;
+        keepalive_timeout 600s;
+        location / {{
+            proxy_pass http://backends;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_next_upstream error timeout;
+            proxy_connect_timeout 1s;
+            proxy_read_timeout 600s;
+            proxy_buffering off;
+        }}
+    }}
+}}
+"""
+
+
+def haproxy_config(
+    run_dir: Path, index: int, port: int, backends: list[int], policy: str, d: int
+) -> str:
+    """Write out the ``haproxy.cfg`` of dispatcher ``index`` (listening on ``port``)."""
+    servers = "\n".join(
+        f"    server s{i} 127.0.0.1:{p} check inter 500ms fall 1 rise 2"
+        for i, p in enumerate(backends)
+    )
+    return f"""# cloudsched lab: dispatcher {index}, policy {policy}
+global
+    maxconn 8192
+    nbthread 1
+    pidfile {run_dir}/haproxy{index}.pid
+defaults
+    mode http
+    timeout connect 1s
+    timeout client 600s
+    timeout server 600s
+    timeout http-keep-alive 600s
+    option http-keep-alive
+    http-reuse always
+    retries 2
+    option redispatch
+frontend dispatcher{index}
+    bind 127.0.0.1:{port}
+    default_backend backends
+backend backends
+    {DIRECTIVES["haproxy"][policy].format(d=d)}
+    option httpchk GET /health
+{servers}
+"""
+
+
+def wait_listening(port: int, alive: object, seconds: float = 15.0) -> None:
+    """Return once 127.0.0.1:``port`` accepts connections; ``alive()`` False means it died."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if callable(alive) and not alive():
+            raise ExternalError(f"lab: the balancer on port {port} exited at start")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.02)
+    raise ExternalError(f"lab: nothing listens on port {port} after {seconds:g} s")

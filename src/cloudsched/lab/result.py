@@ -1,0 +1,335 @@
+"""What a live run measured, in the same record as a simulation, plus what only a lab has.
+
+:func:`summarise` turns the per-request records and the counter snapshots into a
+:class:`LabResult`: ``record`` is a :class:`~cloudsched.dispatch.result.SimulationResult`
+(times in units of the mean service time, ``engine`` = ``live``) so that live and
+simulated numbers line up column for column; the rest is the lab's own: the fixed overhead
+of the forwarding path and the mean with it subtracted, the achieved load, CPU use, what
+happened to the requests, and what each fault did.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from cloudsched.dispatch.result import PERCENTILES, SimulationResult
+from cloudsched.lab.loadgen import STATUS, Load, Records
+from cloudsched.lab.spec import LabSpec
+from cloudsched.steadystate import analyse_series
+
+__all__ = ["LabResult", "Snapshot", "records_frame", "summarise"]
+
+MICRO_BATCHES = 200
+BATCHES = 20
+
+
+@dataclass
+class Snapshot:
+    """Counters of every process and CPU seconds, read at one moment (``now``, perf_counter)."""
+
+    now: float
+    cpu: dict[str, float]
+    servers: list[dict[str, Any]]
+    dispatchers: list[dict[str, Any]]
+
+
+@dataclass
+class LabResult:
+    """A live run: ``record`` (as ``simulate``'s) and the lab's own measurements ``lab``."""
+
+    record: SimulationResult
+    lab: dict[str, Any]
+    frame: pd.DataFrame = field(repr=False)
+    series: dict[str, Any] = field(repr=False, default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        """One JSON-ready dict: the simulation record's fields, then the lab's."""
+        return {**self.record.to_dict(), **self.lab}
+
+    def to_row(self) -> dict[str, Any]:
+        """One flat row (the simulation record's columns, then the lab's scalars)."""
+        row = self.record.to_row()
+        for k, v in self.lab.items():
+            if isinstance(v, int | float | str | bool) or v is None:
+                row[k] = v
+            elif isinstance(v, dict):
+                row.update(
+                    {f"{k}_{a}": b for a, b in v.items() if isinstance(b, int | float | str | bool)}
+                )
+        return row
+
+
+def records_frame(spec: LabSpec, load: Load, rec: Records, start: float) -> pd.DataFrame:
+    """One row per scheduled request (times in seconds from the start of the load)."""
+    sched = start + load.times
+    f = rec.fields
+    measure = (load.times >= spec.warmup) & (load.times < spec.warmup + spec.duration)
+    return pd.DataFrame(
+        {
+            "request": np.arange(load.times.size),
+            "scheduled": load.times,
+            "sent": rec.sent - start,
+            "done": rec.done - start,
+            "latency": rec.done - sched,
+            "work": load.work,
+            "dispatcher": load.dispatcher,
+            "server": f["x-server"],
+            "queue_on_arrival": f["x-queue"],
+            "wait": f["x-wait"],
+            "service": f["x-service"],
+            "decision": f["x-decision"],
+            "popped": f["x-popped"],
+            "tries": f["x-tries"],
+            "probed": rec.probed,
+            "http_status": rec.http,
+            "status": pd.Categorical.from_codes(rec.status, categories=list(STATUS)),
+            "measured": measure,
+        }
+    )
+
+
+def _delta(a: dict[str, Any], b: dict[str, Any], key: str) -> float:
+    if not a or not b or key not in a or key not in b:
+        return 0.0
+    return float(b[key]) - float(a[key])
+
+
+def _interval(ok: pd.DataFrame, spec: LabSpec) -> tuple[float, tuple[float, float] | None, bool]:
+    edges = np.linspace(spec.warmup, spec.warmup + spec.duration, MICRO_BATCHES + 1)
+    idx = np.clip(
+        np.searchsorted(edges, ok["scheduled"].to_numpy(), side="right") - 1, 0, MICRO_BATCHES - 1
+    )
+    lat = ok["latency"].to_numpy() / spec.unit
+    sums = np.bincount(idx, weights=lat, minlength=MICRO_BATCHES)
+    counts = np.bincount(idx, minlength=MICRO_BATCHES).astype(float)
+    if counts.sum() == 0:
+        return math.nan, None, False
+    est = analyse_series(sums, counts, edges / spec.unit, batches=BATCHES, truncation=0)
+    ci = None
+    if math.isfinite(est.half_width):
+        ci = (est.mean - est.half_width, est.mean + est.half_width)
+    return est.mean, ci, est.long_enough and est.independent and not est.drifting
+
+
+def _servers_block(spec: LabSpec, a: Snapshot, b: Snapshot, window: float) -> dict[str, Any]:
+    pairs = [(x, y) for x, y in zip(a.servers, b.servers, strict=True) if x and y]
+    unit_time = window / spec.unit
+    n = max(len(pairs), 1)
+    levels = max((len(x["state_time"]) for x, _ in pairs), default=1)
+    occ = np.zeros(levels)
+    for x, y in pairs:
+        occ += np.asarray(y["state_time"]) - np.asarray(x["state_time"])
+    occ = occ / max(occ.sum(), 1e-12)
+    busy = sum(_delta(x, y, "busy_time") * spec.speeds[int(x["index"])] for x, y in pairs)
+    count = {
+        k: sum(_delta(x, y, k) for x, y in pairs)
+        for k in ("join", "join_dropped", "delete", "health", "served")
+    }
+    return {
+        "occupancy": occ,
+        "rates": {k: v / (n * unit_time) for k, v in count.items()},
+        "achieved_load": busy / (window * sum(spec.speeds[int(x["index"])] for x, _ in pairs))
+        if pairs
+        else math.nan,
+    }
+
+
+def _dispatchers_block(spec: LabSpec, a: Snapshot, b: Snapshot, window: float) -> dict[str, Any]:
+    pairs = [(x, y) for x, y in zip(a.dispatchers, b.dispatchers, strict=True) if x and y]
+    keys = (
+        "probe",
+        "probe_lost",
+        "from_iqueue",
+        "fallback",
+        "failed_forward",
+        "retries",
+        "delete_stale",
+        "marked_dead",
+        "revived",
+        "join_received",
+    )
+    count = {k: sum(_delta(x, y, k) for x, y in pairs) for k in keys}
+    delay = sum(_delta(x, y, "join_delay") for x, y in pairs)
+    empty = sum(_delta(x, y, "empty_time") for x, y in pairs)
+    length = sum(_delta(x, y, "length_time") for x, y in pairs)
+    m = max(len(pairs), 1)
+    p0 = empty / (m * window) if pairs and spec.policy in ("jiq", "jiq-pod") else 1.0
+    joins = count["join_received"]
+    return {
+        "count": count,
+        "p0": p0,
+        "join_delay": delay / joins if joins else math.nan,
+        "mean_iqueue": length / (m * window) if pairs else 0.0,
+    }
+
+
+def _cpu(a: Snapshot, b: Snapshot, window: float) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for name, v in b.cpu.items():
+        role = name.rstrip("0123456789")
+        out[role] = out.get(role, 0.0) + max(v - a.cpu.get(name, v), 0.0) / window
+    out["total"] = sum(out.values())
+    out["machine_share"] = out["total"] / (os.cpu_count() or 1)
+    return {k: round(v, 4) for k, v in out.items()}
+
+
+def _percentiles(lat: np.ndarray) -> dict[str, float]:
+    if lat.size == 0:
+        return {k: math.nan for k in PERCENTILES}
+    return {k: float(np.percentile(lat, q)) for k, q in PERCENTILES.items()}
+
+
+def _warnings(spec: LabSpec, frame: pd.DataFrame, lab: dict[str, Any], steady: bool) -> list[str]:
+    out = []
+    m = frame[frame["measured"]]
+    for status in ("refused", "error", "unfinished"):
+        k = int((m["status"] == status).sum())
+        if k:
+            out.append(
+                f"{k} of {len(m)} measured requests {status} "
+                f"({'--max-inflight reached' if status == 'refused' else 'see status'})"
+            )
+    if spec.load >= 1.0:
+        out.append(f"load {spec.load:g} >= 1: no steady state, the mean grows with the run")
+    elif not steady:
+        out.append(
+            "the latency series is not steady over the run (drift or batches too "
+            "short for their correlation): the interval is not certified"
+        )
+    carried = lab["achieved_load"]
+    if not spec.kill and math.isfinite(carried) and abs(carried / spec.load - 1) > 0.05:
+        out.append(
+            f"the servers carried load {lab['achieved_load']:.3f}, not {spec.load:g}: "
+            "compare with a simulation at the achieved load"
+        )
+    if lab["cpu"].get("machine_share", 0.0) > 0.8:
+        out.append(
+            f"the lab used {lab['cpu']['machine_share']:.0%} of the machine's CPU: "
+            "latencies include waiting for a core"
+        )
+    if lab["send_lag_ms"] > 0.5 * spec.unit * 1e3:
+        out.append(
+            f"the generator sent {lab['send_lag_ms']:.2f} ms late on average "
+            "(counted in the latency, from the scheduled time)"
+        )
+    return out
+
+
+def _last_failures(snap: Snapshot) -> dict[int, float]:
+    out: dict[int, float] = {}
+    for d in snap.dispatchers:
+        for k, t in (d.get("last_failure") or {}).items():
+            out[int(k)] = max(out.get(int(k), t), t)
+    return out
+
+
+def _lab_block(
+    spec: LabSpec,
+    frame: pd.DataFrame,
+    out: dict[str, Any],
+    mean: float,
+    servers: dict[str, Any],
+    disps: dict[str, Any],
+) -> dict[str, Any]:
+    from cloudsched.lab.faults import fault_report
+
+    a, b = out["snapshots"]["start"], out["snapshots"]["end"]
+    window = b.now - a.now
+    ok = frame[frame["measured"] & (frame["status"] == "ok")]
+    overhead = out["overhead"]
+    sojourn = (ok["wait"] + ok["service"]).to_numpy() / spec.unit
+    return {
+        "balancer": spec.balancer,
+        "unit_seconds": spec.unit,
+        "service": spec.service,
+        "mode": spec.mode,
+        "overhead": overhead / spec.unit,
+        "overhead_ms": overhead * 1e3,
+        "net_mean_response_time": mean - overhead / spec.unit,
+        "backend_sojourn_mean": float(np.mean(sojourn)) if sojourn.size else math.nan,
+        "service_mean_measured": float(ok["service"].mean() / spec.unit) if len(ok) else math.nan,
+        "achieved_load": servers["achieved_load"],
+        "send_lag_ms": float((ok["sent"] - ok["scheduled"]).mean() * 1e3) if len(ok) else 0.0,
+        "cpu": _cpu(a, b, window),
+        "requests": {s: int((frame["measured"] & (frame["status"] == s)).sum()) for s in STATUS},
+        "dispatcher_counts": disps["count"],
+        "mean_iqueue": disps["mean_iqueue"],
+        "join_delay_ms": disps["join_delay"] * 1e3,
+        "join_dropped": servers["rates"]["join_dropped"],
+        "health_checks": servers["rates"]["health"],
+        "faults": fault_report(
+            spec,
+            frame,
+            {s: t - out["start"] for s, t in out["kills"].items()},
+            {s: t - out["start"] for s, t in _last_failures(b).items()},
+        ),
+        "window_seconds": window,
+    }
+
+
+def summarise(spec: LabSpec, load: Load, out: dict[str, Any], wall: float) -> LabResult:
+    """Build the :class:`LabResult` of a finished run (``out``: what the driver collected)."""
+    rec, start, snaps = out["records"], out["start"], out["snapshots"]
+    frame = records_frame(spec, load, rec, start)
+    a, b = snaps["start"], snaps["end"]
+    window = b.now - a.now
+    ok = frame[frame["measured"] & (frame["status"] == "ok")]
+    mean, ci, steady = _interval(ok, spec)
+    servers = _servers_block(spec, a, b, window)
+    disps = _dispatchers_block(spec, a, b, window)
+    lab = _lab_block(spec, frame, out, mean, servers, disps)
+    warnings = _warnings(spec, frame, lab, steady)
+    rates = servers["rates"]
+    occ = servers["occupancy"]
+    tail = [float(x) for x in (1.0 - np.cumsum(occ))[:-1]]
+    record = SimulationResult(
+        policy=spec.policy,
+        plugin=None,
+        servers=spec.servers,
+        dispatchers=spec.dispatchers,
+        load=spec.load,
+        d=spec.d,
+        threshold=0,
+        with_replacement=False,
+        tasks=None,
+        horizon=spec.duration / spec.unit,
+        warmup="fixed",
+        replications=1,
+        seed=spec.seed,
+        mean_response_time=mean,
+        ci95=ci,
+        ci_method="batch-means",
+        steady_state=steady,
+        initial="empty",
+        warmup_detected=False,
+        warmup_time=spec.warmup / spec.unit,
+        measured_time=window / spec.unit,
+        relaxation_estimate=math.nan,
+        precision_target=None,
+        precision_reached=(ci[1] - mean) / mean if ci else None,
+        stop_reason="horizon",
+        warnings=tuple(warnings),
+        percentiles=_percentiles(ok["latency"].to_numpy() / spec.unit),
+        tail=tail,
+        occupancy=[float(x) for x in occ],
+        p0=disps["p0"],
+        messages={
+            "join": rates["join"],
+            "delete": rates["delete"],
+            "probe": disps["count"]["probe"] / (spec.servers * window / spec.unit),
+            "stale": 0.0,
+        },
+        measured_tasks=len(ok),
+        events=len(frame),
+        wall_seconds=wall,
+        events_per_second=len(frame) / wall if wall > 0 else 0.0,
+        engine="live",
+    )
+    series = {"iqueue": [[(t - start, q) for t, q in d.get("samples", [])] for d in b.dispatchers]}
+    return LabResult(record, lab, frame, series)

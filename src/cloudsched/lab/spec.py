@@ -1,0 +1,189 @@
+"""The settings of one live run, checked before any process starts.
+
+:class:`LabSpec` holds and validates everything :func:`cloudsched.lab.run_lab` needs; the
+helpers parse the command-line forms ``--unit 20ms``, ``--slow 2:5x`` and ``--kill 3@10``.
+Times given in seconds are wall-clock seconds; the model's time unit is ``unit`` seconds,
+the mean of the service law (``--service``, mean 1 as in :mod:`cloudsched.dispatch`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from dataclasses import dataclass, field
+
+from cloudsched.dispatch.distributions import Distribution, parse_spec
+from cloudsched.errors import ParameterError, check_int, check_real
+
+__all__ = [
+    "BALANCERS",
+    "LAB_POLICIES",
+    "MAX_SERVERS",
+    "PROXY_POLICIES",
+    "LabSpec",
+    "parse_kill",
+    "parse_slow",
+    "parse_unit",
+]
+
+#: Policies the lab's own dispatchers run.
+LAB_POLICIES = ("random", "round-robin", "jsq", "pod", "jiq", "jiq-pod")
+BALANCERS = ("lab", "nginx", "haproxy")
+#: Policies NGINX and HAProxy have (see :mod:`cloudsched.lab.proxies` for the directives).
+PROXY_POLICIES = ("random", "round-robin", "jsq", "pod")
+MAX_SERVERS = 64
+MAX_DISPATCHERS = 16
+MAX_REQUESTS = 2_000_000
+_UNITS = {"us": 1e-6, "ms": 1e-3, "s": 1.0}
+
+
+def parse_unit(text: str | float, name: str = "unit", low: float = 1e-3) -> float:
+    """Seconds in ``20ms``, ``500us``, ``0.02s`` or a bare number of seconds (to 10 s)."""
+    if isinstance(text, int | float):
+        value = float(text)
+    else:
+        m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:e-?[0-9]+)?)\s*(us|ms|s)?\s*", str(text))
+        if not m:
+            raise ParameterError(name, text, "a duration such as 20ms, 500us or 0.02s")
+        value = float(m.group(1)) * _UNITS[m.group(2) or "s"]
+    if not low <= value <= 10.0:
+        raise ParameterError(name, text, f"a duration from {low * 1e3:g}ms to 10s")
+    return value
+
+
+def parse_slow(items: list[str] | tuple[str, ...], servers: int) -> dict[int, float]:
+    """``["2:5x"]`` -> ``{2: 5.0}``: server 2 takes 5 times as long (factor in [1, 1000])."""
+    out: dict[int, float] = {}
+    for item in items:
+        m = re.fullmatch(r"\s*(\d+)\s*:\s*([0-9]*\.?[0-9]+)\s*x?\s*", item)
+        if not m:
+            raise ParameterError("slow", item, "SERVER:FACTORx, for example 2:5x")
+        s, f = int(m.group(1)), float(m.group(2))
+        if s >= servers:
+            raise ParameterError("slow", item, f"a server in 0..{servers - 1}")
+        if not 1.0 <= f <= 1000.0:
+            raise ParameterError("slow", item, "a factor in [1, 1000]")
+        out[s] = f
+    return out
+
+
+def parse_kill(
+    items: list[str] | tuple[str, ...], servers: int, duration: float
+) -> dict[int, float]:
+    """``["3@10"]`` -> ``{3: 10.0}``: kill server 3 ten seconds into the measurement."""
+    out: dict[int, float] = {}
+    for item in items:
+        m = re.fullmatch(r"\s*(\d+)\s*@\s*([0-9]*\.?[0-9]+)\s*s?\s*", item)
+        if not m:
+            raise ParameterError("kill", item, "SERVER@SECONDS, for example 3@10")
+        s, t = int(m.group(1)), float(m.group(2))
+        if s >= servers:
+            raise ParameterError("kill", item, f"a server in 0..{servers - 1}")
+        if not 0.0 <= t < duration:
+            raise ParameterError("kill", item, f"a time in [0, {duration:g}) seconds (--duration)")
+        out[s] = t
+    if out and len(out) >= servers:
+        raise ParameterError("kill", ",".join(items), "fewer servers than --servers")
+    return out
+
+
+@dataclass(frozen=True)
+class LabSpec:
+    """One live run: servers, dispatchers, policy, traffic, faults and bounds.
+
+    ``load`` is relative to the total capacity ``sum(1 / slow) / unit`` tasks per second;
+    ``duration`` and ``warmup`` are seconds of measured and discarded traffic; ``kill``
+    maps a server to the second of the measurement at which it is killed (SIGKILL).
+    """
+
+    policy: str
+    servers: int = 8
+    dispatchers: int = 2
+    load: float = 0.7
+    d: int = 2
+    service: str = "exp"
+    unit: float = 0.02
+    duration: float = 20.0
+    warmup: float = 3.0
+    balancer: str = "lab"
+    mode: str = "sleep"
+    slow: dict[int, float] = field(default_factory=dict)
+    kill: dict[int, float] = field(default_factory=dict)
+    drop: float = 0.0
+    max_inflight: int = 2000
+    max_requests: int = 500_000
+    probe_timeout: float = 0.05
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        """Check every field; the first bad one raises :class:`ParameterError`."""
+        if self.balancer not in BALANCERS:
+            raise ParameterError("balancer", self.balancer, "one of " + ", ".join(BALANCERS))
+        allowed = LAB_POLICIES if self.balancer == "lab" else PROXY_POLICIES
+        if self.policy not in allowed:
+            raise ParameterError(
+                "policy",
+                self.policy,
+                f"one of {', '.join(allowed)} with --balancer {self.balancer}",
+            )
+        check_int("servers", self.servers, low=1, high=MAX_SERVERS)
+        check_int("dispatchers", self.dispatchers, low=1, high=min(self.servers, MAX_DISPATCHERS))
+        check_real("load", self.load, low=0.0, high=1.5, low_open=True)
+        check_int("d", self.d, low=1, high=self.servers)
+        if self.balancer == "nginx" and self.policy == "pod" and self.d != 2:
+            raise ParameterError("d", self.d, "2 with --balancer nginx (random two least_conn)")
+        check_real("duration", self.duration, low=0.5, high=3600.0)
+        check_real("warmup", self.warmup, low=0.0, high=600.0)
+        if self.mode not in ("sleep", "cpu"):
+            raise ParameterError("mode", self.mode, "sleep or cpu")
+        check_real("drop", self.drop, low=0.0, high=1.0, high_open=True)
+        if self.drop > 0 and self.policy not in ("jiq", "jiq-pod"):
+            raise ParameterError("drop", self.drop, "0 unless the policy is jiq or jiq-pod")
+        check_int("max_inflight", self.max_inflight, low=1, high=100_000)
+        check_int("max_requests", self.max_requests, low=1, high=MAX_REQUESTS)
+        parse_unit(self.probe_timeout, "probe_timeout", low=1e-4)
+        check_int("seed", self.seed, low=0)
+        parse_unit(self.unit)
+        law = self.law  # checks the spec
+        expected = self.rate * (self.duration + self.warmup)
+        if expected > self.max_requests:
+            raise ParameterError(
+                "duration",
+                self.duration,
+                f"at most {self.max_requests / self.rate - self.warmup:.3g} s at "
+                f"{self.rate:.4g} requests/s (--max-requests {self.max_requests})",
+            )
+        if self.mode == "cpu" and self.load * self.servers > (os.cpu_count() or 1):
+            raise ParameterError(
+                "mode",
+                self.mode,
+                f"sleep when load x servers exceeds the {os.cpu_count()} cores "
+                "(cpu-bound tasks would compete for too few cores)",
+            )
+        del law
+
+    @property
+    def law(self) -> Distribution:
+        """The service law (mean 1 time unit)."""
+        return parse_spec(self.service, "service")
+
+    @property
+    def speeds(self) -> list[float]:
+        """Each server's speed, ``1 / slow`` (1 for a normal server)."""
+        return [1.0 / self.slow.get(i, 1.0) for i in range(self.servers)]
+
+    @property
+    def rate(self) -> float:
+        """Requests per second of the whole farm."""
+        return self.load * sum(self.speeds) / (self.law.mean * self.unit)
+
+    @property
+    def faults(self) -> bool:
+        """Whether a fault the simulator does not model (kill, drop) is set."""
+        return bool(self.kill) or self.drop > 0
+
+    @property
+    def lifetime(self) -> float:
+        """Seconds a child may live at most (the run's bound plus a margin)."""
+        return math.ceil(self.warmup + self.duration + 120.0)

@@ -1,0 +1,237 @@
+"""The live lab: real processes on 127.0.0.1.
+
+Every assertion here is about what the processes did, not how fast: each request is
+accounted for, each decision obeys its policy (checked from the headers the dispatchers
+return), messages sent are messages received, a killed server stops receiving work, and
+no process outlives its run (Ctrl-C, SIGTERM or SIGKILL of the controller).  Tests that
+need NGINX or HAProxy skip, with that reason, where the binary is absent; CI installs both.
+"""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cloudsched.cli import main
+from cloudsched.dispatch import simulate
+from cloudsched.lab import LabSpec, run_lab
+from cloudsched.lab.proxies import binary, haproxy_config, nginx_config
+from cloudsched.lab.run import make_load
+
+SMALL = {"servers": 3, "dispatchers": 2, "load": 0.6, "unit": 0.01, "duration": 1.5,
+         "warmup": 0.3, "seed": 7}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def jiq_pod():
+    return run_lab(LabSpec("jiq-pod", **SMALL))
+
+
+def _measured(result):
+    f = result.frame
+    return f[f["measured"]]
+
+
+def test_every_request_is_answered_and_recorded(jiq_pod):
+    m = _measured(jiq_pod)
+    assert len(m) > 50
+    assert (m["status"] == "ok").all()
+    assert m["server"].between(0, 2).all()
+    assert jiq_pod.record.measured_tasks == len(m)
+    # the latency counts from the scheduled time, so it covers the backend's own sojourn
+    assert (m["latency"] >= m["wait"] + m["service"]).all()
+
+
+def test_same_record_as_simulate(jiq_pod):
+    sim = simulate("jiq-pod", servers=3, dispatchers=2, load=0.6, tasks=2000, rng=1)
+    row = jiq_pod.to_row()
+    assert set(sim.to_row()) <= set(row)
+    assert row["engine"] == "live" and row["overhead"] > 0
+    assert abs(sum(jiq_pod.record.occupancy) - 1) < 1e-9
+
+
+def test_pod_sends_to_the_least_loaded_probed_server(jiq_pod):
+    m = _measured(jiq_pod)
+    probed = m[m["probed"] != ""]
+    assert len(probed) > 0  # empty I-queues happen at load 0.6 with 3 servers
+    for server, text in zip(probed["server"], probed["probed"], strict=True):
+        replies = {int(a): int(b) for a, b in (x.split(":") for x in text.split(","))}
+        low = min(replies.values())
+        assert replies[int(server)] == low
+
+
+def test_popped_servers_were_idle(jiq_pod):
+    m = _measured(jiq_pod)
+    popped = m[m["popped"] == 1]
+    assert len(popped) > 0
+    # a server taken from an I-queue is idle, unless a random task overtook its delete
+    assert (popped["queue_on_arrival"] == 0).mean() > 0.9
+
+
+def test_joins_sent_are_joins_received(jiq_pod):
+    counts = jiq_pod.lab["dispatcher_counts"]
+    window_units = jiq_pod.lab["window_seconds"] / SMALL["unit"]
+    sent = jiq_pod.record.messages["join"] * SMALL["servers"] * window_units
+    assert abs(counts["join_received"] - sent) <= 3  # messages in flight at the two snapshots
+
+
+def test_round_robin_cycles_through_the_servers():
+    r = run_lab(LabSpec("round-robin", **SMALL))
+    f = r.frame[r.frame["status"] == "ok"]
+    for _, g in f.groupby("dispatcher"):
+        servers = g.sort_values("decision")["server"].to_numpy()
+        assert (np.diff(servers) % 3 == 1).all()
+
+
+def test_a_killed_server_gets_no_more_work():
+    spec = LabSpec("jiq", **{**SMALL, "kill": {1: 0.4}, "duration": 1.5})
+    r = run_lab(spec)
+    m = _measured(r)
+    assert (m["status"] == "ok").all()  # failed forwards are retried elsewhere
+    killed = r.lab["faults"]["killed"][0]
+    at = spec.warmup + 0.4
+    late = m[(m["sent"] > at + 0.05) & (m["server"] == 1)]
+    assert late.empty
+    assert killed["served_after"] <= 1  # a request already done at the kill may count
+    assert r.lab["dispatcher_counts"]["revived"] == 0
+
+
+def test_the_workload_is_a_seeded_poisson_process():
+    spec = LabSpec("random", servers=4, load=0.5, unit=0.01, duration=100.0, warmup=0.0)
+    a = make_load(spec, np.random.default_rng(3))
+    b = make_load(spec, np.random.default_rng(3))
+    assert np.array_equal(a.times, b.times) and np.array_equal(a.work, b.work)
+    expected = spec.rate * 100.0
+    assert abs(a.times.size - expected) < 5 * np.sqrt(expected)
+    gaps = np.diff(a.times)
+    assert abs(gaps.mean() * spec.rate - 1) < 5 / np.sqrt(gaps.size)
+    assert abs(a.work.mean() / spec.unit - 1) < 5 / np.sqrt(a.work.size)
+
+
+@pytest.mark.parametrize(
+    ("balancer", "policy"),
+    [("nginx", "pod"), pytest.param("haproxy", "jsq", marks=pytest.mark.slow)],
+)
+def test_a_real_proxy_serves_every_request(balancer, policy):
+    if binary(balancer) is None:
+        pytest.skip(f"{balancer} is not installed (apt-get install nginx-light haproxy)")
+    r = run_lab(LabSpec(policy, balancer=balancer, **SMALL))
+    m = _measured(r)
+    assert (m["status"] == "ok").all()
+    assert set(m["server"].astype(int)) == {0, 1, 2}
+    assert r.record.messages["probe"] == 0  # NGINX and HAProxy do not probe
+
+
+def test_generated_configurations(tmp_path):
+    text = nginx_config(tmp_path, 0, 18000, [18001, 18002], "pod")
+    assert "random two least_conn;" in text and "127.0.0.1:18002" in text
+    cfg = haproxy_config(tmp_path, 1, 18010, [18001, 18002], "pod", 3)
+    assert "balance random(3)" in cfg and "check inter 500ms" in cfg
+    if binary("nginx"):
+        (tmp_path / "n.conf").write_text(text)
+        ok = subprocess.run([binary("nginx"), "-t", "-p", str(tmp_path), "-c",
+                             str(tmp_path / "n.conf")], capture_output=True)  # fmt: skip
+        assert ok.returncode == 0, ok.stderr
+    if binary("haproxy"):
+        (tmp_path / "h.cfg").write_text(cfg)
+        ok = subprocess.run([binary("haproxy"), "-c", "-f", str(tmp_path / "h.cfg")],
+                            capture_output=True)  # fmt: skip
+        assert ok.returncode == 0, ok.stderr
+
+
+@pytest.mark.parametrize("argv", [
+    ["lab", "run", "jiq", "--balancer", "nginx"],
+    ["lab", "run", "jiq", "--servers", "3", "--slow", "9:5x"],
+    ["lab", "run", "jiq", "--unit", "0ms"],
+    ["lab", "run", "pod", "--drop", "0.1"],
+    ["lab", "run", "jiq", "--kill", "1@99", "--duration", "2"],
+    ["lab", "run", "pod", "--balancer", "nginx", "--d", "3"],
+    ["lab", "run", "jiq", "--servers", "65"],
+    ["lab", "run", "jiq", "--dispatchers", "9", "--servers", "8"],
+    ["lab", "compare", "jiq", "jiq"],
+    ["lab", "run", "jiq", "--duration", "3000", "--max-requests", "1000"],
+])  # fmt: skip
+def test_bad_input_is_one_line_and_exit_2(argv, tmp_path, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--out", str(tmp_path / "o")])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), err
+    assert not (tmp_path / "o").exists()
+
+
+def _ours(token: str) -> list[int]:
+    """Processes whose command line names ``token`` (the run's temporary folder)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                cmd = (entry / "cmdline").read_bytes().decode(errors="replace")
+            except OSError:
+                continue
+            if token in cmd:
+                pids.append(int(entry.name))
+    return pids
+
+
+def _wait_for(predicate, what):
+    for _ in range(1200):  # an event, bounded: the children appear, or the test fails
+        if predicate():
+            return
+        time.sleep(0.05)
+    pytest.fail(f"never saw {what}")
+
+
+@pytest.mark.parametrize(
+    ("how", "balancer"),
+    [
+        ("SIGINT", "lab"),
+        ("SIGKILL", "haproxy"),
+        pytest.param("SIGTERM", "lab", marks=pytest.mark.slow),
+        pytest.param("SIGKILL", "lab", marks=pytest.mark.slow),
+        pytest.param("SIGINT", "nginx", marks=pytest.mark.slow),
+    ],
+)
+def test_no_process_outlives_the_run(tmp_path, how, balancer):
+    if balancer != "lab" and binary(balancer) is None:
+        pytest.skip(f"{balancer} is not installed (apt-get install nginx-light haproxy)")
+    token = str(tmp_path / "tmp")
+    os.makedirs(token)
+    env = dict(os.environ, TMPDIR=token)
+    policy = "jiq" if balancer == "lab" else "pod"
+    argv = [sys.executable, "-c", "from cloudsched.cli import main; main()", "lab", "run",
+            policy, "--servers", "3", "--dispatchers", "2", "--duration", "60",
+            "--balancer", balancer, "--out", str(tmp_path / "out")]  # fmt: skip
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)  # fmt: skip
+    try:
+        _wait_for(lambda: len(_ours(token)) >= 5, "the five processes of the run")
+        proc.send_signal(getattr(signal, how))
+        _, err = proc.communicate(timeout=60)
+        if how != "SIGKILL":
+            assert proc.returncode == 130, err
+        _wait_for(lambda: not _ours(token), "every process stopped")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for pid in _ours(token):
+            os.kill(pid, signal.SIGKILL)
+    assert not (tmp_path / "out" / "records.parquet").exists()
+
+
+@pytest.mark.slow
+def test_random_servers_are_mm1_queues_live():
+    # under random dispatch each live server is an M/M/1 queue: its own sojourn mean is
+    # 1 / (1 - rho) at the load it carried (measured inside the servers, no network in it)
+    r = run_lab(LabSpec("random", servers=4, dispatchers=2, load=0.6, unit=0.01,
+                        duration=30.0, warmup=2.0, seed=11))  # fmt: skip
+    rho = r.lab["achieved_load"]
+    half = (r.record.ci95[1] - r.record.ci95[0]) / 2
+    assert abs(r.lab["backend_sojourn_mean"] - 1 / (1 - rho)) < 2 * half
+    assert abs(r.lab["net_mean_response_time"] - r.lab["backend_sojourn_mean"]) < 0.05
