@@ -235,3 +235,39 @@ def test_random_servers_are_mm1_queues_live():
     half = (r.record.ci95[1] - r.record.ci95[0]) / 2
     assert abs(r.lab["backend_sojourn_mean"] - 1 / (1 - rho)) < 2 * half
     assert abs(r.lab["net_mean_response_time"] - r.lab["backend_sojourn_mean"]) < 0.05
+
+
+CLI_SMALL = ["--servers", "3", "--dispatchers", "2", "--load", "0.6", "--unit", "10ms",
+             "--duration", "1.5", "--warmup", "0.3", "--seed", "3"]  # fmt: skip
+
+
+def test_lab_run_writes_records_result_and_figure(tmp_path, capsys):
+    import json
+
+    import pandas as pd
+
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exc:
+        main(["lab", "run", "jiq", *CLI_SMALL, "--out", str(out), "--format", "json"])
+    assert exc.value.code == 0
+    payload = json.loads(capsys.readouterr().out)
+    frame = pd.read_parquet(out / "records.parquet")
+    assert len(frame) == payload["events"]
+    assert {"scheduled", "sent", "done", "server", "wait", "service", "status"} <= set(frame)
+    assert payload["engine"] == "live" and payload["policy"] == "jiq"
+    assert (out / "lab.png").stat().st_size > 0 and "lab.png" in (out / "report.md").read_text()
+
+
+def test_lab_compare_puts_models_beside_the_live_run(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "cmp"
+    with pytest.raises(SystemExit) as exc:
+        main(["lab", "compare", "jiq-pod", *CLI_SMALL, "--out", str(out)])
+    assert exc.value.code == 0
+    text = capsys.readouterr().out
+    rows = json.loads((out / "lab-compare.json").read_text())["rows"]
+    sources = {r["source"] for r in rows}
+    assert {"simulation", "live", "live - overhead"} <= sources
+    assert any(s.startswith("theory") for s in sources)
+    assert "against simulated" in text and (out / "lab-compare.png").stat().st_size > 0

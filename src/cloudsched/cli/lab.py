@@ -210,6 +210,28 @@ def lab_run(
     typer.echo(to_json(result.to_dict()) if fmt == "json" else _summary(result), nl=fmt == "json")
 
 
+def _captions(rows: list[dict[str, Any]]) -> list[str]:
+    """One sentence per policy: how far the live mean (less overhead) is from the models."""
+    out = []
+    for p in dict.fromkeys(r["policy"] for r in rows):
+        by = {r["source"]: r for r in rows if r["policy"] == p}
+        net, sim = by.get("live - overhead"), by.get("simulation")
+        if net is None or sim is None or not sim["mean"]:
+            continue
+        text = (
+            f"{p}: live - overhead {_fmt(net['mean'])} +- {_fmt(net['half_width'], 2)} "
+            f"against simulated {_fmt(sim['mean'])} ({net['mean'] / sim['mean'] - 1:+.1%})"
+        )
+        carried = by.get("sim, carried load")
+        if carried is not None and carried["mean"]:
+            text += (
+                f", {net['mean'] / carried['mean'] - 1:+.1%} against the simulation at "
+                f"the carried load {carried['load']:.3g}"
+            )
+        out.append(text)
+    return out
+
+
 def lab_compare(
     policies: Annotated[list[str], typer.Argument(help="Policies to run, one after another.")],
     *,
@@ -285,7 +307,7 @@ def lab_compare(
     for r in rows:
         vals = (
             r["policy"],
-            r["source"],
+            f"sim at {r['load']:.3g}" if r["source"] == "sim, carried load" else r["source"],
             _fmt(r["mean"]),
             _fmt(r["half_width"], 3),
             _fmt(r["p99"]),
@@ -302,6 +324,7 @@ def lab_compare(
         f"{spec.service}, unit {spec.unit * 1e3:g} ms, balancer {spec.balancer}"
     )
     text = render_table(cols, title) + "".join(f"note: {n}\n" for n in notes)
+    text += "".join(line + "\n" for line in _captions(rows))
     atomic_write_text(out / "lab-compare.json", to_json({"rows": rows, "notes": notes}) + "\n")
     atomic_write_text(
         out / "lab-compare.md", f"# {title}\n\n![compare](lab-compare.png)\n\n```\n{text}```\n"

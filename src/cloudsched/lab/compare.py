@@ -111,7 +111,7 @@ def compare_one(spec: LabSpec) -> tuple[list[dict[str, Any]], dict[str, np.ndarr
         rows.append(
             _row(
                 spec.policy,
-                f"simulation at {carried:.3f}",
+                "sim, carried load",
                 at.mean_response_time,
                 _half(at.ci95),
                 at.percentiles["p99"],
@@ -144,6 +144,7 @@ def compare_one(spec: LabSpec) -> tuple[list[dict[str, Any]], dict[str, np.ndarr
         )
     )
     for r in rows:
+        r["load"] = spec.load if r["source"] == "simulation" or "theory" in r["source"] else carried
         r["vs simulation"] = (
             r["mean"] / sim.mean_response_time - 1 if sim.mean_response_time else None
         )

@@ -82,7 +82,7 @@ def plot_lab_run(result: Any, path: str | os.PathLike[str]) -> None:
 def plot_lab_compare(
     rows: list[dict[str, Any]], cdfs: dict[str, dict[str, np.ndarray]], path: str | os.PathLike[str]
 ) -> None:
-    """Mean response time by source for each policy, and live vs simulated distributions."""
+    """Mean response time by source for each policy (95% bars), and live vs simulated tails."""
     plt = pyplot()
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 3.8))
     policies = list(dict.fromkeys(r["policy"] for r in rows))
@@ -97,23 +97,27 @@ def plot_lab_compare(
             xs.append(i + (j - (len(sources) - 1) / 2) * width)
             ys.append(row["mean"])
             errs.append(row["half_width"] if row["half_width"] is not None else 0.0)
-        a.bar(xs, ys, width=width, yerr=errs, capsize=3, label=src)
+        a.errorbar(xs, ys, yerr=errs, fmt="o", capsize=3, label=src)
     a.set_xticks(range(len(policies)), policies)
+    a.set_xlim(-0.6, len(policies) - 0.4)
     a.set_ylabel("mean response time (mean service times)")
     a.legend(fontsize=8)
     for p, curves in cdfs.items():
         for name, values in curves.items():
             v = np.sort(values)
             if v.size:
-                b.plot(
+                tail = 1.0 - np.arange(v.size) / v.size
+                b.step(
                     v,
-                    np.arange(1, v.size + 1) / v.size,
+                    tail,
+                    where="post",
                     label=f"{p} {name}",
                     linestyle="-" if "live" in name else "--",
                 )
-    b.set_xscale("log")
-    b.set_xlabel("response time (mean service times)")
-    b.set_ylabel("fraction of requests")
+    b.set_yscale("log")
+    b.set_xlim(left=0)
+    b.set_xlabel("response time t (mean service times)")
+    b.set_ylabel("fraction of requests longer than t")
     b.legend(fontsize=7)
     fig.tight_layout()
     save(fig, path)
