@@ -105,10 +105,15 @@ def _summary(result: Any) -> str:
         (
             "CPU (cores) servers/dispatchers/generator",
             " / ".join(
-                _fmt(v, 3) for k, v in lab["cpu"].items() if k not in ("total", "machine_share")
+                _fmt(v, 3)
+                for k, v in lab["cpu"].items()
+                if k not in ("total", "machine_share", "machine_busy")
             ),
         ),
-        ("CPU share of the machine", f"{lab['cpu']['machine_share']:.1%}"),
+        (
+            "CPU: the lab's share / machine busy",
+            f"{lab['cpu']['machine_share']:.1%} / {lab['cpu']['machine_busy']:.1%}",
+        ),
     ]
     for k in lab["faults"]["killed"]:
         items.append(

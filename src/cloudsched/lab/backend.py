@@ -10,7 +10,9 @@ Under the JIQ family the server behaves as the model prescribes: when its queue 
 joins the I-queue of a dispatcher drawn uniformly (message ``J``), unless the message is
 lost (``--drop``); when it receives a task while listed in an I-queue, the task came from
 another dispatcher (it was not popped), so it sends that I-queue a delete request (``D``).
-Probes (``P``) are answered with the number of tasks held.  All counters are cumulative;
+The join leaves from the worker thread the instant service ends (the
+measured delay to the dispatcher is in the result).  Probes (``P``) are answered with the
+number of tasks held.  All counters are cumulative;
 the controller differences two snapshots.
 """
 
@@ -68,6 +70,10 @@ class Server:
         self.listed = -1  # dispatcher whose I-queue lists this server, as far as it knows
         self.peers: list[tuple[str, int]] = []
         self.udp: asyncio.DatagramTransport | None = None
+        # joins leave from the worker thread the moment service ends, deletes from the loop:
+        # both through this plain socket, and the state both threads touch under the lock
+        self.tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.lock = threading.Lock()
         self.last_change = time.perf_counter()
         self.state_time = [0.0] * LEVELS
         self.count = {
@@ -89,21 +95,22 @@ class Server:
 
     def stats(self) -> dict[str, Any]:
         """Cumulative counters, time per queue length, and the clock they were read at."""
-        self._change(0)
-        return {
-            "index": self.index,
-            "now": time.perf_counter(),
-            "held": self.held,
-            "busy_time": self.busy_time,
-            "state_time": self.state_time,
-            **self.count,
-        }
+        with self.lock:
+            self._change(0)
+            return {
+                "index": self.index,
+                "now": time.perf_counter(),
+                "held": self.held,
+                "busy_time": self.busy_time,
+                "state_time": list(self.state_time),
+                **self.count,
+            }
 
     # -- messages ---------------------------------------------------------------------
     def send(self, k: int, text: str) -> None:
         """Send one control message to dispatcher ``k``."""
-        if self.udp is not None and 0 <= k < len(self.peers):
-            self.udp.sendto(text.encode(), self.peers[k])
+        if 0 <= k < len(self.peers):
+            self.tx.sendto(text.encode(), self.peers[k])
 
     def join(self, idle_since: float | None = None) -> None:
         """Join a uniformly drawn dispatcher's I-queue when the queue empties (JIQ family)."""
@@ -141,17 +148,26 @@ class Server:
             elif seconds > 0:
                 time.sleep(seconds)
             end = time.perf_counter()
-            loop.call_soon_threadsafe(self.finish, fut, start, end)
+            with self.lock:  # account and, if idle now, join at once (not via the loop)
+                self.busy_time += end - start
+                self.count["served"] += 1
+                self._change(-1)
+                if self.held == 0:
+                    self.join(end)
+            loop.call_soon_threadsafe(_resolve, fut, (start, end))
 
-    def finish(self, fut: asyncio.Future[tuple[float, float]], start: float, end: float) -> None:
-        """Service done (event loop thread): account, maybe join, answer the request."""
-        self.busy_time += end - start
-        self.count["served"] += 1
-        self._change(-1)
-        if self.held == 0:
-            self.join(end)
-        if not fut.done():
-            fut.set_result((start, end))
+    def take(self, popped_by: int) -> int:
+        """Admit a task (event loop thread); return the number of tasks already here."""
+        with self.lock:
+            self.arrive(popped_by)
+            ahead = self.held
+            self._change(+1)
+            return ahead
+
+
+def _resolve(fut: asyncio.Future[tuple[float, float]], value: tuple[float, float]) -> None:
+    if not fut.done():
+        fut.set_result(value)
 
 
 class Control(asyncio.DatagramProtocol):
@@ -173,8 +189,9 @@ class Control(asyncio.DatagramProtocol):
         elif kind == "C":
             s.peers = [("127.0.0.1", int(p)) for p in json.loads(rest)["dispatchers"]]
             reply = "OK"
-            if s.held == 0 and s.listed < 0:
-                s.join()
+            with s.lock:
+                if s.held == 0 and s.listed < 0:
+                    s.join()
         else:
             return
         assert s.udp is not None
@@ -198,10 +215,7 @@ async def _handle(
                 continue
             w = float(path.partition("w=")[2] or 0.0) if path.startswith("/work") else 0.0
             arrival = time.perf_counter()
-            popped = int(msg.headers.get("x-popped", "-1"))
-            server.arrive(popped)
-            ahead = server.held
-            server._change(+1)
+            ahead = server.take(int(msg.headers.get("x-popped", "-1")))
             fut: asyncio.Future[tuple[float, float]] = loop.create_future()
             server.jobs.put((w, fut, loop))
             start, end = await fut
@@ -241,6 +255,7 @@ async def _serve(args: argparse.Namespace) -> None:
         await guard(args.parent, args.lifetime)
     finally:
         server.jobs.put(None)
+        server.tx.close()
         http.close()
         udp.close()
 

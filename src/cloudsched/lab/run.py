@@ -199,12 +199,24 @@ async def _stats(port: int) -> dict[str, Any]:
     return json.loads(msg.body) if msg is not None else {}
 
 
+def _machine_ticks() -> tuple[float, float]:
+    """Busy and total CPU ticks of the whole machine so far (Linux ``/proc/stat``)."""
+    try:
+        with open("/proc/stat") as fh:
+            ticks = [float(x) for x in fh.readline().split()[1:]]
+    except (OSError, ValueError):
+        return (0.0, 0.0)
+    idle = ticks[3] + (ticks[4] if len(ticks) > 4 else 0.0)
+    return (sum(ticks) - idle, sum(ticks))
+
+
 async def _snapshot(
     spec: LabSpec, group: ProcessGroup, servers: list[Child], dispatchers: list[Child]
 ) -> Snapshot:
     now = time.perf_counter()
     cpu = {c.role + str(c.index): c.cpu_seconds() for c in group.children}
     cpu["generator"] = time.process_time()
+    machine = _machine_ticks()
 
     async def one(c: Child) -> dict[str, Any]:
         if not c.alive():
@@ -216,7 +228,7 @@ async def _snapshot(
 
     backs = await asyncio.gather(*(one(c) for c in servers))
     disps = await asyncio.gather(*(one(c) for c in dispatchers)) if spec.balancer == "lab" else []
-    return Snapshot(now, cpu, list(backs), list(disps))
+    return Snapshot(now, cpu, list(backs), list(disps), machine)
 
 
 async def _drive(
