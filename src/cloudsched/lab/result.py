@@ -189,8 +189,10 @@ def _percentiles(lat: np.ndarray) -> dict[str, float]:
 
 
 def _warnings(spec: LabSpec, frame: pd.DataFrame, lab: dict[str, Any], steady: bool) -> list[str]:
-    out = []
+    out: list[str] = []
     m = frame[frame["measured"]]
+    if not (m["status"] == "ok").any():
+        return ["no request was answered in the measurement: lengthen --duration or raise --load"]
     for status in ("refused", "error", "unfinished"):
         k = int((m["status"] == status).sum())
         if k:
@@ -206,7 +208,8 @@ def _warnings(spec: LabSpec, frame: pd.DataFrame, lab: dict[str, Any], steady: b
             "short for their correlation): the interval is not certified"
         )
     carried = lab["achieved_load"]
-    if not spec.kill and math.isfinite(carried) and abs(carried / spec.load - 1) > 0.05:
+    steady_load = not spec.kill and spec.load < 1.0
+    if steady_load and math.isfinite(carried) and abs(carried / spec.load - 1) > 0.05:
         out.append(
             f"the servers carried load {lab['achieved_load']:.3f}, not {spec.load:g}: "
             "compare with a simulation at the achieved load"

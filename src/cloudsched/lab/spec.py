@@ -130,7 +130,8 @@ class LabSpec:
         check_int("servers", self.servers, low=1, high=MAX_SERVERS)
         check_int("dispatchers", self.dispatchers, low=1, high=min(self.servers, MAX_DISPATCHERS))
         check_real("load", self.load, low=0.0, high=1.5, low_open=True)
-        check_int("d", self.d, low=1, high=self.servers)
+        if self.policy in ("pod", "jiq-pod"):  # the others do not probe
+            check_int("d", self.d, low=1, high=self.servers)
         if self.balancer == "nginx" and self.policy == "pod" and self.d != 2:
             raise ParameterError("d", self.d, "2 with --balancer nginx (random two least_conn)")
         check_real("duration", self.duration, low=0.5, high=3600.0)
