@@ -258,6 +258,7 @@ def test_lab_run_writes_records_result_and_figure(tmp_path, capsys):
     assert (out / "lab.png").stat().st_size > 0 and "lab.png" in (out / "report.md").read_text()
 
 
+@pytest.mark.slow  # a live run and three simulations: the default tier keeps lab run
 def test_lab_compare_puts_models_beside_the_live_run(tmp_path, capsys):
     import json
 
