@@ -25,7 +25,7 @@ from cloudsched.steadystate import analyse_series
 
 __all__ = ["LabResult", "Snapshot", "records_frame", "summarise"]
 
-MICRO_BATCHES = 200
+MICRO_BATCH_REQUESTS = 8
 BATCHES = 20
 
 
@@ -101,21 +101,41 @@ def _delta(a: dict[str, Any], b: dict[str, Any], key: str) -> float:
     return float(b[key]) - float(a[key])
 
 
-def _interval(ok: pd.DataFrame, spec: LabSpec) -> tuple[float, tuple[float, float] | None, bool]:
-    edges = np.linspace(spec.warmup, spec.warmup + spec.duration, MICRO_BATCHES + 1)
-    idx = np.clip(
-        np.searchsorted(edges, ok["scheduled"].to_numpy(), side="right") - 1, 0, MICRO_BATCHES - 1
+def _model_relaxation(spec: LabSpec) -> float:
+    """Estimate the relaxation time as the simulator does (a lower bound for the data's)."""
+    from cloudsched.dispatch.relaxation import relaxation_time
+
+    return relaxation_time(
+        spec.policy,
+        spec.load,
+        servers=spec.servers,
+        r=spec.servers / spec.dispatchers,
+        d=spec.d,
+        variability=(1.0 + spec.law.cv**2) / 2,
     )
+
+
+def _interval(
+    ok: pd.DataFrame, spec: LabSpec
+) -> tuple[float, tuple[float, float] | None, bool, float]:
+    # micro-batches of about MICRO_BATCH_REQUESTS answered requests: coarse ones would make
+    # the data's autocorrelation time (and so the steadiness verdict) a matter of their width
+    k = int(np.clip(len(ok) // MICRO_BATCH_REQUESTS, 20, 5000))
+    edges = np.linspace(spec.warmup, spec.warmup + spec.duration, k + 1)
+    idx = np.clip(np.searchsorted(edges, ok["scheduled"].to_numpy(), side="right") - 1, 0, k - 1)
     lat = ok["latency"].to_numpy() / spec.unit
-    sums = np.bincount(idx, weights=lat, minlength=MICRO_BATCHES)
-    counts = np.bincount(idx, minlength=MICRO_BATCHES).astype(float)
+    sums = np.bincount(idx, weights=lat, minlength=k)
+    counts = np.bincount(idx, minlength=k).astype(float)
     if counts.sum() == 0:
-        return math.nan, None, False
-    est = analyse_series(sums, counts, edges / spec.unit, batches=BATCHES, truncation=0)
+        return math.nan, None, False, math.nan
+    relax = _model_relaxation(spec)
+    est = analyse_series(sums, counts, edges / spec.unit, batches=BATCHES, truncation=0,
+                         relaxation=relax if math.isfinite(relax) else 0.0)  # fmt: skip
     ci = None
     if math.isfinite(est.half_width):
         ci = (est.mean - est.half_width, est.mean + est.half_width)
-    return est.mean, ci, est.long_enough and est.independent and not est.drifting
+    steady = est.long_enough and est.independent and not est.drifting and math.isfinite(relax)
+    return est.mean, ci, steady, max(est.relaxation, relax)
 
 
 def _servers_block(spec: LabSpec, a: Snapshot, b: Snapshot, window: float) -> dict[str, Any]:
@@ -287,7 +307,7 @@ def summarise(spec: LabSpec, load: Load, out: dict[str, Any], wall: float) -> La
     a, b = snaps["start"], snaps["end"]
     window = b.now - a.now
     ok = frame[frame["measured"] & (frame["status"] == "ok")]
-    mean, ci, steady = _interval(ok, spec)
+    mean, ci, steady, relaxation = _interval(ok, spec)
     servers = _servers_block(spec, a, b, window)
     disps = _dispatchers_block(spec, a, b, window)
     lab = _lab_block(spec, frame, out, mean, servers, disps)
@@ -317,7 +337,7 @@ def summarise(spec: LabSpec, load: Load, out: dict[str, Any], wall: float) -> La
         warmup_detected=False,
         warmup_time=spec.warmup / spec.unit,
         measured_time=window / spec.unit,
-        relaxation_estimate=math.nan,
+        relaxation_estimate=relaxation,
         precision_target=None,
         precision_reached=(ci[1] - mean) / mean if ci else None,
         stop_reason="horizon",
