@@ -27,6 +27,7 @@ from __future__ import annotations
 import shutil
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from cloudsched.errors import ExternalError
@@ -139,11 +140,11 @@ backend backends
 """
 
 
-def wait_listening(port: int, alive: object, seconds: float = 15.0) -> None:
+def wait_listening(port: int, alive: Callable[[], bool], seconds: float = 15.0) -> None:
     """Return once 127.0.0.1:``port`` accepts connections; ``alive()`` False means it died."""
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
-        if callable(alive) and not alive():
+        if not alive():
             raise ExternalError(f"lab: the balancer on port {port} exited at start")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=0.2):
