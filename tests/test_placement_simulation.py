@@ -1,13 +1,14 @@
 import math
 from collections import defaultdict
 
+import networkx as nx
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cloudsched.errors import ParameterError
-from cloudsched.placement import JobType, chain, complete, parse_cluster, star
+from cloudsched.placement import Cluster, JobType, Topology, chain, complete, parse_cluster, star
 from cloudsched.placement import state as S
 from cloudsched.placement.engine import EngineParams, PlacementEngine
 from cloudsched.placement.optimize import static_optimum
@@ -23,23 +24,41 @@ def _engine(cluster, jobs, policy, horizon, seed, **kw):
     return PlacementEngine(cluster, jobs, params, horizon, 0.0, 2, np.random.default_rng(seed))
 
 
+def _weighted_chain(k, traffic, cpu):
+    g = nx.path_graph(k)
+    for i, (u, v) in enumerate(g.edges):
+        g.edges[u, v]["weight"] = traffic[i % len(traffic)]
+    for v in g.nodes:
+        g.nodes[v]["cpu"], g.nodes[v]["memory"] = cpu * (1 + v % 2), 1.0
+    return Topology(f"w{k}", g)
+
+
 # Differential: the compiled kernel against the plain reference, same seed. --------------
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(
-    machines=st.integers(1, 4),
-    slots=st.integers(1, 4),
-    policy=st.sampled_from(["dgp", "dgp-clock", "storm-default", "greedy"]),
+    groups=st.lists(st.tuples(st.integers(1, 2), st.integers(1, 4)), min_size=1, max_size=3),
+    policy=st.sampled_from(["dgp", "dgp-clock", "storm-default", "greedy", "resource-aware"]),
     sizes=st.lists(st.integers(1, 4), min_size=1, max_size=3),
     beta=st.sampled_from([0.05, 0.3, 2.0]),
     f=st.sampled_from(["log", "identity"]),
     vclock=st.booleans(),
+    proposal=st.sampled_from(["uniform", "local"]),
+    traffic=st.sampled_from([[1.0], [0.5, 2.0, 1.25]]),
+    cpu=st.sampled_from([None, 1.0, 2.0]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_kernel_matches_reference(machines, slots, policy, sizes, beta, f, vclock, seed):
-    cluster = parse_cluster(f"{machines}x{slots}", racks=min(2, machines))
-    sizes = [min(k, machines * slots) for k in sizes]
-    jobs = [JobType(f"t{i}", 0.3 + 0.4 * i, 1.0 + i, chain(k)) for i, k in enumerate(sizes)]
-    kw = dict(beta=beta, alpha=0.5, h=1.0, epsilon=0.5, f=f, virtual_clock=vclock)
+def test_kernel_matches_reference(groups, policy, sizes, beta, f, vclock, proposal, traffic, cpu,
+                                  seed):  # fmt: skip
+    """Every policy, uniform and local proposals, weighted edges, CPU limits, mixed machines."""
+    shape = ",".join(f"{n}x{k}" for n, k in groups)
+    base = parse_cluster(shape)
+    cap = None if cpu is None else [3.0 + (m % 3) for m in range(base.machines)]
+    cluster = Cluster(base.slots, racks=min(2, base.machines), cpu=cap)
+    sizes = [min(k, cluster.total_slots) for k in sizes]
+    jobs = [JobType(f"t{i}", 0.3 + 0.4 * i, 1.0 + i, _weighted_chain(k, traffic, cpu or 0.0))
+            for i, k in enumerate(sizes)]  # fmt: skip
+    kw = dict(beta=beta, alpha=0.5, h=1.0, epsilon=0.5, f=f, virtual_clock=vclock,
+              proposal=proposal, locality=0.7)  # fmt: skip
     eng = _engine(cluster, jobs, policy, 60.0, seed, **kw)
     eng.advance(10**7)
     ref = ReferencePlacement(cluster, jobs, policy, np.random.default_rng(seed), horizon=60.0, **kw)

@@ -10,15 +10,17 @@ The system is a continuous-time Markov chain.  Its events, with their rates, are
 * a tick of the dedicated Poisson clock of queue j (``dgp-clock`` only): ``nu[j]``.
 
 Random draws, in order, per event: ``standard_exponential`` (time step), ``random`` (event
-type, and the template it concerns); then the policy's draws: one ``random`` per node drawn by
-the Random Partition Procedure (it stops at the first conflict) and one ``random`` for the
-add/keep coin.  Uniform integers in ``[0, n)`` are ``floor(random() * n)``.  The mirror in
-:mod:`cloudsched.testing.placement_mirror` makes the same draws in the same order.
+type, and the template it concerns); then the policy's draws: the proposal's
+(:mod:`cloudsched.placement._kernel_propose`; it stops at the first conflict) and one
+``random`` for the add/keep coin.  Uniform integers in ``[0, n)`` are
+``floor(random() * n)``.  The mirror in :mod:`cloudsched.testing.placement_mirror` makes the
+same draws in the same order.
 
-The kernel works on three records (:mod:`cloudsched.placement.state`): ``mo`` (the model),
-``st`` (templates and queues) and ``mt`` (what is measured); the policy is a code of
-:mod:`cloudsched.placement.policies`.  Nothing here allocates, so the kernels are compiled
-without reference counting (records pass through calls for free).
+The kernel works on four records (:mod:`cloudsched.placement.state`): ``mo`` (the model),
+``st`` (templates and queues), ``mt`` (what is measured) and ``lg`` (the placement log);
+the policy is a code of :mod:`cloudsched.placement.policies`; the baselines' slot choices
+live in :mod:`cloudsched.placement._kernel_slots`.  Nothing here allocates, so the kernels
+are compiled without reference counting (records pass through calls for free).
 """
 
 from __future__ import annotations
@@ -27,20 +29,26 @@ import math
 
 from cloudsched._jit import kernel
 from cloudsched.placement import state as S
-from cloudsched.placement.policies import DGP, DGP_CLOCK, FRAME, GREEDY, STORM_DEFAULT
+from cloudsched.placement._kernel_propose import local_partition, log_q, uniform_partition
+from cloudsched.placement._kernel_slots import greedy_slots, ras_slots, storm_slots
+from cloudsched.placement.policies import (
+        DGP,
+    DGP_CLOCK,
+    FRAME,
+    GREEDY,
+    RESOURCE_AWARE,
+    STORM_DEFAULT,
+)
 
-__all__ = ["add_template", "fill", "queue_weight", "remove_template", "run", "template_cost"]
+__all__ = [
+    "add_template", "fill", "log_event", "queue_weight", "remove_template", "run",
+    "template_cost",
+]  # fmt: skip
 
 
 @kernel(nrt=False, inline=True)
-def _index(rng, n):
-    k = int(rng.random() * n)
-    return k if k < n else n - 1
-
-
-@kernel(nrt=False, inline=True)
-def _keep_probability(w, beta):
-    z = w / beta
+def _sigmoid(z):
+    """``e^z / (1 + e^z)`` without overflow."""
     if z >= 0.0:
         return 1.0 / (1.0 + math.exp(-z))
     e = math.exp(z)
@@ -72,8 +80,8 @@ def queue_weight(j, qlen, par, wpar):
 
 
 @kernel(nrt=False, inline=True)
-def _reserve_slot(st, mo, s, tid):
-    """Give free slot ``s`` to template ``tid`` (swap-remove it from its machine's stack)."""
+def _reserve_slot(st, mo, s, tid, node):
+    """Give free slot ``s`` to template ``tid`` for ``node`` (swap-remove it from its stack)."""
     m = mo.slot_machine[s]
     top = st.mfree[m] - 1
     last = st.mslots[m, top]
@@ -84,10 +92,13 @@ def _reserve_slot(st, mo, s, tid):
     st.spos[s] = top
     st.mfree[m] = top
     st.owner[s] = tid
+    if mo.par[S.P_RES] != 0.0:
+        st.mres[m, 0] -= mo.ndem[node, 0]
+        st.mres[m, 1] -= mo.ndem[node, 1]
 
 
 @kernel(nrt=False, inline=True)
-def _release_slot(st, mo, s):
+def _release_slot(st, mo, s, node):
     """Return slot ``s`` to its machine's free stack."""
     m = mo.slot_machine[s]
     top = st.mfree[m]
@@ -99,15 +110,18 @@ def _release_slot(st, mo, s):
     st.spos[s] = top
     st.mfree[m] = top + 1
     st.owner[s] = -1
+    if mo.par[S.P_RES] != 0.0:
+        st.mres[m, 0] += mo.ndem[node, 0]
+        st.mres[m, 1] += mo.ndem[node, 1]
 
 
 @kernel(nrt=False, inline=True)
 def template_cost(mo, j, slots):
-    """Broken-edge cost of type ``j`` on ``slots[v]`` (node v)."""
+    """Broken-edge cost of type ``j`` on ``slots[v]`` (node v): traffic times distance."""
     b = 0.0
     sm = mo.slot_machine
     for e in range(mo.edge_off[j], mo.edge_off[j + 1]):
-        b += mo.dist[sm[slots[mo.edges[e, 0]]], sm[slots[mo.edges[e, 1]]]]
+        b += mo.ew[e] * mo.dist[sm[slots[mo.edges[e, 0]]], sm[slots[mo.edges[e, 1]]]]
     return b
 
 
@@ -116,8 +130,9 @@ def add_template(st, mo, j, state, slots, k, cost):
     """Create a type-``j`` template (``state`` VIRTUAL or ACTUAL) on ``slots[:k]``; its id."""
     st.ist[S.I_TFREE] -= 1
     tid = st.tfree[st.ist[S.I_TFREE]]
+    base = mo.node_off[j]
     for v in range(k):
-        _reserve_slot(st, mo, slots[v], tid)
+        _reserve_slot(st, mo, slots[v], tid, base + v)
         st.t_slots[tid, v] = slots[v]
     st.ist[S.I_FREE_SLOTS] -= k
     st.t_type[tid] = j
@@ -143,9 +158,11 @@ def _unlist(st, tid):
 @kernel(nrt=False, inline=True)
 def remove_template(st, mo, tid):
     """Delete a template (virtual, or emptied by the caller) and free its slots."""
-    k = mo.knodes[st.t_type[tid]]
+    j = st.t_type[tid]
+    k = mo.knodes[j]
+    base = mo.node_off[j]
     for v in range(k):
-        _release_slot(st, mo, st.t_slots[tid, v])
+        _release_slot(st, mo, st.t_slots[tid, v], base + v)
     st.ist[S.I_FREE_SLOTS] += k
     _unlist(st, tid)
     st.t_state[tid] = S.UNUSED
@@ -164,7 +181,25 @@ def _set_state(st, tid, state):
 
 
 @kernel(nrt=False, inline=True)
-def fill(st, mt, j, now, measuring):
+def log_event(st, mo, lg, kind, tid, now):
+    """Record that the job in template ``tid`` starts there or ends (if logging is on)."""
+    if mo.par[S.P_LOG] == 0.0:
+        return
+    i = st.ist[S.I_LOG]
+    j = st.t_type[tid]
+    lg.t[i] = now
+    lg.ev[i, 0] = kind
+    lg.ev[i, 1] = tid
+    lg.ev[i, 2] = j
+    lg.ev[i, 3] = st.t_job[tid]
+    if kind == S.LOG_START:
+        for v in range(mo.knodes[j]):
+            lg.slots[i, v] = st.t_slots[tid, v]
+    st.ist[S.I_LOG] = i + 1
+
+
+@kernel(nrt=False, inline=True)
+def fill(st, mo, mt, lg, j, now, measuring):
     """Move queued type-j jobs (FIFO) into empty type-j templates (the last listed first)."""
     cap = st.qbuf.shape[1]
     while st.qlen[j] > 0 and st.ntl[j, 1] > 0:
@@ -174,138 +209,12 @@ def fill(st, mt, j, now, measuring):
         entered = st.qbuf[j, st.qhead[j]]
         st.qhead[j] = (st.qhead[j] + 1) % cap
         st.qlen[j] -= 1
+        st.t_job[tid] = st.ist[S.I_JOBS]
+        st.ist[S.I_JOBS] += 1
+        log_event(st, mo, lg, S.LOG_START, tid, now)
         if measuring:
             mt.cnt[j, S.C_PLACED] += 1
             mt.acc[j, S.A_WAIT] += now - entered
-
-
-@kernel(nrt=False, inline=True)
-def _random_partition(st, mo, j, rng):
-    """Random Partition Procedure: slot v of the proposal is uniform over all slots.
-
-    Returns True and leaves the slots in ``st.scratch[:K]`` (marked -2 in ``owner``), or
-    False (nothing marked) when a drawn slot is reserved or already drawn.
-    """
-    owner, scratch = st.owner, st.scratch
-    n = owner.size
-    for v in range(mo.knodes[j]):
-        s = _index(rng, n)
-        if owner[s] != -1:
-            for u in range(v):
-                owner[scratch[u]] = -1
-            return False
-        owner[s] = -2
-        scratch[v] = s
-    for u in range(mo.knodes[j]):
-        owner[scratch[u]] = -1
-    return True
-
-
-@kernel(nrt=False)
-def _sift(order, key, i, size):
-    """Sift entry ``i`` of the max-heap ``order`` (by ``key``) down to its place."""
-    v = order[i]
-    while True:
-        c = 2 * i + 1
-        if c >= size:
-            break
-        if c + 1 < size and key[order[c + 1]] > key[order[c]]:
-            c += 1
-        if key[order[c]] <= key[v]:
-            break
-        order[i] = order[c]
-        i = c
-    order[i] = v
-
-
-@kernel(nrt=False)
-def _sort_by_key(order, key, n):
-    """Sort ``order[:n]`` (indices) by increasing ``key`` in place (heapsort, no allocation)."""
-    for i in range(n // 2 - 1, -1, -1):
-        _sift(order, key, i, n)
-    for end in range(n - 1, 0, -1):
-        top = order[0]
-        order[0] = order[end]
-        order[end] = top
-        _sift(order, key, 0, end)
-
-
-@kernel(nrt=False)
-def storm_slots(st, k):
-    """EvenScheduler order into ``st.scratch[:k]``: machines by free slots, slots round robin.
-
-    Machines are visited by decreasing free slots, ties by index (keys ``-free * L + m``
-    are distinct, so any sort gives this order).
-    """
-    mfree, mslots, scratch = st.mfree, st.mslots, st.scratch
-    nm = mfree.size
-    key, order = st.iwork[0], st.iwork[1]
-    for m in range(nm):
-        key[m] = -mfree[m] * nm + m
-        order[m] = m
-    _sort_by_key(order, key, nm)
-    got = 0
-    depth = 0
-    while got < k:
-        for i in range(nm):
-            m = order[i]
-            if mfree[m] > depth and got < k:
-                scratch[got] = mslots[m, mfree[m] - 1 - depth]
-                got += 1
-        depth += 1
-
-
-@kernel(nrt=False)
-def greedy_slots(st, mo, j, k):
-    """Traffic-aware greedy into ``st.scratch[:k]`` (the rule of :func:`.baselines.greedy`)."""
-    mfree, mslots, scratch = st.mfree, st.mslots, st.scratch
-    node_off, bfs, adj_off, adj, rack = mo.node_off, mo.bfs, mo.adj_off, mo.adj, mo.rack
-    left, counts, rack_mark, where = st.iwork[0], st.iwork[1], st.iwork[2], st.iwork[3]
-    nm = mfree.size
-    for m in range(nm):
-        left[m] = mfree[m]
-    base = node_off[j]
-    for v in range(k):
-        where[v] = -1
-    for i in range(k):
-        v = bfs[base + i]
-        nh = 0
-        for a in range(adj_off[base + v], adj_off[base + v + 1]):
-            w = adj[a]
-            if where[w] >= 0:
-                counts[where[w]] += 1
-                rack_mark[rack[where[w]]] = 1
-                nh += 1
-        best = -1
-        if nh > 0:
-            for m in range(nm):
-                if (
-                    counts[m] > 0
-                    and left[m] > 0
-                    and (
-                        best < 0
-                        or counts[m] > counts[best]
-                        or (counts[m] == counts[best] and left[m] > left[best])
-                    )
-                ):
-                    best = m
-        if best < 0:
-            for m in range(nm):
-                if left[m] > 0:
-                    if best < 0:
-                        best = m
-                        continue
-                    sm, sb = rack_mark[rack[m]], rack_mark[rack[best]]
-                    if sm > sb or (sm == sb and left[m] > left[best]):
-                        best = m
-        for a in range(adj_off[base + v], adj_off[base + v + 1]):
-            w = adj[a]
-            if where[w] >= 0:
-                counts[where[w]] = 0
-                rack_mark[rack[where[w]]] = 0
-        where[v] = best
-        left[best] -= 1
-        scratch[v] = mslots[best, left[best]]
 
 
 @kernel(nrt=False, inline=True)
@@ -380,17 +289,30 @@ def _decode(st, mo, u, policy, vclock):
 
 
 @kernel(nrt=False, inline=True)
+def _log_ratio(st, mo, j, w, slots, held):
+    """``log R``: ``w / beta`` for uniform proposals; minus ``K log S + log q`` for local."""
+    z = w / mo.par[S.P_BETA]
+    if mo.par[S.P_LOCAL] != 0.0:
+        z -= mo.knodes[j] * mo.par[S.P_LOGS] + log_q(st, mo, j, slots, held)
+    return z
+
+
+@kernel(nrt=False, inline=True)
 def _propose(st, mo, mt, j, rng, measuring):
-    """DGP: propose a random partition for type ``j`` and add it (virtual) with its coin."""
+    """DGP: propose a partition for type ``j`` and add it (virtual) with its coin."""
     if measuring:
         mt.cnt[j, S.C_TRIED] += 1
-    if not _random_partition(st, mo, j, rng):
+    if mo.par[S.P_LOCAL] != 0.0:
+        ok = local_partition(st, mo, j, rng)
+    else:
+        ok = uniform_partition(st, mo, j, rng)
+    if not ok:
         if measuring:
             mt.cnt[j, S.C_FAILED] += 1
         return
     b = template_cost(mo, j, st.scratch)
     w = queue_weight(j, st.qlen, mo.par, mo.wpar) - b
-    if rng.random() < _keep_probability(w, mo.par[S.P_BETA]):
+    if rng.random() < _sigmoid(_log_ratio(st, mo, j, w, st.scratch, False)):
         add_template(st, mo, j, S.VIRTUAL, st.scratch, mo.knodes[j], b)
         if measuring:
             mt.cnt[j, S.C_ADDED] += 1
@@ -403,21 +325,21 @@ def _decide(st, mo, mt, tid, rng, measuring):
     """DGP: keep the empty template ``tid`` with its coin, or remove it."""
     j = st.t_type[tid]
     w = queue_weight(j, st.qlen, mo.par, mo.wpar) - st.t_cost[tid]
-    if rng.random() >= _keep_probability(w, mo.par[S.P_BETA]):
+    if rng.random() >= _sigmoid(_log_ratio(st, mo, j, w, st.t_slots[tid], True)):
         remove_template(st, mo, tid)
         if measuring:
             mt.cnt[j, S.C_REMOVED] += 1
 
 
 @kernel(nrt=False)
-def _place_waiting(st, mo, mt, policy, now, measuring):
+def _place_waiting(st, mo, mt, lg, policy, now, measuring):
     """Baselines: place queue heads in order of entry time while they fit (others wait).
 
     A type whose head does not fit is skipped until the next event, so a smaller job of
     another type may go first (CHOICE: FIFO within a type, backfilling across types).
     """
     nj = mo.knodes.size
-    blocked = st.iwork[4]
+    blocked = st.iwork[5]
     for j in range(nj):
         blocked[j] = 0
     while True:
@@ -437,33 +359,44 @@ def _place_waiting(st, mo, mt, policy, now, measuring):
             blocked[j] = 1
             continue
         if policy == STORM_DEFAULT:
-            storm_slots(st, k)
+            ok = storm_slots(st, mo, j, k)
+        elif policy == GREEDY:
+            ok = greedy_slots(st, mo, j, k)
         else:
-            greedy_slots(st, mo, j, k)
+            ok = ras_slots(st, mo, j, k)
+        if not ok:
+            blocked[j] = 1
+            continue
         b = template_cost(mo, j, st.scratch)
         add_template(st, mo, j, S.VIRTUAL, st.scratch, k, b)
-        fill(st, mt, j, now, measuring)
+        fill(st, mo, mt, lg, j, now, measuring)
 
 
 @kernel(nrt=False)
-def run(st, mo, mt, policy, budget, rng):
+def run(st, mo, mt, lg, policy, budget, rng):
     """Advance the chain by at most ``budget`` events; return a status code.
 
     When time crosses the end of a micro-batch (``mt.bounds``), ``mt.acc`` is copied to
     ``mt.snap[b]`` and ``mt.cnt`` to ``mt.snap_cnt[b]``.  Returns DONE at ``fst[F_TEND]``,
     STOP at ``fst[F_TSTOP]`` (a MaxWeight frame boundary), CHUNK when the budget is spent,
-    NEED_QUEUE when a queue buffer is full.
+    NEED_QUEUE when a queue buffer is full, NEED_LOG when the placement log may not hold
+    the next event's rows.
     """
     vclock = mo.par[S.P_VCLOCK] != 0.0 and policy != FRAME
+    baseline = policy in (STORM_DEFAULT, GREEDY, RESOURCE_AWARE)
     fst, ist = st.fst, st.ist
     now = fst[S.F_NOW]
     cap = st.qbuf.shape[1]
+    log_room = lg.t.size - st.t_type.size - 2
     ev = 0
     while ev < budget:
         for j in range(mo.lam.size):
             if st.qlen[j] == cap:
                 fst[S.F_NOW] = now
                 return S.NEED_QUEUE
+        if mo.par[S.P_LOG] != 0.0 and ist[S.I_LOG] > log_room:
+            fst[S.F_NOW] = now
+            return S.NEED_LOG
         rate = _total_rate(st, mo, policy, vclock)
         t = now + rng.standard_exponential() / rate
         limit = min(fst[S.F_TEND], fst[S.F_TSTOP])
@@ -492,9 +425,10 @@ def run(st, mo, mt, policy, budget, rng):
             ist[S.I_DEP_ALL] += 1
             if measuring:
                 mt.cnt[j, S.C_DEPARTED] += 1
+            log_event(st, mo, lg, S.LOG_END, tid, now)
             _set_state(st, tid, S.VIRTUAL)
             st.cur_cost[j] -= st.t_cost[tid]
-            if policy in (STORM_DEFAULT, GREEDY):
+            if baseline:
                 remove_template(st, mo, tid)
             elif policy != FRAME:
                 _decide(st, mo, mt, tid, rng, measuring)
@@ -502,10 +436,10 @@ def run(st, mo, mt, policy, budget, rng):
             _decide(st, mo, mt, st.tlists[j, 1, idx], rng, measuring)
         else:
             _propose(st, mo, mt, j, rng, measuring)
-        if policy in (STORM_DEFAULT, GREEDY):
+        if baseline:
             if kind <= 1:
-                _place_waiting(st, mo, mt, policy, now, measuring)
+                _place_waiting(st, mo, mt, lg, policy, now, measuring)
         else:
-            fill(st, mt, j, now, measuring)
+            fill(st, mo, mt, lg, j, now, measuring)
     fst[S.F_NOW] = now
     return S.CHUNK

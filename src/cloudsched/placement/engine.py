@@ -7,6 +7,7 @@ configuration at every frame boundary (:mod:`cloudsched.placement.maxweight`).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -14,7 +15,7 @@ import numpy as np
 
 from cloudsched.placement import _kernel as K
 from cloudsched.placement import state as S
-from cloudsched.placement.baselines import bfs_order
+from cloudsched.placement.baselines import bfs_order, ras_order
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.workload import JobType
 
@@ -34,9 +35,12 @@ class EngineParams:
     virtual_clock: bool = True
     clock_rates: tuple[float, ...] | None = None
     frozen_weights: tuple[float, ...] | None = None
+    proposal: str = "uniform"
+    locality: float = 0.9
+    record: bool = False
 
-    def par(self) -> np.ndarray:
-        """Pack the parameters into the kernel's ``par`` array."""
+    def par(self, cluster: Cluster | None = None) -> np.ndarray:
+        """Pack the parameters into the kernel's ``par`` array (for ``cluster``)."""
         out = np.zeros(S.N_PAR)
         out[S.P_BETA] = self.beta
         out[S.P_ALPHA] = self.alpha
@@ -44,6 +48,11 @@ class EngineParams:
         out[S.P_FCODE] = 0.0 if self.f == "log" else 1.0
         out[S.P_VCLOCK] = 1.0 if self.virtual_clock else 0.0
         out[S.P_FROZEN] = 1.0 if self.frozen_weights is not None else 0.0
+        out[S.P_RES] = 1.0 if cluster is not None and cluster.has_resources else 0.0
+        out[S.P_LOCAL] = 1.0 if self.proposal == "local" else 0.0
+        out[S.P_THETA] = self.locality
+        out[S.P_LOGS] = math.log(cluster.total_slots) if cluster is not None else 0.0
+        out[S.P_LOG] = 1.0 if self.record else 0.0
         return out
 
 
@@ -81,6 +90,13 @@ class PlacementEngine:
         self.cluster, self.job_types, self.params, self.rng = cluster, list(job_types), params, rng
         self.mo = _model(cluster, self.job_types, params)
         self.st = _state(cluster, self.mo, horizon, warmup)
+        rows = self.st.t_type.size
+        cap = 4 * rows + 4096 if params.record else 1
+        self.lg = S.Log(np.zeros(cap), np.zeros((cap, 4), dtype=np.int64),
+                        np.zeros((cap, self.st.scratch.size if params.record else 1),
+                                 dtype=np.int64))  # fmt: skip
+        #: Log rows emptied so far (when recording): a list of (t, ev, machines) chunks.
+        self.log_chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         nj = len(job_types)
         bounds = warmup + (horizon - warmup) * np.arange(1, batches + 1) / batches
         bounds[-1] = horizon
@@ -104,11 +120,14 @@ class PlacementEngine:
     def advance(self, budget: int) -> bool:
         """Run at most ``budget`` events; True when the horizon is reached."""
         while not self.done:
-            status = K.run(self.st, self.mo, self.mt, self.params.policy, budget, self.rng)
+            status = K.run(self.st, self.mo, self.mt, self.lg, self.params.policy, budget,
+                           self.rng)  # fmt: skip
             if status == S.DONE:
                 self.done = True
             elif status == S.NEED_QUEUE:
                 self.grow_queues()
+            elif status == S.NEED_LOG:
+                self.empty_log()
             elif status == S.STOP:
                 if self.on_stop is None:  # pragma: no cover - only MaxWeight sets stops
                     raise RuntimeError("placement kernel stopped without a frame handler")
@@ -155,6 +174,22 @@ class PlacementEngine:
         st.qhead[:] = 0
         self.st = st._replace(qbuf=out)
 
+    def empty_log(self) -> None:
+        """Move the kernel's placement log to :attr:`log_chunks` (slots as machines)."""
+        n = int(self.st.ist[S.I_LOG])
+        if n:
+            self.log_chunks.append((self.lg.t[:n].copy(), self.lg.ev[:n].copy(),
+                                    self.mo.slot_machine[self.lg.slots[:n]]))  # fmt: skip
+            self.st.ist[S.I_LOG] = 0
+
+    def log(self, kind: int, tid: int) -> None:
+        """Record a start or end of the job in template ``tid`` now (MaxWeight's frames)."""
+        if not self.params.record:
+            return
+        if self.st.ist[S.I_LOG] >= self.lg.t.size:
+            self.empty_log()
+        K.log_event(self.st, self.mo, self.lg, kind, tid, self.now)
+
     # Views used by the result, MaxWeight and the invariant tests. ------------------------
     @property
     def events(self) -> int:
@@ -184,10 +219,12 @@ def _model(cluster: Cluster, job_types: list[JobType], params: EngineParams) -> 
     knodes = np.array([t.nodes for t in tops], dtype=np.int64)
     edge_lists = [t.edge_array() for t in tops]
     adj_off, adj = [0], []
+    adj_w: list[float] = []
     for t in tops:
         for v in range(t.nodes):
             nbrs = sorted(t.graph.neighbors(v))
             adj.extend(nbrs)
+            adj_w.extend(t.graph.edges[v, w].get("weight", 1.0) for w in nbrs)
             adj_off.append(adj_off[-1] + len(nbrs))
     lam = np.array([j.arrival_rate for j in job_types])
     # row 0: frozen weights (if any); row 1: the bias h_j of each type
@@ -199,15 +236,21 @@ def _model(cluster: Cluster, job_types: list[JobType], params: EngineParams) -> 
     return S.Model(
         lam=lam, mu=np.array([1.0 / j.mean_duration for j in job_types]),
         nu=np.asarray(params.clock_rates if params.clock_rates is not None else lam, dtype=float),
-        wpar=wpar, par=params.par(), knodes=knodes,
+        wpar=wpar, par=params.par(cluster), knodes=knodes,
         edges=np.vstack([e.reshape(-1, 2) for e in edge_lists]).astype(i64),
         edge_off=np.concatenate([[0], np.cumsum([len(e) for e in edge_lists])]).astype(i64),
         node_off=np.concatenate([[0], np.cumsum(knodes)]).astype(i64),
         bfs=np.concatenate([np.asarray(bfs_order(t), dtype=i64) for t in tops]),
         adj_off=np.asarray(adj_off, dtype=i64), adj=np.asarray(adj, dtype=i64),
-        rack=(np.arange(nm) * cluster.racks // nm).astype(i64),
+        adj_w=np.asarray(adj_w, dtype=float),
+        ew=np.concatenate([t.edge_weights() for t in tops]).astype(float),
+        ndem=np.vstack([t.demands() for t in tops]).astype(float),
+        ras=np.concatenate([np.asarray(ras_order(t), dtype=i64) for t in tops]),
+        rack=np.asarray(cluster.rack, dtype=i64),
         slot_machine=np.repeat(np.arange(nm), cluster.slots).astype(i64),
+        slot_first=np.concatenate([[0], np.cumsum(cluster.slots)]).astype(i64),
         dist=np.ascontiguousarray(cluster.distance, dtype=np.float64),
+        mcap=np.ascontiguousarray(cluster.capacity, dtype=np.float64),
     )  # fmt: skip
 
 
@@ -228,15 +271,20 @@ def _state(cluster: Cluster, mo: S.Model, horizon: float, warmup: float) -> S.St
     ist = np.zeros(S.N_IST, dtype=i64)
     ist[S.I_TFREE] = rows
     ist[S.I_FREE_SLOTS] = s
+    wide = max(nm, cluster.racks, nj, kmax)
     return S.State(
         owner=np.full(s, -1, dtype=i64), mslots=mslots,
-        mfree=cluster.slots.astype(i64).copy(), spos=spos, t_type=np.zeros(rows, dtype=i64),
+        mfree=cluster.slots.astype(i64).copy(), spos=spos,
+        mres=np.ascontiguousarray(cluster.capacity, dtype=np.float64).copy(),
+        t_type=np.zeros(rows, dtype=i64),
         t_state=np.zeros(rows, dtype=i64), t_cost=np.zeros(rows),
         t_slots=np.zeros((rows, kmax), dtype=i64), tfree=np.arange(rows - 1, -1, -1, dtype=i64),
         tlists=np.zeros((nj, 2, rows), dtype=i64), tpos=np.zeros(rows, dtype=i64),
         ntl=np.zeros((nj, 2), dtype=i64), qbuf=np.zeros((nj, 1024)),
         qhead=np.zeros(nj, dtype=i64), qlen=np.zeros(nj, dtype=i64), cur_cost=np.zeros(nj),
+        t_job=np.full(rows, -1, dtype=i64),
         fst=fst, ist=ist, scratch=np.zeros(kmax, dtype=i64),
         # work rows indexed by machine, rack, job type and (greedy) graph node
-        iwork=np.zeros((5, max(nm, cluster.racks, nj, kmax)), dtype=i64),
+        iwork=np.zeros((6, wide), dtype=i64), fwork=np.zeros((4, max(nm, 3))),
+        favail=np.zeros((nm + cluster.racks, 3)), fkeys=np.zeros((nm + cluster.racks, 3)),
     )  # fmt: skip

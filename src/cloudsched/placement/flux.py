@@ -14,6 +14,19 @@ parallelism b):
 Direction is dropped (data flow in either direction crosses the network the same way) and
 parallel streams between the same executors count once.
 
+Traffic (``traffic``): ``edges`` (default) gives every edge traffic 1, so the cost counts
+broken edges as in the paper; ``grouping`` derives it from the grouping and the parallelism:
+every executor of A emits one unit per unit time on each of its streams, which ``GLOBAL``
+sends whole to executor 0 of B, ``ALL`` copies to each of the b executors (1 per edge), and
+every other grouping spreads evenly over them (1/b per edge); parallel streams add up.
+
+Resources: each executor demands the CPU (``cpuLoad``, percent of a core) and memory
+(``onHeapMemoryLoad`` + ``offHeapMemoryLoad``, MB) of its spout or bolt, as Flux sets them
+for Storm's ResourceAwareScheduler; where a component does not set them, the topology's
+``config`` (``topology.component.cpu.pcore.percent``,
+``topology.component.resources.onheap.memory.mb``, ``...offheap.memory.mb``) or Storm's
+defaults (10, 128 and 0) apply.  They matter only on a cluster with CPU or memory limits.
+
 Flux files are read as Storm's ``FluxParser`` reads them: ``includes`` (one level, each
 ``{file: PATH, override: BOOL}``, PATH relative to the including file; classpath
 ``resource: true`` includes cannot be read here and are rejected) merge name, ``config``,
@@ -32,7 +45,9 @@ per slot; executors, ordered by component id then index as Storm numbers its tas
 worker ``i mod W``, exactly as ``EvenScheduler.scheduleTopology`` deals them out; two
 workers are linked when any of their executors communicate, links inside a worker cost
 nothing), or ``executors_per_slot: k`` (consecutive groups of ``k`` executors, the same
-ordering).  Grouped graphs count a link between two slots once, whatever the traffic.
+ordering).  A grouped node demands the sum of its executors' CPU and memory; a link between
+two groups carries traffic 1 with ``traffic: edges`` (it counts once) and the sum of its
+executor edges' traffic with ``traffic: grouping``.
 """
 
 from __future__ import annotations
@@ -49,7 +64,7 @@ from cloudsched.errors import InputError, ParameterError, check_int
 from cloudsched.io import read_yaml_text
 from cloudsched.placement.topology import Topology, check_size
 
-__all__ = ["GROUPINGS", "load_flux", "read_properties"]
+__all__ = ["GROUPINGS", "STORM_DEFAULT_DEMAND", "TRAFFIC_MODELS", "load_flux", "read_properties"]
 
 GROUPINGS = (
     "SHUFFLE",
@@ -62,6 +77,30 @@ GROUPINGS = (
     "DIRECT",
     "CUSTOM",
 )
+
+#: How edge traffic is set: 1 per edge, or derived from the grouping and parallelism.
+TRAFFIC_MODELS = ("edges", "grouping")
+#: Storm's defaults per executor (``topology.component.cpu.pcore.percent``,
+#: ``topology.component.resources.onheap.memory.mb`` + ``...offheap.memory.mb``).
+STORM_DEFAULT_DEMAND = (10.0, 128.0)
+_DEMAND_KEYS = (("cpuLoad", "topology.component.cpu.pcore.percent", 10.0),
+                ("onHeapMemoryLoad", "topology.component.resources.onheap.memory.mb", 128.0),
+                ("offHeapMemoryLoad", "topology.component.resources.offheap.memory.mb", 0.0))
+
+
+def _demand(item: Mapping[str, Any], config: Mapping[str, Any], where: str) -> tuple[float, float]:
+    """CPU and memory of one executor of a spout or bolt (unset: config, then Storm's)."""
+    out = []
+    for key, conf, default in _DEMAND_KEYS:
+        value = item.get(key, -1)
+        if value is None or (isinstance(value, int | float) and value < 0):
+            value = config.get(conf, default)  # Flux's -1: not set
+        if isinstance(value, bool) or not isinstance(value, int | float) or not (
+                0 <= value <= 1e12):  # fmt: skip
+            raise InputError(where, f"{key} of {item.get('id')!r} (or {conf}) must be a number "
+                             f"in [0, 1e12], got {value!r}")  # fmt: skip
+        out.append(float(value))
+    return out[0], out[1] + out[2]
 
 
 def _components(doc: Mapping[str, Any], where: str) -> dict[str, int]:
@@ -259,27 +298,61 @@ def load_flux(
     slots: str = "executors",
     executors_per_slot: int | None = None,
     properties: Mapping[str, str] | None = None,
+    traffic: str = "edges",
 ) -> Topology:
     """Read an Apache Storm Flux YAML file and build its graph (see module rules).
 
     ``slots`` is ``executors`` (one node per executor) or ``workers`` (one node per worker
     of ``config: topology.workers``, Storm's packing); ``executors_per_slot`` groups that
     many consecutive executors per node instead.  ``properties`` fills ``${name}``.
+    ``traffic`` is ``edges`` (1 per edge) or ``grouping`` (from the groupings).
     """
     where = str(path)
     slots = str(slots)
     if slots not in ("executors", "workers"):
         raise ParameterError("slots", slots, "executors or workers")
+    if traffic not in TRAFFIC_MODELS:
+        raise ParameterError("traffic", traffic, " or ".join(TRAFFIC_MODELS))
     doc = _read_flux(Path(path), properties or {})
     _apply_includes(doc, Path(path), properties or {})
     comps = _components(doc, where)
     check_size("parallelism", where, sum(comps.values()), _flux_edges(doc, comps))
+    config = doc.get("config") or {}
+    items = {d["id"]: d for key in ("spouts", "bolts") for d in doc.get(key) or []}
     first: dict[str, int] = {}
     g = nx.Graph()
     for cid, par in comps.items():
         first[cid] = g.number_of_nodes()
-        g.add_nodes_from((first[cid] + k, {"component": cid, "index": k}) for k in range(par))
-    streams = doc.get("streams") or []
+        cpu, mem = _demand(items[cid], config, where)
+        g.add_nodes_from((first[cid] + k, {"component": cid, "index": k, "cpu": cpu,
+                                           "memory": mem}) for k in range(par))  # fmt: skip
+    _add_streams(g, doc.get("streams") or [], comps, first, traffic, where)
+    name = str(doc.get("name") or Path(path).stem)
+    if slots == "executors" and executors_per_slot is None:
+        return Topology(name, g)
+    # Storm numbers tasks component by component in sorted id order
+    order = sorted(g.nodes, key=lambda v: (g.nodes[v]["component"], g.nodes[v]["index"]))
+    n = len(order)
+    if executors_per_slot is not None:
+        k = check_int("executors_per_slot", executors_per_slot, low=1)
+        group = {v: i // k for i, v in enumerate(order)}
+        label = f"{name} ({k} executors per slot)"
+    else:
+        workers = config.get("topology.workers", 1) if isinstance(config, Mapping) else 1
+        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+            raise InputError(where, f"config topology.workers must be an integer >= 1, "
+                             f"got {workers!r}")  # fmt: skip
+        w = min(workers, n)
+        group = {v: i % w for i, v in enumerate(order)}
+        label = f"{name} ({w} workers)"
+    return Topology(label, _packed(g, group, traffic))
+
+
+def _add_streams(
+    g: nx.Graph, streams: Any, comps: Mapping[str, int], first: Mapping[str, int], traffic: str,
+    where: str,
+) -> None:  # fmt: skip
+    """Add each stream's executor edges (with their traffic, see the module rules)."""
     if not isinstance(streams, list):
         raise InputError(where, "'streams' must be a list")
     for s in streams:
@@ -299,29 +372,31 @@ def load_flux(
         a = range(first[src], first[src] + comps[src])
         b = range(first[dst], first[dst] + comps[dst])
         if kind == "GLOBAL":
-            g.add_edges_from((u, b[0]) for u in a if u != b[0])
+            pairs, share = [(u, b[0]) for u in a if u != b[0]], 1.0
         else:
-            g.add_edges_from((u, v) for u in a for v in b if u != v)
-    name = str(doc.get("name") or Path(path).stem)
-    if slots == "executors" and executors_per_slot is None:
-        return Topology(name, g)
-    # Storm numbers tasks component by component in sorted id order
-    order = sorted(g.nodes, key=lambda v: (g.nodes[v]["component"], g.nodes[v]["index"]))
-    n = len(order)
-    if executors_per_slot is not None:
-        k = check_int("executors_per_slot", executors_per_slot, low=1)
-        group = {v: i // k for i, v in enumerate(order)}
-        label = f"{name} ({k} executors per slot)"
-    else:
-        config = doc.get("config") or {}
-        workers = config.get("topology.workers", 1) if isinstance(config, Mapping) else 1
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InputError(where, f"config topology.workers must be an integer >= 1, "
-                             f"got {workers!r}")  # fmt: skip
-        w = min(workers, n)
-        group = {v: i % w for i, v in enumerate(order)}
-        label = f"{name} ({w} workers)"
+            pairs = [(u, v) for u in a for v in b if u != v]
+            share = 1.0 if kind == "ALL" else 1.0 / len(b)
+        for u, v in pairs:
+            if traffic == "edges":
+                g.add_edge(u, v, weight=1.0)
+            else:
+                g.add_edge(u, v, weight=share + (g.edges[u, v]["weight"] if g.has_edge(u, v)
+                                                 else 0.0))  # fmt: skip
+
+
+def _packed(g: nx.Graph, group: Mapping[int, int], traffic: str) -> nx.Graph:
+    """Build the graph of groups: summed demands, links of traffic 1 (``edges``) or summed."""
     packed = nx.Graph()
-    packed.add_nodes_from(range(max(group.values()) + 1))
-    packed.add_edges_from((group[u], group[v]) for u, v in g.edges if group[u] != group[v])
-    return Topology(label, packed)
+    packed.add_nodes_from((i, {"cpu": 0.0, "memory": 0.0}) for i in range(max(group.values()) + 1))
+    for v, d in g.nodes(data=True):
+        for res in ("cpu", "memory"):
+            packed.nodes[group[v]][res] += d[res]
+    for u, v, d in g.edges(data=True):
+        a, b = group[u], group[v]
+        if a == b:
+            continue
+        if traffic == "edges" or not packed.has_edge(a, b):
+            packed.add_edge(a, b, weight=1.0 if traffic == "edges" else d["weight"])
+        else:
+            packed.edges[a, b]["weight"] += d["weight"]
+    return packed

@@ -113,7 +113,7 @@ class FrameController:
                 self._push_front(eng, j, int(preempted[j]), now)
                 if measuring:
                     self.preemptions += int(preempted[j])
-            K.fill(eng.st, eng.mt, j, now, measuring)
+            K.fill(eng.st, eng.mo, eng.mt, eng.lg, j, now, measuring)
         self.history.append((now, self.frames, self.not_optimal, self.migrations,
                              self.migrated_nodes, self.preemptions))  # fmt: skip
         eng.set_stop(now + self.frame)

@@ -8,15 +8,16 @@ Max-weight configuration, as an integer program.  For each type j there are ``U_
 copies ``t`` (``U_j`` = the cap, at most ``S // K_j``); binary ``u_t`` says the copy is used and
 binary ``x[t, v, l]`` puts node ``v`` on machine ``l``::
 
-    maximise   sum_t value_j u_t - sum_{t, e} (z[t, e] + (c - 1) y[t, e])
+    maximise   sum_t value_j u_t - sum_{t, e} w_e (z[t, e] + (c - 1) y[t, e])
     subject to sum_l x[t, v, l] = u_t                    (each node of a used copy placed once)
                sum_{t, v} x[t, v, l] <= K_l                (slots of machine l)
+               sum_{t, v} d_v^r x[t, v, l] <= C_l^r        (CPU, memory of l, where limited)
                z[t, e] >= x[t, a, l] - x[t, b, l]          (edge e = (a, b) broken, every l)
                y[t, e] >= X[t, a, r] - X[t, b, r]          (broken across racks, every rack r)
                u_{t+1} <= u_t                              (copies of a type used in order)
 
-where ``X[t, v, r]`` sums ``x`` over the machines of rack ``r`` and ``c`` is the cross-rack
-cost (the rack rows exist only with racks and ``c > 1``): an edge costs 1 when broken inside a
+where ``w_e`` is the edge's traffic, ``X[t, v, r]`` sums ``x`` over the machines of rack ``r``
+and ``c`` is the cross-rack cost (the rack rows exist only with racks and ``c > 1``): an edge costs 1 when broken inside a
 rack and ``c`` across racks, as in :class:`~cloudsched.placement.cluster.Cluster`.
 
 Static optimum, by column generation.  Columns are configurations (templates per type, cost);
@@ -117,12 +118,14 @@ def max_weight_configuration(
     integral: list[int] = []
     rows: list[tuple[list[int], list[float], float, float]] = []  # (cols, vals, lo, hi)
     capacity_cols: list[list[int]] = [[] for _ in range(nm)]
-    rack_members = [
-        np.flatnonzero(np.arange(nm) * cluster.racks // nm == r) for r in range(cluster.racks)
-    ]
+    rack_members = [np.flatnonzero(cluster.rack == r) for r in range(cluster.racks)]
+    limited = [r for r in range(2) if np.isfinite(cluster.capacity[:, r]).any()]
+    resource_cols: list[list[tuple[int, float]]] = [[] for _ in range(nm * len(limited))]
     for j, top in enumerate(topologies):
         k = top.nodes
         edges = top.edge_array()
+        traffic = top.edge_weights()
+        dem = top.demands()
         ne = len(edges)
         prev_u = -1
         for _ in range(copies[j]):
@@ -134,16 +137,18 @@ def max_weight_configuration(
             obj.extend([0.0] * (k * nm))
             integral.extend([1] * (k * nm))
             zs = len(obj)
-            obj.extend([1.0] * ne)
+            obj.extend(traffic.tolist())
             integral.extend([0] * ne)
             ys = len(obj)
             if use_racks:
-                obj.extend([cluster.cross_rack_cost - 1.0] * ne)
+                obj.extend((traffic * (cluster.cross_rack_cost - 1.0)).tolist())
                 integral.extend([0] * ne)
             for v in range(k):
                 rows.append(([*(xs + v * nm + m for m in range(nm)), u], [1.0] * nm + [-1.0], 0, 0))
                 for m in range(nm):
                     capacity_cols[m].append(xs + v * nm + m)
+                    for i, r in enumerate(limited):
+                        resource_cols[i * nm + m].append((xs + v * nm + m, float(dem[v, r])))
             for e, (a, b) in enumerate(edges):
                 for m in range(nm):
                     rows.append(([xs + a * nm + m, xs + b * nm + m, zs + e], [1.0, -1.0, -1.0],
@@ -164,6 +169,11 @@ def max_weight_configuration(
         rows.append(
             (capacity_cols[m], [1.0] * len(capacity_cols[m]), -np.inf, float(cluster.slots[m]))
         )
+        for i, r in enumerate(limited):
+            cap = float(cluster.capacity[m, r])
+            if np.isfinite(cap):
+                cols = resource_cols[i * nm + m]
+                rows.append(([c for c, _ in cols], [d for _, d in cols], -np.inf, cap))
 
     nvar = len(obj)
     r_idx = np.concatenate([np.full(len(c), i) for i, (c, _, _, _) in enumerate(rows)])
@@ -246,9 +256,11 @@ class StaticOptimum:
 def _greedy_pack(cluster: Cluster, top: Topology) -> tuple[int, float]:
     """Pack copies of one graph greedily until the next does not fit: (count, cost)."""
     free = cluster.slots.copy()
+    res = cluster.capacity.copy()
     n, cost = 0, 0.0
-    while (where := greedy(top, free, cluster)) is not None:
+    while (where := greedy(top, free, cluster, res)) is not None:
         np.subtract.at(free, where, 1)
+        np.subtract.at(res, where, top.demands())
         n += 1
         cost += cluster.cost(top, where)
     return n, cost

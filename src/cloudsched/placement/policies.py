@@ -1,9 +1,10 @@
 """The table of graph-placement policies and what each one does with the configuration.
 
-``storm-default``, ``greedy``
+``storm-default``, ``greedy``, ``resource-aware``
     Place queue heads as soon as they fit (FIFO within a type; across types by entry time,
     and a type whose head does not fit does not block the others); a template is deleted
-    when its job leaves.  Storm's EvenScheduler order, or a traffic-aware greedy.
+    when its job leaves.  Storm's EvenScheduler order, a traffic-aware greedy, or Storm's
+    ResourceAwareScheduler (:mod:`cloudsched.placement.baselines`).
 ``dgp``
     Dynamic Graph Partitioning: at each arrival the Random Partition Procedure proposes a
     template, added (virtual) with probability ``e^(w/beta) / (1 + e^(w/beta))``; at each
@@ -29,13 +30,14 @@ __all__ = [
     "FRAME",
     "GREEDY",
     "PLACEMENT_POLICIES",
+    "RESOURCE_AWARE",
     "STORM_DEFAULT",
     "PlacementPolicy",
     "get_placement_policy",
 ]
 
 # Codes the kernel branches on.
-DGP, DGP_CLOCK, STORM_DEFAULT, GREEDY, FRAME = range(5)
+DGP, DGP_CLOCK, STORM_DEFAULT, GREEDY, FRAME, RESOURCE_AWARE = range(6)
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,11 @@ _TABLE = (
                     baseline=True),
     PlacementPolicy("greedy", GREEDY, "traffic-aware greedy: neighbours on one machine",
                     baseline=True),
-    PlacementPolicy("maxweight", FRAME, "frame-based MaxWeight (exact MILP per frame)",
-                    frames=True),
+    PlacementPolicy("resource-aware", RESOURCE_AWARE,
+                    "Storm's ResourceAwareScheduler: packs by CPU, memory and racks",
+                    baseline=True),
+    PlacementPolicy("maxweight", FRAME, "frame-based MaxWeight (max-weight configuration "
+                    "per frame, exact MILP or fast packing)", frames=True),
 )  # fmt: skip
 
 #: Every placement policy.

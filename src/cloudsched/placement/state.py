@@ -8,20 +8,34 @@ Shapes: J job types, S slots, L machines, T template rows (never more than
     ``wpar`` (float64, ``(2, J)``): frozen weights (row 0) and the bias ``h_j`` (row 1).
     ``par`` (float64, ``(N_PAR,)``): algorithm parameters ``P_*``.
     ``knodes`` (int64, ``(J,)``); ``edges`` (int64, ``(E, 2)``) with ``edge_off``
-    (``(J + 1,)``); ``node_off`` (``(J + 1,)``), ``bfs`` (the greedy's node order, by type),
-    ``adj_off`` / ``adj`` (neighbours of every node of every type, CSR).
-    ``rack`` (int64, ``(L,)``), ``slot_machine`` (int64, ``(S,)``), ``dist`` (float64,
-    ``(L, L)``): the cluster.
+    (``(J + 1,)``); ``node_off`` (``(J + 1,)``), ``bfs`` (breadth-first node order, by
+    type: the greedy's and the local proposal's), ``adj_off`` / ``adj`` / ``adj_w``
+    (neighbours of every node of every type, CSR, with each link's traffic).
+    ``ew`` (float64, ``(E,)``): traffic of each edge; ``ndem`` (float64, ``(N, 2)``): CPU
+    and memory of every node of every type (rows from ``node_off``); ``ras`` (int64, by
+    type): the resource-aware executor order.
+    ``rack`` (int64, ``(L,)``), ``slot_machine`` (int64, ``(S,)``), ``slot_first``
+    (int64, ``(L + 1,)``: machine m holds slots ``slot_first[m]:slot_first[m + 1]``),
+    ``dist`` (float64, ``(L, L)``), ``mcap`` (float64, ``(L, 2)``, inf: no limit): the
+    cluster.
 ``State`` (the configuration and the queues)
     ``owner`` (int64, ``(S,)``): template holding each slot (-1: free); ``mslots`` (int64,
     ``(L, max slots)``), ``mfree`` (``(L,)``), ``spos`` (``(S,)``): each machine's free slots
-    as a stack.  ``t_type``, ``t_state``, ``t_cost``, ``t_slots`` (``(T, Kmax)``), ``tfree``,
-    ``tpos``: the template table; ``tlists`` (``(J, 2, T)``: actual, virtual) and ``ntl``
+    as a stack; ``mres`` (float64, ``(L, 2)``): each machine's free CPU and memory.
+    ``t_type``, ``t_state``, ``t_cost``, ``t_slots`` (``(T, Kmax)``), ``tfree``, ``tpos``:
+    the template table; ``tlists`` (``(J, 2, T)``: actual, virtual) and ``ntl``
     (``(J, 2)``): the templates of each type.  ``qbuf`` (float64, ``(J, cap)``), ``qhead``,
     ``qlen``: the queues as ring buffers of entry times.  ``cur_cost`` (float64, ``(J,)``):
     cost of the actual templates.  ``fst`` / ``ist``: scalars ``F_*`` / ``I_*``.
-    ``scratch`` (int64, ``(Kmax,)``) and ``iwork`` (int64, ``(5, max(L, racks, J, Kmax))``):
-    work space.
+    ``t_job`` (int64, ``(T,)``): the job number in each actual template.
+    ``scratch`` (int64, ``(Kmax,)``), ``iwork`` (int64, ``(6, max(L, racks, J, Kmax))``),
+    ``fwork`` (float64, ``(4, max(L, 3))``), ``favail`` and ``fkeys`` (float64,
+    ``(L + racks, 3)``): work space.
+``Log`` (placements, recorded when ``par[P_LOG]`` is set)
+    ``t`` (float64, ``(cap,)``): time; ``ev`` (int64, ``(cap, 4)``): kind (``LOG_START``:
+    a job took a template, ``LOG_END``: it left), template, type, job number; ``slots``
+    (int64, ``(cap, Kmax)``): the template's slots at a start.  ``ist[I_LOG]`` rows are
+    filled; a full log stops the kernel (``NEED_LOG``) so the engine can empty it.
 ``Meter`` (what the run measures)
     ``acc`` (float64, ``(J, N_ACC)``): time integrals and the sum of waits; ``cnt`` (int64,
     ``(J, N_CNT)``): counts; ``bounds`` (float64, ``(B,)``): ends of the micro-batches,
@@ -34,24 +48,29 @@ from typing import NamedTuple
 
 import numpy as np
 
-__all__ = ["Meter", "Model", "State"]
+__all__ = ["Log", "Meter", "Model", "State"]
 
 # Status codes returned by ``run``.
-DONE, CHUNK, STOP, NEED_QUEUE = range(4)
+DONE, CHUNK, STOP, NEED_QUEUE, NEED_LOG = range(5)
+# Kinds of log rows.
+LOG_START, LOG_END = 1, 2
 
 # Template states; a type's template lists are indexed by ``2 - state`` (0: actual, 1: virtual).
 UNUSED, VIRTUAL, ACTUAL = range(3)
 
-# ``par`` (float64): algorithm parameters.
-P_BETA, P_ALPHA, P_EPS, P_FCODE, P_VCLOCK, P_FROZEN = range(6)
-N_PAR = 6
+# ``par`` (float64): algorithm parameters; P_RES: check CPU and memory; P_LOCAL: DGP's
+# proposals are local (1) or uniform (0), with locality P_THETA; P_LOGS: log(total slots);
+# P_LOG: record placements.
+P_BETA, P_ALPHA, P_EPS, P_FCODE, P_VCLOCK, P_FROZEN, P_RES, P_LOCAL, P_THETA, P_LOGS, P_LOG = (
+    range(11))
+N_PAR = 11
 # ``fst`` (float64 scalars): time, window start, end, next stop (a MaxWeight frame).
 F_NOW, F_TWARM, F_TEND, F_TSTOP = range(4)
 N_FST = 4
 # ``ist`` (int64 scalars): free template rows, free slots, events, arrivals and departures
 # since time 0, micro-batches recorded.
-I_TFREE, I_FREE_SLOTS, I_EVENTS, I_ARR_ALL, I_DEP_ALL, I_BATCH = range(6)
-N_IST = 6
+I_TFREE, I_FREE_SLOTS, I_EVENTS, I_ARR_ALL, I_DEP_ALL, I_BATCH, I_LOG, I_JOBS = range(8)
+N_IST = 8
 # ``acc[j, :]`` (float64): time integrals over the window, and the sum of waits.
 A_QUEUE, A_ACTUAL, A_VIRTUAL, A_COST, A_WAIT = range(5)
 N_ACC = 5
@@ -75,9 +94,15 @@ class Model(NamedTuple):
     bfs: np.ndarray
     adj_off: np.ndarray
     adj: np.ndarray
+    adj_w: np.ndarray
+    ew: np.ndarray
+    ndem: np.ndarray
+    ras: np.ndarray
     rack: np.ndarray
     slot_machine: np.ndarray
+    slot_first: np.ndarray
     dist: np.ndarray
+    mcap: np.ndarray
 
 
 class State(NamedTuple):
@@ -87,6 +112,7 @@ class State(NamedTuple):
     mslots: np.ndarray
     mfree: np.ndarray
     spos: np.ndarray
+    mres: np.ndarray
     t_type: np.ndarray
     t_state: np.ndarray
     t_cost: np.ndarray
@@ -99,10 +125,22 @@ class State(NamedTuple):
     qhead: np.ndarray
     qlen: np.ndarray
     cur_cost: np.ndarray
+    t_job: np.ndarray
     fst: np.ndarray
     ist: np.ndarray
     scratch: np.ndarray
     iwork: np.ndarray
+    fwork: np.ndarray
+    favail: np.ndarray
+    fkeys: np.ndarray
+
+
+class Log(NamedTuple):
+    """Placement starts and ends (see the module notes)."""
+
+    t: np.ndarray
+    ev: np.ndarray
+    slots: np.ndarray
 
 
 class Meter(NamedTuple):

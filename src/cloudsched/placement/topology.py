@@ -2,7 +2,10 @@
 
 A :class:`Topology` is an undirected simple graph on nodes ``0..K-1``; every node needs one
 slot, and an edge whose two nodes sit on different machines is a broken edge (the
-partitioning cost of ``shared/design/graph-placement.md``).
+partitioning cost of ``shared/design/graph-placement.md``).  An edge carries a traffic
+weight (networkx edge attribute ``weight``, 1 by default: the cost counts broken edges), and
+a node a CPU and memory demand (node attributes ``cpu`` and ``memory``, 0 by default), which
+must fit in the capacity of its machine (:class:`~cloudsched.placement.cluster.Cluster`).
 
 Storm Flux files are read by :mod:`cloudsched.placement.flux`.
 """
@@ -20,6 +23,8 @@ from cloudsched.errors import ParameterError, check_int, check_real
 
 __all__ = [
     "GENERATORS",
+    "MAX_DEMAND",
+    "MAX_TRAFFIC",
     "Topology",
     "chain",
     "check_size",
@@ -32,6 +37,10 @@ __all__ = [
 
 GENERATORS = ("chain", "star", "tree", "complete", "random")
 
+#: Largest traffic of one edge and demand of one node (costs enter LPs and DGP's weights).
+MAX_TRAFFIC = 1e6
+MAX_DEMAND = 1e12
+
 
 @dataclass(frozen=True)
 class Topology:
@@ -41,7 +50,7 @@ class Topology:
     graph: nx.Graph
 
     def __post_init__(self) -> None:
-        """Check the graph: at least one node, labelled ``0..K-1``, no self-loops."""
+        """Check the graph (nodes ``0..K-1``, no self-loops, weights and demands in range)."""
         if not isinstance(self.graph, nx.Graph) or self.graph.is_directed():
             raise ParameterError(f"{self.name}.graph", type(self.graph).__name__,
                                  "an undirected networkx Graph")  # fmt: skip
@@ -54,6 +63,19 @@ class Topology:
         if nx.number_of_selfloops(self.graph):
             raise ParameterError(f"{self.name}.graph", "a self-loop",
                                  "edges between two different nodes")  # fmt: skip
+        pairs = sorted((min(u, v), max(u, v), d) for u, v, d in self.graph.edges(data=True))
+        edges = np.asarray([(u, v) for u, v, _ in pairs], dtype=np.int64).reshape(-1, 2)
+        weights = np.array([check_real(f"{self.name}: traffic of edge {u}-{v}",
+                                       d.get("weight", 1.0), low=0.0, high=MAX_TRAFFIC,
+                                       low_open=True) for u, v, d in pairs])  # fmt: skip
+        demands = np.zeros((k, 2))
+        for v, d in self.graph.nodes(data=True):
+            for c, res in enumerate(("cpu", "memory")):
+                demands[v, c] = check_real(f"{self.name}: {res} of node {v}", d.get(res, 0.0),
+                                           low=0.0, high=MAX_DEMAND)  # fmt: skip
+        for name, arr in (("_edges", edges), ("_weights", weights), ("_demands", demands)):
+            arr.setflags(write=False)
+            object.__setattr__(self, name, arr)
 
     @property
     def nodes(self) -> int:
@@ -66,9 +88,33 @@ class Topology:
         return int(self.graph.number_of_edges())
 
     def edge_array(self) -> np.ndarray:
-        """Edges as an ``(E, 2)`` int64 array, each pair sorted, rows sorted."""
-        pairs = sorted(tuple(sorted(e)) for e in self.graph.edges())
-        return np.asarray(pairs, dtype=np.int64).reshape(-1, 2)
+        """Edges as an ``(E, 2)`` int64 array, each pair sorted, rows sorted (read-only)."""
+        return self._edges  # type: ignore[attr-defined]
+
+    def edge_weights(self) -> np.ndarray:
+        """Traffic of each edge of :meth:`edge_array`, ``(E,)`` float64 (read-only)."""
+        return self._weights  # type: ignore[attr-defined]
+
+    def demands(self) -> np.ndarray:
+        """CPU and memory demand of each node, ``(K, 2)`` float64 (read-only)."""
+        return self._demands  # type: ignore[attr-defined]
+
+    @property
+    def weighted(self) -> bool:
+        """Whether some edge carries a traffic other than 1."""
+        return bool(np.any(self.edge_weights() != 1.0))
+
+    @property
+    def total_traffic(self) -> float:
+        """Sum of the edges' traffic (the cost of a placement that breaks every edge)."""
+        return float(self.edge_weights().sum())
+
+    def with_demands(self, cpu: float, memory: float) -> Topology:
+        """Return the same graph with every node demanding ``cpu`` and ``memory``."""
+        g = self.graph.copy()
+        for v in g.nodes:
+            g.nodes[v]["cpu"], g.nodes[v]["memory"] = cpu, memory
+        return Topology(self.name, g)
 
 
 def _from_graph(name: str, g: nx.Graph) -> Topology:
@@ -135,7 +181,10 @@ def random_graph(k: int, p: float, *, rng: np.random.Generator) -> Topology:
 def from_edges(
     nodes: int | Sequence[Any], edges: Sequence[Sequence[Any]], name: str = "inline"
 ) -> Topology:
-    """Graph from a node count or node labels, and a list of ``[u, v]`` pairs."""
+    """Graph from a node count or node labels, and a list of ``[u, v]`` or ``[u, v, traffic]``.
+
+    An edge listed twice carries the sum of its traffics.
+    """
     allowed = "a positive count or a list of distinct labels (strings or integers)"
     if not isinstance(edges, Sequence) or isinstance(edges, str):
         raise ParameterError("edges", edges, "a list of pairs [u, v] of node labels")
@@ -154,13 +203,18 @@ def from_edges(
     index = {v: k for k, v in enumerate(labels)}
     g = nx.Graph()
     g.add_nodes_from(range(len(labels)))
+    form = "pairs [u, v] of node labels, or [u, v, traffic] with traffic > 0"
     for edge in edges:
-        if not isinstance(edge, Sequence) or isinstance(edge, str) or len(edge) != 2:
-            raise ParameterError("edges", edge, "pairs [u, v] of node labels")
-        u, v = edge
+        if not isinstance(edge, Sequence) or isinstance(edge, str) or len(edge) not in (2, 3):
+            raise ParameterError("edges", edge, form)
+        u, v = edge[0], edge[1]
         if not all(isinstance(x, str | int) and not isinstance(x, bool) for x in (u, v)):
             raise ParameterError("edges", edge, "pairs of two different listed nodes")
         if u not in index or v not in index or u == v:
             raise ParameterError("edges", edge, "pairs of two different listed nodes")
-        g.add_edge(index[u], index[v])
+        traffic = 1.0 if len(edge) == 2 else check_real(
+            "edges", edge[2], low=0.0, high=MAX_TRAFFIC, low_open=True)  # fmt: skip
+        if g.has_edge(index[u], index[v]):
+            traffic += g.edges[index[u], index[v]]["weight"]
+        g.add_edge(index[u], index[v], weight=traffic)
     return Topology(name, g)

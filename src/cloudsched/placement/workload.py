@@ -14,7 +14,13 @@ YAML form::
       - name: triangle
         arrival_rate: 0.2
         mean_duration: 5
-        topology: {nodes: [a, b, c], edges: [[a, b], [b, c], [c, a]]}
+        topology: {nodes: [a, b, c], edges: [[a, b, 2.5], [b, c], [c, a]]}
+        resources: {cpu: 50, memory: 512}        # per node, for clusters with limits
+
+An edge ``[u, v, traffic]`` carries that traffic (1 when omitted); a Flux topology takes
+``traffic: grouping`` to derive it from its streams' groupings, and its executors' CPU and
+memory from the Flux file (:mod:`cloudsched.placement.flux`).  ``resources`` gives every
+node of a generated or inline graph the same CPU (percent of a core) and memory (MB).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from cloudsched.io import read_yaml
 from cloudsched.placement.flux import load_flux, read_properties
 from cloudsched.placement.topology import (
     GENERATORS,
+    MAX_DEMAND,
     Topology,
     chain,
     complete,
@@ -83,8 +90,8 @@ def load_workload(
 ) -> list[JobType]:
     """Read a workload YAML file (see the module docstring); ``rng`` seeds random graphs.
 
-    ``flux`` gives defaults (``slots``, ``executors_per_slot``) for every Flux topology that
-    does not set its own.
+    ``flux`` gives defaults (``slots``, ``executors_per_slot``, ``traffic``) for every Flux
+    topology that does not set its own.
     """
     where = str(path)
     rng = np.random.default_rng(rng)
@@ -115,9 +122,21 @@ def _job_type(
                               low=RATE_RANGE[0], high=RATE_RANGE[1])  # fmt: skip
         spec = item.get("topology")
         if isinstance(spec, Mapping) and "flux" in spec and flux:
-            own = {"slots", "executors_per_slot"} & set(spec)
-            spec = {**spec} if own else {**spec, **{k: v for k, v in flux.items() if v is not None}}
+            given = {k: v for k, v in flux.items() if v is not None}
+            if {"slots", "executors_per_slot"} & set(spec):  # the file's own packing wins
+                given = {k: v for k, v in given.items() if k == "traffic"}
+            spec = {**given, **spec}
         topology = topology_from_spec(spec, base, rng=rng)
+        res = item.get("resources")
+        if res is not None:
+            if isinstance(spec, Mapping) and "flux" in spec:
+                raise ParameterError("resources", res, "absent for a Flux topology (set cpuLoad "
+                                     "and onHeapMemoryLoad on its spouts and bolts)")
+            if not isinstance(res, Mapping) or set(res) - {"cpu", "memory"}:
+                raise ParameterError("resources", res, "a mapping {cpu: X, memory: Y}")
+            topology = topology.with_demands(
+                check_real("resources.cpu", res.get("cpu", 0.0), low=0.0, high=MAX_DEMAND),
+                check_real("resources.memory", res.get("memory", 0.0), low=0.0, high=MAX_DEMAND))
         return JobType(name, rate, duration, topology)
     except InputError:
         raise
@@ -129,8 +148,9 @@ def topology_from_spec(spec: Any, base_dir: str | Path, *, rng: np.random.Genera
     """Build a topology from its workload-file form.
 
     ``{generator: chain|star|tree|complete|random, nodes: K, [p: P], [branching: B]}``,
-    ``{nodes: [...] or K, edges: [[u, v], ...]}`` or ``{flux: PATH}`` (relative to
-    ``base_dir``).
+    ``{nodes: [...] or K, edges: [[u, v] or [u, v, traffic], ...]}`` or ``{flux: PATH,
+    [traffic: edges|grouping], [slots: ...], [executors_per_slot: K], [properties: FILE]}``
+    (paths relative to ``base_dir``).
     """
     if not isinstance(spec, Mapping):
         raise ParameterError(
@@ -143,7 +163,7 @@ def topology_from_spec(spec: Any, base_dir: str | Path, *, rng: np.random.Genera
             props = read_properties(Path(base_dir) / str(spec["properties"]))
         return load_flux(path, slots=spec.get("slots", "executors"),
                          executors_per_slot=spec.get("executors_per_slot"),
-                         properties=props)  # fmt: skip
+                         properties=props, traffic=spec.get("traffic", "edges"))  # fmt: skip
     if "generator" in spec:
         kind = spec["generator"]
         k: Any = spec.get("nodes")

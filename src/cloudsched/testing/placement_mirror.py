@@ -18,20 +18,18 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 
 from cloudsched.placement import state as K
-from cloudsched.placement.baselines import greedy, storm_default
+from cloudsched.placement.baselines import bfs_order, greedy, resource_aware, storm_default
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.topology import Topology
 from cloudsched.placement.workload import JobType
 
 __all__ = ["ReferencePlacement", "brute_force_max_weight", "product_form"]
 
+BASELINES = ("storm-default", "greedy", "resource-aware")
 
-def _p_keep(w: float, beta: float) -> float:
-    return (
-        1.0 / (1.0 + math.exp(-w / beta))
-        if w >= 0
-        else math.exp(w / beta) / (1.0 + math.exp(w / beta))
-    )
+
+def _sigmoid(z: float) -> float:
+    return 1.0 / (1.0 + math.exp(-z)) if z >= 0 else math.exp(z) / (1.0 + math.exp(z))
 
 
 class ReferencePlacement:
@@ -41,7 +39,8 @@ class ReferencePlacement:
         self, cluster: Cluster, job_types: Sequence[JobType], policy: str, rng: np.random.Generator,
         *, beta: float = 0.1, alpha: float = 0.2, h: float | Sequence[float] = 0.0,
         epsilon: float = 0.5, f: str = "log", virtual_clock: bool = True,
-        frozen_weights: Sequence[float] | None = None,
+        frozen_weights: Sequence[float] | None = None, proposal: str = "uniform",
+        locality: float = 0.9, correct: bool = True,
         warmup: float = 0.0, horizon: float = math.inf,
     ) -> None:  # fmt: skip
         self.cluster, self.jobs, self.policy, self.rng = cluster, list(job_types), policy, rng
@@ -49,6 +48,11 @@ class ReferencePlacement:
         self.h = [float(x) for x in np.broadcast_to(np.asarray(h, float), (len(self.jobs),))]
         self.vclock = virtual_clock
         self.frozen = frozen_weights
+        # local proposals; ``correct=False`` drops their Metropolis-Hastings correction (so
+        # that a test can show the product-form check would catch it)
+        self.local, self.theta, self.correct = proposal == "local", locality, correct
+        self.order = [bfs_order(jt.topology) for jt in job_types]
+        self.res_free = cluster.capacity.copy()
         self.warmup, self.horizon = warmup, horizon
         self.done = False
         self.machine = np.repeat(np.arange(cluster.machines), cluster.slots)
@@ -71,8 +75,10 @@ class ReferencePlacement:
     # Templates ---------------------------------------------------------------------------
     def _add(self, j: int, slots: Sequence[int], state: int) -> None:
         tid = self.free_ids.pop()
-        for s in slots:
+        dem = self.jobs[j].topology.demands()
+        for v, s in enumerate(slots):
             self.owner[s] = tid
+            self.res_free[self.machine[s]] -= dem[v]
         self.slots_of[tid], self.type_of[tid] = tuple(slots), j
         self.cost_of[tid] = self._cost(j, slots)
         self.lists[j][2 - state].append(tid)
@@ -85,8 +91,10 @@ class ReferencePlacement:
 
     def _remove(self, tid: int, which: int) -> None:
         self._unlist(tid, which)
-        for s in self.slots_of.pop(tid):
+        dem = self.jobs[self.type_of[tid]].topology.demands()
+        for v, s in enumerate(self.slots_of.pop(tid)):
             self.owner[s] = -1
+            self.res_free[self.machine[s]] += dem[v]
         self.free_ids.append(tid)
 
     def _cost(self, j: int, slots: Sequence[int]) -> float:
@@ -112,21 +120,87 @@ class ReferencePlacement:
                 self.count[j, K.C_PLACED] += 1
                 self.area[j, K.A_WAIT] += self.now - entered
 
+    def _index(self, n: int) -> int:
+        return min(int(self.rng.random() * n), n - 1)
+
+    def _free(self, taken: dict[int, int], machine: int | None = None) -> list[int]:
+        """Free slots not drawn yet (of one machine, or all), in slot order."""
+        return [s for s in range(self.nslots) if self.owner[s] == -1 and s not in taken.values()
+                and (machine is None or self.machine[s] == machine)]  # fmt: skip
+
+    def _draw(self, j: int) -> list[int] | None:
+        """Draw the proposal's slot per node (uniform or local); None when it fails."""
+        top = self.jobs[j].topology
+        taken: dict[int, int] = {}  # node -> slot
+        if self.local:
+            if top.nodes > sum(1 for s in self.owner if s == -1):
+                return None
+            prev = -1
+            for v in self.order[j]:
+                s = -1
+                if prev >= 0:
+                    here = self._free(taken, int(self.machine[taken[prev]]))
+                    if here and self.rng.random() < self.theta:
+                        s = here[self._index(len(here))]
+                if s < 0:
+                    anywhere = self._free(taken)
+                    s = anywhere[self._index(len(anywhere))]
+                taken[v], prev = s, v
+                if not self._room(top, taken):
+                    return None
+        else:
+            for v in range(top.nodes):
+                s = self._index(self.nslots)
+                if self.owner[s] != -1 or s in taken.values():
+                    return None
+                taken[v] = s
+                if not self._room(top, taken):
+                    return None
+        return [taken[v] for v in range(top.nodes)]
+
+    def _room(self, top: Topology, taken: dict[int, int]) -> bool:
+        need = np.zeros_like(self.res_free)
+        for v, s in taken.items():
+            need[self.machine[s]] += top.demands()[v]
+        return bool(np.all(need <= self.res_free))
+
+    def log_q(self, j: int, slots: Sequence[int], held: bool) -> float:
+        """``log q(A | C)`` of the local proposal (see :mod:`.._kernel_propose`), plainly."""
+        order = self.order[j]
+        owner = list(self.owner)
+        if held:
+            for s in slots:
+                owner[s] = -1
+        free = [s for s in range(self.nslots) if owner[s] == -1]
+        out = -math.log(len(free))
+        drawn = {slots[order[0]]}
+        for i in range(1, len(order)):
+            m_prev = self.machine[slots[order[i - 1]]]
+            here = [s for s in free if self.machine[s] == m_prev and s not in drawn]
+            p = 1.0 / (len(free) - i)
+            if here:
+                p = (1.0 - self.theta) * p + (
+                    self.theta / len(here) if self.machine[slots[order[i]]] == m_prev else 0.0)
+            out += math.log(p)
+            drawn.add(slots[order[i]])
+        return out
+
+    def _log_ratio(self, j: int, w: float, slots: Sequence[int], held: bool) -> float:
+        z = w / self.beta
+        if self.local and self.correct:
+            z -= self.jobs[j].topology.nodes * math.log(self.nslots) + self.log_q(j, slots, held)
+        return z
+
     def _propose(self, j: int, measuring: bool) -> None:
-        k = self.jobs[j].topology.nodes
-        drawn: list[int] = []
-        for _ in range(k):
-            s = min(int(self.rng.random() * self.nslots), self.nslots - 1)
-            if self.owner[s] != -1 or s in drawn:
-                if measuring:
-                    self.count[j, K.C_TRIED] += 1
-                    self.count[j, K.C_FAILED] += 1
-                return
-            drawn.append(s)
+        drawn = self._draw(j)
         if measuring:
             self.count[j, K.C_TRIED] += 1
+        if drawn is None:
+            if measuring:
+                self.count[j, K.C_FAILED] += 1
+            return
         w = self._weight(j) - self._cost(j, drawn)
-        if self.rng.random() < _p_keep(w, self.beta):
+        if self.rng.random() < _sigmoid(self._log_ratio(j, w, drawn, False)):
             self._add(j, drawn, K.VIRTUAL)
             if measuring:
                 self.count[j, K.C_ADDED] += 1
@@ -143,11 +217,9 @@ class ReferencePlacement:
             top = self.jobs[j].topology
             free = np.bincount(self.machine[[s for s in range(self.nslots) if self.owner[s] == -1]],
                                minlength=self.cluster.machines)  # fmt: skip
-            where = (
-                storm_default(top, free)
-                if self.policy == "storm-default"
-                else greedy(top, free, self.cluster)
-            )
+            rule = {"storm-default": storm_default, "greedy": greedy,
+                    "resource-aware": resource_aware}[self.policy]  # fmt: skip
+            where = rule(top, free, self.cluster, self.res_free)
             if where is None:
                 blocked.add(j)
                 continue
@@ -218,7 +290,7 @@ class ReferencePlacement:
                 self.count[j, K.C_DEPARTED] += 1
             self._unlist(tid, 0)
             self.lists[j][1].append(tid)
-            if self.policy in ("storm-default", "greedy"):
+            if self.policy in BASELINES:
                 self._remove(tid, 1)
             else:
                 decide = tid
@@ -228,11 +300,11 @@ class ReferencePlacement:
             self._propose(j, measuring)
         if decide >= 0:
             w = self._weight(j) - self.cost_of[decide]
-            if self.rng.random() >= _p_keep(w, self.beta):
+            if self.rng.random() >= _sigmoid(self._log_ratio(j, w, self.slots_of[decide], True)):
                 self._remove(decide, 1)
                 if measuring:
                     self.count[j, K.C_REMOVED] += 1
-        if self.policy in ("storm-default", "greedy"):
+        if self.policy in BASELINES:
             if kind in ("arr", "dep"):
                 self._place_waiting(measuring)
         else:
@@ -294,7 +366,9 @@ def product_form(
 
     ``pi(C)`` is proportional to the product over templates ``A`` of type j of
     ``(nu_j / mu_j) * S**(-K_j) * exp((weights[j] - b_A) / beta)``, with ``nu_j`` the rate of
-    proposals (the arrival rate for ``dgp``, the clock rate for ``dgp-clock``).
+    proposals (the arrival rate for ``dgp``, the clock rate for ``dgp-clock``), over the
+    configurations whose templates fit every machine's CPU and memory.  It does not depend
+    on the proposal (uniform or local).
     """
     tops = [j.topology for j in job_types]
     machine = np.repeat(np.arange(cluster.machines), cluster.slots)
@@ -302,6 +376,11 @@ def product_form(
     nu = clock_rates if clock_rates is not None else [j.arrival_rate for j in job_types]
     out: dict[tuple[tuple[int, tuple[int, ...]], ...], float] = {}
     for conf in _configurations(s, tops):
+        used = np.zeros_like(cluster.capacity)
+        for j, slots in conf:
+            np.add.at(used, machine[list(slots)], tops[j].demands())
+        if np.any(used > cluster.capacity):
+            continue
         p = 1.0
         for j, slots in conf:
             b = cluster.cost(tops[j], machine[list(slots)])

@@ -1,0 +1,172 @@
+"""Compiled proposals of DGP: the paper's uniform Random Partition Procedure and local ones.
+
+Both leave the proposed slots in ``st.scratch[:K]`` and return whether the proposal is a
+feasible template (free slots, distinct, and room for every node's CPU and memory).
+
+*Uniform* (the paper): slot ``v`` is uniform over all ``S`` slots; a reserved or repeated
+slot fails the proposal.  Every feasible template has probability ``S^-K``.
+
+*Local* (beyond the paper): nodes in breadth-first order (``mo.bfs``); the first goes to a
+slot drawn uniformly from the free slots of the cluster; each next one, with probability
+``theta`` (if the machine of the node before it has a free slot left), to a free slot of
+that machine drawn uniformly, else to a free slot of the cluster drawn uniformly.  A free
+slot is one no template holds and the proposal has not drawn.  Its probability ``q(A | C)``
+is the product of the steps' probabilities, computed exactly by :func:`log_q` both at the
+proposal and when the template's keep decision comes up (in the configuration without it),
+so that the keep probability ``R / (1 + R)`` with ``R = e^(w / beta) S^-K / q(A | C)``
+keeps the stationary law exactly the paper's product form (for the uniform proposal
+``R = e^(w / beta)``, the paper's rule).
+
+Draws: uniform, one ``random`` per node; local, one ``random`` for the first node, then per
+node one ``random`` for the ``theta`` coin (only when the machine before has a free slot)
+and one for the slot.  The mirror (:mod:`cloudsched.testing.placement_mirror`) makes the
+same draws.
+"""
+
+from __future__ import annotations
+
+import math
+
+from cloudsched._jit import kernel
+from cloudsched.placement import state as S
+from cloudsched.placement._kernel_slots import fits
+
+__all__ = ["local_partition", "log_q", "uniform_partition"]
+
+
+@kernel(nrt=False, inline=True)
+def _index(rng, n):
+    k = int(rng.random() * n)
+    return k if k < n else n - 1
+
+
+@kernel(nrt=False, inline=True)
+def _reset(st, mo, k):
+    """Unmark the ``k`` drawn slots and take back their CPU and memory."""
+    for u in range(k):
+        s = st.scratch[u]
+        st.owner[s] = -1
+        st.iwork[0, mo.slot_machine[s]] = 0
+
+
+@kernel(nrt=False, inline=True)
+def _mark(st, mo, s, node):
+    """Mark slot ``s`` drawn for ``node``; False if its machine has no room left for it."""
+    m = mo.slot_machine[s]
+    st.owner[s] = -2
+    st.iwork[0, m] += 1
+    if mo.par[S.P_RES] == 0.0:
+        return True
+    if st.iwork[0, m] == 1:  # first node of the proposal on m: start from its free room
+        st.fwork[0, m] = st.mres[m, 0]
+        st.fwork[1, m] = st.mres[m, 1]
+    if not fits(mo, st.fwork, m, node):
+        return False
+    st.fwork[0, m] -= mo.ndem[node, 0]
+    st.fwork[1, m] -= mo.ndem[node, 1]
+    return True
+
+
+@kernel(nrt=False)
+def uniform_partition(st, mo, j, rng):
+    """Draw the paper's Random Partition Procedure (each node's slot uniform over all)."""
+    n = st.owner.size
+    k = mo.knodes[j]
+    base = mo.node_off[j]
+    for v in range(k):
+        s = _index(rng, n)
+        if st.owner[s] != -1:
+            _reset(st, mo, v)
+            return False
+        st.scratch[v] = s
+        if not _mark(st, mo, s, base + v):
+            _reset(st, mo, v + 1)
+            return False
+    _reset(st, mo, k)
+    return True
+
+
+@kernel(nrt=False, inline=True)
+def _nth_free(st, lo, hi, i):
+    """Return the ``i``-th slot (0-based) of ``lo..hi-1`` that is free and not drawn."""
+    for s in range(lo, hi):
+        if st.owner[s] == -1:
+            if i == 0:
+                return s
+            i -= 1
+    return -1
+
+
+@kernel(nrt=False)
+def local_partition(st, mo, j, rng):
+    """Local proposal (see the module notes); counts in ``st.iwork[0]`` per machine."""
+    k = mo.knodes[j]
+    base = mo.node_off[j]
+    nslots = st.owner.size
+    theta = mo.par[S.P_THETA]
+    free = st.ist[S.I_FREE_SLOTS]
+    if k > free:
+        return False
+    prev = -1
+    for i in range(k):
+        v = mo.bfs[base + i]
+        s = -1
+        if prev >= 0:
+            m = mo.slot_machine[st.scratch[prev]]
+            here = st.mfree[m] - st.iwork[0, m]
+            if here > 0 and rng.random() < theta:
+                s = _nth_free(st, mo.slot_first[m], mo.slot_first[m + 1], _index(rng, here))
+        if s < 0:
+            s = _nth_free(st, 0, nslots, _index(rng, free - i))
+        st.scratch[v] = s
+        prev = v
+        if not _mark(st, mo, s, base + v):
+            _reset_order(st, mo, j, i + 1)
+            return False
+    _reset_order(st, mo, j, k)
+    return True
+
+
+@kernel(nrt=False, inline=True)
+def _reset_order(st, mo, j, n):
+    """Unmark the slots of the first ``n`` nodes in breadth-first order."""
+    base = mo.node_off[j]
+    for i in range(n):
+        s = st.scratch[mo.bfs[base + i]]
+        st.owner[s] = -1
+        st.iwork[0, mo.slot_machine[s]] = 0
+
+
+@kernel(nrt=False)
+def log_q(st, mo, j, slots, held):
+    """``log q(A | C)`` of the local proposal drawing ``slots`` (node v on ``slots[v]``).
+
+    ``held`` is True when ``A`` is in the configuration (its keep decision): ``C`` is then
+    the configuration without it, so its slots count as free.  Uses ``st.iwork[1]``.
+    """
+    k = mo.knodes[j]
+    base = mo.node_off[j]
+    theta = mo.par[S.P_THETA]
+    rest = st.iwork[1]  # per machine: A's slots there not yet replayed (held) or drawn (-)
+    for v in range(k):
+        rest[mo.slot_machine[slots[v]]] = 0
+    if held:
+        for v in range(k):
+            rest[mo.slot_machine[slots[v]]] += 1
+    free = st.ist[S.I_FREE_SLOTS] + (k if held else 0)
+    out = -math.log(free)
+    for i in range(1, k):
+        v = mo.bfs[base + i]
+        u = mo.bfs[base + i - 1]
+        m_prev = mo.slot_machine[slots[u]]
+        rest[m_prev] -= 1  # node u is placed: one fewer free slot on its machine
+        here = st.mfree[m_prev] + rest[m_prev]
+        p = 1.0 / (free - i)
+        if here > 0:
+            p *= 1.0 - theta
+            if mo.slot_machine[slots[v]] == m_prev:
+                p += theta / here
+        out += math.log(p)
+    for v in range(k):
+        rest[mo.slot_machine[slots[v]]] = 0
+    return out
