@@ -136,7 +136,8 @@ def _classes(cluster, jobs, conf):
     return tuple(sorted((j, cluster.cost(jobs[j].topology, machine[list(s)])) for j, s in conf))
 
 
-def _product_form_check(policy, batches, steps, tv_limit):
+def _product_form_distance(policy, batches, steps, **kw):
+    """Largest |z| over configuration classes, and the total variation distance."""
     cluster = parse_cluster("2x2")
     jobs = [JobType("pair", 1.0, 1.0, chain(2)), JobType("single", 0.5, 2.0, chain(1))]
     weights, beta = [2.5, 0.8], 0.7
@@ -146,7 +147,7 @@ def _product_form_check(policy, batches, steps, tv_limit):
     seen = np.zeros((batches, len(theory)))
     keys = {k: i for i, k in enumerate(sorted(theory))}
     ref = ReferencePlacement(
-        cluster, jobs, policy, np.random.default_rng(11), beta=beta, frozen_weights=weights
+        cluster, jobs, policy, np.random.default_rng(11), beta=beta, frozen_weights=weights, **kw
     )
     for _ in range(2000):  # warm-up
         ref.step()
@@ -158,25 +159,40 @@ def _product_form_check(policy, batches, steps, tv_limit):
     p = np.array([theory[k] for k in sorted(theory)])
     mean = frac.mean(axis=0)
     se = frac.std(axis=0, ddof=1) / math.sqrt(batches)
-    # 13 classes: |z| < 4.5 for each is a family-wise level of about 1e-4
     z = np.abs(mean - p) / np.maximum(se, 1e-4)
-    assert z.max() < 4.5, (z.max(), mean, p)
-    assert 0.5 * np.abs(mean - p).sum() < tv_limit
+    return z.max(), 0.5 * np.abs(mean - p).sum()
+
+
+def _product_form_check(policy, batches, steps, tv_limit, **kw):
+    z, tv = _product_form_distance(policy, batches, steps, **kw)
+    # 13 classes: |z| < 4.5 for each is a family-wise level of about 1e-4
+    assert z < 4.5, z
+    assert tv < tv_limit, tv
 
 
 @pytest.mark.parametrize("policy", ["dgp", "dgp-clock"])
-def test_frozen_weights_give_the_product_form(policy):
-    _product_form_check(policy, batches=12, steps=8000, tv_limit=0.06)
+@pytest.mark.parametrize("proposal", ["uniform", "local"])
+def test_frozen_weights_give_the_product_form(policy, proposal):
+    _product_form_check(policy, batches=12, steps=8000, tv_limit=0.06, proposal=proposal)
+
+
+def test_the_product_form_check_catches_local_proposals_without_their_correction():
+    """Without the q(A|C) correction, local proposals favour one-machine templates."""
+    z, tv = _product_form_distance("dgp", 12, 8000, proposal="local", correct=False)
+    assert z > 10 and tv > 0.1, (z, tv)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("policy", ["dgp", "dgp-clock"])
-def test_frozen_weights_give_the_product_form_closely(policy):
-    _product_form_check(policy, batches=10, steps=40_000, tv_limit=0.025)
+@pytest.mark.parametrize("proposal", ["uniform", "local"])
+def test_frozen_weights_give_the_product_form_closely(policy, proposal):
+    _product_form_check(policy, batches=10, steps=40_000, tv_limit=0.025, proposal=proposal)
 
 
-@pytest.mark.parametrize(("policy", "clock"), [("dgp", None), ("dgp-clock", 2.0)])
-def test_kernel_template_counts_match_the_product_form(policy, clock):
+@pytest.mark.parametrize(("policy", "clock", "proposal"),
+                         [("dgp", None, "uniform"), ("dgp-clock", 2.0, "uniform"),
+                          ("dgp", None, "local")])  # fmt: skip
+def test_kernel_template_counts_match_the_product_form(policy, clock, proposal):
     cluster = parse_cluster("2x2")
     jobs = [JobType("pair", 1.0, 1.0, chain(2)), JobType("single", 0.5, 2.0, chain(1))]
     weights, beta = [2.5, 0.8], 0.7
@@ -195,6 +211,7 @@ def test_kernel_template_counts_match_the_product_form(policy, clock):
             frozen_weights=weights,
             beta=beta,
             clock_rate=clock,
+            proposal=proposal,
             rng=seed,
         )
         for seed in range(6)

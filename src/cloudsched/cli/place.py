@@ -254,7 +254,7 @@ def place_bound(
     bar = LazyProgress(f"place bound {cluster}")
     try:
         opt = static_optimum(
-            cl, jobs, progress=lambda n, v: bar(-1.0, f"({n} columns, LP cost {v:.4g})")
+            cl, jobs, progress=lambda n, v, lo: bar(-1.0, f"({n} columns, {lo:.4g} <= cost <= {v:.4g})")
         )
     finally:
         bar.close()

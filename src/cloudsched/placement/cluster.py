@@ -66,7 +66,8 @@ class Cluster:
     cross_rack_cost : float
         Cost of an edge broken across racks (an edge broken within a rack costs 1).
     rack : numpy.ndarray, optional
-        Rack of each machine, ids ``0..racks-1`` (each used); derived from ``racks`` if None.
+        Rack of each machine, ids ``0..racks-1`` (each used); derived from ``racks`` when
+        not given (it is always an array once the cluster is built).
     cpu, memory : numpy.ndarray, optional
         Capacity of each machine (inf: unlimited); None: no machine has a limit.
     """
@@ -74,7 +75,7 @@ class Cluster:
     slots: np.ndarray
     racks: int = 1
     cross_rack_cost: float = 2.0
-    rack: np.ndarray | None = field(default=None, repr=False, compare=False)
+    rack: Any = field(default=None, repr=False, compare=False)  # given: None or ids; then array
     cpu: np.ndarray | None = field(default=None, repr=False, compare=False)
     memory: np.ndarray | None = field(default=None, repr=False, compare=False)
     distance: np.ndarray = field(init=False, repr=False, compare=False)
@@ -123,7 +124,7 @@ class Cluster:
 
     def rack_of(self, machine: int) -> int:
         """Rack of a machine."""
-        return int(np.asarray(self.rack)[machine])
+        return int(self.rack[machine])
 
     def describe(self) -> str:
         """Short text: ``10x4,5x8`` (runs of equal machines), racks and limits."""

@@ -315,25 +315,29 @@ class ReferencePlacement:
 def brute_force_max_weight(
     cluster: Cluster, topologies: Sequence[Topology], values: Sequence[float], caps: Sequence[int]
 ) -> float:
-    """Best ``sum (values[j] - cost)`` over all configurations, by exhaustive search."""
+    """Best ``sum (values[j] - cost)`` over all configurations, by exhaustive search.
+
+    Templates respect every machine's slots, CPU and memory.
+    """
     nm = cluster.machines
 
-    def best(j: int, left: tuple[int, ...], cap_left: int) -> float:
+    def best(j: int, left: np.ndarray, room: np.ndarray, cap_left: int) -> float:
         if j == len(topologies):
             return 0.0
-        out = best(j + 1, left, caps[j + 1] if j + 1 < len(caps) else 0)
+        out = best(j + 1, left, room, caps[j + 1] if j + 1 < len(caps) else 0)
         if cap_left <= 0 or values[j] <= 0:
             return out
         top = topologies[j]
         for machines in itertools.product(range(nm), repeat=top.nodes):
             use = np.bincount(machines, minlength=nm)
-            if np.all(use <= np.asarray(left)):
-                rest = tuple(int(x) for x in np.asarray(left) - use)
+            need = np.zeros((nm, 2))
+            np.add.at(need, list(machines), top.demands())
+            if np.all(use <= left) and np.all(need <= room + 1e-9):
                 gain = values[j] - cluster.cost(top, np.asarray(machines))
-                out = max(out, gain + best(j, rest, cap_left - 1))
+                out = max(out, gain + best(j, left - use, room - need, cap_left - 1))
         return out
 
-    return best(0, tuple(int(s) for s in cluster.slots), int(caps[0]))
+    return best(0, cluster.slots.copy(), cluster.capacity.copy(), int(caps[0]))
 
 
 def _configurations(

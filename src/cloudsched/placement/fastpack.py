@@ -1,0 +1,183 @@
+"""A fast max-weight configuration for large clusters, with a bound on how far it can be off.
+
+*Packing.*  Every type has a least-cost template on the empty cluster
+(:func:`~cloudsched.placement.shapes.least_cost_template`): its *shape*, the groups of nodes
+that share a machine.  Templates are added one at a time, the type of the highest value per
+slot ``(value_j - c_j) / K_j`` first (``c_j`` its shape's cost): the shape's groups, largest
+first, each on the fullest machine of one rack that still has room for it (best fit, racks
+with the most free slots first; across racks only if no rack can hold it), or failing that
+the greedy packer's template on what is left.  A template is kept while its weight
+``value_j - cost`` is positive and the type's cap is not reached.
+
+*Bound.*  Every type-j template costs at least ``l_j``, the lower bound of its least-cost
+template, and uses ``K_j`` slots and its nodes' CPU and memory, so the best configuration
+weighs at most the optimum of the fractional knapsack::
+
+    maximise sum_j x_j (value_j - l_j)   subject to   sum_j x_j K_j <= S,
+             sum_j x_j D_j^r <= C^r (each limited resource),   0 <= x_j <= cap_j
+
+(solved by HiGHS), and at most the bound of the relaxation that also sees how templates
+split over machines (:mod:`cloudsched.placement.relaxation`); the smaller is used.  Where the
+cluster is large beside the jobs, packing reaches the bound and the configuration is proven
+optimal; ``gap`` says how far it can be otherwise.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linprog
+
+from cloudsched._quiet import solve_quietly
+from cloudsched.placement.baselines import greedy
+from cloudsched.placement.cluster import Cluster
+from cloudsched.placement.relaxation import Relaxation
+from cloudsched.placement.shapes import LeastCost, least_cost_template
+from cloudsched.placement.topology import Topology
+
+__all__ = ["Library", "fast_max_weight", "knapsack_bound"]
+
+
+@dataclass(frozen=True, eq=False)
+class Library:
+    """Each type's least-cost template on the empty cluster, and its groups of nodes."""
+
+    cluster: Cluster
+    topologies: tuple[Topology, ...]
+    best: tuple[LeastCost, ...]
+
+    @classmethod
+    def build(
+        cls, cluster: Cluster, topologies: Sequence[Topology], time_limit: float | None = None
+    ) -> Library:
+        """Solve each type's least-cost template (``time_limit`` seconds per MILP)."""
+        best = tuple(least_cost_template(cluster, t, time_limit=time_limit) for t in topologies)
+        return cls(cluster, tuple(topologies), best)
+
+    @functools.cached_property
+    def relaxation(self) -> Relaxation:
+        """The linear relaxation (:mod:`cloudsched.placement.relaxation`) of these graphs."""
+        return Relaxation(self.cluster, self.topologies, self.lower_bounds)
+
+    @property
+    def lower_bounds(self) -> np.ndarray:
+        """Least cost of any template of each type (``inf``: the type never fits)."""
+        return np.array([b.lower_bound for b in self.best])
+
+    @property
+    def proven(self) -> bool:
+        """Whether every type's least-cost template is proven."""
+        return all(b.proven for b in self.best)
+
+    def groups(self, j: int) -> list[np.ndarray]:
+        """Nodes of type ``j`` sharing a machine in its least-cost template, largest first."""
+        where = self.best[j].machines
+        if where is None:
+            return []
+        out = [np.flatnonzero(where == m) for m in np.unique(where)]
+        return sorted(out, key=lambda g: (-g.size, int(g[0])))
+
+
+def _place_groups(
+    lib: Library, j: int, free: np.ndarray, res: np.ndarray, machines: np.ndarray
+) -> np.ndarray | None:
+    """Put the shape's groups on distinct ``machines`` (best fit), or None."""
+    top = lib.topologies[j]
+    dem = top.demands()
+    where = np.full(top.nodes, -1, dtype=np.int64)
+    used: set[int] = set()
+    for g in lib.groups(j):
+        need = dem[g].sum(axis=0)
+        ok = [m for m in machines.tolist() if m not in used and free[m] >= g.size
+              and np.all(res[m] >= need - 1e-9)]  # fmt: skip
+        if not ok:
+            return None
+        m = min(ok, key=lambda m: (int(free[m]), m))
+        where[g] = m
+        used.add(m)
+    return where
+
+
+def place_shape(
+    lib: Library, j: int, free: np.ndarray, res: np.ndarray
+) -> tuple[np.ndarray, float] | None:
+    """Choose the type-``j`` template to add on the free capacity (module notes), and its cost."""
+    cl = lib.cluster
+    racks = sorted(range(cl.racks), key=lambda r: (-int(free[cl.rack == r].sum()), r))
+    for r in racks:
+        where = _place_groups(lib, j, free, res, np.flatnonzero(cl.rack == r))
+        if where is not None:
+            return where, cl.cost(lib.topologies[j], where)
+    where = _place_groups(lib, j, free, res, np.argsort(cl.rack, kind="stable"))
+    fallback = greedy(lib.topologies[j], free, cl, res)
+    options = [w for w in (where, fallback) if w is not None]
+    if not options:
+        return None
+    costs = [cl.cost(lib.topologies[j], w) for w in options]
+    i = int(np.argmin(costs))
+    return options[i], costs[i]
+
+
+def knapsack_bound(
+    lib: Library, values: Sequence[float] | np.ndarray, caps: Sequence[float] | np.ndarray
+) -> float:
+    """Upper bound on the weight of any configuration (module notes)."""
+    caps = np.asarray(caps, dtype=float)
+    lower = lib.lower_bounds
+    profit = np.asarray(values, dtype=float) - lower
+    use = np.flatnonzero((profit > 0) & np.isfinite(lower) & (np.asarray(caps) > 0))
+    if use.size == 0:
+        return 0.0
+    cl = lib.cluster
+    slots = float(cl.total_slots)
+    room = cl.capacity.sum(axis=0)
+    rows: list[list[float]] = [[float(lib.topologies[j].nodes) for j in use]]
+    rhs = [slots]
+    for r in range(2):
+        if np.isfinite(room[r]):
+            rows.append([float(lib.topologies[j].demands()[:, r].sum()) for j in use])
+            rhs.append(float(room[r]))
+    hi = [min(float(caps[j]), slots / lib.topologies[j].nodes) for j in use]
+    res = solve_quietly("HiGHS (knapsack bound)", linprog, -profit[use], A_ub=np.array(rows),
+                        b_ub=np.array(rhs), bounds=list(zip([0.0] * use.size, hi, strict=True)),
+                        method="highs")  # fmt: skip
+    if res.status != 0:  # pragma: no cover - the box always holds a feasible point
+        return math.inf
+    return -float(res.fun)
+
+
+def fast_max_weight(
+    lib: Library, values: Sequence[float] | np.ndarray, caps: Sequence[int] | np.ndarray | None = None
+) -> tuple[list[tuple[int, np.ndarray]], float]:
+    """Pack templates (module notes): the templates, and the upper bound on the best weight."""
+    cl = lib.cluster
+    nj = len(lib.topologies)
+    left: list[float] = [
+        int(caps[j]) if caps is not None else cl.total_slots // lib.topologies[j].nodes
+        for j in range(nj)
+    ]
+    bound = min(knapsack_bound(lib, values, left), lib.relaxation.weight_bound(values, left))
+    free = cl.slots.copy()
+    res = cl.capacity.copy()
+    shape_cost = np.array([b.cost for b in lib.best])
+    active = {j for j in range(nj) if left[j] > 0 and values[j] > lib.best[j].lower_bound}
+    out: list[tuple[int, np.ndarray]] = []
+    while active:
+        j = max(active, key=lambda j: ((values[j] - shape_cost[j]) / lib.topologies[j].nodes,
+                                        values[j], -j))  # fmt: skip
+        got = place_shape(lib, j, free, res)
+        if got is None or values[j] - got[1] <= 0:
+            active.discard(j)
+            continue
+        where, _ = got
+        out.append((j, where))
+        np.subtract.at(free, where, 1)
+        np.subtract.at(res, where, lib.topologies[j].demands())
+        left[j] -= 1
+        if left[j] == 0:
+            active.discard(j)
+    return out, bound
