@@ -35,7 +35,8 @@ def workload(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("policy", ["storm-default", "greedy", "dgp", "dgp-clock", "maxweight"])
+@pytest.mark.parametrize("policy", ["storm-default", "greedy", "resource-aware", "dgp",
+                                    "dgp-clock", "maxweight"])
 def test_place_simulate_json(capsys, workload, policy):
     code, out, err = run(
         capsys, "place", "simulate", "--cluster", "3x3", "--workload", str(workload),
@@ -70,7 +71,8 @@ def test_place_bound(capsys, workload):
     )  # fmt: skip
     assert code == 0
     doc = json.loads(out)
-    assert doc["cost_rate"] == pytest.approx(0.5)
+    assert doc["value"] == pytest.approx(0.5) and doc["lower_bound"] == pytest.approx(0.5)
+    assert doc["proven"] and doc["gap"] == 0.0 and not doc["hit_time_limit"]
     assert sum(c["share"] for c in doc["configurations"]) <= 1 + 1e-9
 
 
@@ -89,6 +91,12 @@ def test_overload_is_warned(capsys, workload):
     [
         (["--cluster", "2x1"], "--workload must be at most the cluster's 2 slots"),
         (["--cluster", "3x"], "--cluster must be MACHINESxSLOTS"),
+        (["--cluster", "3x3,0x2"], "--cluster must be MACHINESxSLOTS"),
+        (["--proposal", "smart"], "--proposal must be one of"),
+        (["--locality", "1.5"], "--locality must be in [0, 1]"),
+        (["--solver", "best"], "--solver must be one of"),
+        (["--flux-traffic", "bytes"], "--flux-traffic must be one of"),
+        (["--assignments", "a.csv"], "--assignments must be a file ending in .parquet"),
         (["--policy", "fifo"], "--policy must be one of"),
         (["--beta", "0"], "--beta must be in (0, inf)"),
         (["--epsilon", "1.5"], "--epsilon must be in (0, 1)"),

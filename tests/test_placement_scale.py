@@ -24,10 +24,11 @@ from cloudsched.placement import (
     tree,
 )
 from cloudsched.placement.fastpack import Library
+from cloudsched.placement.graphcuts import forest_split
 from cloudsched.placement.optimize import max_weight_configuration, static_optimum
 from cloudsched.placement.relaxation import Relaxation, part_cuts
-from cloudsched.placement.shapes import forest_split, least_cost_template, twin_classes
-from cloudsched.testing.placement_mirror import brute_force_max_weight
+from cloudsched.placement.shapes import least_cost_template, twin_classes
+from cloudsched.testing.placement_oracles import brute_force_max_weight
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -29,8 +29,8 @@ LONG_FUNCTIONS = {
     ("dispatch/_kernel.py", "run"): "the event loop: the per-event work is in helpers; what is "
                                     "left is the choice of the next event and the batch "
                                     "bookkeeping, read top to bottom",
-    ("placement/optimize.py", "max_weight_configuration"): "one MILP, built row block by row "
-                                                           "block in the order of its formula",
+    ("placement/milp.py", "exact_max_weight"): "one MILP, built row block by row block in the "
+                                               "order of its formula",
     ("testing/dispatch_mirror.py", "mirror_run"): "the plain-Python reference of the event "
                                                   "loop, written to be read beside it",
 }  # fmt: skip

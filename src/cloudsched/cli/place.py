@@ -11,12 +11,13 @@ from typing import Annotated, Any
 import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, emit, render_table, to_json
-from cloudsched.errors import ParameterError, check_choice, check_int, check_real, check_seed
+from cloudsched.errors import check_choice, check_int, check_real, check_seed
 
 __all__ = ["register"]
 
 
-_CLUSTER_HELP = "MACHINESxSLOTS, e.g. 50x12."
+_CLUSTER_HELP = ("MACHINESxSLOTS (50x12), groups of machines (10x4,5x8), or a cluster file "
+                 "(.yaml: slots, cpu, memory and rack per group).")
 _PER_TYPE = [
     "name", "nodes", "edges", "load", "mean_queue_length", "final_queue_length",
     "mean_in_service", "mean_virtual_templates", "mean_partition_cost", "cost_rate",
@@ -33,11 +34,18 @@ _PER_SLOT_HELP = "Pack this many consecutive executors of a Flux topology into o
 # The options both place commands take (the model and the output), declared once.
 _Cluster = Annotated[str, typer.Option("--cluster", help=_CLUSTER_HELP)]
 _Workload = Annotated[Path, typer.Option("--workload", help="Workload YAML (job_types: ...).")]
-_Racks = Annotated[int, typer.Option("--racks", help="Racks (machines split evenly, in order).")]
-_CrossRackCost = Annotated[
-    float,
-    typer.Option("--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]."),
+_Racks = Annotated[
+    int | None, typer.Option("--racks", help="Racks (machines split evenly, in order; 1).")
 ]
+_CrossRackCost = Annotated[
+    float | None,
+    typer.Option("--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]; 2."),
+]
+_FluxTraffic = Annotated[
+    str,
+    typer.Option("--flux-traffic", help="Traffic of a Flux topology's edges: edges (1 each) or "
+                 "grouping (from the groupings and parallelism)."),
+]  # fmt: skip
 _FluxSlots = Annotated[str, typer.Option("--flux-slots", help=_FLUX_SLOTS_HELP)]
 _PerSlot = Annotated[int | None, typer.Option("--executors-per-slot", help=_PER_SLOT_HELP)]
 _Out = Annotated[
@@ -45,21 +53,24 @@ _Out = Annotated[
 ]
 
 
-def _model(cluster: str, racks: int, cross_rack_cost: float, workload: Path, seed: int | None,
-           flux_slots: str = "executors", executors_per_slot: int | None = None):  # fmt: skip
+def _model(cluster: str, racks: int | None, cross_rack_cost: float | None, workload: Path,
+           seed: int | None, flux_slots: str = "executors",
+           executors_per_slot: int | None = None, flux_traffic: str = "edges"):  # fmt: skip
     """Cluster and job types, with every graph checked against the cluster size."""
-    from cloudsched.placement import load_workload, parse_cluster
+    from cloudsched.placement import load_workload
+    from cloudsched.placement.cluster import cluster_from_text
+    from cloudsched.placement.flux import TRAFFIC_MODELS
 
-    racks = check_int("--racks", racks, low=1)
-    cl = parse_cluster(cluster, racks=1, cross_rack_cost=cross_rack_cost)
-    if racks > cl.machines:
-        raise ParameterError("--racks", racks, f"an integer in [1, {cl.machines}] (the machines)")
-    cl = parse_cluster(cluster, racks=racks, cross_rack_cost=cross_rack_cost)
+    if racks is not None:
+        racks = check_int("--racks", racks, low=1)
+    cl = cluster_from_text(cluster, racks, cross_rack_cost)
     seed = check_seed("--seed", seed)
     flux_slots = check_choice("--flux-slots", flux_slots, ("executors", "workers"))
+    flux_traffic = check_choice("--flux-traffic", flux_traffic, TRAFFIC_MODELS)
     if executors_per_slot is not None:
         executors_per_slot = check_int("--executors-per-slot", executors_per_slot, low=1)
-    flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot}
+    flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot,
+            "traffic": flux_traffic}  # fmt: skip
     jobs = load_workload(workload, rng=seed, flux=flux)
     for jt in jobs:
         cl.check_fits(jt.topology, name="--workload")
@@ -71,12 +82,14 @@ def place_simulate(
     cluster: _Cluster,
     workload: _Workload,
     policy: Annotated[
-        str, typer.Option("--policy", help="storm-default, greedy, maxweight, dgp or dgp-clock.")
+        str, typer.Option("--policy", help="storm-default, greedy, resource-aware, maxweight, "
+                          "dgp or dgp-clock.")
     ] = "dgp",
-    racks: _Racks = 1,
-    cross_rack_cost: _CrossRackCost = 2.0,
+    racks: _Racks = None,
+    cross_rack_cost: _CrossRackCost = None,
     flux_slots: _FluxSlots = "executors",
     executors_per_slot: _PerSlot = None,
+    flux_traffic: _FluxTraffic = "edges",
     beta: Annotated[
         float | None,
         typer.Option("--beta", help="DGP temperature (> 0; default: a tenth of the cost unit)."),
@@ -119,7 +132,22 @@ def place_simulate(
             "--clock-rate", help="dgp-clock: rate of each queue's clock (default: arrival rate)."
         ),
     ] = None,
+    proposal: Annotated[
+        str,
+        typer.Option("--proposal", help="DGP: uniform (the paper's Random Partition Procedure) "
+                     "or local (machine by machine, corrected to keep the product form)."),
+    ] = "uniform",
+    locality: Annotated[
+        float,
+        typer.Option("--locality", help="DGP local proposals: chance in [0, 1] that a node "
+                     "goes next to the one before it."),
+    ] = 0.9,
     frame: Annotated[float, typer.Option("--frame", help="MaxWeight frame length T (> 0).")] = 1.0,
+    solver: Annotated[
+        str,
+        typer.Option("--solver", help="MaxWeight: exact (MILP), fast (packing with a bound) or "
+                     "auto (exact up to 32 slots and 8-node graphs)."),
+    ] = "auto",
     solver_time_limit: Annotated[
         float, typer.Option("--solver-time-limit", help="MaxWeight: seconds per frame for HiGHS.")
     ] = 10.0,
@@ -155,10 +183,26 @@ def place_simulate(
     ] = None,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     out: _Out = None,
+    assignments: Annotated[
+        Path | None,
+        typer.Option("--assignments", help="Write which slot each node of each job held, and "
+                     "when (.parquet)."),
+    ] = None,
+    frames: Annotated[
+        Path | None,
+        typer.Option("--frames", help="MaxWeight: write each frame's weight, bound and gap "
+                     "(.parquet)."),
+    ] = None,
+    plot: Annotated[
+        Path | None,
+        typer.Option("--plot", help="Draw which job holds each slot at the end of the run "
+                     "(.png)."),
+    ] = None,
 ) -> None:
     """Simulate one placement policy on a cluster and workload."""
     import numpy as np
-    check_outputs(out=out)
+    check_outputs(out=out, plot=plot)
+    _check_tables(assignments=assignments, frames=frames)
     from cloudsched.placement.policies import PLACEMENT_POLICIES
     from cloudsched.placement.simulation import simulate_placement
 
@@ -169,7 +213,7 @@ def place_simulate(
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0])
     cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
-                      executors_per_slot)  # fmt: skip
+                      executors_per_slot, flux_traffic)  # fmt: skip
     bar = LazyProgress(f"place {policy} {cluster}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
@@ -177,15 +221,21 @@ def place_simulate(
             res = simulate_placement(
                 policy, cl, jobs, horizon=horizon, warmup=warm, beta=beta, alpha=alpha, h=h,
                 epsilon=epsilon, f=f, virtual_clock=virtual_clock, clock_rate=clock_rate,
-                frame=frame, solver_time_limit=solver_time_limit, precision=precision,
-                compare_bound=compare_bound, target_gap=target_gap, rng=seed, progress=bar,
+                frame=frame, solver_time_limit=solver_time_limit, solver=solver,
+                proposal=proposal, locality=locality, record=assignments is not None
+                or plot is not None, precision=precision, compare_bound=compare_bound,
+                target_gap=target_gap, rng=seed, progress=bar,
             )  # fmt: skip
         finally:
             bar.close()
+    _write_tables(res, assignments, frames)
+    if plot is not None:
+        _plot_end(res, cl, plot, f"{policy} on {cluster}")
     shown = {str(w.message) for w in caught}
     for note in [*shown, *(n for n in res.warnings if n not in shown)]:
         sys.stderr.write(f"warning: {note}\n")
-    payload = {"cluster": cluster, "racks": racks, "workload": str(workload), **res.to_dict()}
+    payload = {"cluster": cluster, "racks": cl.racks, "workload": str(workload),
+               **res.to_dict()}  # fmt: skip
     if fmt == "json":
         emit(to_json(payload), out)
         return
@@ -203,64 +253,114 @@ def place_simulate(
     by_type: dict[str, list[Any]] = {"field": _PER_TYPE[1:]}
     by_type.update({str(r["name"]): [r[k] for k in _PER_TYPE[1:]] for _, r in per.iterrows()})
     text += render_table(by_type, "per job type")
+    if res.frames:
+        text += (f"frames: {res.frames} ({res.params.get('solver')} solver), optimality gap "
+                 f"mean {res.frame_gap_mean:.3g}, largest {res.frame_gap_max:.3g}\n")  # fmt: skip
     if res.bound is not None:
-        text += _bound_line(res.cost_rate, res.cost_rate_ci95, res.bound, res.bound_gap)
+        text += _bound_line(res.cost_rate, res.cost_rate_ci95, res.bound, res.bound_gap,
+                            bool(res.bound_proven))  # fmt: skip
     elif res.bound_note:
         text += f"static optimum not available: {res.bound_note}\n"
     else:
-        text += (
-            "static optimum not computed (by default only up to 32 slots and 8-node "
-            "graphs; --compare-bound forces it)\n"
-        )
+        text += "static optimum not computed (--no-compare-bound)\n"
     text += "".join(f"WARNING: {note}\n" for note in res.warnings)
     emit(text, out)
 
 
 def _bound_line(
-    cost: float, ci: tuple[float, float] | None, bound: float, gap: float | None
+    cost: float, ci: tuple[float, float] | None, bound: float, gap: float | None, proven: bool
 ) -> str:
-    """``cost 0.531 [0.52, 0.54], optimum 0.5, gap 6%`` (the gap is relative to the optimum)."""
+    """``cost 0.531 [0.52, 0.54], optimum 0.5, gap 6%`` (the gap is relative to the bound)."""
     pm = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci is not None else " (no interval)"
     if gap is None:
         rel = "n/a"
     elif gap == float("inf"):
-        rel = f"{cost - bound:.3g} above a zero optimum"
+        rel = f"{cost - bound:.3g} above a zero bound"
     else:
         rel = f"{100 * gap:.1f}%"
-    return f"cost {cost:.4g}{pm}, optimum {bound:.4g}, gap {rel}\n"
+    what = "optimum" if proven else "lower bound of the optimum (not proven)"
+    return f"cost {cost:.4g}{pm}, {what} {bound:.4g}, gap {rel}\n"
+
+
+def _check_tables(**paths: Path | None) -> None:
+    """Refuse, before any work, a Parquet output that cannot be written."""
+    from cloudsched.io import check_output_file
+
+    for name, path in paths.items():
+        if path is not None:
+            check_output_file(path, f"--{name}", ("parquet",))
+
+
+def _write_tables(res: Any, assignments: Path | None, frames: Path | None) -> None:
+    """Write the placement log and MaxWeight's frames as Parquet (atomically)."""
+    from cloudsched.io import atomic_path
+
+    for path, table, what in ((assignments, res.assignments, "placements"),
+                              (frames, res.frame_table, "frames")):  # fmt: skip
+        if path is None:
+            continue
+        if table is None:
+            sys.stderr.write(f"warning: no {what} to write ({res.policy} has no frames); "
+                             f"{path} not written\n")  # fmt: skip
+            continue
+        with atomic_path(path) as tmp:
+            table.to_parquet(tmp, index=False)
+
+
+def _plot_end(res: Any, cluster: Any, path: Path, label: str) -> None:
+    """Draw the slots' jobs at the end of a recorded run."""
+    from cloudsched.plotting.placement import plot_snapshots
+
+    end = float(res.warmup_time + res.measured_time)
+    plot_snapshots({label: (res.assignments, end * (1 - 1e-12))}, cluster.slots, cluster.rack,
+                   path, title="placement at the end of the run (machines as rows, slots "
+                   "coloured by job type, one shade per job)")  # fmt: skip
 
 
 def place_bound(
     *,
     cluster: _Cluster,
     workload: _Workload,
-    racks: _Racks = 1,
-    cross_rack_cost: _CrossRackCost = 2.0,
+    racks: _Racks = None,
+    cross_rack_cost: _CrossRackCost = None,
     flux_slots: _FluxSlots = "executors",
     executors_per_slot: _PerSlot = None,
+    flux_traffic: _FluxTraffic = "edges",
+    solver: Annotated[
+        str,
+        typer.Option("--solver", help="exact (MILP pricing, proves the optimum at small sizes), "
+                     "fast (packing pricing with bounds) or auto (exact up to 32 slots and "
+                     "8-node graphs)."),
+    ] = "auto",
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", help="Seconds for the whole search (> 0).")
+    ] = 60.0,
     seed: Annotated[
         int, typer.Option("--seed", help="Seed for random graphs in the workload.")
     ] = 0,
     fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
     out: _Out = None,
 ) -> None:
-    """Solve the static optimum: the least average cost that serves every type's load."""
+    """Bound the static optimum: the least average cost that serves every type's load."""
     check_outputs(out=out)
-    from cloudsched.placement.optimize import static_optimum
+    from cloudsched.placement.optimize import SOLVERS, static_optimum
 
     fmt = check_choice("--format", fmt, ("table", "json"))
+    solver = check_choice("--solver", solver, SOLVERS)
+    time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
     cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
-                      executors_per_slot)  # fmt: skip
+                      executors_per_slot, flux_traffic)  # fmt: skip
     bar = LazyProgress(f"place bound {cluster}")
     try:
-        opt = static_optimum(
-            cl, jobs, progress=lambda n, v, lo: bar(-1.0, f"({n} columns, {lo:.4g} <= cost <= {v:.4g})")
-        )
+        def show(n: int, v: float, lo: float) -> None:
+            bar(-1.0, f"({n} columns, {lo:.4g} <= optimum <= {v:.4g})")
+
+        opt = static_optimum(cl, jobs, solver=solver, time_limit=time_limit, progress=show)
     finally:
         bar.close()
     payload = {
         "cluster": cluster,
-        "racks": racks,
+        "racks": cl.racks,
         "workload": str(workload),
         "loads": {j.name: j.load for j in jobs},
         **opt.to_dict([j.name for j in jobs]),
@@ -269,11 +369,15 @@ def place_bound(
     if fmt == "json":
         emit(to_json(payload), out)
         return
-    fields = ["cost_rate", "cost_per_job", "proven", "columns", "solve_time"]
+    fields = ["value", "lower_bound", "gap", "proven", "hit_time_limit", "solver",
+              "cost_per_job", "columns", "solve_time"]  # fmt: skip
     import pandas as pd
 
     head = pd.DataFrame({"field": fields, "value": [payload[k] for k in fields]})
-    text = render_table(head, f"static optimum on {cluster}")
+    title = f"static optimum on {cluster}" + ("" if opt.proven else " — NOT PROVEN")
+    text = render_table(head, title)
+    if opt.note:
+        text += f"note: {opt.note}\n"
     text += render_table(pd.DataFrame(configs), "configurations used (time share, templates, cost)")
     emit(text, out)
 

@@ -66,7 +66,8 @@ def run_grids(out_dir: Path, level: str, workers: int, seed: int) -> PlacementGr
     }, s.workers)  # fmt: skip
     mw = run_grid(out_dir, "maxweight-frames", {
         "kind": "place", "seed": s.seed + 2, "replications": 1,
-        "fixed": {**model, "policy": "maxweight", "horizon": s.size["mw_horizon"]},
+        "fixed": {**model, "policy": "maxweight", "alpha": 1.0, "f": "log",
+                  "horizon": s.size["mw_horizon"]},
         "grid": {"frame": s.size["frames"]},
     }, s.workers)  # fmt: skip
     return PlacementGrids(dgp, base, default, mw, optimum)

@@ -25,7 +25,8 @@ __all__ = ["KINDS", "KIND_TABLE", "Kind", "PointContext"]
 PLACE_MODEL_KEYS: dict[str, Any] = {"cluster": str, "racks": int, "cross_rack_cost": float,
                                     "workload": str}  # fmt: skip
 # Arguments a sweep cannot set: callbacks, arrays and the generator (seeds come from the spec).
-_NOT_SWEPT = {"rng", "progress", "trace", "speeds", "frozen_weights", "cluster", "job_types"}
+_NOT_SWEPT = {"rng", "progress", "trace", "speeds", "frozen_weights", "cluster", "job_types",
+              "record"}
 
 
 @dataclass
@@ -153,16 +154,17 @@ def _place() -> Callable[..., Any]:
 
 def _place_model(params: dict[str, Any], ctx: PointContext, seed: int) -> tuple[Any, Any]:
     """Return the point's cluster and job types (random graphs drawn from ``seed``)."""
-    from cloudsched.placement import load_workload, parse_cluster
+    from cloudsched.placement import load_workload
+    from cloudsched.placement.cluster import cluster_from_text
 
     model = {k: params[k] for k in PLACE_MODEL_KEYS if k in params}
     key = json.dumps([model, seed], sort_keys=True)
     if key in ctx.cache:
         return ctx.cache[key]
-    cluster = parse_cluster(
-        model["cluster"], racks=model.get("racks", 1),
-        cross_rack_cost=model.get("cross_rack_cost", 2.0),
-    )  # fmt: skip
+    text = str(model["cluster"])
+    if text.lower().endswith((".yaml", ".yml")):  # a cluster file, relative to the spec
+        text = str(Path(ctx.base_dir) / text)
+    cluster = cluster_from_text(text, model.get("racks"), model.get("cross_rack_cost"))
     jobs = load_workload(Path(ctx.base_dir) / model["workload"], rng=np.random.default_rng(seed))
     for jt in jobs:
         cluster.check_fits(jt.topology, name="workload")

@@ -91,6 +91,7 @@ def _reserve_slot(st, mo, s, tid, node):
     st.mslots[m, top] = s
     st.spos[s] = top
     st.mfree[m] = top
+    st.rfree[mo.rack[m]] -= 1
     st.owner[s] = tid
     if mo.par[S.P_RES] != 0.0:
         st.mres[m, 0] -= mo.ndem[node, 0]
@@ -109,6 +110,7 @@ def _release_slot(st, mo, s, node):
     st.mslots[m, top] = s
     st.spos[s] = top
     st.mfree[m] = top + 1
+    st.rfree[mo.rack[m]] += 1
     st.owner[s] = -1
     if mo.par[S.P_RES] != 0.0:
         st.mres[m, 0] += mo.ndem[node, 0]

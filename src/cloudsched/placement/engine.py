@@ -175,11 +175,11 @@ class PlacementEngine:
         self.st = st._replace(qbuf=out)
 
     def empty_log(self) -> None:
-        """Move the kernel's placement log to :attr:`log_chunks` (slots as machines)."""
+        """Move the kernel's placement log to :attr:`log_chunks`."""
         n = int(self.st.ist[S.I_LOG])
         if n:
             self.log_chunks.append((self.lg.t[:n].copy(), self.lg.ev[:n].copy(),
-                                    self.mo.slot_machine[self.lg.slots[:n]]))  # fmt: skip
+                                    self.lg.slots[:n].copy()))  # fmt: skip
             self.st.ist[S.I_LOG] = 0
 
     def log(self, kind: int, tid: int) -> None:
@@ -276,6 +276,7 @@ def _state(cluster: Cluster, mo: S.Model, horizon: float, warmup: float) -> S.St
         owner=np.full(s, -1, dtype=i64), mslots=mslots,
         mfree=cluster.slots.astype(i64).copy(), spos=spos,
         mres=np.ascontiguousarray(cluster.capacity, dtype=np.float64).copy(),
+        rfree=np.bincount(cluster.rack, weights=cluster.slots, minlength=cluster.racks).astype(i64),
         t_type=np.zeros(rows, dtype=i64),
         t_state=np.zeros(rows, dtype=i64), t_cost=np.zeros(rows),
         t_slots=np.zeros((rows, kmax), dtype=i64), tfree=np.arange(rows - 1, -1, -1, dtype=i64),

@@ -39,7 +39,7 @@ from cloudsched.placement.relaxation import Relaxation
 from cloudsched.placement.shapes import LeastCost, least_cost_template
 from cloudsched.placement.topology import Topology
 
-__all__ = ["Library", "fast_max_weight", "knapsack_bound"]
+__all__ = ["Library", "fast_max_weight", "knapsack_bound", "weight_bound"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -150,22 +150,48 @@ def knapsack_bound(
     return -float(res.fun)
 
 
+def weight_bound(
+    lib: Library, values: Sequence[float] | np.ndarray, caps: Sequence[int] | np.ndarray | None
+) -> float:
+    """Upper bound on the weight of any configuration: knapsack or relaxation, the smaller."""
+    left = _caps(lib, caps)
+    return min(knapsack_bound(lib, values, left), lib.relaxation.weight_bound(values, left))
+
+
+def _caps(lib: Library, caps: Sequence[int] | np.ndarray | None) -> list[float]:
+    return [int(caps[j]) if caps is not None else lib.cluster.total_slots // t.nodes
+            for j, t in enumerate(lib.topologies)]  # fmt: skip
+
+
 def fast_max_weight(
-    lib: Library, values: Sequence[float] | np.ndarray, caps: Sequence[int] | np.ndarray | None = None
-) -> tuple[list[tuple[int, np.ndarray]], float]:
-    """Pack templates (module notes): the templates, and the upper bound on the best weight."""
+    lib: Library, values: Sequence[float] | np.ndarray,
+    caps: Sequence[int] | np.ndarray | None = None, *,
+    keep: Sequence[tuple[int, np.ndarray]] = (), bound: float | None = None,
+) -> tuple[list[tuple[int, np.ndarray]], float]:  # fmt: skip
+    """Pack templates (module notes): the templates, and the upper bound on the best weight.
+
+    ``keep`` lists templates in place (running jobs): each is kept first when it costs no
+    more than its type's least-cost template and its weight is positive, so that a frame
+    does not move a job that is already as well placed as it can be.  ``bound``: the upper
+    bound, if already known for these values and caps.
+    """
     cl = lib.cluster
     nj = len(lib.topologies)
-    left: list[float] = [
-        int(caps[j]) if caps is not None else cl.total_slots // lib.topologies[j].nodes
-        for j in range(nj)
-    ]
-    bound = min(knapsack_bound(lib, values, left), lib.relaxation.weight_bound(values, left))
+    left = _caps(lib, caps)
+    if bound is None:
+        bound = weight_bound(lib, values, caps)
     free = cl.slots.copy()
     res = cl.capacity.copy()
     shape_cost = np.array([b.cost for b in lib.best])
-    active = {j for j in range(nj) if left[j] > 0 and values[j] > lib.best[j].lower_bound}
     out: list[tuple[int, np.ndarray]] = []
+    for j, where in keep:
+        cost = cl.cost(lib.topologies[j], where)
+        if left[j] > 0 and cost <= shape_cost[j] + 1e-9 and values[j] - cost > 0:
+            out.append((j, where))
+            np.subtract.at(free, where, 1)
+            np.subtract.at(res, where, lib.topologies[j].demands())
+            left[j] -= 1
+    active = {j for j in range(nj) if left[j] > 0 and values[j] > lib.best[j].lower_bound}
     while active:
         j = max(active, key=lambda j: ((values[j] - shape_cost[j]) / lib.topologies[j].nodes,
                                         values[j], -j))  # fmt: skip

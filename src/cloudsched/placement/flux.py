@@ -22,10 +22,8 @@ every other grouping spreads evenly over them (1/b per edge); parallel streams a
 
 Resources: each executor demands the CPU (``cpuLoad``, percent of a core) and memory
 (``onHeapMemoryLoad`` + ``offHeapMemoryLoad``, MB) of its spout or bolt, as Flux sets them
-for Storm's ResourceAwareScheduler; where a component does not set them, the topology's
-``config`` (``topology.component.cpu.pcore.percent``,
-``topology.component.resources.onheap.memory.mb``, ``...offheap.memory.mb``) or Storm's
-defaults (10, 128 and 0) apply.  They matter only on a cluster with CPU or memory limits.
+for Storm's ResourceAwareScheduler; unset, the ``config``'s ``topology.component.*`` values or
+Storm's defaults (10, 128 and 0) apply.  They matter only on a cluster with limits.
 
 Flux files are read as Storm's ``FluxParser`` reads them: ``includes`` (one level, each
 ``{file: PATH, override: BOOL}``, PATH relative to the including file; classpath
@@ -389,8 +387,8 @@ def _packed(g: nx.Graph, group: Mapping[int, int], traffic: str) -> nx.Graph:
     packed = nx.Graph()
     packed.add_nodes_from((i, {"cpu": 0.0, "memory": 0.0}) for i in range(max(group.values()) + 1))
     for v, d in g.nodes(data=True):
-        for res in ("cpu", "memory"):
-            packed.nodes[group[v]][res] += d[res]
+        packed.nodes[group[v]]["cpu"] += d["cpu"]
+        packed.nodes[group[v]]["memory"] += d["memory"]
     for u, v, d in g.edges(data=True):
         a, b = group[u], group[v]
         if a == b:

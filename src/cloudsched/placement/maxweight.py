@@ -13,11 +13,20 @@ At each frame boundary the configuration becomes a max-weight configuration
   in service, the unmatched jobs are preempted back to the head of their queue
   (``preemptions``); memoryless service makes their remaining time unchanged.
 * Templates left empty are virtual until the next frame: jobs that arrive or wait fill them.
+* A running job whose new template puts every node on the machine it is on keeps its slots.
+
+The solver (``solver``: ``exact``, ``fast`` or ``auto``,
+:mod:`cloudsched.placement.optimize`) reports each frame's weight and an upper bound on the
+best weight; :attr:`FrameController.records` keeps them (``frames`` in the result, and
+``--frames FILE`` on the command line), with the gap ``(bound - weight) / bound``.  Solutions
+are reused for the same vector of jobs present (the fast solver is deterministic, and so is
+HiGHS on a problem it proves; a time-limited MILP is not, so those are solved again).
 """
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
@@ -25,9 +34,14 @@ from scipy.optimize import linear_sum_assignment
 from cloudsched.placement import _kernel as K
 from cloudsched.placement import state as S
 from cloudsched.placement.engine import PlacementEngine
-from cloudsched.placement.optimize import MaxWeightSolution, max_weight_configuration
+from cloudsched.placement.fastpack import Library, weight_bound
+from cloudsched.placement.optimize import (
+    MaxWeightSolution,
+    exact_is_cheap,
+    max_weight_configuration,
+)
 
-__all__ = ["FrameController"]
+__all__ = ["FRAME_FIELDS", "FrameController"]
 
 
 #: Columns of :attr:`FrameController.history`.
@@ -38,14 +52,17 @@ class FrameController:
     """Called by the engine at each frame boundary; keeps MaxWeight's own counters.
 
     Counters run from time 0; ``history`` holds their values after every frame (columns
-    :data:`FRAME_FIELDS`), so that a measurement window can count the frames inside it.
+    :data:`FRAME_FIELDS`), so that a measurement window can count the frames inside it;
+    ``records`` holds each frame's time, jobs present and templates per type, weight, upper
+    bound and whether it is proven.
     """
 
     def __init__(
-        self, frame: float, alpha: float, f: str, time_limit: float | None, warmup: float = 0.0
-    ) -> None:
+        self, frame: float, alpha: float, f: str, time_limit: float | None, warmup: float = 0.0,
+        solver: str = "auto",
+    ) -> None:  # fmt: skip
         self.frame, self.alpha, self.f, self.time_limit = frame, alpha, f, time_limit
-        self.warmup = warmup
+        self.warmup, self.solver = warmup, solver
         self.frames = 0
         self.not_optimal = 0
         self.migrations = 0
@@ -54,12 +71,19 @@ class FrameController:
         self.solve_time = 0.0
         self.solves = 0
         self.history: list[tuple[float, int, int, int, int, int]] = []
-        # The problem depends only on the jobs present per type: proven optima are reused
-        # (HiGHS is deterministic, so this changes the run time, never the result).
+        self.records: list[tuple[Any, ...]] = []
         self._cache: dict[tuple[int, ...], MaxWeightSolution] = {}
+        self._bounds: dict[tuple[int, ...], float] = {}
+        self._library: Library | None = None
+        self._kind = solver
 
     def start(self, eng: PlacementEngine) -> None:
         """Register with the engine; the first frame boundary is at ``frame``."""
+        tops = [jt.topology for jt in eng.job_types]
+        if self.solver == "auto":
+            self._kind = "exact" if exact_is_cheap(eng.cluster, tops) else "fast"
+        if self._kind == "fast":
+            self._library = Library.build(eng.cluster, tops)
         eng.on_stop = self
         eng.set_stop(self.frame)
 
@@ -67,48 +91,63 @@ class FrameController:
         """``alpha * f(q)``."""
         return self.alpha * (math.log1p(q) if self.f == "log" else q)
 
+    def solve(self, eng: PlacementEngine, present: np.ndarray) -> MaxWeightSolution:
+        """Return the frame's configuration for the jobs present.
+
+        Exact: reused for the same jobs present when proven.  Fast: packed around the
+        running jobs that are already least-cost (its bound reused for the same jobs
+        present).
+        """
+        key = tuple(int(q) for q in present)
+        values = [self.weight(float(q)) for q in present]
+        tops = [jt.topology for jt in eng.job_types]
+        if self._kind == "fast":
+            keep = [(j, eng.machines_of(int(t))) for j in range(len(tops))
+                    for t in eng.templates(j, actual=True)]  # fmt: skip
+            assert self._library is not None
+            if key not in self._bounds and len(self._bounds) < 100_000:
+                self._bounds[key] = weight_bound(self._library, values, present)
+            bound = self._bounds.get(key)
+            sol = max_weight_configuration(eng.cluster, tops, values, present, solver="fast",
+                                           library=self._library, keep=keep,
+                                           bound=bound)  # fmt: skip
+        else:
+            cached = self._cache.get(key)
+            if cached is not None:
+                return cached
+            sol = max_weight_configuration(eng.cluster, tops, values, present,
+                                           time_limit=self.time_limit, solver="exact")  # fmt: skip
+            if sol.optimal and len(self._cache) < 100_000:
+                self._cache[key] = sol
+        self.solve_time += sol.solve_time
+        self.solves += 1
+        return sol
+
     def __call__(self, eng: PlacementEngine) -> None:
         """Replace the configuration at a frame boundary and schedule the next one."""
         now = eng.now
         measuring = now > self.warmup
         nj = len(eng.job_types)
         present = eng.st.qlen + eng.st.ntl[:, 0]
-        values = [self.weight(float(q)) for q in present]
-        key = tuple(int(q) for q in present)
-        sol = self._cache.get(key)
-        if sol is None:
-            sol = max_weight_configuration(
-                eng.cluster, [jt.topology for jt in eng.job_types], values, present,
-                time_limit=self.time_limit,
-            )  # fmt: skip
-            self.solve_time += sol.solve_time
-            self.solves += 1
-            if sol.optimal and len(self._cache) < 100_000:
-                self._cache[key] = sol
+        sol = self.solve(eng, present)
         self.frames += 1
         self.not_optimal += int(not sol.optimal)
         new_by_type: list[list[np.ndarray]] = [[] for _ in range(nj)]
         for j, machines in sol.templates:
             new_by_type[j].append(machines)
-        keep: list[list[bool]] = []  # per type: is new template b taken by a running job
+        moved_before = self.migrations
         preempted = np.zeros(nj, dtype=np.int64)
+        adds: list[tuple[int, np.ndarray, int, int]] = []
+        for j in range(nj):  # free what moves first (all types), then install
+            preempted[j] = self._clear(eng, j, new_by_type[j], measuring, adds)
+        for j, machines, state, job in adds:
+            tid = self._add(eng, j, machines, state)
+            if job >= 0:
+                eng.st.t_job[tid] = job
+                eng.log(S.LOG_START, tid)
+        eng.st.cur_cost[:] = 0.0
         for j in range(nj):
-            old = [eng.machines_of(int(t)) for t in eng.templates(j, actual=True)]
-            new = new_by_type[j]
-            taken = [False] * len(new)
-            if old and new:
-                overlap = np.array([[np.sum(a == b) for b in new] for a in old])
-                rows, cols = linear_sum_assignment(overlap, maximize=True)
-                for a, b in zip(rows, cols, strict=True):
-                    taken[b] = True
-                    moved = int(np.sum(old[a] != new[b]))
-                    if moved and measuring:
-                        self.migrations += 1
-                        self.migrated_nodes += moved
-            preempted[j] = len(old) - sum(taken)
-            keep.append(taken)
-        self._rebuild(eng, new_by_type, keep)
-        for j in range(nj):
+            eng.st.cur_cost[j] = float(eng.st.t_cost[eng.templates(j, True)].sum())
             if preempted[j]:
                 self._push_front(eng, j, int(preempted[j]), now)
                 if measuring:
@@ -116,7 +155,64 @@ class FrameController:
             K.fill(eng.st, eng.mo, eng.mt, eng.lg, j, now, measuring)
         self.history.append((now, self.frames, self.not_optimal, self.migrations,
                              self.migrated_nodes, self.preemptions))  # fmt: skip
+        self.records.append((now, *present.tolist(), *sol.counts(nj).tolist(), sol.weight,
+                             sol.upper_bound, sol.gap, sol.optimal,
+                             self.migrations - moved_before))  # fmt: skip
         eng.set_stop(now + self.frame)
+
+    def _clear(
+        self, eng: PlacementEngine, j: int, new: list[np.ndarray], measuring: bool,
+        adds: list[tuple[int, np.ndarray, int, int]],
+    ) -> int:  # fmt: skip
+        """Remove type j's templates that do not stay; queue in ``adds`` those to install.
+
+        Running jobs go to the new templates that overlap their machines most (``adds``
+        carries their job number, -1 for an empty template).  Returns the number of running
+        jobs left without a template (preempted).
+        """
+        old_ids = eng.templates(j, actual=True)
+        old = [eng.machines_of(int(t)) for t in old_ids]
+        match: dict[int, int] = {}  # new index -> old index
+        if old and new:
+            overlap = np.array([[np.sum(a == b) for b in new] for a in old])
+            rows, cols = linear_sum_assignment(overlap, maximize=True)
+            match = {int(b): int(a) for a, b in zip(rows, cols, strict=True)}
+        for tid in eng.templates(j, actual=False):
+            K.remove_template(eng.st, eng.mo, int(tid))
+        stay = {b for b, a in match.items() if np.array_equal(old[a], new[b])}
+        jobs: dict[int, int] = {}
+        for b, a in match.items():
+            if b in stay:
+                continue
+            moved = int(np.sum(old[a] != new[b]))
+            if measuring:
+                self.migrations += 1
+                self.migrated_nodes += moved
+            tid = int(old_ids[a])
+            jobs[b] = int(eng.st.t_job[tid])
+            eng.log(S.LOG_END, tid)
+            K.remove_template(eng.st, eng.mo, tid)
+        kept = set(match.values())
+        for a, tid in enumerate(old_ids.tolist()):
+            if a not in kept:
+                eng.log(S.LOG_END, tid)
+                K.remove_template(eng.st, eng.mo, tid)
+        for b, machines in enumerate(new):
+            if b not in stay:
+                adds.append((j, machines, S.ACTUAL if b in match else S.VIRTUAL,
+                             jobs.get(b, -1)))  # fmt: skip
+        return len(old) - len(match)
+
+    @staticmethod
+    def _add(eng: PlacementEngine, j: int, machines: np.ndarray, state: int) -> int:
+        """Add a type-j template on ``machines`` (free slots of each), as ``state``."""
+        slots = np.zeros(eng.st.scratch.size, dtype=np.int64)
+        used: dict[int, int] = {}
+        for v, m in enumerate(machines.tolist()):
+            slots[v] = eng.st.mslots[m, eng.st.mfree[m] - 1 - used.get(m, 0)]
+            used[m] = used.get(m, 0) + 1
+        cost = eng.cluster.cost(eng.job_types[j].topology, machines)
+        return int(K.add_template(eng.st, eng.mo, j, state, slots, len(machines), cost))
 
     def counts_after(self, t: float) -> dict[str, int]:
         """Frames and their counts after time ``t`` (the start of a measurement window)."""
@@ -129,28 +225,13 @@ class FrameController:
                 self.preemptions)  # fmt: skip
         return {k: a - b for k, a, b in zip(FRAME_FIELDS[1:], last, before, strict=True)}
 
-    @staticmethod
-    def _rebuild(
-        eng: PlacementEngine, new_by_type: list[list[np.ndarray]], keep: list[list[bool]]
-    ) -> None:
-        """Clear the configuration and install the new templates (kept ones actual)."""
-        for j in range(len(eng.job_types)):
-            for tid in np.concatenate([eng.templates(j, True), eng.templates(j, False)]):
-                K.remove_template(eng.st, eng.mo, int(tid))
-        eng.st.cur_cost[:] = 0.0
-        slots = np.zeros(eng.st.scratch.size, dtype=np.int64)
-        for j, templates in enumerate(new_by_type):
-            for b, machines in enumerate(templates):
-                used: dict[int, int] = {}
-                for v, m in enumerate(machines):
-                    m = int(m)
-                    slots[v] = eng.st.mslots[m, eng.st.mfree[m] - 1 - used.get(m, 0)]
-                    used[m] = used.get(m, 0) + 1
-                cost = eng.cluster.cost(eng.job_types[j].topology, machines)
-                state = S.ACTUAL if keep[j][b] else S.VIRTUAL
-                K.add_template(eng.st, eng.mo, j, state, slots, len(machines), cost)
-                if state == S.ACTUAL:
-                    eng.st.cur_cost[j] += cost
+    def table(self, names: list[str]) -> Any:
+        """Return ``records`` as a DataFrame (one row per frame)."""
+        import pandas as pd
+
+        cols = ["time", *(f"present.{n}" for n in names), *(f"templates.{n}" for n in names),
+                "weight", "upper_bound", "gap", "proven", "migrations"]  # fmt: skip
+        return pd.DataFrame(self.records, columns=cols)
 
     @staticmethod
     def _push_front(eng: PlacementEngine, j: int, n: int, now: float) -> None:

@@ -185,6 +185,11 @@ def summary_fields(
 
     frames = ctl.counts_after(t0) if ctl else dict.fromkeys(
         ("frames", "not_optimal", "migrations", "migrated_nodes", "preemptions"), 0)  # fmt: skip
+    gaps = (math.nan, math.nan)
+    if ctl is not None:
+        inside = [r[-3] for r in ctl.records if t0 < r[0] <= end]
+        if inside:
+            gaps = (float(np.mean(inside)), float(np.max(inside)))
     total_in = float(in_service.sum())
     q = est.queue
     return dict(
@@ -223,6 +228,8 @@ def summary_fields(
         preemptions=frames["preemptions"],
         frames=frames["frames"],
         frames_not_optimal=frames["not_optimal"],
+        frame_gap_mean=gaps[0],
+        frame_gap_max=gaps[1],
         solver_seconds=ctl.solve_time if ctl else 0.0,
         arrived=arrived,
         placed=int(cnt[:, K.C_PLACED].sum()),

@@ -112,6 +112,8 @@ def max_weight_configuration(
     time_limit: float | None = None,
     solver: str = "auto",
     library: Library | None = None,
+    keep: Sequence[tuple[int, np.ndarray]] = (),
+    bound: float | None = None,
 ) -> MaxWeightSolution:
     """Find a configuration maximising ``sum over templates (values[j] - cost)``.
 
@@ -133,6 +135,11 @@ def max_weight_configuration(
         See the module notes.
     library : Library, optional
         The fast solver's least-cost templates, if already built for these graphs.
+    keep : sequence of (int, numpy.ndarray), optional
+        Fast solver: templates in place (type, machine of each node) to keep first when
+        they are least-cost (:func:`~cloudsched.placement.fastpack.fast_max_weight`).
+    bound : float, optional
+        Fast solver: the upper bound, if already known for these values and caps.
 
     Returns
     -------
@@ -145,7 +152,7 @@ def max_weight_configuration(
                                                      time_limit=time_limit)  # fmt: skip
     else:
         lib = library if library is not None else Library.build(cluster, topologies)
-        templates, bound = fast_max_weight(lib, values, caps)
+        templates, bound = fast_max_weight(lib, values, caps, keep=keep, bound=bound)
     cost = sum(cluster.cost(topologies[j], m) for j, m in templates)
     weight = sum(float(values[j]) for j, _ in templates) - cost
     if kind == "fast":

@@ -202,7 +202,9 @@ class Relaxation:
         got = self._solve(c, np.asarray(rho, dtype=float), np.full(nj, math.inf))
         return math.inf if got is None else got
 
-    def weight_bound(self, values: Sequence[float] | np.ndarray, caps: Sequence[float] | np.ndarray) -> float:
+    def weight_bound(
+        self, values: Sequence[float] | np.ndarray, caps: Sequence[float] | np.ndarray
+    ) -> float:
         """Upper bound on the weight of a configuration (at most ``caps[j]`` of type j)."""
         nj = len(self.tops)
         v = np.asarray(values, dtype=float)

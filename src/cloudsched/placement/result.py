@@ -8,14 +8,17 @@ the same names for the same things (``seed``, ``warmup``, ``warmup_time``,
 
 from __future__ import annotations
 
+import copy
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 __all__ = ["CI_FIELDS", "PlacementResult"]
 
 #: The quantities that carry a 95% interval, ``{name}_ci95``.
 CI_FIELDS = ("mean_queue_length", "mean_partition_cost", "cost_rate")
+#: Tables carried beside the record, left out of ``to_dict`` and ``to_row``.
+_TABLES = ("assignments", "frame_table")
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,10 @@ class PlacementResult:
     ``per_type``); ``bound`` is the static optimum's cost rate when it was solved
     (``bound_gap`` the cost's relative excess over it, ``bound_note`` why it is missing).
     ``seed`` is the root seed drawn or given (None when a generator was passed), so a run is
-    regenerated with ``rng=seed``.
+    regenerated with ``rng=seed``.  MaxWeight's ``frame_gap_mean`` / ``frame_gap_max`` are the
+    mean and largest optimality gap of the frames in the window (0 for proven frames);
+    ``frame_table`` has every frame, and ``assignments`` (with ``record=True``) every node
+    of every placement (:func:`cloudsched.placement.assignments.assignment_table`).
     """
 
     policy: str
@@ -82,6 +88,8 @@ class PlacementResult:
     preemptions: int
     frames: int
     frames_not_optimal: int
+    frame_gap_mean: float
+    frame_gap_max: float
     solver_seconds: float
     arrived: int
     placed: int
@@ -90,10 +98,19 @@ class PlacementResult:
     wall_seconds: float
     events_per_second: float
     per_type: list[dict[str, Any]] = field(default_factory=list)
+    #: With ``record=True``: one row per node of each placement (:mod:`.assignments`).
+    assignments: Any = field(default=None, repr=False, compare=False)
+    #: MaxWeight: one row per frame (:meth:`.maxweight.FrameController.table`).
+    frame_table: Any = field(default=None, repr=False, compare=False)
+
+    def _fields(self) -> dict[str, Any]:
+        """Return the record's values (copied), without the tables carried beside it."""
+        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
+                if f.name not in _TABLES}  # fmt: skip
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; undefined values (NaN, infinities) become None."""
-        out = asdict(self)
+        out = self._fields()
         out["warnings"] = list(self.warnings)
         for name in CI_FIELDS:
             ci = getattr(self, f"{name}_ci95")
@@ -108,7 +125,7 @@ class PlacementResult:
         ``"; "``; and each job type's numbers as ``{type}.{key}``.
         """
         row: dict[str, Any] = {}
-        for k, v in asdict(self).items():
+        for k, v in self._fields().items():
             if k in ("params", "per_type", "warnings") or k.endswith("_ci95"):
                 continue
             row[k] = v

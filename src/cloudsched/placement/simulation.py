@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from cloudsched.errors import ParameterError
+from cloudsched.placement.assignments import assignment_table
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.defaults import cost_unit
 from cloudsched.placement.engine import EngineParams, PlacementEngine
@@ -56,11 +57,11 @@ from cloudsched.randomness import Seed, streams
 
 __all__ = ["bound_is_cheap", "run_placement", "simulate_placement"]
 
-#: ``compare_bound`` by default when the cluster has at most this many slots ...
+#: DGP's alpha is calibrated against the bound when the cluster has at most this many slots
 BOUND_MAX_SLOTS = 32
 #: ... and every graph at most this many nodes.
 BOUND_MAX_NODES = 8
-#: Seconds allowed to each pricing MILP of the bound computed beside a run.
+#: Seconds allowed to the bound computed beside a run.
 BOUND_TIME_LIMIT = 10.0
 #: DGP alpha tried by calibration, in cost units, largest (shortest queues) first.
 CALIBRATION_ALPHAS = (1 / 25, 1 / 100, 1 / 400)
@@ -69,7 +70,7 @@ PILOT_HOLDING_TIMES = 20_000.0
 
 
 def bound_is_cheap(cluster: Cluster, job_types: Sequence[JobType]) -> bool:
-    """Say whether the static optimum is quick to prove (small cluster, small graphs)."""
+    """Say whether the instance is small enough to calibrate DGP's alpha against the bound."""
     return cluster.total_slots <= BOUND_MAX_SLOTS and all(
         jt.topology.nodes <= BOUND_MAX_NODES for jt in job_types
     )
@@ -83,14 +84,17 @@ class _Bound:
 
 
 def _bound(cluster: Cluster, job_types: Sequence[JobType]) -> _Bound:
+    """Bound the static optimum from below (the optimum itself when proven)."""
     from cloudsched.placement.optimize import static_optimum
 
     try:
         opt = static_optimum(cluster, job_types, time_limit=BOUND_TIME_LIMIT)
     except ParameterError as exc:
         return _Bound(None, None, str(exc))
-    note = None if opt.proven else "a pricing problem hit its time limit: not proven optimal"
-    return _Bound(opt.cost_rate, opt.proven, note)
+    note = None if opt.proven else (
+        f"the optimum is not proven: {opt.lower_bound:.4g} is a lower bound "
+        f"(best time-sharing found: {opt.value:.4g})")  # fmt: skip
+    return _Bound(opt.lower_bound, opt.proven, note)
 
 
 def _gap(cost: float, bound: float, ci: tuple[float, float] | None = None) -> float | None:
@@ -122,7 +126,8 @@ def _calibrate_alpha(
     for i, (a, gen) in enumerate(zip(CALIBRATION_ALPHAS, rng.spawn(len(CALIBRATION_ALPHAS)),
                                      strict=True)):  # fmt: skip
         alpha = a * unit
-        pilot = replace(spec, horizon=length, alpha=alpha, compare_bound=False)
+        pilot = replace(spec, horizon=length, alpha=alpha, compare_bound=False,
+                        h=None if spec.auto_h else spec.h)  # fmt: skip
         r = run_placement(pilot, rng=gen)
         gap = _gap(r.cost_rate, bound)
         pilots.append({"alpha": alpha, "cost_rate": r.cost_rate,
@@ -152,6 +157,10 @@ def simulate_placement(
     clock_rate: float | Sequence[float] | None = None,
     frame: float = 1.0,
     solver_time_limit: float | None = 10.0,
+    solver: str = "auto",
+    proposal: str = "uniform",
+    locality: float = 0.9,
+    record: bool = False,
     frozen_weights: Sequence[float] | None = None,
     batches: int = 20,
     precision: float = DEFAULT_PRECISION,
@@ -181,10 +190,12 @@ def simulate_placement(
     beta, alpha, h, epsilon, f
         DGP: temperature, weight scale, bias (one number, or one per type), epsilon in
         (0, 1), ``log`` (log(1 + x)) or ``identity``.  By default DGP's are read off the
-        instance (:func:`cloudsched.placement.defaults.dgp_defaults`), and when the static
-        bound is known ``alpha`` is calibrated: the largest of a few values (shortest
-        queues) whose pilot run comes within ``target_gap`` of the bound.  MaxWeight uses
-        ``alpha`` (default 1) and ``f`` (default ``log``).
+        instance (:func:`cloudsched.placement.defaults.dgp_defaults`), and on small
+        instances (:func:`bound_is_cheap`) whose bound is proven, ``alpha`` is calibrated:
+        the largest of a few values (shortest queues) whose pilot run comes within
+        ``target_gap`` of the bound.  MaxWeight's defaults: ``f`` the identity and ``alpha``
+        the largest least template cost plus half a cost unit
+        (:func:`cloudsched.placement.defaults.maxweight_defaults`).
     virtual_clock : bool
         DGP: empty templates get keep decisions at rate ``mu_j`` (see module notes).
     clock_rate : float or sequence of float, optional
@@ -194,6 +205,17 @@ def simulate_placement(
     solver_time_limit : float or None
         MaxWeight: seconds per frame for HiGHS (past it, the best configuration found is
         used and counted in ``frames_not_optimal``).
+    solver : {"auto", "exact", "fast"}
+        MaxWeight: the max-weight configuration's solver (:mod:`.optimize`; ``auto``: exact
+        up to 32 slots and 8-node graphs).
+    proposal : {"uniform", "local"}
+        DGP: the paper's Random Partition Procedure, or local proposals (machine by machine,
+        corrected so that the stationary law is the same; :mod:`._kernel_propose`).
+    locality : float
+        DGP with local proposals: the chance, in [0, 1], that a node is proposed on the
+        machine of the node before it.
+    record : bool
+        Keep which slot each node of each job held, over time (``assignments``).
     frozen_weights : sequence of float, optional
         Replace ``f_j(Q)`` by these fixed numbers (the fixed-weight algorithm of the paper's
         proof, used to test the product form).
@@ -206,9 +228,10 @@ def simulate_placement(
         Open-ended runs stop at this time in any case (default: 200,000 mean holding times of
         the longest type); the result says so.
     compare_bound : bool, optional
-        Solve the static optimum (:func:`cloudsched.placement.optimize.static_optimum`) and
-        report it beside the cost (``bound``, ``bound_gap``).  Default: when the instance is
-        small enough for it to be cheap (:func:`bound_is_cheap`).
+        Bound the static optimum (:func:`cloudsched.placement.optimize.static_optimum`,
+        within 10 s) and report it beside the cost: ``bound`` is its lower bound (the
+        optimum when ``bound_proven``), ``bound_gap`` the cost's excess over it.  Default:
+        on, unless the workload is above capacity.
     target_gap : float
         DGP's default ``alpha`` aims at a cost at most this fraction above the bound; a
         result further above it gets a warning.
@@ -230,7 +253,8 @@ def simulate_placement(
     spec = PlacementSpec(
         policy, cluster, job_types, horizon=horizon, warmup=warmup, beta=beta, alpha=alpha,
         h=h, epsilon=epsilon, f=f, virtual_clock=virtual_clock, clock_rate=clock_rate,
-        frame=frame, solver_time_limit=solver_time_limit, frozen_weights=frozen_weights,
+        frame=frame, solver_time_limit=solver_time_limit, solver=solver, proposal=proposal,
+        locality=locality, record=record, frozen_weights=frozen_weights,
         batches=batches, precision=precision, max_horizon=max_horizon,
         compare_bound=compare_bound, target_gap=target_gap,
     )  # fmt: skip
@@ -251,18 +275,20 @@ def run_placement(
     bound = None
     compare = spec.compare_bound
     if compare is None:
-        compare = spec.overload is None and bound_is_cheap(cluster, job_types)
+        compare = spec.overload is None
     if compare and spec.overload is None:
         bound = _bound(cluster, job_types)
     # once built, the spec's optional fields hold checked values (none is None)
     alpha: float = spec.alpha  # type: ignore[assignment]
     calibration = None
-    if spec.calibrate and bound is not None and bound.value is not None:
+    if (spec.calibrate and bound is not None and bound.value is not None and bound.proven
+            and bound_is_cheap(cluster, job_types)):  # fmt: skip
         alpha, calibration = _calibrate_alpha(spec, bound.value, gen.spawn(1)[0])
     model = spec.model
     r: Any = spec
     params = EngineParams(model.code, r.beta, alpha, r.h, r.epsilon, r.f,
-                          bool(spec.virtual_clock), spec.rates, spec.frozen)  # fmt: skip
+                          bool(spec.virtual_clock), spec.rates, spec.frozen, r.proposal,
+                          r.locality, r.record)  # fmt: skip
     # recorded from time 0 in micro-batches; the warm-up is cut afterwards
     relax = spec.longest  # a lower bound of the relaxation time; the data's may be larger
     horizon = spec.horizon
@@ -271,7 +297,7 @@ def run_placement(
                           MICRO_BATCHES, gen)  # fmt: skip
     ctl = None
     if model.frames:
-        ctl = FrameController(spec.frame, alpha, r.f, spec.solver_time_limit)
+        ctl = FrameController(spec.frame, alpha, r.f, spec.solver_time_limit, solver=r.solver)
         ctl.start(eng)
     t0 = time.perf_counter()  # the simulation alone (not the bound, not calibration pilots)
     if horizon is None:
@@ -316,6 +342,8 @@ def run_placement(
         bound_proven=None if bound is None else bound.proven, bound_gap=gap,
         bound_note=None if bound is None else bound.note, wall_seconds=wall,
         events_per_second=fields["events"] / wall if wall > 0 else math.nan, **fields,
+        assignments=assignment_table(eng) if spec.record else None,
+        frame_table=ctl.table([jt.name for jt in job_types]) if ctl is not None else None,
     )  # fmt: skip
 
 
@@ -334,13 +362,15 @@ def _shown_params(spec: PlacementSpec, alpha: float, nu: np.ndarray) -> dict[str
     if model.dgp:
         out: dict[str, Any] = {
             "beta": spec.beta, "alpha": alpha, "h": spec.h, "epsilon": spec.epsilon,
-            "f": spec.f, "virtual_clock": spec.virtual_clock,
+            "f": spec.f, "virtual_clock": spec.virtual_clock, "proposal": spec.proposal,
         }  # fmt: skip
+        if spec.proposal == "local":
+            out["locality"] = spec.locality
         if model.name == "dgp-clock":
             out["clock_rate"] = [float(x) for x in nu]
         if spec.frozen is not None:
             out["frozen_weights"] = list(spec.frozen)
         return out
     if model.frames:
-        return {"alpha": alpha, "f": spec.f, "frame": spec.frame}
+        return {"alpha": alpha, "f": spec.f, "frame": spec.frame, "solver": spec.solver}
     return {}

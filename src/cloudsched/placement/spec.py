@@ -17,11 +17,15 @@ import numpy as np
 
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.placement.cluster import Cluster
-from cloudsched.placement.defaults import dgp_defaults
+from cloudsched.placement.defaults import dgp_defaults, maxweight_defaults
+from cloudsched.placement.optimize import SOLVERS
 from cloudsched.placement.policies import PlacementPolicy, get_placement_policy
 from cloudsched.placement.workload import JobType
 
-__all__ = ["DEFAULT_PRECISION", "DEFAULT_TARGET_GAP", "MICRO_BATCHES", "PlacementSpec"]
+__all__ = ["DEFAULT_PRECISION", "DEFAULT_TARGET_GAP", "MICRO_BATCHES", "PROPOSALS", "PlacementSpec"]
+
+#: DGP's proposals: the paper's uniform Random Partition Procedure, or local ones.
+PROPOSALS = ("uniform", "local")
 
 #: Micro-batches recorded per run.
 MICRO_BATCHES = 1024
@@ -43,7 +47,8 @@ class PlacementSpec:
     (the longest mean holding time), ``fixed_warmup`` (the warm-up fraction, None:
     detected), ``auto`` (the instance's DGP defaults), ``calibrate`` (whether ``alpha`` will
     be calibrated against the bound), ``rates`` and ``frozen`` (checked ``clock_rate`` and
-    ``frozen_weights``) and ``overload`` (the overload warning, None if the workload fits).
+    ``frozen_weights``), ``auto_h`` (``h`` was not given) and ``overload`` (the overload
+    warning, None if the workload fits).
     ``beta``, ``alpha``, ``h``, ``epsilon``, ``f`` and the run-length fields hold their
     checked (or default) values.
     """
@@ -62,6 +67,10 @@ class PlacementSpec:
     clock_rate: float | Sequence[float] | None = None
     frame: float = 1.0
     solver_time_limit: float | None = 10.0
+    solver: str = "auto"
+    proposal: str = "uniform"
+    locality: float = 0.9
+    record: bool = False
     frozen_weights: Sequence[float] | None = None
     batches: int = 20
     precision: float = DEFAULT_PRECISION
@@ -73,6 +82,7 @@ class PlacementSpec:
     fixed_warmup: float | None = field(init=False)
     auto: dict[str, Any] = field(init=False, repr=False)
     calibrate: bool = field(init=False)
+    auto_h: bool = field(init=False)
     rates: tuple[float, ...] | None = field(init=False)
     frozen: tuple[float, ...] | None = field(init=False)
     overload: str | None = field(init=False)
@@ -129,15 +139,27 @@ def _algorithm(
 ) -> dict[str, Any]:
     """Check DGP and MaxWeight parameters, filling in DGP's defaults from the instance."""
     nj = len(job_types)
-    auto = dgp_defaults(spec.cluster, job_types) if model.dgp else {"alpha": 1.0, "f": "log"}
-    hs = _per_type("h", auto.get("h", 0.0) if spec.h is None else spec.h, nj, low=0.0)
+    proposal = check_choice("proposal", spec.proposal, PROPOSALS)
+    locality = check_real("locality", spec.locality, low=0.0, high=1.0)
+    if model.dgp:
+        auto = dgp_defaults(spec.cluster, job_types, proposal, locality)
+    elif model.frames and (spec.alpha is None or spec.f is None):
+        auto = maxweight_defaults(spec.cluster, job_types)
+    else:
+        auto = {"alpha": 1.0, "f": "log"}
+    alpha = check_real("alpha", auto["alpha"] if spec.alpha is None else spec.alpha, low=0.0,
+                       low_open=True)  # fmt: skip
+    h = spec.h
+    if h is None:  # local proposals: the bias is in cost units, so it scales with alpha
+        h = tuple(b / alpha for b in auto["bias"]) if "bias" in auto else auto.get("h", 0.0)
+    hs = _per_type("h", h, nj, low=0.0)
     out: dict[str, Any] = {
+        "auto_h": spec.h is None,
         "auto": auto,
         "calibrate": model.dgp and spec.alpha is None and spec.frozen_weights is None,
         "beta": check_real("beta", auto.get("beta", 0.1) if spec.beta is None else spec.beta,
                            low=0.0, low_open=True),
-        "alpha": check_real("alpha", auto["alpha"] if spec.alpha is None else spec.alpha,
-                            low=0.0, low_open=True),
+        "alpha": alpha,
         "h": hs[0] if len(set(hs)) == 1 else hs,
         "epsilon": check_real("epsilon", auto.get("epsilon", 0.5) if spec.epsilon is None
                               else spec.epsilon, low=0.0, high=1.0, low_open=True,
@@ -149,6 +171,10 @@ def _algorithm(
         "rates": None if spec.clock_rate is None else _per_type(
             "clock_rate", spec.clock_rate, nj, low=0.0, low_open=True),
         "frozen": None,
+        "solver": check_choice("solver", spec.solver, SOLVERS),
+        "proposal": proposal,
+        "locality": locality,
+        "record": bool(spec.record),
     }  # fmt: skip
     if spec.solver_time_limit is not None:
         out["solver_time_limit"] = check_real("solver_time_limit", spec.solver_time_limit,

@@ -21,7 +21,8 @@ Shapes: J job types, S slots, L machines, T template rows (never more than
 ``State`` (the configuration and the queues)
     ``owner`` (int64, ``(S,)``): template holding each slot (-1: free); ``mslots`` (int64,
     ``(L, max slots)``), ``mfree`` (``(L,)``), ``spos`` (``(S,)``): each machine's free slots
-    as a stack; ``mres`` (float64, ``(L, 2)``): each machine's free CPU and memory.
+    as a stack; ``mres`` (float64, ``(L, 2)``): each machine's free CPU and memory;
+    ``rfree`` (int64, ``(racks,)``): free slots per rack.
     ``t_type``, ``t_state``, ``t_cost``, ``t_slots`` (``(T, Kmax)``), ``tfree``, ``tpos``:
     the template table; ``tlists`` (``(J, 2, T)``: actual, virtual) and ``ntl``
     (``(J, 2)``): the templates of each type.  ``qbuf`` (float64, ``(J, cap)``), ``qhead``,
@@ -113,6 +114,7 @@ class State(NamedTuple):
     mfree: np.ndarray
     spos: np.ndarray
     mres: np.ndarray
+    rfree: np.ndarray
     t_type: np.ndarray
     t_state: np.ndarray
     t_cost: np.ndarray

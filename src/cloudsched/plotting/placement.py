@@ -1,16 +1,17 @@
-"""Figures for graph-job placement: the cost/queue trade-off."""
+"""Figures for graph-job placement: the cost/queue trade-off, MaxWeight's frames, snapshots."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
 from cloudsched.plotting._mpl import pyplot, save
 
-__all__ = ["plot_maxweight_frames", "plot_tradeoff"]
+__all__ = ["plot_maxweight_frames", "plot_snapshots", "plot_tradeoff"]
 
 
 def plot_tradeoff(
@@ -141,4 +142,70 @@ def plot_maxweight_frames(
     if title:
         fig.suptitle(title)
     fig.tight_layout()
+    save(fig, path)
+
+
+def plot_snapshots(
+    panels: Mapping[str, tuple[Any, float]],
+    slots: ArrayLike,
+    racks: ArrayLike,
+    path: str | os.PathLike[str],
+    *,
+    title: str = "",
+) -> None:
+    """Draw which job holds each slot at one moment, one panel per run, and save a PNG.
+
+    Parameters
+    ----------
+    panels : mapping of label to (assignment table, time)
+        Rows of :func:`cloudsched.placement.assignments.assignment_table` and the moment
+        to draw.
+    slots : array-like of int
+        Slots of each machine (machines are rows, their slots columns; empty: white).
+    racks : array-like of int
+        Rack of each machine (a line separates racks).
+    path : path-like
+        Output PNG file (written atomically).
+    title : str
+        Figure title.
+    """
+    import matplotlib.colors as mcolors
+
+    from cloudsched.placement.assignments import snapshot
+
+    plt = pyplot()
+    slots = np.asarray(slots, dtype=int)
+    racks = np.asarray(racks, dtype=int)
+    nm, width = slots.size, int(slots.max())
+    types = sorted({str(t) for table, _ in panels.values() for t in table["type"]})
+    base = {t: mcolors.to_rgb(f"C{k % 10}") for k, t in enumerate(types)}
+    height = max(2.4, 0.22 * nm + 1.2)
+    fig, axes = plt.subplots(1, len(panels), figsize=(max(3.2, 0.32 * width + 1.4) * len(panels),
+                                                      height), squeeze=False)  # fmt: skip
+    for ax, (label, (table, t)) in zip(axes[0], panels.items(), strict=True):
+        now = snapshot(table, t)
+        img = np.ones((nm, width, 3))
+        for m in range(nm):
+            img[m, slots[m]:] = 0.93  # no such slot
+        for k, (_, rows) in enumerate(now.groupby("job", sort=True)):
+            shade = 0.55 + 0.45 * ((k * 0.618) % 1.0)  # tell neighbouring jobs apart
+            colour = np.asarray(base[str(rows["type"].iloc[0])]) * shade + (1 - shade)
+            img[rows["machine"].to_numpy(), rows["slot"].to_numpy()] = colour
+        ax.imshow(img, aspect="auto", interpolation="nearest",
+                  extent=(-0.5, width - 0.5, nm - 0.5, -0.5))  # fmt: skip
+        for m in np.flatnonzero(np.diff(racks)) + 0.5:
+            ax.axhline(m, color="0.2", lw=1.2)
+        cost = float(now.groupby("job")["cost"].first().sum()) if len(now) else 0.0
+        ax.set_title(f"{label}\n{now['job'].nunique()} jobs, cost {cost:.4g} at t = {t:.4g}",
+                     fontsize=9)  # fmt: skip
+        ax.set_xlabel("slot")
+        ax.set_ylabel("machine")
+        ax.set_xticks(range(0, width, max(1, width // 6)))
+        ax.set_yticks(range(0, nm, max(1, nm // 12)))
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in base.values()]
+    fig.legend(handles, list(base), loc="lower center", ncol=min(len(base), 5), fontsize=8,
+               frameon=False)  # fmt: skip
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     save(fig, path)

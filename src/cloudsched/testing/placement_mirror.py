@@ -4,16 +4,15 @@
   with Python sets, lists and deques (DGP, dgp-clock, Storm default, greedy).  Same draws in
   the same order, so for one seed it gives the same counts and time averages.  It exposes the
   configuration (:meth:`ReferencePlacement.configuration`) for the product-form test.
-* :func:`brute_force_max_weight`: the max-weight configuration by exhaustive search.
-* :func:`product_form`: the stationary law of DGP with frozen weights, by enumeration.
+* The exhaustive oracles (max-weight configuration, DGP's product form) live in
+  :mod:`cloudsched.testing.placement_oracles`.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections import deque
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -23,7 +22,7 @@ from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.topology import Topology
 from cloudsched.placement.workload import JobType
 
-__all__ = ["ReferencePlacement", "brute_force_max_weight", "product_form"]
+__all__ = ["BASELINES", "ReferencePlacement"]
 
 BASELINES = ("storm-default", "greedy", "resource-aware")
 
@@ -123,10 +122,12 @@ class ReferencePlacement:
     def _index(self, n: int) -> int:
         return min(int(self.rng.random() * n), n - 1)
 
-    def _free(self, taken: dict[int, int], machine: int | None = None) -> list[int]:
-        """Free slots not drawn yet (of one machine, or all), in slot order."""
+    def _free(self, taken: dict[int, int], machine: int | None = None, rack: int | None = None
+              ) -> list[int]:  # fmt: skip
+        """Free slots not drawn yet (of one machine, one rack, or all), in slot order."""
         return [s for s in range(self.nslots) if self.owner[s] == -1 and s not in taken.values()
-                and (machine is None or self.machine[s] == machine)]  # fmt: skip
+                and (machine is None or self.machine[s] == machine)
+                and (rack is None or self.cluster.rack[self.machine[s]] == rack)]  # fmt: skip
 
     def _draw(self, j: int) -> list[int] | None:
         """Draw the proposal's slot per node (uniform or local); None when it fails."""
@@ -139,9 +140,14 @@ class ReferencePlacement:
             for v in self.order[j]:
                 s = -1
                 if prev >= 0:
-                    here = self._free(taken, int(self.machine[taken[prev]]))
+                    m = int(self.machine[taken[prev]])
+                    here = self._free(taken, machine=m)
                     if here and self.rng.random() < self.theta:
                         s = here[self._index(len(here))]
+                    else:
+                        near = self._free(taken, rack=int(self.cluster.rack[m]))
+                        if near and self.rng.random() < self.theta:
+                            s = near[self._index(len(near))]
                 if s < 0:
                     anywhere = self._free(taken)
                     s = anywhere[self._index(len(anywhere))]
@@ -174,13 +180,17 @@ class ReferencePlacement:
         free = [s for s in range(self.nslots) if owner[s] == -1]
         out = -math.log(len(free))
         drawn = {slots[order[0]]}
+        rack = self.cluster.rack
         for i in range(1, len(order)):
-            m_prev = self.machine[slots[order[i - 1]]]
+            m_prev, m_now = self.machine[slots[order[i - 1]]], self.machine[slots[order[i]]]
             here = [s for s in free if self.machine[s] == m_prev and s not in drawn]
+            near = [s for s in free if rack[self.machine[s]] == rack[m_prev] and s not in drawn]
             p = 1.0 / (len(free) - i)
-            if here:
+            if near:
                 p = (1.0 - self.theta) * p + (
-                    self.theta / len(here) if self.machine[slots[order[i]]] == m_prev else 0.0)
+                    self.theta / len(near) if rack[m_now] == rack[m_prev] else 0.0)
+            if here:
+                p = (1.0 - self.theta) * p + (self.theta / len(here) if m_now == m_prev else 0.0)
             out += math.log(p)
             drawn.add(slots[order[i]])
         return out
@@ -310,90 +320,3 @@ class ReferencePlacement:
         else:
             self._fill(j, measuring)
         return held
-
-
-def brute_force_max_weight(
-    cluster: Cluster, topologies: Sequence[Topology], values: Sequence[float], caps: Sequence[int]
-) -> float:
-    """Best ``sum (values[j] - cost)`` over all configurations, by exhaustive search.
-
-    Templates respect every machine's slots, CPU and memory.
-    """
-    nm = cluster.machines
-
-    def best(j: int, left: np.ndarray, room: np.ndarray, cap_left: int) -> float:
-        if j == len(topologies):
-            return 0.0
-        out = best(j + 1, left, room, caps[j + 1] if j + 1 < len(caps) else 0)
-        if cap_left <= 0 or values[j] <= 0:
-            return out
-        top = topologies[j]
-        for machines in itertools.product(range(nm), repeat=top.nodes):
-            use = np.bincount(machines, minlength=nm)
-            need = np.zeros((nm, 2))
-            np.add.at(need, list(machines), top.demands())
-            if np.all(use <= left) and np.all(need <= room + 1e-9):
-                gain = values[j] - cluster.cost(top, np.asarray(machines))
-                out = max(out, gain + best(j, left - use, room - need, cap_left - 1))
-        return out
-
-    return best(0, cluster.slots.copy(), cluster.capacity.copy(), int(caps[0]))
-
-
-def _configurations(
-    nslots: int, tops: Sequence[Topology]
-) -> Iterator[list[tuple[int, tuple[int, ...]]]]:
-    """Every set of slot-disjoint templates, each once (templates in increasing order)."""
-    templates = [
-        (j, slots)
-        for j, top in enumerate(tops)
-        for slots in itertools.permutations(range(nslots), top.nodes)
-    ]
-
-    def extend(start: int, used: frozenset[int], chosen: list[tuple[int, tuple[int, ...]]]):
-        yield list(chosen)
-        for i in range(start, len(templates)):
-            _j, slots = templates[i]
-            if used.isdisjoint(slots):
-                chosen.append(templates[i])
-                yield from extend(i + 1, used | set(slots), chosen)
-                chosen.pop()
-
-    yield from extend(0, frozenset(), [])
-
-
-def product_form(
-    cluster: Cluster, job_types: Sequence[JobType], weights: Sequence[float], beta: float,
-    clock_rates: Sequence[float] | None = None,
-) -> dict[tuple[tuple[int, tuple[int, ...]], ...], float]:  # fmt: skip
-    """Stationary law of DGP with frozen weights: configuration -> probability.
-
-    ``pi(C)`` is proportional to the product over templates ``A`` of type j of
-    ``(nu_j / mu_j) * S**(-K_j) * exp((weights[j] - b_A) / beta)``, with ``nu_j`` the rate of
-    proposals (the arrival rate for ``dgp``, the clock rate for ``dgp-clock``), over the
-    configurations whose templates fit every machine's CPU and memory.  It does not depend
-    on the proposal (uniform or local).
-    """
-    tops = [j.topology for j in job_types]
-    machine = np.repeat(np.arange(cluster.machines), cluster.slots)
-    s = cluster.total_slots
-    nu = clock_rates if clock_rates is not None else [j.arrival_rate for j in job_types]
-    out: dict[tuple[tuple[int, tuple[int, ...]], ...], float] = {}
-    for conf in _configurations(s, tops):
-        used = np.zeros_like(cluster.capacity)
-        for j, slots in conf:
-            np.add.at(used, machine[list(slots)], tops[j].demands())
-        if np.any(used > cluster.capacity):
-            continue
-        p = 1.0
-        for j, slots in conf:
-            b = cluster.cost(tops[j], machine[list(slots)])
-            p *= (
-                nu[j]
-                * job_types[j].mean_duration
-                * s ** (-tops[j].nodes)
-                * math.exp((weights[j] - b) / beta)
-            )
-        out[tuple(sorted(conf))] = p
-    z = sum(out.values())
-    return {c: p / z for c, p in out.items()}
