@@ -374,15 +374,29 @@ def _place_waiting(st, mo, mt, lg, policy, now, measuring):
         fill(st, mo, mt, lg, j, now, measuring)
 
 
+@kernel(nrt=False, inline=True)
+def _same_frame(st):
+    """MaxWeight: the last frame was proven and the same jobs are present per type.
+
+    Between frames templates stay (a departure leaves its template empty, an arrival fills
+    one), so the configuration in place is then still a max-weight one: the frame keeps it.
+    """
+    same = st.fst[S.F_KEEP] != 0.0
+    for j in range(st.qlen.size):  # a loop: generators do not compile without the NRT
+        same = same and st.qlen[j] + st.ntl[j, 0] == st.frame_q[j]
+    return same
+
+
 @kernel(nrt=False)
 def run(st, mo, mt, lg, policy, budget, rng):
     """Advance the chain by at most ``budget`` events; return a status code.
 
     When time crosses the end of a micro-batch (``mt.bounds``), ``mt.acc`` is copied to
     ``mt.snap[b]`` and ``mt.cnt`` to ``mt.snap_cnt[b]``.  Returns DONE at ``fst[F_TEND]``,
-    STOP at ``fst[F_TSTOP]`` (a MaxWeight frame boundary), CHUNK when the budget is spent,
-    NEED_QUEUE when a queue buffer is full, NEED_LOG when the placement log may not hold
-    the next event's rows.
+    STOP at ``fst[F_TSTOP]`` (a MaxWeight frame boundary, unless the frame keeps the last
+    proven configuration: then it counts ``ist[I_KEPT]`` and goes on), CHUNK when the budget
+    is spent, NEED_QUEUE when a queue buffer is full, NEED_LOG when the placement log may
+    not hold the next event's rows.
     """
     vclock = mo.par[S.P_VCLOCK] != 0.0 and policy != FRAME
     baseline = policy in (STORM_DEFAULT, GREEDY, RESOURCE_AWARE)
@@ -409,7 +423,13 @@ def run(st, mo, mt, lg, policy, budget, rng):
         now = t
         if hit:
             fst[S.F_NOW] = now
-            return S.DONE if fst[S.F_TEND] <= fst[S.F_TSTOP] else S.STOP
+            if fst[S.F_TEND] <= fst[S.F_TSTOP]:
+                return S.DONE
+            if _same_frame(st):  # MaxWeight keeps its proven configuration: next frame
+                fst[S.F_TSTOP] += fst[S.F_FRAME]
+                ist[S.I_KEPT] += 1
+                continue
+            return S.STOP
         ev += 1
         measuring = now > fst[S.F_TWARM]
         ist[S.I_EVENTS] += 1

@@ -283,7 +283,7 @@ def _state(cluster: Cluster, mo: S.Model, horizon: float, warmup: float) -> S.St
         tlists=np.zeros((nj, 2, rows), dtype=i64), tpos=np.zeros(rows, dtype=i64),
         ntl=np.zeros((nj, 2), dtype=i64), qbuf=np.zeros((nj, 1024)),
         qhead=np.zeros(nj, dtype=i64), qlen=np.zeros(nj, dtype=i64), cur_cost=np.zeros(nj),
-        t_job=np.full(rows, -1, dtype=i64),
+        t_job=np.full(rows, -1, dtype=i64), frame_q=np.full(nj, -1, dtype=i64),
         fst=fst, ist=ist, scratch=np.zeros(kmax, dtype=i64),
         # work rows indexed by machine, rack, job type and (greedy) graph node
         iwork=np.zeros((6, wide), dtype=i64), fwork=np.zeros((4, max(nm, 3))),

@@ -32,7 +32,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog
 
-from cloudsched._quiet import solve_quietly
 from cloudsched.placement.baselines import greedy
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.relaxation import Relaxation
@@ -142,9 +141,10 @@ def knapsack_bound(
             rows.append([float(lib.topologies[j].demands()[:, r].sum()) for j in use])
             rhs.append(float(room[r]))
     hi = [min(float(caps[j]), slots / lib.topologies[j].nodes) for j in use]
-    res = solve_quietly("HiGHS (knapsack bound)", linprog, -profit[use], A_ub=np.array(rows),
-                        b_ub=np.array(rhs), bounds=list(zip([0.0] * use.size, hi, strict=True)),
-                        method="highs")  # fmt: skip
+    # a tiny LP, solved in place (solve_quietly's thread and capture cost more than it)
+    res = linprog(-profit[use], A_ub=np.array(rows), b_ub=np.array(rhs),
+                  bounds=list(zip([0.0] * use.size, hi, strict=True)), method="highs",
+                  options={"disp": False})  # fmt: skip
     if res.status != 0:  # pragma: no cover - the box always holds a feasible point
         return math.inf
     return -float(res.fun)
@@ -166,13 +166,14 @@ def _caps(lib: Library, caps: Sequence[int] | np.ndarray | None) -> list[float]:
 def fast_max_weight(
     lib: Library, values: Sequence[float] | np.ndarray,
     caps: Sequence[int] | np.ndarray | None = None, *,
-    keep: Sequence[tuple[int, np.ndarray]] = (), bound: float | None = None,
+    keep: Sequence[tuple[int, np.ndarray, float]] = (), bound: float | None = None,
 ) -> tuple[list[tuple[int, np.ndarray]], float]:  # fmt: skip
     """Pack templates (module notes): the templates, and the upper bound on the best weight.
 
-    ``keep`` lists templates in place (running jobs): each is kept first when it costs no
-    more than its type's least-cost template and its weight is positive, so that a frame
-    does not move a job that is already as well placed as it can be.  ``bound``: the upper
+    ``keep`` lists templates in place (running jobs) as (type, machines, cost): each is kept
+    first when it costs no more than its type's least-cost template and its weight is
+    positive, so that a frame does not move a job that is already as well placed as it can
+    be.  ``bound``: the upper
     bound, if already known for these values and caps.
     """
     cl = lib.cluster
@@ -184,8 +185,7 @@ def fast_max_weight(
     res = cl.capacity.copy()
     shape_cost = np.array([b.cost for b in lib.best])
     out: list[tuple[int, np.ndarray]] = []
-    for j, where in keep:
-        cost = cl.cost(lib.topologies[j], where)
+    for j, where, cost in keep:
         if left[j] > 0 and cost <= shape_cost[j] + 1e-9 and values[j] - cost > 0:
             out.append((j, where))
             np.subtract.at(free, where, 1)

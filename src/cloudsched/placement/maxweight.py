@@ -74,6 +74,7 @@ class FrameController:
         self.records: list[tuple[Any, ...]] = []
         self._cache: dict[tuple[int, ...], MaxWeightSolution] = {}
         self._bounds: dict[tuple[int, ...], float] = {}
+        self._kept_seen = 0
         self._library: Library | None = None
         self._kind = solver
 
@@ -102,8 +103,8 @@ class FrameController:
         values = [self.weight(float(q)) for q in present]
         tops = [jt.topology for jt in eng.job_types]
         if self._kind == "fast":
-            keep = [(j, eng.machines_of(int(t))) for j in range(len(tops))
-                    for t in eng.templates(j, actual=True)]  # fmt: skip
+            keep = [(j, eng.machines_of(int(t)), float(eng.st.t_cost[t]))
+                    for j in range(len(tops)) for t in eng.templates(j, actual=True)]  # fmt: skip
             assert self._library is not None
             if key not in self._bounds and len(self._bounds) < 100_000:
                 self._bounds[key] = weight_bound(self._library, values, present)
@@ -129,9 +130,8 @@ class FrameController:
         measuring = now > self.warmup
         nj = len(eng.job_types)
         present = eng.st.qlen + eng.st.ntl[:, 0]
+        self.fill_kept(eng)
         sol = self.solve(eng, present)
-        self.frames += 1
-        self.not_optimal += int(not sol.optimal)
         new_by_type: list[list[np.ndarray]] = [[] for _ in range(nj)]
         for j, machines in sol.templates:
             new_by_type[j].append(machines)
@@ -152,13 +152,41 @@ class FrameController:
                 self._push_front(eng, j, int(preempted[j]), now)
                 if measuring:
                     self.preemptions += int(preempted[j])
-            K.fill(eng.st, eng.mo, eng.mt, eng.lg, j, now, measuring)
+            if eng.st.qlen[j] > 0 and eng.st.ntl[j, 1] > 0:
+                K.fill(eng.st, eng.mo, eng.mt, eng.lg, j, now, measuring)
+        self._close(eng, now, present, sol, self.migrations - moved_before)
+
+    def _close(
+        self, eng: PlacementEngine, now: float, present: np.ndarray, sol: MaxWeightSolution,
+        moved: int,
+    ) -> None:  # fmt: skip
+        """Count and record the frame, and schedule the next one.
+
+        The kernel itself passes the frames that keep a proven configuration for the same
+        jobs present (``ist[I_KEPT]``); :meth:`_fill_kept` counts them at the next solve.
+        """
+        self.frames += 1
+        self.not_optimal += int(not sol.optimal)
+        eng.st.frame_q[:] = present
+        eng.st.fst[S.F_KEEP] = 1.0 if sol.optimal else 0.0
+        eng.st.fst[S.F_FRAME] = self.frame
+        self._kept_seen = int(eng.st.ist[S.I_KEPT])
         self.history.append((now, self.frames, self.not_optimal, self.migrations,
                              self.migrated_nodes, self.preemptions))  # fmt: skip
-        self.records.append((now, *present.tolist(), *sol.counts(nj).tolist(), sol.weight,
-                             sol.upper_bound, sol.gap, sol.optimal,
-                             self.migrations - moved_before))  # fmt: skip
+        self.records.append((now, *present.tolist(), *sol.counts(len(present)).tolist(),
+                             sol.weight, sol.upper_bound, sol.gap, sol.optimal,
+                             moved))  # fmt: skip
         eng.set_stop(now + self.frame)
+
+    def fill_kept(self, eng: PlacementEngine) -> None:
+        """Record the frames the kernel kept since the last solve (one row each)."""
+        kept = int(eng.st.ist[S.I_KEPT]) - self._kept_seen
+        if kept and self.records:
+            last = self.records[-1]
+            for i in range(1, kept + 1):
+                self.records.append((last[0] + i * self.frame, *last[1:-1], 0))
+            self.frames += kept
+        self._kept_seen = int(eng.st.ist[S.I_KEPT])
 
     def _clear(
         self, eng: PlacementEngine, j: int, new: list[np.ndarray], measuring: bool,
@@ -173,10 +201,18 @@ class FrameController:
         old_ids = eng.templates(j, actual=True)
         old = [eng.machines_of(int(t)) for t in old_ids]
         match: dict[int, int] = {}  # new index -> old index
-        if old and new:
-            overlap = np.array([[np.sum(a == b) for b in new] for a in old])
+        same: dict[bytes, list[int]] = {}
+        for a, machines in enumerate(old):
+            same.setdefault(machines.tobytes(), []).append(a)
+        for b, machines in enumerate(new):  # a job already on its new template stays
+            if same.get(machines.tobytes()):
+                match[b] = same[machines.tobytes()].pop()
+        rest_old = [a for a in range(len(old)) if a not in set(match.values())]
+        rest_new = [b for b in range(len(new)) if b not in match]
+        if rest_old and rest_new:  # the others move to the template that overlaps them most
+            overlap = np.array([[np.sum(old[a] == new[b]) for b in rest_new] for a in rest_old])
             rows, cols = linear_sum_assignment(overlap, maximize=True)
-            match = {int(b): int(a) for a, b in zip(rows, cols, strict=True)}
+            match.update({rest_new[c]: rest_old[r] for r, c in zip(rows, cols, strict=True)})
         for tid in eng.templates(j, actual=False):
             K.remove_template(eng.st, eng.mo, int(tid))
         stay = {b for b, a in match.items() if np.array_equal(old[a], new[b])}
@@ -215,7 +251,11 @@ class FrameController:
         return int(K.add_template(eng.st, eng.mo, j, state, slots, len(machines), cost))
 
     def counts_after(self, t: float) -> dict[str, int]:
-        """Frames and their counts after time ``t`` (the start of a measurement window)."""
+        """Frames and their counts after time ``t`` (the start of a measurement window).
+
+        Frames kept by the kernel move nobody and are proven, so only ``frames`` counts
+        them (from :attr:`records`, which has every frame once :meth:`fill_kept` ran).
+        """
         before = (0, 0, 0, 0, 0)
         for row in self.history:
             if row[0] > t:
@@ -223,7 +263,9 @@ class FrameController:
             before = row[1:]
         last = (self.frames, self.not_optimal, self.migrations, self.migrated_nodes,
                 self.preemptions)  # fmt: skip
-        return {k: a - b for k, a, b in zip(FRAME_FIELDS[1:], last, before, strict=True)}
+        out = {k: a - b for k, a, b in zip(FRAME_FIELDS[1:], last, before, strict=True)}
+        out["frames"] = sum(1 for r in self.records if r[0] > t)
+        return out
 
     def table(self, names: list[str]) -> Any:
         """Return ``records`` as a DataFrame (one row per frame)."""

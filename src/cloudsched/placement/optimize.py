@@ -112,7 +112,7 @@ def max_weight_configuration(
     time_limit: float | None = None,
     solver: str = "auto",
     library: Library | None = None,
-    keep: Sequence[tuple[int, np.ndarray]] = (),
+    keep: Sequence[tuple[int, np.ndarray, float]] = (),
     bound: float | None = None,
 ) -> MaxWeightSolution:
     """Find a configuration maximising ``sum over templates (values[j] - cost)``.
@@ -135,9 +135,9 @@ def max_weight_configuration(
         See the module notes.
     library : Library, optional
         The fast solver's least-cost templates, if already built for these graphs.
-    keep : sequence of (int, numpy.ndarray), optional
-        Fast solver: templates in place (type, machine of each node) to keep first when
-        they are least-cost (:func:`~cloudsched.placement.fastpack.fast_max_weight`).
+    keep : sequence of (int, numpy.ndarray, float), optional
+        Fast solver: templates in place (type, machine of each node, cost) to keep first
+        when they are least-cost (:func:`~cloudsched.placement.fastpack.fast_max_weight`).
     bound : float, optional
         Fast solver: the upper bound, if already known for these values and caps.
 

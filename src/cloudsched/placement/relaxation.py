@@ -33,7 +33,6 @@ import numpy as np
 from scipy import sparse
 from scipy.optimize import linprog
 
-from cloudsched._quiet import solve_quietly
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.shapes import MAX_CLASSES, class_patterns, twin_classes
 from cloudsched.placement.topology import Topology
@@ -189,9 +188,9 @@ class Relaxation:
                   + [(0.0, None)] * nj
                   + [(0.0, None if math.isinf(h) else 0.0) for h in self.y_hi]
                   + [(0.0, None)] * (self.nv - 2 * nj - self.ny))  # fmt: skip
-        res = solve_quietly("HiGHS (placement relaxation)", linprog, c, A_ub=self.a_ub,
-                            b_ub=self.b_ub, A_eq=self.a_eq, b_eq=np.zeros(nj), bounds=bounds,
-                            method="highs")  # fmt: skip
+        # a small LP, solved in place (solve_quietly's thread and capture cost more than it)
+        res = linprog(c, A_ub=self.a_ub, b_ub=self.b_ub, A_eq=self.a_eq, b_eq=np.zeros(nj),
+                      bounds=bounds, method="highs", options={"disp": False})  # fmt: skip
         return float(res.fun) if res.status == 0 else None
 
     def static_bound(self, rho: Sequence[float] | np.ndarray) -> float:

@@ -310,6 +310,8 @@ def run_placement(
             if progress is not None:
                 progress(eng.now / horizon)
         k, reason = MICRO_BATCHES, "horizon"
+    if ctl is not None:
+        ctl.fill_kept(eng)
     wall = time.perf_counter() - t0
     if progress is not None:
         progress(1.0)

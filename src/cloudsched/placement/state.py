@@ -28,7 +28,8 @@ Shapes: J job types, S slots, L machines, T template rows (never more than
     (``(J, 2)``): the templates of each type.  ``qbuf`` (float64, ``(J, cap)``), ``qhead``,
     ``qlen``: the queues as ring buffers of entry times.  ``cur_cost`` (float64, ``(J,)``):
     cost of the actual templates.  ``fst`` / ``ist``: scalars ``F_*`` / ``I_*``.
-    ``t_job`` (int64, ``(T,)``): the job number in each actual template.
+    ``t_job`` (int64, ``(T,)``): the job number in each actual template.  ``frame_q`` (int64,
+    ``(J,)``): jobs present per type at MaxWeight's last solved frame.
     ``scratch`` (int64, ``(Kmax,)``), ``iwork`` (int64, ``(6, max(L, racks, J, Kmax))``),
     ``fwork`` (float64, ``(4, max(L, 3))``), ``favail`` and ``fkeys`` (float64,
     ``(L + racks, 3)``): work space.
@@ -66,12 +67,14 @@ P_BETA, P_ALPHA, P_EPS, P_FCODE, P_VCLOCK, P_FROZEN, P_RES, P_LOCAL, P_THETA, P_
     range(11))
 N_PAR = 11
 # ``fst`` (float64 scalars): time, window start, end, next stop (a MaxWeight frame).
-F_NOW, F_TWARM, F_TEND, F_TSTOP = range(4)
-N_FST = 4
+# F_FRAME: MaxWeight's frame length; F_KEEP: 1 when the configuration in place is the last
+# frame's proven max-weight one, for the jobs present in ``frame_q``.
+F_NOW, F_TWARM, F_TEND, F_TSTOP, F_FRAME, F_KEEP = range(6)
+N_FST = 6
 # ``ist`` (int64 scalars): free template rows, free slots, events, arrivals and departures
 # since time 0, micro-batches recorded.
-I_TFREE, I_FREE_SLOTS, I_EVENTS, I_ARR_ALL, I_DEP_ALL, I_BATCH, I_LOG, I_JOBS = range(8)
-N_IST = 8
+I_TFREE, I_FREE_SLOTS, I_EVENTS, I_ARR_ALL, I_DEP_ALL, I_BATCH, I_LOG, I_JOBS, I_KEPT = range(9)
+N_IST = 9
 # ``acc[j, :]`` (float64): time integrals over the window, and the sum of waits.
 A_QUEUE, A_ACTUAL, A_VIRTUAL, A_COST, A_WAIT = range(5)
 N_ACC = 5
@@ -128,6 +131,7 @@ class State(NamedTuple):
     qlen: np.ndarray
     cur_cost: np.ndarray
     t_job: np.ndarray
+    frame_q: np.ndarray
     fst: np.ndarray
     ist: np.ndarray
     scratch: np.ndarray
