@@ -146,3 +146,61 @@ def test_unknown_grouping_exits_2(capsys, tmp_path):
     )
     code, _, err = run(capsys, "place", "bound", "--cluster", "3x3", "--workload", str(path))
     assert code == 2 and "unknown grouping SIDEWAYS" in err
+
+
+def test_place_simulate_writes_placements_frames_and_a_snapshot(capsys, workload, tmp_path):
+    import pandas as pd
+
+    files = {k: tmp_path / f"{k}.{ext}" for k, ext in (("assignments", "parquet"),
+                                                        ("frames", "parquet"), ("plot", "png"))}
+    code, out, err = run(
+        capsys, "place", "simulate", "--cluster", "2x4,1x3", "--workload", str(workload),
+        "--policy", "maxweight", "--solver", "fast", "--horizon", "60", "--seed", "2",
+        *[x for k, p in files.items() for x in (f"--{k}", str(p))],
+    )  # fmt: skip
+    assert code == 0, err
+    placed = pd.read_parquet(files["assignments"])
+    assert {"job", "type", "node", "machine", "slot", "start", "end"} <= set(placed.columns)
+    assert set(placed["type"]) <= {"chain3", "star4"} and placed["machine"].max() <= 2
+    frames = pd.read_parquet(files["frames"])
+    assert len(frames) == 59 and (frames["gap"] >= 0).all()
+    assert files["plot"].stat().st_size > 1000
+    assert "frames: " in out and "optimality gap" in out
+
+
+def test_frames_of_a_policy_without_frames_are_refused_in_one_warning(capsys, workload,
+                                                                      tmp_path):  # fmt: skip
+    path = tmp_path / "f.parquet"
+    code, _, err = run(capsys, "place", "simulate", "--cluster", "3x3", "--workload",
+                       str(workload), "--policy", "greedy", "--horizon", "20", "--frames",
+                       str(path))  # fmt: skip
+    assert code == 0 and not path.exists()
+    assert "warning: no frames to write" in err
+
+
+def test_resource_aware_on_a_cluster_file(capsys, workload, tmp_path):
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("machines:\n  - {count: 2, slots: 4, cpu: 400, rack: 0}\n"
+                       "  - {count: 2, slots: 3, cpu: 300, rack: 1}\n")  # fmt: skip
+    code, out, err = run(capsys, "place", "simulate", "--cluster", str(cluster), "--workload",
+                         str(workload), "--policy", "resource-aware", "--horizon", "200",
+                         "--seed", "1", "--format", "json")  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["racks"] == 2 and doc["served_fraction"] > 0.9
+    code, _, err = run(capsys, "place", "simulate", "--cluster", str(cluster), "--racks", "2",
+                       "--workload", str(workload))  # fmt: skip
+    assert code == 2 and "--racks must be not given with a cluster file" in err
+
+
+def test_place_bound_fast_with_a_time_limit(capsys, workload):
+    code, out, err = run(capsys, "place", "bound", "--cluster", "6x4", "--workload",
+                         str(workload), "--solver", "fast", "--time-limit", "20", "--format",
+                         "json")  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert doc["solver"] == "fast" and doc["lower_bound"] <= doc["value"] + 1e-9
+    assert doc["gap"] == 0 or doc["note"]
+    code, _, err = run(capsys, "place", "bound", "--cluster", "3x3", "--workload",
+                       str(workload), "--time-limit", "0")  # fmt: skip
+    assert code == 2 and "--time-limit must be" in err

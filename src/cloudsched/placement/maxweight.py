@@ -59,9 +59,10 @@ class FrameController:
 
     def __init__(
         self, frame: float, alpha: float, f: str, time_limit: float | None, warmup: float = 0.0,
-        solver: str = "auto",
+        solver: str = "auto", keep_proven: bool = True,
     ) -> None:  # fmt: skip
         self.frame, self.alpha, self.f, self.time_limit = frame, alpha, f, time_limit
+        self.keep_proven = keep_proven  # False: solve every frame (a test's reference)
         self.warmup, self.solver = warmup, solver
         self.frames = 0
         self.not_optimal = 0
@@ -168,7 +169,7 @@ class FrameController:
         self.frames += 1
         self.not_optimal += int(not sol.optimal)
         eng.st.frame_q[:] = present
-        eng.st.fst[S.F_KEEP] = 1.0 if sol.optimal else 0.0
+        eng.st.fst[S.F_KEEP] = 1.0 if sol.optimal and self.keep_proven else 0.0
         eng.st.fst[S.F_FRAME] = self.frame
         self._kept_seen = int(eng.st.ist[S.I_KEPT])
         self.history.append((now, self.frames, self.not_optimal, self.migrations,
