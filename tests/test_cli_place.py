@@ -204,3 +204,29 @@ def test_place_bound_fast_with_a_time_limit(capsys, workload):
     code, _, err = run(capsys, "place", "bound", "--cluster", "3x3", "--workload",
                        str(workload), "--time-limit", "0")  # fmt: skip
     assert code == 2 and "--time-limit must be" in err
+
+
+def test_place_compare_puts_policies_beside_the_bound(capsys, workload, tmp_path):
+    plot = tmp_path / "s.png"
+    code, out, err = run(capsys, "place", "compare", "--cluster", "3x3", "--workload",
+                         str(workload), "--policy", "greedy", "--policy", "dgp:local",
+                         "--policy", "storm-default", "--horizon", "400", "--seed", "3",
+                         "--format", "json", "--plot", str(plot))  # fmt: skip
+    assert code == 0, err
+    doc = json.loads(out)
+    assert list(doc["policies"]) == ["greedy", "dgp:local", "storm-default"]
+    assert doc["bound"]["proven"] and doc["bound"]["value"] == pytest.approx(0.5)
+    assert doc["policies"]["dgp:local"]["params"]["proposal"] == "local"
+    # the same seed as place simulate gives the same run
+    code, single, _ = run(capsys, "place", "simulate", "--cluster", "3x3", "--workload",
+                          str(workload), "--policy", "greedy", "--horizon", "400", "--seed",
+                          "3", "--format", "json")  # fmt: skip
+    assert json.loads(single)["cost_rate"] == doc["policies"]["greedy"]["cost_rate"]
+    assert plot.stat().st_size > 1000
+    code, csv, _ = run(capsys, "place", "compare", "--cluster", "3x3", "--workload",
+                       str(workload), "--policy", "greedy", "--horizon", "100", "--format",
+                       "csv")  # fmt: skip
+    assert code == 0 and csv.splitlines()[0].startswith("policy,cost_rate,cost_ci95,gap")
+    code, _, err = run(capsys, "place", "compare", "--cluster", "3x3", "--workload",
+                       str(workload), "--policy", "greedy:local")  # fmt: skip
+    assert code == 2 and "dgp:local" in err and err.count("\n") == 1

@@ -383,11 +383,14 @@ def place_bound(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``place`` group (``simulate``, ``bound``) to ``app``."""
+    """Add the ``place`` group (``simulate``, ``bound``, ``compare``) to ``app``."""
     group = typer.Typer(
         help="Graph-job placement (Storm topologies): simulate policies, solve the optimum.",
         no_args_is_help=True,
     )
+    from cloudsched.cli.place_compare import place_compare
+
     group.command("simulate")(place_simulate)
     group.command("bound")(place_bound)
+    group.command("compare")(place_compare)
     app.add_typer(group, name="place")

@@ -179,10 +179,14 @@ def plot_snapshots(
     nm, width = slots.size, int(slots.max())
     types = sorted({str(t) for table, _ in panels.values() for t in table["type"]})
     base = {t: mcolors.to_rgb(f"C{k % 10}") for k, t in enumerate(types)}
-    height = max(2.4, 0.22 * nm + 1.2)
-    fig, axes = plt.subplots(1, len(panels), figsize=(max(3.2, 0.32 * width + 1.4) * len(panels),
-                                                      height), squeeze=False)  # fmt: skip
-    for ax, (label, (table, t)) in zip(axes[0], panels.items(), strict=True):
+    height = max(2.2, 0.2 * nm + 1.3)
+    ncols = min(3, len(panels))
+    nrows = -(-len(panels) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(max(3.6, 0.32 * width + 1.6) * ncols,
+                                                    height * nrows), squeeze=False)  # fmt: skip
+    for ax in axes.flat[len(panels):]:
+        ax.set_visible(False)
+    for ax, (label, (table, t)) in zip(axes.flat, panels.items(), strict=False):
         now = snapshot(table, t)
         img = np.ones((nm, width, 3))
         for m in range(nm):
@@ -196,8 +200,9 @@ def plot_snapshots(
         for m in np.flatnonzero(np.diff(racks)) + 0.5:
             ax.axhline(m, color="0.2", lw=1.2)
         cost = float(now.groupby("job")["cost"].first().sum()) if len(now) else 0.0
-        ax.set_title(f"{label}\n{now['job'].nunique()} jobs, cost {cost:.4g} at t = {t:.4g}",
-                     fontsize=9)  # fmt: skip
+        jobs = now["job"].nunique()
+        ax.set_title(f"{label}\n{jobs} job{'' if jobs == 1 else 's'} running, cost {cost:.4g} "
+                     f"at t = {t:.4g}", fontsize=9)  # fmt: skip
         ax.set_xlabel("slot")
         ax.set_ylabel("machine")
         ax.set_xticks(range(0, width, max(1, width // 6)))
@@ -207,5 +212,5 @@ def plot_snapshots(
                frameon=False)  # fmt: skip
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    fig.tight_layout(rect=(0, 0.04 if nrows > 1 else 0.08, 1, 1))
     save(fig, path)
