@@ -91,3 +91,15 @@ def test_maxweight_records_every_frame_with_its_gap():
     assert np.all((tab.gap >= 0) & (tab.gap <= 1.0 + 1e-12))
     assert np.all(tab.gap[tab.proven] == 0)
     assert res.frames == 399 and res.frame_gap_max == pytest.approx(tab.gap.max())
+
+
+def test_the_final_placement_is_the_log_at_the_end():
+    res = simulate_placement("dgp", parse_cluster("4x3"), SMALL, horizon=300, proposal="local",
+                             record=True, compare_bound=False, rng=8)  # fmt: skip
+    from cloudsched.placement.assignments import snapshot
+
+    cols = ["job", "type", "node", "machine", "slot", "cost"]
+    logged = snapshot(res.assignments, 300.0 - 1e-9)[cols].sort_values(["job", "node"])
+    final = res.final_placement[cols].sort_values(["job", "node"])
+    assert len(final) > 0
+    np.testing.assert_array_equal(logged.to_numpy(), final.to_numpy())

@@ -222,8 +222,8 @@ def place_simulate(
                 policy, cl, jobs, horizon=horizon, warmup=warm, beta=beta, alpha=alpha, h=h,
                 epsilon=epsilon, f=f, virtual_clock=virtual_clock, clock_rate=clock_rate,
                 frame=frame, solver_time_limit=solver_time_limit, solver=solver,
-                proposal=proposal, locality=locality, record=assignments is not None
-                or plot is not None, precision=precision, compare_bound=compare_bound,
+                proposal=proposal, locality=locality, record=assignments is not None,
+                precision=precision, compare_bound=compare_bound,
                 target_gap=target_gap, rng=seed, progress=bar,
             )  # fmt: skip
         finally:
@@ -312,7 +312,7 @@ def _plot_end(res: Any, cluster: Any, path: Path, label: str) -> None:
     from cloudsched.plotting.placement import plot_snapshots
 
     end = float(res.warmup_time + res.measured_time)
-    plot_snapshots({label: (res.assignments, end * (1 - 1e-12))}, cluster.slots, cluster.rack,
+    plot_snapshots({label: (res.final_placement, end)}, cluster.slots, cluster.rack,
                    path, title="placement at the end of the run (machines as rows, slots "
                    "coloured by job type, one shade per job)")  # fmt: skip
 

@@ -76,7 +76,7 @@ def place_compare(
     try:
         res = compare_placement(
             cl, jobs, names, seed=seed, horizon=horizon, time_limit=time_limit,
-            record=plot is not None, progress=step, precision=precision, solver=solver,
+            progress=step, precision=precision, solver=solver,
             frame=frame, locality=locality,
         )  # fmt: skip
     finally:
@@ -148,8 +148,8 @@ def _plot(res: Any, cl: Any, path: Path, cluster: str) -> None:
 
     panels = {}
     for entry, r in res.results.items():
-        end = float(r.warmup_time + r.measured_time) * (1 - 1e-12)
-        panels[f"{entry}: cost rate {r.cost_rate:.4g}"] = (r.assignments, end)
+        end = float(r.warmup_time + r.measured_time)
+        panels[f"{entry}: cost rate {r.cost_rate:.4g}"] = (r.final_placement, end)
     plot_snapshots(panels, cl.slots, cl.rack, path,
                    title=f"{cluster}: slots at the end of each run (machines as rows, coloured "
                    "by job type, one shade per job)")  # fmt: skip

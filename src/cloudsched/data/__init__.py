@@ -9,7 +9,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["DATASETS", "dataset_path"]
+__all__ = ["DATASETS", "dataset_path", "flux_path"]
 
 #: name -> (file in this package, format, sha256 of the file, what it is)
 DATASETS: dict[str, tuple[str, str, str, str]] = {
@@ -49,3 +49,12 @@ DATASETS: dict[str, tuple[str, str, str, str]] = {
 def dataset_path(name: str) -> Path:
     """Return the installed file of the shipped log ``name`` (a key of :data:`DATASETS`)."""
     return Path(str(files(__name__).joinpath(DATASETS[name][0])))
+
+
+def flux_path(name: str) -> Path:
+    """Return the installed copy of a storm-starter Flux file.
+
+    ``name`` is ``wordcount``, ``exclamation`` or ``rolling-top-words``; the files are the
+    same as ``examples/`` in the checkout.
+    """
+    return Path(str(files("cloudsched.data").joinpath("flux", f"{name}.yaml")))

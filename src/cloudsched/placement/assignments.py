@@ -20,7 +20,7 @@ import numpy as np
 from cloudsched.placement import state as S
 from cloudsched.placement.engine import PlacementEngine
 
-__all__ = ["ASSIGNMENT_COLUMNS", "assignment_table", "snapshot"]
+__all__ = ["ASSIGNMENT_COLUMNS", "assignment_table", "final_table", "snapshot"]
 
 ASSIGNMENT_COLUMNS = ("job", "type", "node", "component", "machine", "rack", "slot", "start",
                       "end", "cost")  # fmt: skip
@@ -48,21 +48,69 @@ def assignment_table(eng: PlacementEngine) -> Any:
     rep = np.repeat(np.arange(len(runs)), knodes)
     node = np.concatenate([np.arange(k) for k in knodes]) if len(knodes) else np.array([])
     node = node.astype(np.int64)
-    slot = slots[runs["row"].to_numpy()[rep], node]
-    machine = eng.mo.slot_machine[slot]
+    slot = slots[runs["row"].to_numpy()[rep], node].astype(np.int64)
+    types = runs["type"].to_numpy()[rep]
+    cost = _costs(eng, runs["type"].to_numpy(), slots[runs["row"].to_numpy()])
+    return _frame(eng, runs["job"].to_numpy()[rep], types, node, slot, {
+        "start": runs["start"].to_numpy()[rep], "end": runs["end"].to_numpy()[rep],
+        "cost": cost[rep] if cost.size else cost})  # fmt: skip
+
+
+def _frame(
+    eng: PlacementEngine, job: np.ndarray, types: np.ndarray, node: np.ndarray, slot: np.ndarray,
+    extra: dict[str, np.ndarray],
+) -> Any:  # fmt: skip
+    """Build the table (type and component names as categories: there may be millions)."""
+    import pandas as pd
+
     names = [jt.name for jt in eng.job_types]
     comps = [[str(jt.topology.graph.nodes[v].get("component", v))
               for v in range(jt.topology.nodes)] for jt in eng.job_types]  # fmt: skip
-    types = runs["type"].to_numpy()[rep]
-    cost = np.array([eng.cluster.cost(eng.job_types[j].topology, machine[rep == i])
-                     for i, j in enumerate(runs["type"].to_numpy())])  # fmt: skip
+    labels = sorted({c for cs in comps for c in cs})
+    code = {c: i for i, c in enumerate(labels)}
+    comp_code = [np.array([code[c] for c in cs], dtype=np.int64) for cs in comps]
+    comp = np.zeros(node.size, dtype=np.int64)
+    for j in range(len(names)):
+        mine = types == j
+        comp[mine] = comp_code[j][node[mine]]
+    machine = eng.mo.slot_machine[slot]
     return pd.DataFrame({
-        "job": runs["job"].to_numpy()[rep], "type": [names[j] for j in types], "node": node,
-        "component": [comps[j][v] for j, v in zip(types, node, strict=True)],
-        "machine": machine, "rack": eng.cluster.rack[machine],
-        "slot": slot - eng.mo.slot_first[machine], "start": runs["start"].to_numpy()[rep],
-        "end": runs["end"].to_numpy()[rep], "cost": cost[rep] if cost.size else cost,
+        "job": job, "type": pd.Categorical.from_codes(types, names), "node": node,
+        "component": pd.Categorical.from_codes(comp, labels), "machine": machine,
+        "rack": eng.cluster.rack[machine], "slot": slot - eng.mo.slot_first[machine], **extra,
     })  # fmt: skip
+
+
+def final_table(eng: PlacementEngine) -> Any:
+    """Return the jobs running at the end of a run, one row per node (no log needed).
+
+    Columns as :func:`assignment_table` but ``start`` and ``end``.
+    """
+    tids = [(j, int(t)) for j in range(len(eng.job_types)) for t in eng.templates(j, True)]
+    knodes = np.array([eng.mo.knodes[j] for j, _ in tids], dtype=np.int64)
+    rep = np.repeat(np.arange(len(tids)), knodes)
+    node = (np.concatenate([np.arange(k) for k in knodes]) if len(tids)
+            else np.zeros(0, dtype=np.int64))  # fmt: skip
+    tid = np.array([t for _, t in tids], dtype=np.int64)
+    types = np.array([j for j, _ in tids], dtype=np.int64)
+    slot = eng.st.t_slots[tid[rep], node] if len(tids) else np.zeros(0, dtype=np.int64)
+    return _frame(eng, eng.st.t_job[tid][rep], types[rep], node, slot,
+                  {"cost": eng.st.t_cost[tid][rep]})
+
+
+def _costs(eng: PlacementEngine, types: np.ndarray, slots: np.ndarray) -> np.ndarray:
+    """Partitioning cost of each placement (row ``i``: type ``types[i]``, its slots)."""
+    out = np.zeros(types.size)
+    dist = eng.cluster.distance
+    for j, jt in enumerate(eng.job_types):
+        mine = np.flatnonzero(types == j)
+        edges = jt.topology.edge_array()
+        if mine.size == 0 or edges.size == 0:
+            continue
+        machine = eng.mo.slot_machine[slots[mine][:, : jt.topology.nodes]]
+        broken = dist[machine[:, edges[:, 0]], machine[:, edges[:, 1]]]
+        out[mine] = broken @ jt.topology.edge_weights()
+    return out
 
 
 def snapshot(table: Any, t: float) -> Any:

@@ -18,7 +18,7 @@ __all__ = ["CI_FIELDS", "PlacementResult"]
 #: The quantities that carry a 95% interval, ``{name}_ci95``.
 CI_FIELDS = ("mean_queue_length", "mean_partition_cost", "cost_rate")
 #: Tables carried beside the record, left out of ``to_dict`` and ``to_row``.
-_TABLES = ("assignments", "frame_table")
+_TABLES = ("assignments", "frame_table", "final_placement")
 
 
 @dataclass(frozen=True)
@@ -102,6 +102,8 @@ class PlacementResult:
     assignments: Any = field(default=None, repr=False, compare=False)
     #: MaxWeight: one row per frame (:meth:`.maxweight.FrameController.table`).
     frame_table: Any = field(default=None, repr=False, compare=False)
+    #: The jobs running at the end of the run (:func:`.assignments.final_table`).
+    final_placement: Any = field(default=None, repr=False, compare=False)
 
     def _fields(self) -> dict[str, Any]:
         """Return the record's values (copied), without the tables carried beside it."""

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 
 from cloudsched.errors import ParameterError
-from cloudsched.placement.assignments import assignment_table
+from cloudsched.placement.assignments import assignment_table, final_table
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.defaults import cost_unit
 from cloudsched.placement.engine import EngineParams, PlacementEngine
@@ -345,6 +345,7 @@ def run_placement(
         bound_note=None if bound is None else bound.note, wall_seconds=wall,
         events_per_second=fields["events"] / wall if wall > 0 else math.nan, **fields,
         assignments=assignment_table(eng) if spec.record else None,
+        final_placement=final_table(eng),
         frame_table=ctl.table([jt.name for jt in job_types]) if ctl is not None else None,
     )  # fmt: skip
 

@@ -157,9 +157,10 @@ def plot_snapshots(
 
     Parameters
     ----------
-    panels : mapping of label to (assignment table, time)
-        Rows of :func:`cloudsched.placement.assignments.assignment_table` and the moment
-        to draw.
+    panels : mapping of label to (rows, time)
+        The nodes running at one moment (rows of
+        :func:`cloudsched.placement.assignments.final_table`, or of an assignment table cut
+        by :func:`~cloudsched.placement.assignments.snapshot`) and that moment.
     slots : array-like of int
         Slots of each machine (machines are rows, their slots columns; empty: white).
     racks : array-like of int
@@ -170,8 +171,6 @@ def plot_snapshots(
         Figure title.
     """
     import matplotlib.colors as mcolors
-
-    from cloudsched.placement.assignments import snapshot
 
     plt = pyplot()
     slots = np.asarray(slots, dtype=int)
@@ -186,8 +185,7 @@ def plot_snapshots(
                                                     height * nrows), squeeze=False)  # fmt: skip
     for ax in axes.flat[len(panels):]:
         ax.set_visible(False)
-    for ax, (label, (table, t)) in zip(axes.flat, panels.items(), strict=False):
-        now = snapshot(table, t)
+    for ax, (label, (now, t)) in zip(axes.flat, panels.items(), strict=False):
         img = np.ones((nm, width, 3))
         for m in range(nm):
             img[m, slots[m]:] = 0.93  # no such slot
@@ -202,7 +200,7 @@ def plot_snapshots(
         cost = float(now.groupby("job")["cost"].first().sum()) if len(now) else 0.0
         jobs = now["job"].nunique()
         ax.set_title(f"{label}\n{jobs} job{'' if jobs == 1 else 's'} running, cost {cost:.4g} "
-                     f"at t = {t:.4g}", fontsize=9)  # fmt: skip
+                     f"at t = {t:,.0f}", fontsize=9)  # fmt: skip
         ax.set_xlabel("slot")
         ax.set_ylabel("machine")
         ax.set_xticks(range(0, width, max(1, width // 6)))
@@ -212,5 +210,6 @@ def plot_snapshots(
                frameon=False)  # fmt: skip
     if title:
         fig.suptitle(title, fontsize=10)
-    fig.tight_layout(rect=(0, 0.04 if nrows > 1 else 0.08, 1, 1))
+    inches = height * nrows
+    fig.tight_layout(rect=(0, 0.35 / inches, 1, 1 - (0.45 / inches if title else 0.0)))
     save(fig, path)
