@@ -3,8 +3,8 @@
 1. Job events per second of every policy on 50 machines x 12 slots with the word-count
    topology (25 executors) at 80% of the slots; the ratio is to the plain-Python mirror of
    DGP's chain (``cloudsched.testing.placement_mirror``) measured in the same run.  For
-   MaxWeight, one frame's exact problem is timed (with a limit), since one solve at this
-   size is too slow.
+   MaxWeight, one frame is solved by the exact MILP (with a limit: it is too slow at this
+   size) and by the fast packing (``benchmarks/bench_scale.py`` runs MaxWeight itself).
 2. Solve time of the exact problems as the cluster grows: the max-weight configuration
    (HiGHS MILP) and the static optimum (column generation).
 3. DGP (default parameters) as the graph grows from 3 to 25 nodes (chains, one type, 60%
@@ -50,7 +50,7 @@ def speed() -> None:
     ref_rate = steps / (time.perf_counter() - t0)
     print(f"{'policy':15s} {'events/s':>12s} {'x ref. DGP':>12s} {'queue':>10s} "
           f"{'util':>6s} {'cost/job':>9s}")  # fmt: skip
-    for policy in ("dgp", "dgp-clock", "storm-default", "greedy"):
+    for policy in ("dgp", "dgp-clock", "storm-default", "greedy", "resource-aware"):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             r = simulate_placement(policy, cluster, jobs, rng=1, horizon=horizon)
@@ -60,10 +60,14 @@ def speed() -> None:
     print(f"{'reference dgp':15s} {ref_rate:12,.0f} {1:12.0f}")
     # MaxWeight: one frame's exact problem with the load in the system (rho jobs present)
     limit = 20.0 if QUICK else 60.0
-    mw = max_weight_configuration(cluster, [wc], [10.0], [round(rho)], time_limit=limit)
-    print(f"maxweight: one frame's MILP ({round(rho)} copies of word count on 50x12): "
+    mw = max_weight_configuration(cluster, [wc], [100.0], [round(rho)], time_limit=limit,
+                                  solver="exact")  # fmt: skip
+    fast = max_weight_configuration(cluster, [wc], [100.0], [round(rho)], solver="fast")
+    print(f"maxweight: one frame ({round(rho)} copies of word count on 50x12): exact MILP "
           f"{mw.solve_time:.1f} s, proven optimal: {mw.optimal}, templates found: "
-          f"{len(mw.templates)} (so no MaxWeight run at this size)")  # fmt: skip
+          f"{len(mw.templates)}; fast packing {fast.solve_time:.2f} s, {len(fast.templates)} "
+          f"templates, gap {fast.gap:.1%} (benchmarks/bench_scale.py runs MaxWeight at this "
+          f"size)")  # fmt: skip
 
 
 def solve_times() -> None:
@@ -80,14 +84,15 @@ def solve_times() -> None:
         ]
         caps = [int(cluster.total_slots // 3), int(cluster.total_slots // 4)]
         mw = max_weight_configuration(cluster, [j.topology for j in jobs], [2.0, 2.5], caps,
-                                      time_limit=120.0)  # fmt: skip
-        st = static_optimum(cluster, jobs)
+                                      time_limit=120.0, solver="exact")  # fmt: skip
+        st = static_optimum(cluster, jobs, solver="exact", time_limit=120.0)
         print(f"{shape:8s} {mw.solve_time:13.2f} {mw.optimal!s:>8s} {st.solve_time:9.2f} "
               f"{st.columns:8d} {st.cost_per_job:13.4f}")  # fmt: skip
     wc = load_flux(EXAMPLES / "wordcount.yaml")
     for shape in ["3x10", "5x10"] if not QUICK else ["3x10"]:
         cluster = parse_cluster(shape)
-        mw = max_weight_configuration(cluster, [wc], [100.0], [1], time_limit=120.0)
+        mw = max_weight_configuration(cluster, [wc], [100.0], [1], time_limit=120.0,
+                                      solver="exact")  # fmt: skip
         print(f"word count, one template on {shape}: {mw.solve_time:.2f} s, "
               f"optimal={mw.optimal}, cost {mw.cost:g} of {wc.edges} edges")  # fmt: skip
 

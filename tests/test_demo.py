@@ -14,7 +14,8 @@ def test_demo_writes_report(tmp_path, capsys, monkeypatch):
     report = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
     for name in ("figure4.png", "figure5.png", "figure6.png", "figure7.png", "figure8.png",
-                 "error_vs_n.png", "placement_tradeoff.png", "maxweight_frames.png"):  # fmt: skip
+                 "error_vs_n.png", "placement_tradeoff.png", "maxweight_frames.png",
+                 "placement_snapshot.png"):  # fmt: skip
         assert name in report  # report.md links the files; report.html embeds them
         assert (out / name).stat().st_size > 1000
     assert html.count('src="data:image/png;base64,') == report.count("![")
@@ -39,4 +40,8 @@ def test_demo_writes_report(tmp_path, capsys, monkeypatch):
     assert dgp["cost_rate"].iloc[0] == dgp["cost_rate"].min()
     storm = place.loc[place["policy"] == "storm-default", "cost_rate"].iloc[0]
     assert place["cost_rate"].max() == storm
+    every = pd.read_csv(out / "placement_policies.csv")
+    assert list(every["policy"]) == ["storm-default", "greedy", "resource-aware", "maxweight",
+                                     "dgp", "dgp:local"]  # fmt: skip
+    assert every.loc[every.policy == "storm-default", "gap"].iloc[0] > 1  # far above optimum
     assert not list(out.glob(".*.tmp"))

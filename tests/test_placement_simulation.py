@@ -195,7 +195,7 @@ def test_the_product_form_check_catches_local_proposals_without_their_correction
 @pytest.mark.parametrize("policy", ["dgp", "dgp-clock"])
 @pytest.mark.parametrize("proposal", ["uniform", "local"])
 def test_frozen_weights_give_the_product_form_closely(policy, proposal):
-    _product_form_check(policy, batches=10, steps=40_000, tv_limit=0.025, proposal=proposal)
+    _product_form_check(policy, batches=20, steps=40_000, tv_limit=0.025, proposal=proposal)
 
 
 @pytest.mark.parametrize(("policy", "clock", "proposal"),

@@ -6,7 +6,7 @@ from cloudsched.cli import main
 
 JIQ_FIGURES = {"figure4.png", "figure5.png", "figure6.png", "figure7.png", "figure8.png",
                "error_vs_n.png"}  # fmt: skip
-DGP_FIGURES = {"placement_tradeoff.png", "maxweight_frames.png"}
+DGP_FIGURES = {"placement_tradeoff.png", "maxweight_frames.png", "placement_snapshot.png"}
 
 
 def _promised(report: str) -> set[str]:
@@ -58,4 +58,16 @@ def test_captions_follow_the_numbers():
                        "mean_queue_length": [2.5, 4.8]})
     text = maxweight_caption(mw, 0.5)
     assert "preemptions from 0.7 to 0.116" in text
+    from types import SimpleNamespace
+
+    from cloudsched.experiments.dgp_figures import snapshot_caption
+
+    runs = pd.DataFrame({"policy": ["greedy", "dgp"], "cost_rate": [30.0, 9.0],
+                         "mean_queue_length": [0.1, 180.0], "served_fraction": [1.0, 0.9],
+                         "steady_state": [True, False]})  # fmt: skip
+    text = snapshot_caption(runs, SimpleNamespace(value=24.0, proven=True, lower_bound=24.0),
+                            400.0)  # fmt: skip
+    assert "Static optimum 24 (proven)" in text and "dgp 9 (not steady), greedy 30" in text
+    assert "Jobs wait under dgp (mean queue 180)" in text
+    assert "Served fewer jobs than arrived: dgp (90%)" in text
     assert "migrations per unit time go from 0.84" in text

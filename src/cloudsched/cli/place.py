@@ -11,7 +11,8 @@ from typing import Annotated, Any
 import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, emit, render_table, to_json
-from cloudsched.errors import check_choice, check_int, check_real, check_seed
+from cloudsched.cli.place_model import load_model
+from cloudsched.errors import check_choice, check_real
 
 __all__ = ["register"]
 
@@ -51,30 +52,6 @@ _PerSlot = Annotated[int | None, typer.Option("--executors-per-slot", help=_PER_
 _Out = Annotated[
     Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
 ]
-
-
-def _model(cluster: str, racks: int | None, cross_rack_cost: float | None, workload: Path,
-           seed: int | None, flux_slots: str = "executors",
-           executors_per_slot: int | None = None, flux_traffic: str = "edges"):  # fmt: skip
-    """Cluster and job types, with every graph checked against the cluster size."""
-    from cloudsched.placement import load_workload
-    from cloudsched.placement.cluster import cluster_from_text
-    from cloudsched.placement.flux import TRAFFIC_MODELS
-
-    if racks is not None:
-        racks = check_int("--racks", racks, low=1)
-    cl = cluster_from_text(cluster, racks, cross_rack_cost)
-    seed = check_seed("--seed", seed)
-    flux_slots = check_choice("--flux-slots", flux_slots, ("executors", "workers"))
-    flux_traffic = check_choice("--flux-traffic", flux_traffic, TRAFFIC_MODELS)
-    if executors_per_slot is not None:
-        executors_per_slot = check_int("--executors-per-slot", executors_per_slot, low=1)
-    flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot,
-            "traffic": flux_traffic}  # fmt: skip
-    jobs = load_workload(workload, rng=seed, flux=flux)
-    for jt in jobs:
-        cl.check_fits(jt.topology, name="--workload")
-    return cl, jobs
 
 
 def place_simulate(
@@ -212,7 +189,7 @@ def place_simulate(
         "--warmup", warmup, low=0.0, high=0.9)  # fmt: skip
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0])
-    cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
+    cl, jobs = load_model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
                       executors_per_slot, flux_traffic)  # fmt: skip
     bar = LazyProgress(f"place {policy} {cluster}")
     with warnings.catch_warnings(record=True) as caught:
@@ -348,7 +325,7 @@ def place_bound(
     fmt = check_choice("--format", fmt, ("table", "json"))
     solver = check_choice("--solver", solver, SOLVERS)
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
-    cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
+    cl, jobs = load_model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
                       executors_per_slot, flux_traffic)  # fmt: skip
     bar = LazyProgress(f"place bound {cluster}")
     try:

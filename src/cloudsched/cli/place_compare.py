@@ -57,13 +57,13 @@ def place_compare(
     ] = None,
 ) -> None:
     """Run placement policies on one cluster and workload and bound the optimum."""
-    from cloudsched.cli.place import _model
+    from cloudsched.cli.place_model import load_model
     from cloudsched.experiments.place_compare import DEFAULT_POLICIES, compare_placement
 
     check_outputs(out=out, plot=plot)
     fmt = check_choice("--format", fmt, ("table", "json", "csv"))
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
-    cl, jobs = _model(cluster, racks, cross_rack_cost, workload, seed,
+    cl, jobs = load_model(cluster, racks, cross_rack_cost, workload, seed,
                       flux_traffic=flux_traffic)  # fmt: skip
     bar = LazyProgress(f"place compare {cluster}", delay=1.0)
     names = list(policy) if policy else list(DEFAULT_POLICIES)

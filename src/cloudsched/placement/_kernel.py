@@ -36,13 +36,12 @@ from cloudsched.placement.policies import (
     DGP_CLOCK,
     FRAME,
     GREEDY,
-    RESOURCE_AWARE,
     STORM_DEFAULT,
 )
 
 __all__ = [
     "add_template", "fill", "log_event", "queue_weight", "remove_template", "run",
-    "template_cost",
+    "run_baseline", "template_cost",
 ]  # fmt: skip
 
 
@@ -80,8 +79,8 @@ def queue_weight(j, qlen, par, wpar):
 
 
 @kernel(nrt=False, inline=True)
-def _reserve_slot(st, mo, s, tid, node):
-    """Give free slot ``s`` to template ``tid`` for ``node`` (swap-remove it from its stack)."""
+def _reserve_slot(st, mo, s, tid):
+    """Give free slot ``s`` to template ``tid`` (swap-remove it from its stack)."""
     m = mo.slot_machine[s]
     top = st.mfree[m] - 1
     last = st.mslots[m, top]
@@ -91,15 +90,11 @@ def _reserve_slot(st, mo, s, tid, node):
     st.mslots[m, top] = s
     st.spos[s] = top
     st.mfree[m] = top
-    st.rfree[mo.rack[m]] -= 1
     st.owner[s] = tid
-    if mo.par[S.P_RES] != 0.0:
-        st.mres[m, 0] -= mo.ndem[node, 0]
-        st.mres[m, 1] -= mo.ndem[node, 1]
 
 
 @kernel(nrt=False, inline=True)
-def _release_slot(st, mo, s, node):
+def _release_slot(st, mo, s):
     """Return slot ``s`` to its machine's free stack."""
     m = mo.slot_machine[s]
     top = st.mfree[m]
@@ -110,11 +105,7 @@ def _release_slot(st, mo, s, node):
     st.mslots[m, top] = s
     st.spos[s] = top
     st.mfree[m] = top + 1
-    st.rfree[mo.rack[m]] += 1
     st.owner[s] = -1
-    if mo.par[S.P_RES] != 0.0:
-        st.mres[m, 0] += mo.ndem[node, 0]
-        st.mres[m, 1] += mo.ndem[node, 1]
 
 
 @kernel(nrt=False, inline=True)
@@ -122,6 +113,10 @@ def template_cost(mo, j, slots):
     """Broken-edge cost of type ``j`` on ``slots[v]`` (node v): traffic times distance."""
     b = 0.0
     sm = mo.slot_machine
+    if mo.weighted[j] == 0:  # every edge carries 1: skip the products
+        for e in range(mo.edge_off[j], mo.edge_off[j + 1]):
+            b += mo.dist[sm[slots[mo.edges[e, 0]]], sm[slots[mo.edges[e, 1]]]]
+        return b
     for e in range(mo.edge_off[j], mo.edge_off[j + 1]):
         b += mo.ew[e] * mo.dist[sm[slots[mo.edges[e, 0]]], sm[slots[mo.edges[e, 1]]]]
     return b
@@ -132,10 +127,15 @@ def add_template(st, mo, j, state, slots, k, cost):
     """Create a type-``j`` template (``state`` VIRTUAL or ACTUAL) on ``slots[:k]``; its id."""
     st.ist[S.I_TFREE] -= 1
     tid = st.tfree[st.ist[S.I_TFREE]]
-    base = mo.node_off[j]
     for v in range(k):
-        _reserve_slot(st, mo, slots[v], tid, base + v)
+        _reserve_slot(st, mo, slots[v], tid)
         st.t_slots[tid, v] = slots[v]
+    if mo.par[S.P_RES] != 0.0:  # CPU and memory (one test per template, not per slot)
+        base = mo.node_off[j]
+        for v in range(k):
+            m = mo.slot_machine[slots[v]]
+            st.mres[m, 0] -= mo.ndem[base + v, 0]
+            st.mres[m, 1] -= mo.ndem[base + v, 1]
     st.ist[S.I_FREE_SLOTS] -= k
     st.t_type[tid] = j
     st.t_state[tid] = state
@@ -162,9 +162,14 @@ def remove_template(st, mo, tid):
     """Delete a template (virtual, or emptied by the caller) and free its slots."""
     j = st.t_type[tid]
     k = mo.knodes[j]
-    base = mo.node_off[j]
     for v in range(k):
-        _release_slot(st, mo, st.t_slots[tid, v], base + v)
+        _release_slot(st, mo, st.t_slots[tid, v])
+    if mo.par[S.P_RES] != 0.0:
+        base = mo.node_off[j]
+        for v in range(k):
+            m = mo.slot_machine[st.t_slots[tid, v]]
+            st.mres[m, 0] += mo.ndem[base + v, 0]
+            st.mres[m, 1] += mo.ndem[base + v, 1]
     st.ist[S.I_FREE_SLOTS] += k
     _unlist(st, tid)
     st.t_state[tid] = S.UNUSED
@@ -333,7 +338,7 @@ def _decide(st, mo, mt, tid, rng, measuring):
             mt.cnt[j, S.C_REMOVED] += 1
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, inline=True)
 def _place_waiting(st, mo, mt, lg, policy, now, measuring):
     """Baselines: place queue heads in order of entry time while they fit (others wait).
 
@@ -387,33 +392,25 @@ def _same_frame(st):
     return same
 
 
-@kernel(nrt=False)
-def run(st, mo, mt, lg, policy, budget, rng):
-    """Advance the chain by at most ``budget`` events; return a status code.
+#: ``_clock`` returns this to go on with the event it drew (any other value is a status).
+_EVENT = -1
 
-    When time crosses the end of a micro-batch (``mt.bounds``), ``mt.acc`` is copied to
-    ``mt.snap[b]`` and ``mt.cnt`` to ``mt.snap_cnt[b]``.  Returns DONE at ``fst[F_TEND]``,
-    STOP at ``fst[F_TSTOP]`` (a MaxWeight frame boundary, unless the frame keeps the last
-    proven configuration: then it counts ``ist[I_KEPT]`` and goes on), CHUNK when the budget
-    is spent, NEED_QUEUE when a queue buffer is full, NEED_LOG when the placement log may
-    not hold the next event's rows.
+
+@kernel(nrt=False, inline=True)
+def _clock(st, mo, mt, lg, policy, vclock, rate, log_room, rng):
+    """Draw the time of the next event, integrate up to it; return a status or ``_EVENT``.
+
+    Statuses: NEED_QUEUE, NEED_LOG, DONE, STOP (a MaxWeight frame boundary; a frame that
+    keeps the last proven configuration is counted in ``ist[I_KEPT]`` and passed over).
     """
-    vclock = mo.par[S.P_VCLOCK] != 0.0 and policy != FRAME
-    baseline = policy in (STORM_DEFAULT, GREEDY, RESOURCE_AWARE)
     fst, ist = st.fst, st.ist
     now = fst[S.F_NOW]
-    cap = st.qbuf.shape[1]
-    log_room = lg.t.size - st.t_type.size - 2
-    ev = 0
-    while ev < budget:
-        for j in range(mo.lam.size):
-            if st.qlen[j] == cap:
-                fst[S.F_NOW] = now
-                return S.NEED_QUEUE
-        if mo.par[S.P_LOG] != 0.0 and ist[S.I_LOG] > log_room:
-            fst[S.F_NOW] = now
-            return S.NEED_LOG
-        rate = _total_rate(st, mo, policy, vclock)
+    for j in range(mo.lam.size):
+        if st.qlen[j] == st.qbuf.shape[1]:
+            return S.NEED_QUEUE
+    if mo.par[S.P_LOG] != 0.0 and ist[S.I_LOG] > log_room:
+        return S.NEED_LOG
+    while True:
         t = now + rng.standard_exponential() / rate
         limit = min(fst[S.F_TEND], fst[S.F_TSTOP])
         hit = t >= limit
@@ -421,47 +418,104 @@ def run(st, mo, mt, lg, policy, budget, rng):
             t = limit
         _integrate(st, mt, now, t)
         now = t
-        if hit:
-            fst[S.F_NOW] = now
-            if fst[S.F_TEND] <= fst[S.F_TSTOP]:
-                return S.DONE
-            if _same_frame(st):  # MaxWeight keeps its proven configuration: next frame
-                fst[S.F_TSTOP] += fst[S.F_FRAME]
-                ist[S.I_KEPT] += 1
-                continue
+        fst[S.F_NOW] = now
+        if not hit:
+            return _EVENT
+        if fst[S.F_TEND] <= fst[S.F_TSTOP]:
+            return S.DONE
+        if not _same_frame(st):
             return S.STOP
-        ev += 1
-        measuring = now > fst[S.F_TWARM]
-        ist[S.I_EVENTS] += 1
+        fst[S.F_TSTOP] += fst[S.F_FRAME]  # MaxWeight keeps its proven configuration
+        ist[S.I_KEPT] += 1
+
+
+@kernel(nrt=False, inline=True)
+def _arrive(st, mt, j, measuring):
+    """Put an arriving type-j job at the end of its queue."""
+    st.ist[S.I_ARR_ALL] += 1
+    if measuring:
+        mt.cnt[j, S.C_ARRIVED] += 1
+    st.qbuf[j, (st.qhead[j] + st.qlen[j]) % st.qbuf.shape[1]] = st.fst[S.F_NOW]
+    st.qlen[j] += 1
+
+
+@kernel(nrt=False, inline=True)
+def _depart(st, mo, mt, lg, j, idx, measuring):
+    """Let the job of actual type-j template number ``idx`` leave (its template empties)."""
+    tid = st.tlists[j, 0, idx]
+    st.ist[S.I_DEP_ALL] += 1
+    if measuring:
+        mt.cnt[j, S.C_DEPARTED] += 1
+    log_event(st, mo, lg, S.LOG_END, tid, st.fst[S.F_NOW])
+    _set_state(st, tid, S.VIRTUAL)
+    st.cur_cost[j] -= st.t_cost[tid]
+    return tid
+
+
+@kernel(nrt=False)
+def run(st, mo, mt, lg, policy, budget, rng):
+    """Advance DGP, dgp-clock or MaxWeight by at most ``budget`` events; return a status.
+
+    When time crosses the end of a micro-batch (``mt.bounds``), ``mt.acc`` is copied to
+    ``mt.snap[b]`` and ``mt.cnt`` to ``mt.snap_cnt[b]``.  Returns DONE at ``fst[F_TEND]``,
+    STOP at ``fst[F_TSTOP]`` (a MaxWeight frame boundary, unless the frame keeps the last
+    proven configuration: then it counts ``ist[I_KEPT]`` and goes on), CHUNK when the budget
+    is spent, NEED_QUEUE when a queue buffer is full, NEED_LOG when the placement log may
+    not hold the next event's rows.  The baselines have their own loop,
+    :func:`run_baseline`: one loop for all would be slower for each (a larger loop, and
+    records passed whole to every helper that is not inlined).
+    """
+    vclock = mo.par[S.P_VCLOCK] != 0.0 and policy != FRAME
+    log_room = lg.t.size - st.t_type.size - 2
+    for _ in range(budget):
+        rate = _total_rate(st, mo, policy, vclock)
+        status = _clock(st, mo, mt, lg, policy, vclock, rate, log_room, rng)
+        if status != _EVENT:
+            return status
+        now = st.fst[S.F_NOW]
+        measuring = now > st.fst[S.F_TWARM]
+        st.ist[S.I_EVENTS] += 1
         kind, j, idx = _decode(st, mo, rng.random() * rate, policy, vclock)
+        propose = kind == 3  # a queue clock's tick, or (below) an arrival under DGP
+        decide = -1  # the empty template whose keep decision comes up
         if kind == 0:
-            ist[S.I_ARR_ALL] += 1
-            if measuring:
-                mt.cnt[j, S.C_ARRIVED] += 1
-            st.qbuf[j, (st.qhead[j] + st.qlen[j]) % cap] = now
-            st.qlen[j] += 1
-            if policy == DGP:
-                _propose(st, mo, mt, j, rng, measuring)
+            _arrive(st, mt, j, measuring)
+            propose = policy == DGP
         elif kind == 1:
-            tid = st.tlists[j, 0, idx]
-            ist[S.I_DEP_ALL] += 1
-            if measuring:
-                mt.cnt[j, S.C_DEPARTED] += 1
-            log_event(st, mo, lg, S.LOG_END, tid, now)
-            _set_state(st, tid, S.VIRTUAL)
-            st.cur_cost[j] -= st.t_cost[tid]
-            if baseline:
-                remove_template(st, mo, tid)
-            elif policy != FRAME:
-                _decide(st, mo, mt, tid, rng, measuring)
+            tid = _depart(st, mo, mt, lg, j, idx, measuring)
+            if policy != FRAME:
+                decide = tid
         elif kind == 2:
-            _decide(st, mo, mt, st.tlists[j, 1, idx], rng, measuring)
-        else:
+            decide = st.tlists[j, 1, idx]
+        # one call site each: the helpers are inlined, and every copy costs compile time
+        if propose:
             _propose(st, mo, mt, j, rng, measuring)
-        if baseline:
-            if kind <= 1:
-                _place_waiting(st, mo, mt, lg, policy, now, measuring)
+        if decide >= 0:
+            _decide(st, mo, mt, decide, rng, measuring)
+        fill(st, mo, mt, lg, j, now, measuring)
+    return S.CHUNK
+
+
+@kernel(nrt=False)
+def run_baseline(st, mo, mt, lg, policy, budget, rng):
+    """Advance Storm's default, greedy or the resource-aware scheduler (see :func:`run`).
+
+    Queue heads are placed after each arrival and departure; a template is deleted when its
+    job leaves.
+    """
+    log_room = lg.t.size - st.t_type.size - 2
+    for _ in range(budget):
+        rate = _total_rate(st, mo, policy, False)
+        status = _clock(st, mo, mt, lg, policy, False, rate, log_room, rng)
+        if status != _EVENT:
+            return status
+        now = st.fst[S.F_NOW]
+        measuring = now > st.fst[S.F_TWARM]
+        st.ist[S.I_EVENTS] += 1
+        kind, j, idx = _decode(st, mo, rng.random() * rate, policy, False)
+        if kind == 0:
+            _arrive(st, mt, j, measuring)
         else:
-            fill(st, mo, mt, lg, j, now, measuring)
-    fst[S.F_NOW] = now
+            remove_template(st, mo, _depart(st, mo, mt, lg, j, idx, measuring))
+        _place_waiting(st, mo, mt, lg, policy, now, measuring)
     return S.CHUNK

@@ -45,21 +45,26 @@ def _index(rng, n):
 
 @kernel(nrt=False, inline=True)
 def _reset(st, mo, k):
-    """Unmark the ``k`` drawn slots and take back their CPU and memory."""
+    """Unmark the ``k`` drawn slots (and their machines' counts, with resource limits)."""
+    res = mo.par[S.P_RES] != 0.0
     for u in range(k):
         s = st.scratch[u]
         st.owner[s] = -1
-        st.iwork[0, mo.slot_machine[s]] = 0
+        if res:
+            st.iwork[0, mo.slot_machine[s]] = 0
 
 
 @kernel(nrt=False, inline=True)
 def _mark(st, mo, s, node):
-    """Mark slot ``s`` drawn for ``node``; False if its machine has no room left for it."""
-    m = mo.slot_machine[s]
+    """Mark slot ``s`` drawn for ``node``; False if its machine has no room left for it.
+
+    With resource limits, ``st.iwork[0]`` counts the slots drawn on each machine.
+    """
     st.owner[s] = -2
-    st.iwork[0, m] += 1
     if mo.par[S.P_RES] == 0.0:
         return True
+    m = mo.slot_machine[s]
+    st.iwork[0, m] += 1
     if st.iwork[0, m] == 1:  # first node of the proposal on m: start from its free room
         st.fwork[0, m] = st.mres[m, 0]
         st.fwork[1, m] = st.mres[m, 1]
@@ -70,7 +75,7 @@ def _mark(st, mo, s, node):
     return True
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, inline=True)
 def uniform_partition(st, mo, j, rng):
     """Draw the paper's Random Partition Procedure (each node's slot uniform over all)."""
     n = st.owner.size
@@ -111,6 +116,15 @@ def _nth_free_in_rack(st, mo, r, i):
     return -1
 
 
+@kernel(nrt=False, inline=True)
+def _count_racks(st, mo):
+    """Count the free slots of each rack into ``st.rfree``."""
+    for r in range(st.rfree.size):
+        st.rfree[r] = 0
+    for m in range(st.mfree.size):
+        st.rfree[mo.rack[m]] += st.mfree[m]
+
+
 @kernel(nrt=False)
 def local_partition(st, mo, j, rng):
     """Draw a local proposal (see the module notes).
@@ -124,6 +138,7 @@ def local_partition(st, mo, j, rng):
     free = st.ist[S.I_FREE_SLOTS]
     if k > free:
         return False
+    _count_racks(st, mo)
     prev = -1
     for i in range(k):
         v = mo.bfs[base + i]
@@ -142,6 +157,8 @@ def local_partition(st, mo, j, rng):
             s = _nth_free(st, 0, nslots, _index(rng, free - i))
         st.scratch[v] = s
         st.iwork[2, mo.rack[mo.slot_machine[s]]] += 1
+        if mo.par[S.P_RES] == 0.0:  # (with limits, _mark counts the machine's slots)
+            st.iwork[0, mo.slot_machine[s]] += 1
         prev = v
         if not _mark(st, mo, s, base + v):
             _reset_order(st, mo, j, i + 1)
@@ -173,6 +190,7 @@ def log_q(st, mo, j, slots, held):
     base = mo.node_off[j]
     theta = mo.par[S.P_THETA]
     rest, rack_rest = st.iwork[1], st.iwork[3]
+    _count_racks(st, mo)
     for v in range(k):
         m = mo.slot_machine[slots[v]]
         rest[m] = 0

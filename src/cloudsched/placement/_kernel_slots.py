@@ -34,8 +34,10 @@ def _take(mo, res, m, node):
 
 
 @kernel(nrt=False, inline=True)
-def _copy_res(st, res):
-    """Copy the machines' free CPU and memory into ``res[0:2, :L]`` (rows: CPU, memory)."""
+def _copy_res(st, mo, res):
+    """Copy the machines' free CPU and memory into ``res[0:2, :L]`` (with limits only)."""
+    if mo.par[S.P_RES] == 0.0:
+        return
     for m in range(st.mres.shape[0]):
         res[0, m] = st.mres[m, 0]
         res[1, m] = st.mres[m, 1]
@@ -85,7 +87,6 @@ def storm_slots(st, mo, j, k):
     for m in range(nm):
         key[m] = -mfree[m] * nm + m
         order[m] = m
-        used[m] = 0
     sort_by_key(order, key, nm)
     base = mo.node_off[j]
     if mo.par[S.P_RES] == 0.0:
@@ -99,7 +100,9 @@ def storm_slots(st, mo, j, k):
                     got += 1
             depth += 1
         return True
-    _copy_res(st, res)
+    _copy_res(st, mo, res)
+    for m in range(nm):
+        used[m] = 0
     for v in range(k):
         found = False
         depth = 0
@@ -130,11 +133,11 @@ def greedy_slots(st, mo, j, k):
     node_off, bfs, adj_off, adj, rack = mo.node_off, mo.bfs, mo.adj_off, mo.adj, mo.rack
     left, rack_mark, where = st.iwork[0], st.iwork[2], st.iwork[3]
     res, traffic = st.fwork, st.fwork[2]
+    limited = mo.par[S.P_RES] != 0.0  # read once: the machine loops below are the hot path
     nm = mfree.size
-    for m in range(nm):
+    for m in range(nm):  # (traffic and rack_mark are back to 0 after each node)
         left[m] = mfree[m]
-        traffic[m] = 0.0
-    _copy_res(st, res)
+    _copy_res(st, mo, res)
     base = node_off[j]
     for v in range(k):
         where[v] = -1
@@ -153,7 +156,7 @@ def greedy_slots(st, mo, j, k):
                 if (
                     traffic[m] > 0.0
                     and left[m] > 0
-                    and fits(mo, res, m, base + v)
+                    and (not limited or fits(mo, res, m, base + v))
                     and (
                         best < 0
                         or traffic[m] > traffic[best]
@@ -163,7 +166,7 @@ def greedy_slots(st, mo, j, k):
                     best = m
         if best < 0:
             for m in range(nm):
-                if left[m] > 0 and fits(mo, res, m, base + v):
+                if left[m] > 0 and (not limited or fits(mo, res, m, base + v)):
                     if best < 0:
                         best = m
                         continue
@@ -179,7 +182,8 @@ def greedy_slots(st, mo, j, k):
             return False
         where[v] = best
         left[best] -= 1
-        _take(mo, res, best, base + v)
+        if limited:
+            _take(mo, res, best, base + v)
         scratch[v] = mslots[best, left[best]]
     return True
 
@@ -279,7 +283,7 @@ def ras_slots(st, mo, j, k):
     nm = st.mfree.size
     for m in range(nm):
         left[m] = st.mfree[m]
-    _copy_res(st, res)
+    _copy_res(st, mo, res)
     base = mo.node_off[j]
     for i in range(k):
         v = mo.ras[base + i]

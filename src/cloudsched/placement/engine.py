@@ -17,9 +17,13 @@ from cloudsched.placement import _kernel as K
 from cloudsched.placement import state as S
 from cloudsched.placement.baselines import bfs_order, ras_order
 from cloudsched.placement.cluster import Cluster
+from cloudsched.placement.policies import GREEDY, RESOURCE_AWARE, STORM_DEFAULT
 from cloudsched.placement.workload import JobType
 
 __all__ = ["EngineParams", "PlacementEngine"]
+
+#: Policies the kernel's baseline loop runs (:func:`cloudsched.placement._kernel.run_baseline`).
+BASELINE_CODES = (STORM_DEFAULT, GREEDY, RESOURCE_AWARE)
 
 
 @dataclass(frozen=True)
@@ -120,8 +124,9 @@ class PlacementEngine:
     def advance(self, budget: int) -> bool:
         """Run at most ``budget`` events; True when the horizon is reached."""
         while not self.done:
-            status = K.run(self.st, self.mo, self.mt, self.lg, self.params.policy, budget,
-                           self.rng)  # fmt: skip
+            step = K.run_baseline if self.params.policy in BASELINE_CODES else K.run
+            status = step(self.st, self.mo, self.mt, self.lg, self.params.policy, budget,
+                          self.rng)  # fmt: skip
             if status == S.DONE:
                 self.done = True
             elif status == S.NEED_QUEUE:
@@ -244,6 +249,7 @@ def _model(cluster: Cluster, job_types: list[JobType], params: EngineParams) -> 
         adj_off=np.asarray(adj_off, dtype=i64), adj=np.asarray(adj, dtype=i64),
         adj_w=np.asarray(adj_w, dtype=float),
         ew=np.concatenate([t.edge_weights() for t in tops]).astype(float),
+        weighted=np.array([int(t.weighted) for t in tops], dtype=i64),
         ndem=np.vstack([t.demands() for t in tops]).astype(float),
         ras=np.concatenate([np.asarray(ras_order(t), dtype=i64) for t in tops]),
         rack=np.asarray(cluster.rack, dtype=i64),

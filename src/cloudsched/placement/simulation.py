@@ -335,7 +335,7 @@ def run_placement(
         if gap is not None and gap > spec.target_gap and fields["steady_state"]:
             fields["warnings"] = (*fields["warnings"],
                                   _above_bound(fields["cost_rate"], bound.value, gap,
-                                               model.dgp))  # fmt: skip
+                                               model.dgp, r.proposal, bool(bound.proven)))
     return PlacementResult(
         policy=model.name, params=shown, seed=seed, horizon=horizon,
         warmup="auto" if fixed is None else f"{fixed:g}", stop_reason=reason,
@@ -350,13 +350,18 @@ def run_placement(
     )  # fmt: skip
 
 
-def _above_bound(cost: float, bound: float, gap: float, dgp: bool) -> str:
-    why = (
-        " (DGP's proposals are uniform random partitions: a cost nearer the bound needs a "
-        "smaller --alpha and longer queues)" if dgp else ""
-    )  # fmt: skip
+def _above_bound(
+    cost: float, bound: float, gap: float, dgp: bool, proposal: str, proven: bool
+) -> str:
+    why = ""
+    if dgp and proposal == "uniform":
+        why = (" (DGP's proposals are uniform random partitions: a cost nearer the bound needs "
+               "a smaller --alpha and longer queues, or --proposal local)")  # fmt: skip
+    elif dgp:
+        why = " (a cost nearer the bound needs a smaller --alpha and longer queues)"
     how = "above a zero" if math.isinf(gap) else f"{100 * gap:.0f}% above the"
-    return f"cost rate {cost:.4g} is {how} static optimum {bound:.4g}{why}"
+    what = "static optimum" if proven else "lower bound of the static optimum"
+    return f"cost rate {cost:.4g} is {how} {what} {bound:.4g}{why}"
 
 
 def _shown_params(spec: PlacementSpec, alpha: float, nu: np.ndarray) -> dict[str, Any]:

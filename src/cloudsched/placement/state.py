@@ -11,7 +11,8 @@ Shapes: J job types, S slots, L machines, T template rows (never more than
     (``(J + 1,)``); ``node_off`` (``(J + 1,)``), ``bfs`` (breadth-first node order, by
     type: the greedy's and the local proposal's), ``adj_off`` / ``adj`` / ``adj_w``
     (neighbours of every node of every type, CSR, with each link's traffic).
-    ``ew`` (float64, ``(E,)``): traffic of each edge; ``ndem`` (float64, ``(N, 2)``): CPU
+    ``ew`` (float64, ``(E,)``): traffic of each edge, ``weighted`` (int64, ``(J,)``): 1 when
+    some edge of the type carries other than 1; ``ndem`` (float64, ``(N, 2)``): CPU
     and memory of every node of every type (rows from ``node_off``); ``ras`` (int64, by
     type): the resource-aware executor order.
     ``rack`` (int64, ``(L,)``), ``slot_machine`` (int64, ``(S,)``), ``slot_first``
@@ -22,7 +23,8 @@ Shapes: J job types, S slots, L machines, T template rows (never more than
     ``owner`` (int64, ``(S,)``): template holding each slot (-1: free); ``mslots`` (int64,
     ``(L, max slots)``), ``mfree`` (``(L,)``), ``spos`` (``(S,)``): each machine's free slots
     as a stack; ``mres`` (float64, ``(L, 2)``): each machine's free CPU and memory;
-    ``rfree`` (int64, ``(racks,)``): free slots per rack.
+    ``rfree`` (int64, ``(racks,)``): free slots per rack, counted by the local proposal when
+    it needs them (keeping them up to date would cost every placement).
     ``t_type``, ``t_state``, ``t_cost``, ``t_slots`` (``(T, Kmax)``), ``tfree``, ``tpos``:
     the template table; ``tlists`` (``(J, 2, T)``: actual, virtual) and ``ntl``
     (``(J, 2)``): the templates of each type.  ``qbuf`` (float64, ``(J, cap)``), ``qhead``,
@@ -100,6 +102,7 @@ class Model(NamedTuple):
     adj: np.ndarray
     adj_w: np.ndarray
     ew: np.ndarray
+    weighted: np.ndarray
     ndem: np.ndarray
     ras: np.ndarray
     rack: np.ndarray
