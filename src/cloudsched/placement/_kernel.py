@@ -296,30 +296,43 @@ def _decode(st, mo, u, policy, vclock):
 
 
 @kernel(nrt=False, inline=True)
-def _log_ratio(st, mo, j, w, slots, held):
-    """``log R``: ``w / beta`` for uniform proposals; minus ``K log S + log q`` for local."""
-    z = w / mo.par[S.P_BETA]
-    if mo.par[S.P_LOCAL] != 0.0:
-        z -= mo.knodes[j] * mo.par[S.P_LOGS] + log_q(st, mo, j, slots, held)
-    return z
-
-
-@kernel(nrt=False, inline=True)
 def _propose(st, mo, mt, j, rng, measuring):
-    """DGP: propose a partition for type ``j`` and add it (virtual) with its coin."""
+    """DGP: propose the paper's uniform partition for type ``j``, add it with its coin."""
     if measuring:
         mt.cnt[j, S.C_TRIED] += 1
-    if mo.par[S.P_LOCAL] != 0.0:
-        ok = local_partition(st, mo, j, rng)
-    else:
-        ok = uniform_partition(st, mo, j, rng)
+    ok = uniform_partition(st, mo, j, rng)
     if not ok:
         if measuring:
             mt.cnt[j, S.C_FAILED] += 1
         return
     b = template_cost(mo, j, st.scratch)
     w = queue_weight(j, st.qlen, mo.par, mo.wpar) - b
-    if rng.random() < _sigmoid(_log_ratio(st, mo, j, w, st.scratch, False)):
+    if rng.random() < _sigmoid(w / mo.par[S.P_BETA]):
+        add_template(st, mo, j, S.VIRTUAL, st.scratch, mo.knodes[j], b)
+        if measuring:
+            mt.cnt[j, S.C_ADDED] += 1
+    elif measuring:
+        mt.cnt[j, S.C_REJECTED] += 1
+
+
+@kernel(nrt=False)
+def _propose_local(st, mo, mt, j, rng, measuring):
+    """DGP with local proposals: as :func:`_propose`, with the keep rule ``R / (1 + R)``.
+
+    ``log R = w / beta - K log S - log q(A | C)`` (:mod:`._kernel_propose`).  Not inlined:
+    its code would slow the uniform proposals' loop, and it costs more than the call.
+    """
+    if measuring:
+        mt.cnt[j, S.C_TRIED] += 1
+    if not local_partition(st, mo, j, rng):
+        if measuring:
+            mt.cnt[j, S.C_FAILED] += 1
+        return
+    b = template_cost(mo, j, st.scratch)
+    w = queue_weight(j, st.qlen, mo.par, mo.wpar) - b
+    z = w / mo.par[S.P_BETA] - mo.knodes[j] * mo.par[S.P_LOGS] - log_q(
+        st, mo, j, st.scratch, False)  # fmt: skip
+    if rng.random() < _sigmoid(z):
         add_template(st, mo, j, S.VIRTUAL, st.scratch, mo.knodes[j], b)
         if measuring:
             mt.cnt[j, S.C_ADDED] += 1
@@ -332,7 +345,20 @@ def _decide(st, mo, mt, tid, rng, measuring):
     """DGP: keep the empty template ``tid`` with its coin, or remove it."""
     j = st.t_type[tid]
     w = queue_weight(j, st.qlen, mo.par, mo.wpar) - st.t_cost[tid]
-    if rng.random() >= _sigmoid(_log_ratio(st, mo, j, w, st.t_slots[tid], True)):
+    if rng.random() >= _sigmoid(w / mo.par[S.P_BETA]):
+        remove_template(st, mo, tid)
+        if measuring:
+            mt.cnt[j, S.C_REMOVED] += 1
+
+
+@kernel(nrt=False)
+def _decide_local(st, mo, mt, tid, rng, measuring):
+    """DGP with local proposals: the keep decision with ``q(A | C without A)``."""
+    j = st.t_type[tid]
+    w = queue_weight(j, st.qlen, mo.par, mo.wpar) - st.t_cost[tid]
+    z = w / mo.par[S.P_BETA] - mo.knodes[j] * mo.par[S.P_LOGS] - log_q(
+        st, mo, j, st.t_slots[tid], True)  # fmt: skip
+    if rng.random() >= _sigmoid(z):
         remove_template(st, mo, tid)
         if measuring:
             mt.cnt[j, S.C_REMOVED] += 1
@@ -397,19 +423,20 @@ _EVENT = -1
 
 
 @kernel(nrt=False, inline=True)
-def _clock(st, mo, mt, lg, policy, vclock, rate, log_room, rng):
-    """Draw the time of the next event, integrate up to it; return a status or ``_EVENT``.
+def _clock(st, mo, mt, now, rate, logging, log_room, rng):
+    """Draw the time of the next event after ``now``, integrate up to it.
 
-    Statuses: NEED_QUEUE, NEED_LOG, DONE, STOP (a MaxWeight frame boundary; a frame that
-    keeps the last proven configuration is counted in ``ist[I_KEPT]`` and passed over).
+    Returns ``(status, time)``: ``_EVENT`` to go on with an event at that time, else a
+    status: NEED_QUEUE, NEED_LOG (the time is ``now``), DONE, STOP (a MaxWeight frame
+    boundary; a frame that keeps the last proven configuration is counted in
+    ``ist[I_KEPT]`` and passed over).
     """
     fst, ist = st.fst, st.ist
-    now = fst[S.F_NOW]
     for j in range(mo.lam.size):
         if st.qlen[j] == st.qbuf.shape[1]:
-            return S.NEED_QUEUE
-    if mo.par[S.P_LOG] != 0.0 and ist[S.I_LOG] > log_room:
-        return S.NEED_LOG
+            return S.NEED_QUEUE, now
+    if logging and ist[S.I_LOG] > log_room:
+        return S.NEED_LOG, now
     while True:
         t = now + rng.standard_exponential() / rate
         limit = min(fst[S.F_TEND], fst[S.F_TSTOP])
@@ -418,35 +445,34 @@ def _clock(st, mo, mt, lg, policy, vclock, rate, log_room, rng):
             t = limit
         _integrate(st, mt, now, t)
         now = t
-        fst[S.F_NOW] = now
         if not hit:
-            return _EVENT
+            return _EVENT, now
         if fst[S.F_TEND] <= fst[S.F_TSTOP]:
-            return S.DONE
+            return S.DONE, now
         if not _same_frame(st):
-            return S.STOP
+            return S.STOP, now
         fst[S.F_TSTOP] += fst[S.F_FRAME]  # MaxWeight keeps its proven configuration
         ist[S.I_KEPT] += 1
 
 
 @kernel(nrt=False, inline=True)
-def _arrive(st, mt, j, measuring):
+def _arrive(st, mt, j, now, measuring):
     """Put an arriving type-j job at the end of its queue."""
     st.ist[S.I_ARR_ALL] += 1
     if measuring:
         mt.cnt[j, S.C_ARRIVED] += 1
-    st.qbuf[j, (st.qhead[j] + st.qlen[j]) % st.qbuf.shape[1]] = st.fst[S.F_NOW]
+    st.qbuf[j, (st.qhead[j] + st.qlen[j]) % st.qbuf.shape[1]] = now
     st.qlen[j] += 1
 
 
 @kernel(nrt=False, inline=True)
-def _depart(st, mo, mt, lg, j, idx, measuring):
+def _depart(st, mo, mt, lg, j, idx, now, measuring):
     """Let the job of actual type-j template number ``idx`` leave (its template empties)."""
     tid = st.tlists[j, 0, idx]
     st.ist[S.I_DEP_ALL] += 1
     if measuring:
         mt.cnt[j, S.C_DEPARTED] += 1
-    log_event(st, mo, lg, S.LOG_END, tid, st.fst[S.F_NOW])
+    log_event(st, mo, lg, S.LOG_END, tid, now)
     _set_state(st, tid, S.VIRTUAL)
     st.cur_cost[j] -= st.t_cost[tid]
     return tid
@@ -466,33 +492,44 @@ def run(st, mo, mt, lg, policy, budget, rng):
     records passed whole to every helper that is not inlined).
     """
     vclock = mo.par[S.P_VCLOCK] != 0.0 and policy != FRAME
+    local = mo.par[S.P_LOCAL] != 0.0
+    logging = mo.par[S.P_LOG] != 0.0
     log_room = lg.t.size - st.t_type.size - 2
+    now = st.fst[S.F_NOW]
+    warm = st.fst[S.F_TWARM]
     for _ in range(budget):
         rate = _total_rate(st, mo, policy, vclock)
-        status = _clock(st, mo, mt, lg, policy, vclock, rate, log_room, rng)
+        status, now = _clock(st, mo, mt, now, rate, logging, log_room, rng)
         if status != _EVENT:
+            st.fst[S.F_NOW] = now
             return status
-        now = st.fst[S.F_NOW]
-        measuring = now > st.fst[S.F_TWARM]
+        measuring = now > warm
         st.ist[S.I_EVENTS] += 1
         kind, j, idx = _decode(st, mo, rng.random() * rate, policy, vclock)
         propose = kind == 3  # a queue clock's tick, or (below) an arrival under DGP
         decide = -1  # the empty template whose keep decision comes up
         if kind == 0:
-            _arrive(st, mt, j, measuring)
+            _arrive(st, mt, j, now, measuring)
             propose = policy == DGP
         elif kind == 1:
-            tid = _depart(st, mo, mt, lg, j, idx, measuring)
+            tid = _depart(st, mo, mt, lg, j, idx, now, measuring)
             if policy != FRAME:
                 decide = tid
         elif kind == 2:
             decide = st.tlists[j, 1, idx]
         # one call site each: the helpers are inlined, and every copy costs compile time
         if propose:
-            _propose(st, mo, mt, j, rng, measuring)
+            if local:
+                _propose_local(st, mo, mt, j, rng, measuring)
+            else:
+                _propose(st, mo, mt, j, rng, measuring)
         if decide >= 0:
-            _decide(st, mo, mt, decide, rng, measuring)
+            if local:
+                _decide_local(st, mo, mt, decide, rng, measuring)
+            else:
+                _decide(st, mo, mt, decide, rng, measuring)
         fill(st, mo, mt, lg, j, now, measuring)
+    st.fst[S.F_NOW] = now
     return S.CHUNK
 
 
@@ -503,19 +540,23 @@ def run_baseline(st, mo, mt, lg, policy, budget, rng):
     Queue heads are placed after each arrival and departure; a template is deleted when its
     job leaves.
     """
+    logging = mo.par[S.P_LOG] != 0.0
     log_room = lg.t.size - st.t_type.size - 2
+    now = st.fst[S.F_NOW]
+    warm = st.fst[S.F_TWARM]
     for _ in range(budget):
         rate = _total_rate(st, mo, policy, False)
-        status = _clock(st, mo, mt, lg, policy, False, rate, log_room, rng)
+        status, now = _clock(st, mo, mt, now, rate, logging, log_room, rng)
         if status != _EVENT:
+            st.fst[S.F_NOW] = now
             return status
-        now = st.fst[S.F_NOW]
-        measuring = now > st.fst[S.F_TWARM]
+        measuring = now > warm
         st.ist[S.I_EVENTS] += 1
         kind, j, idx = _decode(st, mo, rng.random() * rate, policy, False)
         if kind == 0:
-            _arrive(st, mt, j, measuring)
+            _arrive(st, mt, j, now, measuring)
         else:
-            remove_template(st, mo, _depart(st, mo, mt, lg, j, idx, measuring))
+            remove_template(st, mo, _depart(st, mo, mt, lg, j, idx, now, measuring))
         _place_waiting(st, mo, mt, lg, policy, now, measuring)
+    st.fst[S.F_NOW] = now
     return S.CHUNK
