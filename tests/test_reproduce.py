@@ -65,9 +65,9 @@ def test_captions_follow_the_numbers():
     runs = pd.DataFrame({"policy": ["greedy", "dgp"], "cost_rate": [30.0, 9.0],
                          "mean_queue_length": [0.1, 180.0], "served_fraction": [1.0, 0.9],
                          "steady_state": [True, False]})  # fmt: skip
-    text = snapshot_caption(runs, SimpleNamespace(value=24.0, proven=True, lower_bound=24.0),
+    snap = snapshot_caption(runs, SimpleNamespace(value=24.0, proven=True, lower_bound=24.0),
                             400.0)  # fmt: skip
-    assert "Static optimum 24 (proven)" in text and "dgp 9 (not steady), greedy 30" in text
-    assert "Jobs wait under dgp (mean queue 180)" in text
-    assert "Served fewer jobs than arrived: dgp (90%)" in text
+    assert "Static optimum 24 (proven)" in snap and "dgp 9 (not steady), greedy 30" in snap
+    assert "Jobs wait under dgp (mean queue 180)" in snap
+    assert "Served fewer jobs than arrived: dgp (90%)" in snap
     assert "migrations per unit time go from 0.84" in text
