@@ -296,23 +296,38 @@ def _decode(st, mo, u, policy, vclock):
 
 
 @kernel(nrt=False, inline=True)
-def _propose(st, mo, mt, j, rng, measuring):
-    """DGP: propose the paper's uniform partition for type ``j``, add it with its coin."""
-    if measuring:
-        mt.cnt[j, S.C_TRIED] += 1
-    ok = uniform_partition(st, mo, j, rng)
-    if not ok:
-        if measuring:
-            mt.cnt[j, S.C_FAILED] += 1
-        return
-    b = template_cost(mo, j, st.scratch)
-    w = queue_weight(j, st.qlen, mo.par, mo.wpar) - b
-    if rng.random() < _sigmoid(w / mo.par[S.P_BETA]):
+def _add_with_coin(st, mo, mt, j, b, z, rng, measuring):
+    """Add the proposal in ``st.scratch`` (cost ``b``) with probability ``e^z / (1 + e^z)``."""
+    if rng.random() < _sigmoid(z):
         add_template(st, mo, j, S.VIRTUAL, st.scratch, mo.knodes[j], b)
         if measuring:
             mt.cnt[j, S.C_ADDED] += 1
     elif measuring:
         mt.cnt[j, S.C_REJECTED] += 1
+
+
+@kernel(nrt=False, inline=True)
+def _keep_with_coin(st, mo, mt, tid, z, rng, measuring):
+    """Keep the empty template ``tid`` with probability ``e^z / (1 + e^z)``, else remove it."""
+    if rng.random() >= _sigmoid(z):
+        j = st.t_type[tid]
+        remove_template(st, mo, tid)
+        if measuring:
+            mt.cnt[j, S.C_REMOVED] += 1
+
+
+@kernel(nrt=False, inline=True)
+def _propose(st, mo, mt, j, rng, measuring):
+    """DGP: propose the paper's uniform partition for type ``j``, add it with its coin."""
+    if measuring:
+        mt.cnt[j, S.C_TRIED] += 1
+    if not uniform_partition(st, mo, j, rng):
+        if measuring:
+            mt.cnt[j, S.C_FAILED] += 1
+        return
+    b = template_cost(mo, j, st.scratch)
+    w = queue_weight(j, st.qlen, mo.par, mo.wpar) - b
+    _add_with_coin(st, mo, mt, j, b, w / mo.par[S.P_BETA], rng, measuring)
 
 
 @kernel(nrt=False)
@@ -332,23 +347,14 @@ def _propose_local(st, mo, mt, j, rng, measuring):
     w = queue_weight(j, st.qlen, mo.par, mo.wpar) - b
     z = w / mo.par[S.P_BETA] - mo.knodes[j] * mo.par[S.P_LOGS] - log_q(
         st, mo, j, st.scratch, False)  # fmt: skip
-    if rng.random() < _sigmoid(z):
-        add_template(st, mo, j, S.VIRTUAL, st.scratch, mo.knodes[j], b)
-        if measuring:
-            mt.cnt[j, S.C_ADDED] += 1
-    elif measuring:
-        mt.cnt[j, S.C_REJECTED] += 1
+    _add_with_coin(st, mo, mt, j, b, z, rng, measuring)
 
 
 @kernel(nrt=False, inline=True)
 def _decide(st, mo, mt, tid, rng, measuring):
     """DGP: keep the empty template ``tid`` with its coin, or remove it."""
-    j = st.t_type[tid]
-    w = queue_weight(j, st.qlen, mo.par, mo.wpar) - st.t_cost[tid]
-    if rng.random() >= _sigmoid(w / mo.par[S.P_BETA]):
-        remove_template(st, mo, tid)
-        if measuring:
-            mt.cnt[j, S.C_REMOVED] += 1
+    w = queue_weight(st.t_type[tid], st.qlen, mo.par, mo.wpar) - st.t_cost[tid]
+    _keep_with_coin(st, mo, mt, tid, w / mo.par[S.P_BETA], rng, measuring)
 
 
 @kernel(nrt=False)
@@ -358,10 +364,7 @@ def _decide_local(st, mo, mt, tid, rng, measuring):
     w = queue_weight(j, st.qlen, mo.par, mo.wpar) - st.t_cost[tid]
     z = w / mo.par[S.P_BETA] - mo.knodes[j] * mo.par[S.P_LOGS] - log_q(
         st, mo, j, st.t_slots[tid], True)  # fmt: skip
-    if rng.random() >= _sigmoid(z):
-        remove_template(st, mo, tid)
-        if measuring:
-            mt.cnt[j, S.C_REMOVED] += 1
+    _keep_with_coin(st, mo, mt, tid, z, rng, measuring)
 
 
 @kernel(nrt=False, inline=True)
