@@ -34,6 +34,8 @@ BAD = {
     "yaml": ("job_types: [{name: a", "malformed YAML"),
     "flux": (f"job_types: [{job(topology='topology: {flux: nope.yaml}')}]", "cannot open"),
     "names": (f"job_types: [{job()}, {job()}]", "distinct"),
+    "flux file as workload": ("spouts: [{id: s, className: S, parallelism: 1}]",
+                              "this is a Storm Flux file"),
 }
 
 

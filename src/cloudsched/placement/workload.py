@@ -98,7 +98,11 @@ def load_workload(
     doc = read_yaml(path)
     items = doc.get("job_types") if isinstance(doc, Mapping) else None
     if not isinstance(items, list) or not items:
-        raise InputError(where, "needs a non-empty list 'job_types'")
+        hint = ""
+        if isinstance(doc, Mapping) and ("spouts" in doc or "bolts" in doc):
+            hint = (" (this is a Storm Flux file: name it in a workload's job type, "
+                    "topology: {flux: FILE})")
+        raise InputError(where, "needs a non-empty list 'job_types'" + hint)
     jobs: list[JobType] = []
     for k, item in enumerate(items):
         if not isinstance(item, Mapping):
