@@ -253,6 +253,8 @@ def _bound_line(
         rel = "n/a"
     elif gap == float("inf"):
         rel = f"{cost - bound:.3g} above a zero bound"
+    elif cost < bound and (ci is None or ci[1] < bound):
+        rel = "n/a (the cost is below it: not yet a long-run rate, run longer)"
     else:
         rel = f"{100 * gap:.1f}%"
     what = "optimum" if proven else "lower bound of the optimum (not proven)"

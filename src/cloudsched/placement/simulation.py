@@ -336,6 +336,9 @@ def run_placement(
             fields["warnings"] = (*fields["warnings"],
                                   _above_bound(fields["cost_rate"], bound.value, gap,
                                                model.dgp, r.proposal, bool(bound.proven)))
+        below = _below_bound(fields["cost_rate_ci95"], bound.value, bool(bound.proven))
+        if below:
+            fields["warnings"] = (*fields["warnings"], below)
     return PlacementResult(
         policy=model.name, params=shown, seed=seed, horizon=horizon,
         warmup="auto" if fixed is None else f"{fixed:g}", stop_reason=reason,
@@ -362,6 +365,20 @@ def _above_bound(
     how = "above a zero" if math.isinf(gap) else f"{100 * gap:.0f}% above the"
     what = "static optimum" if proven else "lower bound of the static optimum"
     return f"cost rate {cost:.4g} is {how} {what} {bound:.4g}{why}"
+
+
+def _below_bound(ci: tuple[float, float] | None, bound: float, proven: bool) -> str | None:
+    """Warn when the whole cost interval lies below the static optimum's (lower) bound.
+
+    No policy that serves all the load costs less than the static optimum in the long run,
+    so an interval entirely below it means the run is not yet a long-run rate.
+    """
+    if ci is None or not ci[1] < bound * (1.0 - 1e-9):
+        return None
+    what = "static optimum" if proven else "lower bound of the static optimum"
+    return (f"cost interval [{ci[0]:.4g}, {ci[1]:.4g}] lies below the {what} {bound:.4g}, "
+            "which no policy serving all the load beats in the long run: the run is too "
+            "short or not steady (run longer; check served)")
 
 
 def _shown_params(spec: PlacementSpec, alpha: float, nu: np.ndarray) -> dict[str, Any]:
