@@ -1,4 +1,5 @@
 import json
+import math
 
 import pytest
 
@@ -230,3 +231,23 @@ def test_place_compare_puts_policies_beside_the_bound(capsys, workload, tmp_path
     code, _, err = run(capsys, "place", "compare", "--cluster", "3x3", "--workload",
                        str(workload), "--policy", "greedy:local")  # fmt: skip
     assert code == 2 and "dgp:local" in err and err.count("\n") == 1
+
+
+def test_place_compare_bounds_the_optimum_once_for_all_policies(monkeypatch, workload):
+    """Every run is judged against compare's own bound (not one recomputed per policy)."""
+    import cloudsched.placement.optimize as optimize
+    from cloudsched.experiments.place_compare import compare_placement
+    from cloudsched.placement import load_workload, parse_cluster
+
+    calls = []
+    real = optimize.static_optimum
+    monkeypatch.setattr(optimize, "static_optimum",
+                        lambda *a, **k: calls.append(1) or real(*a, **k))  # fmt: skip
+    res = compare_placement(parse_cluster("3x3"), load_workload(workload, rng=1),
+                            ["greedy", "storm-default"], seed=2, horizon=300)  # fmt: skip
+    assert calls == []  # the runs reuse compare's bound (computed through its own import)
+    for entry, r in res.results.items():
+        assert r.bound == res.bound.lower_bound and r.bound_proven == res.bound.proven
+        row = res.table.set_index("policy").loc[entry]
+        assert row["gap"] == pytest.approx(r.bound_gap if r.bound_gap is not None else math.nan,
+                                           nan_ok=True)  # fmt: skip

@@ -249,12 +249,12 @@ def _bound_line(
 ) -> str:
     """``cost 0.531 [0.52, 0.54], optimum 0.5, gap 6%`` (the gap is relative to the bound)."""
     pm = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci is not None else " (no interval)"
-    if gap is None:
+    if gap is None and cost < bound:
+        rel = "n/a (the cost is below it: not yet a long-run rate, run longer)"
+    elif gap is None:
         rel = "n/a"
     elif gap == float("inf"):
         rel = f"{cost - bound:.3g} above a zero bound"
-    elif cost < bound and (ci is None or ci[1] < bound):
-        rel = "n/a (the cost is below it: not yet a long-run rate, run longer)"
     else:
         rel = f"{100 * gap:.1f}%"
     what = "optimum" if proven else "lower bound of the optimum (not proven)"

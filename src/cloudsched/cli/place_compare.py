@@ -109,6 +109,12 @@ def _format(res: Any, cl: Any, cluster: str, fmt: str) -> str:
     else:
         text += (f"static optimum between {bound.lower_bound:.6g} and {bound.value:.6g} "
                  f"(not proven: gap = cost above the lower bound)\n")  # fmt: skip
+    if bound is not None:
+        below = table.loc[table["gap"].isna() & (table["cost_rate"] < bound.lower_bound),
+                          "policy"].tolist()  # fmt: skip
+        if below:
+            text += ("gap -: cost below the bound, not a long-run rate (run longer): "
+                     + ", ".join(below) + "\n")  # fmt: skip
     unsteady = table.loc[~table["steady_state"], "policy"].tolist()
     if unsteady:
         text += ("NOT STEADY (no interval; the cost may still drift): "

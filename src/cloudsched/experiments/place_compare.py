@@ -51,14 +51,6 @@ class PlacementComparison:
     bound_note: str | None
 
 
-def _gap(cost: float, bound: StaticOptimum | None) -> float:
-    if bound is None or not math.isfinite(cost):
-        return math.nan
-    if bound.lower_bound > 1e-9:
-        return max(cost - bound.lower_bound, 0.0) / bound.lower_bound
-    return 0.0 if cost <= 1e-9 else math.inf
-
-
 def compare_placement(
     cluster: Cluster,
     job_types: Sequence[JobType],
@@ -98,13 +90,15 @@ def compare_placement(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # the overload is the caller's
             res = simulate_placement(name, cluster, job_types, horizon=horizon, rng=seed,
-                                     record=record, **kw, **options)  # fmt: skip
+                                     record=record, optimum=bound, **kw,
+                                     **options)  # fmt: skip
         results[entry] = res
         ci = res.cost_rate_ci95
         rows.append({
             "policy": entry, "cost_rate": res.cost_rate,
             "cost_ci95": None if ci is None else (ci[1] - ci[0]) / 2,
-            "gap": _gap(res.cost_rate, bound), "mean_queue_length": res.mean_queue_length,
+            "gap": math.nan if res.bound_gap is None else res.bound_gap,
+            "mean_queue_length": res.mean_queue_length,
             "served_fraction": res.served_fraction, "mean_wait": res.mean_wait,
             "migrations": res.migrations, "steady_state": res.steady_state,
             "wall_seconds": time.perf_counter() - t0,

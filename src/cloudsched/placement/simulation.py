@@ -34,7 +34,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -54,6 +54,9 @@ from cloudsched.placement.spec import (
 )
 from cloudsched.placement.workload import JobType
 from cloudsched.randomness import Seed, streams
+
+if TYPE_CHECKING:
+    from cloudsched.placement.optimize import StaticOptimum
 
 __all__ = ["bound_is_cheap", "run_placement", "simulate_placement"]
 
@@ -83,14 +86,20 @@ class _Bound:
     note: str | None
 
 
-def _bound(cluster: Cluster, job_types: Sequence[JobType]) -> _Bound:
-    """Bound the static optimum from below (the optimum itself when proven)."""
+def _bound(
+    cluster: Cluster, job_types: Sequence[JobType], opt: StaticOptimum | None = None
+) -> _Bound:
+    """Bound the static optimum from below (the optimum itself when proven).
+
+    ``opt``: a static optimum already computed for this instance, used as it is.
+    """
     from cloudsched.placement.optimize import static_optimum
 
-    try:
-        opt = static_optimum(cluster, job_types, time_limit=BOUND_TIME_LIMIT)
-    except ParameterError as exc:
-        return _Bound(None, None, str(exc))
+    if opt is None:
+        try:
+            opt = static_optimum(cluster, job_types, time_limit=BOUND_TIME_LIMIT)
+        except ParameterError as exc:
+            return _Bound(None, None, str(exc))
     note = None if opt.proven else (
         f"the optimum is not proven: {opt.lower_bound:.4g} is a lower bound "
         f"(best time-sharing found: {opt.value:.4g})")  # fmt: skip
@@ -98,14 +107,17 @@ def _bound(cluster: Cluster, job_types: Sequence[JobType]) -> _Bound:
 
 
 def _gap(cost: float, bound: float, ci: tuple[float, float] | None = None) -> float | None:
-    """Relative excess of ``cost`` over ``bound`` (0 when below it).
+    """Relative excess of ``cost`` over ``bound`` (0 when below it within its interval ``ci``).
 
-    Against a zero bound the gap is 0 when the cost is zero within its interval ``ci``,
-    else inf.
+    None when the cost is below the bound with no interval, or with its whole interval: not
+    a long-run rate (:func:`_below_bound`).  Against a zero bound the gap is 0 when the cost
+    is zero within its interval, else inf.
     """
     if not math.isfinite(cost):
         return None
     if bound > 1e-9:
+        if cost < bound and (ci is None or ci[1] < bound):
+            return None
         return max(cost - bound, 0.0) / bound
     within = cost <= 1e-9 or (ci is not None and ci[0] <= 0.0)
     return 0.0 if within else math.inf
@@ -166,6 +178,7 @@ def simulate_placement(
     precision: float = DEFAULT_PRECISION,
     max_horizon: float | None = None,
     compare_bound: bool | None = None,
+    optimum: StaticOptimum | None = None,
     target_gap: float = DEFAULT_TARGET_GAP,
     rng: Seed = None,
     progress: Callable[[float], None] | None = None,
@@ -232,6 +245,9 @@ def simulate_placement(
         within 10 s) and report it beside the cost: ``bound`` is its lower bound (the
         optimum when ``bound_proven``), ``bound_gap`` the cost's excess over it.  Default:
         on, unless the workload is above capacity.
+    optimum : StaticOptimum, optional
+        The static optimum of this cluster and workload, already computed (as ``place
+        compare`` does once for all its policies): used instead of bounding it again.
     target_gap : float
         DGP's default ``alpha`` aims at a cost at most this fraction above the bound; a
         result further above it gets a warning.
@@ -260,11 +276,15 @@ def simulate_placement(
     )  # fmt: skip
     if spec.overload is not None:
         warnings.warn(spec.overload, RuntimeWarning, stacklevel=2)
-    return run_placement(spec, rng=rng, progress=progress)
+    return run_placement(spec, rng=rng, progress=progress, optimum=optimum)
 
 
 def run_placement(
-    spec: PlacementSpec, *, rng: Seed = None, progress: Callable[[float], None] | None = None
+    spec: PlacementSpec,
+    *,
+    rng: Seed = None,
+    progress: Callable[[float], None] | None = None,
+    optimum: StaticOptimum | None = None,
 ) -> PlacementResult:
     """Run a checked :class:`~cloudsched.placement.spec.PlacementSpec`.
 
@@ -277,7 +297,7 @@ def run_placement(
     if compare is None:
         compare = spec.overload is None
     if compare and spec.overload is None:
-        bound = _bound(cluster, job_types)
+        bound = _bound(cluster, job_types, optimum)
     # once built, the spec's optional fields hold checked values (none is None)
     alpha: float = spec.alpha  # type: ignore[assignment]
     calibration = None
