@@ -26,7 +26,7 @@ PLACE_MODEL_KEYS: dict[str, Any] = {"cluster": str, "racks": int, "cross_rack_co
                                     "workload": str}  # fmt: skip
 # Arguments a sweep cannot set: callbacks, arrays and the generator (seeds come from the spec).
 _NOT_SWEPT = {"rng", "progress", "trace", "speeds", "frozen_weights", "cluster", "job_types",
-              "record"}
+              "record", "optimum"}
 
 
 @dataclass

@@ -34,7 +34,7 @@ import time
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
@@ -45,6 +45,7 @@ from cloudsched.placement.defaults import cost_unit
 from cloudsched.placement.engine import EngineParams, PlacementEngine
 from cloudsched.placement.maxweight import FrameController
 from cloudsched.placement.measure import estimates, precision_of, run_until_precise, summary_fields
+from cloudsched.placement.optimize import StaticOptimum
 from cloudsched.placement.result import PlacementResult
 from cloudsched.placement.spec import (
     DEFAULT_PRECISION,
@@ -54,9 +55,6 @@ from cloudsched.placement.spec import (
 )
 from cloudsched.placement.workload import JobType
 from cloudsched.randomness import Seed, streams
-
-if TYPE_CHECKING:
-    from cloudsched.placement.optimize import StaticOptimum
 
 __all__ = ["bound_is_cheap", "run_placement", "simulate_placement"]
 
