@@ -137,6 +137,17 @@ def test_fast_max_weight_is_feasible_and_its_bound_holds(names, shape, values, c
     assert sol.gap >= 0 and (not sol.optimal or sol.weight == pytest.approx(best))
 
 
+def test_fast_max_weight_lets_a_large_graph_take_the_large_machine():
+    """By value per slot the star goes first and takes the 8-slot machine, breaking K8 in two;
+    the largest-first packing keeps K8 whole and splits the star instead (the optimum)."""
+    cluster = parse_cluster("1x8,2x4")
+    tops = [complete(8), star(6)]
+    sol = max_weight_configuration(cluster, tops, [100.0, 100.0], [1, 1], solver="fast")
+    exact = max_weight_configuration(cluster, tops, [100.0, 100.0], [1, 1], solver="exact")
+    assert exact.optimal and exact.cost == pytest.approx(2.0)
+    assert sol.weight == pytest.approx(exact.weight) and sol.upper_bound >= exact.weight
+
+
 def test_the_relaxation_sees_machines_split_a_job():
     """10 machines of 4 slots, 90% of slots: stars of 4 and chains of 3 cannot all stay whole.
 

@@ -7,7 +7,9 @@ slot ``(value_j - c_j) / K_j`` first (``c_j`` its shape's cost): the shape's gro
 first, each on the fullest machine of one rack that still has room for it (best fit, racks
 with the most free slots first; across racks only if no rack can hold it), or failing that
 the greedy packer's template on what is left.  A template is kept while its weight
-``value_j - cost`` is positive and the type's cap is not reached.
+``value_j - cost`` is positive and the type's cap is not reached.  When this packing does
+not reach the bound below, it is repeated with the largest graphs first, and the heavier of
+the two is kept.
 
 *Bound.*  Every type-j template costs at least ``l_j``, the lower bound of its least-cost
 template, and uses ``K_j`` slots and its nodes' CPU and memory, so the best configuration
@@ -26,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -173,37 +175,65 @@ def fast_max_weight(
     ``keep`` lists templates in place (running jobs) as (type, machines, cost): each is kept
     first when it costs no more than its type's least-cost template and its weight is
     positive, so that a frame does not move a job that is already as well placed as it can
-    be.  ``bound``: the upper
-    bound, if already known for these values and caps.
+    be.  ``bound``: the upper bound, if already known for these values and caps.
+
+    Types are packed in order of value per slot; when that packing does not reach the bound,
+    the largest graphs first as well (a large graph's shape needs whole machines that small
+    ones would otherwise take), and the heavier packing is returned.
     """
+    if bound is None:
+        bound = weight_bound(lib, values, caps)
+    shape_cost = np.array([b.cost for b in lib.best])
+    nodes = [t.nodes for t in lib.topologies]
+
+    def per_slot(j: int) -> tuple[float, ...]:
+        return ((values[j] - shape_cost[j]) / nodes[j], values[j], -j)
+
+    def largest(j: int) -> tuple[float, ...]:
+        return (nodes[j], *per_slot(j))
+
+    out, weight = _pack(lib, values, caps, keep, per_slot)
+    if weight < bound - 1e-9 * max(1.0, abs(bound)):
+        other, heavier = _pack(lib, values, caps, keep, largest)
+        if heavier > weight + 1e-9 * max(1.0, abs(weight)):
+            out = other
+    return out, bound
+
+
+def _pack(
+    lib: Library, values: Sequence[float] | np.ndarray,
+    caps: Sequence[int] | np.ndarray | None, keep: Sequence[tuple[int, np.ndarray, float]],
+    order: Callable[[int], tuple[float, ...]],
+) -> tuple[list[tuple[int, np.ndarray]], float]:  # fmt: skip
+    """Add templates, the type of the largest ``order`` key first: the templates, their weight."""
     cl = lib.cluster
     nj = len(lib.topologies)
     left = _caps(lib, caps)
-    if bound is None:
-        bound = weight_bound(lib, values, caps)
     free = cl.slots.copy()
     res = cl.capacity.copy()
     shape_cost = np.array([b.cost for b in lib.best])
     out: list[tuple[int, np.ndarray]] = []
+    weight = 0.0
     for j, where, cost in keep:
         if left[j] > 0 and cost <= shape_cost[j] + 1e-9 and values[j] - cost > 0:
             out.append((j, where))
             np.subtract.at(free, where, 1)
             np.subtract.at(res, where, lib.topologies[j].demands())
             left[j] -= 1
+            weight += values[j] - cost
     active = {j for j in range(nj) if left[j] > 0 and values[j] > lib.best[j].lower_bound}
     while active:
-        j = max(active, key=lambda j: ((values[j] - shape_cost[j]) / lib.topologies[j].nodes,
-                                        values[j], -j))  # fmt: skip
+        j = max(active, key=order)
         got = place_shape(lib, j, free, res)
         if got is None or values[j] - got[1] <= 0:
             active.discard(j)
             continue
-        where, _ = got
+        where, cost = got
         out.append((j, where))
         np.subtract.at(free, where, 1)
         np.subtract.at(res, where, lib.topologies[j].demands())
         left[j] -= 1
+        weight += values[j] - cost
         if left[j] == 0:
             active.discard(j)
-    return out, bound
+    return out, weight
