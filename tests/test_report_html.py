@@ -71,3 +71,13 @@ def test_demo_report_displays_every_figure_and_table_in_chromium(tmp_path):
     # the probe can fail: a figure whose data is gone shows as broken
     broken = re.sub(r'src="data:image/png;base64,[^"]*"', 'src="missing.png"', page, count=1)
     assert render(broken, tmp_path)[1] == 1
+
+
+def test_missing_values_show_as_a_dash_in_both_tables():
+    from cloudsched.experiments.report import html_table, markdown_table
+
+    df = pd.DataFrame({"cost": [21.7, 3.75], "ci": pd.Series([None, 0.5], dtype=object),
+                       "gap": [float("nan"), 0.25]})
+    md = markdown_table(df)
+    assert md.splitlines()[2] == "| 21.7 | - | - |" and "nan" not in md and "None" not in md
+    assert "<td>-</td>" in html_table(df) and "nan" not in html_table(df)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import html
+import math
 import os
 import platform
 import re
@@ -19,13 +20,20 @@ from cloudsched.io import atomic_write_text
 __all__ = ["Report", "ensure_dir", "html_table", "markdown_table", "software_versions"]
 
 
+def _cell(v: object, floatfmt: str) -> str:
+    """Format a table cell: numbers in ``floatfmt``, a missing value (None, NaN) as a dash."""
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "-"
+    if isinstance(v, float):
+        return format(v, floatfmt)
+    return str(v)
+
+
 def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
-    """Render ``df`` as a GitHub-flavoured Markdown table (no index)."""
+    """Render ``df`` as a GitHub-flavoured Markdown table (no index; missing values as -)."""
 
     def cell(v: object) -> str:
-        if isinstance(v, float):
-            return format(v, floatfmt)
-        return str(v)
+        return _cell(v, floatfmt)
 
     header = "| " + " | ".join(str(c) for c in df.columns) + " |"
     rule = "|" + "|".join("---" for _ in df.columns) + "|"
@@ -65,11 +73,11 @@ def _inline_html(text: str) -> str:
 
 
 def html_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
-    """Render ``df`` as an HTML table (no index)."""
+    """Render ``df`` as an HTML table (no index; missing values as -)."""
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
     rows = []
     for row in df.itertuples(index=False):
-        cells = (format(v, floatfmt) if isinstance(v, float) else str(v) for v in row)
+        cells = (_cell(v, floatfmt) for v in row)
         rows.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
     return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
