@@ -360,16 +360,17 @@ def test_a_growing_queue_is_flagged_not_steady_with_no_intervals():
 def test_a_cost_interval_below_the_static_optimum_is_flagged():
     """Nothing serving all the load beats the static optimum: an interval below it is too short."""
     from cloudsched.cli.place import _bound_line
-    from cloudsched.placement.simulation import _below_bound, _gap
+    from cloudsched.placement.beside_bound import below_bound, gap, short_of
 
-    assert _below_bound((0.30, 0.45), 0.5, True).startswith("cost interval [0.3, 0.45] lies below")
-    assert "lower bound" in _below_bound((0.30, 0.45), 0.5, False)
-    assert _below_bound((0.45, 0.55), 0.5, True) is None  # straddles: no evidence
-    assert _below_bound(None, 0.5, True) is None  # no interval: withheld, warned elsewhere
+    assert below_bound((0.30, 0.45), 0.5, True).startswith("cost interval [0.3, 0.45] lies below")
+    assert "lower bound" in below_bound((0.30, 0.45), 0.5, False)
+    assert below_bound((0.45, 0.55), 0.5, True) is None  # straddles: no evidence
+    assert below_bound(None, 0.5, True) is None  # no interval: withheld, warned elsewhere
+    assert not short_of(0.48, 0.5, (0.45, 0.55)) and gap(0.48, 0.5) == 0.0
+    assert not short_of(0.6, 0.5, None) and gap(0.6, 0.5) == pytest.approx(0.2)
     assert "gap 0.0%" in _bound_line(0.48, (0.45, 0.55), 0.5, 0.0, True)
-    assert _gap(0.48, 0.5, (0.45, 0.55)) == 0.0 and _gap(0.6, 0.5, None) == pytest.approx(0.2)
     for ci in [(0.30, 0.45), None]:
-        assert _gap(0.4, 0.5, ci) is None
+        assert short_of(0.4, 0.5, ci)
         assert "gap n/a (the cost is below it" in _bound_line(0.4, ci, 0.5, None, True)
 
 

@@ -33,13 +33,14 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from cloudsched.errors import ParameterError
 from cloudsched.placement.assignments import assignment_table, final_table
+from cloudsched.placement.beside_bound import above_bound, below_bound, bound_beside, short_of
+from cloudsched.placement.beside_bound import gap as excess
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.defaults import cost_unit
 from cloudsched.placement.engine import EngineParams, PlacementEngine
@@ -62,8 +63,6 @@ __all__ = ["bound_is_cheap", "run_placement", "simulate_placement"]
 BOUND_MAX_SLOTS = 32
 #: ... and every graph at most this many nodes.
 BOUND_MAX_NODES = 8
-#: Seconds allowed to the bound computed beside a run.
-BOUND_TIME_LIMIT = 10.0
 #: DGP alpha tried by calibration, in cost units, largest (shortest queues) first.
 CALIBRATION_ALPHAS = (1 / 25, 1 / 100, 1 / 400)
 #: Length of a calibration pilot run, in mean holding times of the longest type.
@@ -75,50 +74,6 @@ def bound_is_cheap(cluster: Cluster, job_types: Sequence[JobType]) -> bool:
     return cluster.total_slots <= BOUND_MAX_SLOTS and all(
         jt.topology.nodes <= BOUND_MAX_NODES for jt in job_types
     )
-
-
-@dataclass(frozen=True)
-class _Bound:
-    value: float | None
-    proven: bool | None
-    note: str | None
-
-
-def _bound(
-    cluster: Cluster, job_types: Sequence[JobType], opt: StaticOptimum | None = None
-) -> _Bound:
-    """Bound the static optimum from below (the optimum itself when proven).
-
-    ``opt``: a static optimum already computed for this instance, used as it is.
-    """
-    from cloudsched.placement.optimize import static_optimum
-
-    if opt is None:
-        try:
-            opt = static_optimum(cluster, job_types, time_limit=BOUND_TIME_LIMIT)
-        except ParameterError as exc:
-            return _Bound(None, None, str(exc))
-    note = None if opt.proven else (
-        f"the optimum is not proven: {opt.lower_bound:.4g} is a lower bound "
-        f"(best time-sharing found: {opt.value:.4g})")  # fmt: skip
-    return _Bound(opt.lower_bound, opt.proven, note)
-
-
-def _gap(cost: float, bound: float, ci: tuple[float, float] | None = None) -> float | None:
-    """Relative excess of ``cost`` over ``bound`` (0 when below it within its interval ``ci``).
-
-    None when the cost is below the bound with no interval, or with its whole interval: not
-    a long-run rate (:func:`_below_bound`).  Against a zero bound the gap is 0 when the cost
-    is zero within its interval, else inf.
-    """
-    if not math.isfinite(cost):
-        return None
-    if bound > 1e-9:
-        if cost < bound and (ci is None or ci[1] < bound):
-            return None
-        return max(cost - bound, 0.0) / bound
-    within = cost <= 1e-9 or (ci is not None and ci[0] <= 0.0)
-    return 0.0 if within else math.inf
 
 
 def _calibrate_alpha(
@@ -139,7 +94,7 @@ def _calibrate_alpha(
         pilot = replace(spec, horizon=length, alpha=alpha, compare_bound=False,
                         h=None if spec.auto_h else spec.h)  # fmt: skip
         r = run_placement(pilot, rng=gen)
-        gap = _gap(r.cost_rate, bound)
+        gap = excess(r.cost_rate, bound)
         pilots.append({"alpha": alpha, "cost_rate": r.cost_rate,
                        "mean_queue_length": r.mean_queue_length,
                        "gap": math.inf if gap is None else gap})  # fmt: skip
@@ -295,7 +250,7 @@ def run_placement(
     if compare is None:
         compare = spec.overload is None
     if compare and spec.overload is None:
-        bound = _bound(cluster, job_types, optimum)
+        bound = bound_beside(cluster, job_types, optimum)
     # once built, the spec's optional fields hold checked values (none is None)
     alpha: float = spec.alpha  # type: ignore[assignment]
     calibration = None
@@ -349,12 +304,13 @@ def run_placement(
             shown["pilots"] = calibration
     gap = None
     if bound is not None and bound.value is not None:
-        gap = _gap(fields["cost_rate"], bound.value, fields["cost_rate_ci95"])
+        cost, ci = fields["cost_rate"], fields["cost_rate_ci95"]
+        gap = None if short_of(cost, bound.value, ci) else excess(cost, bound.value, ci)
         if gap is not None and gap > spec.target_gap and fields["steady_state"]:
             fields["warnings"] = (*fields["warnings"],
-                                  _above_bound(fields["cost_rate"], bound.value, gap,
-                                               model.dgp, r.proposal, bool(bound.proven)))
-        below = _below_bound(fields["cost_rate_ci95"], bound.value, bool(bound.proven))
+                                  above_bound(fields["cost_rate"], bound.value, gap,
+                                              model.dgp, r.proposal, bool(bound.proven)))
+        below = below_bound(fields["cost_rate_ci95"], bound.value, bool(bound.proven))
         if below:
             fields["warnings"] = (*fields["warnings"], below)
     return PlacementResult(
@@ -369,34 +325,6 @@ def run_placement(
         final_placement=final_table(eng),
         frame_table=ctl.table([jt.name for jt in job_types]) if ctl is not None else None,
     )  # fmt: skip
-
-
-def _above_bound(
-    cost: float, bound: float, gap: float, dgp: bool, proposal: str, proven: bool
-) -> str:
-    why = ""
-    if dgp and proposal == "uniform":
-        why = (" (DGP's proposals are uniform random partitions: a cost nearer the bound needs "
-               "a smaller --alpha and longer queues, or --proposal local)")  # fmt: skip
-    elif dgp:
-        why = " (a cost nearer the bound needs a smaller --alpha and longer queues)"
-    how = "above a zero" if math.isinf(gap) else f"{100 * gap:.0f}% above the"
-    what = "static optimum" if proven else "lower bound of the static optimum"
-    return f"cost rate {cost:.4g} is {how} {what} {bound:.4g}{why}"
-
-
-def _below_bound(ci: tuple[float, float] | None, bound: float, proven: bool) -> str | None:
-    """Warn when the whole cost interval lies below the static optimum's (lower) bound.
-
-    No policy that serves all the load costs less than the static optimum in the long run,
-    so an interval entirely below it means the run is not yet a long-run rate.
-    """
-    if ci is None or not ci[1] < bound * (1.0 - 1e-9):
-        return None
-    what = "static optimum" if proven else "lower bound of the static optimum"
-    return (f"cost interval [{ci[0]:.4g}, {ci[1]:.4g}] lies below the {what} {bound:.4g}, "
-            "which no policy serving all the load beats in the long run: the run is too "
-            "short or not steady (run longer; check served)")
 
 
 def _shown_params(spec: PlacementSpec, alpha: float, nu: np.ndarray) -> dict[str, Any]:
