@@ -36,8 +36,10 @@ class PlacementResult:
     ``relaxation_estimate``, ``precision_target`` / ``precision_reached`` (open-ended runs),
     ``stop_reason`` (``precision``, ``max_horizon`` or ``horizon``), ``ci_method``.
     ``served_fraction`` is jobs that left over jobs that arrived in the window (per type in
-    ``per_type``); ``bound`` is the static optimum's cost rate when it was solved
-    (``bound_gap`` the cost's relative excess over it, ``bound_note`` why it is missing).
+    ``per_type``); ``bound`` is the static optimum's cost rate (its lower bound unless
+    ``bound_proven``), ``bound_gap`` the cost's relative excess over it (None when the cost
+    lies below it with no interval or beyond its interval: not a long-run rate), and
+    ``bound_note`` why the optimum is missing or not proven.
     ``seed`` is the root seed drawn or given (None when a generator was passed), so a run is
     regenerated with ``rng=seed``.  MaxWeight's ``frame_gap_mean`` / ``frame_gap_max`` are the
     mean and largest optimality gap of the frames in the window (0 for proven frames);
