@@ -62,14 +62,16 @@ def test_captions_follow_the_numbers():
 
     from cloudsched.experiments.dgp_figures import snapshot_caption
 
-    runs = pd.DataFrame({"policy": ["greedy", "dgp", "maxweight"], "cost_rate": [30.0, 9.0, 21.7],
-                         "mean_queue_length": [0.1, 180.0, 0.4],
-                         "served_fraction": [1.0, 0.9, 1.0],
-                         "steady_state": [True, False, True]})  # fmt: skip
+    runs = pd.DataFrame({"policy": ["greedy", "dgp", "maxweight", "dgp:local"],
+                         "cost_rate": [30.0, 9.0, 21.7, 23.0],
+                         "cost_ci95": [None, None, None, 1.5],  # 23 +- 1.5 holds 24: no flag
+                         "mean_queue_length": [0.1, 180.0, 0.4, 30.0],
+                         "served_fraction": [1.0, 0.9, 1.0, 1.0],
+                         "steady_state": [True, False, True, True]})  # fmt: skip
     snap = snapshot_caption(runs, SimpleNamespace(value=24.0, proven=True, lower_bound=24.0),
                             400.0)  # fmt: skip
     assert "Static optimum 24 (proven)" in snap
-    assert "dgp 9 (not steady), maxweight 21.7, greedy 30" in snap
+    assert "dgp 9 (not steady), maxweight 21.7, dgp:local 23, greedy 30" in snap
     assert "Jobs wait under dgp (mean queue 180)" in snap
     assert "Served fewer jobs than arrived: dgp (90%)" in snap
     assert "Below the optimum while serving every job: maxweight (21.7); no policy" in snap

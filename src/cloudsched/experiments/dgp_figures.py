@@ -214,8 +214,14 @@ def snapshot_caption(table: pd.DataFrame, bound: Any, horizon: float) -> str:
             + "; a cost below the optimum there is the cost of the jobs it did place, not a "
             "better placement (DGP needs far longer runs than this demo's).")  # fmt: skip
     if bound is not None:
-        lucky = order[(order["cost_rate"] < bound.lower_bound)
-                      & (order["served_fraction"] >= 0.98)]  # fmt: skip
+        from cloudsched.placement.beside_bound import short_of
+
+        def below(r: Any) -> bool:
+            h = r.cost_ci95
+            ci = None if h is None or h != h else (r.cost_rate - h, r.cost_rate + h)
+            return short_of(r.cost_rate, bound.lower_bound, ci) and r.served_fraction >= 0.98
+
+        lucky = order[[below(r) for r in order.itertuples()]]
         if len(lucky):
             parts.append("Below the optimum while serving every job: " + ", ".join(
                 f"{r.policy} ({r.cost_rate:.3g})" for r in lucky.itertuples())

@@ -64,6 +64,11 @@ class Library:
         """The linear relaxation (:mod:`cloudsched.placement.relaxation`) of these graphs."""
         return Relaxation(self.cluster, self.topologies, self.lower_bounds)
 
+    @functools.cached_property
+    def shape_costs(self) -> np.ndarray:
+        """Cost of each type's least-cost template found (its shape's cost)."""
+        return np.array([b.cost for b in self.best])
+
     @property
     def lower_bounds(self) -> np.ndarray:
         """Least cost of any template of each type (``inf``: the type never fits)."""
@@ -183,7 +188,7 @@ def fast_max_weight(
     """
     if bound is None:
         bound = weight_bound(lib, values, caps)
-    shape_cost = np.array([b.cost for b in lib.best])
+    shape_cost = lib.shape_costs
     nodes = [t.nodes for t in lib.topologies]
 
     def per_slot(j: int) -> tuple[float, ...]:
@@ -211,7 +216,7 @@ def _pack(
     left = _caps(lib, caps)
     free = cl.slots.copy()
     res = cl.capacity.copy()
-    shape_cost = np.array([b.cost for b in lib.best])
+    shape_cost = lib.shape_costs
     out: list[tuple[int, np.ndarray]] = []
     weight = 0.0
     for j, where, cost in keep:
