@@ -277,7 +277,8 @@ def _state(cluster: Cluster, mo: S.Model, horizon: float, warmup: float) -> S.St
     ist = np.zeros(S.N_IST, dtype=i64)
     ist[S.I_TFREE] = rows
     ist[S.I_FREE_SLOTS] = s
-    wide = max(nm, cluster.racks, nj, kmax)
+    # rows indexed by machine, rack, job type, graph node, and (RAS) the 3 resource columns
+    wide = max(nm, cluster.racks, nj, kmax, 3)
     return S.State(
         owner=np.full(s, -1, dtype=i64), mslots=mslots,
         mfree=cluster.slots.astype(i64).copy(), spos=spos,

@@ -32,7 +32,7 @@ Shapes: J job types, S slots, L machines, T template rows (never more than
     cost of the actual templates.  ``fst`` / ``ist``: scalars ``F_*`` / ``I_*``.
     ``t_job`` (int64, ``(T,)``): the job number in each actual template.  ``frame_q`` (int64,
     ``(J,)``): jobs present per type at MaxWeight's last solved frame.
-    ``scratch`` (int64, ``(Kmax,)``), ``iwork`` (int64, ``(6, max(L, racks, J, Kmax))``),
+    ``scratch`` (int64, ``(Kmax,)``), ``iwork`` (int64, ``(6, max(L, racks, J, Kmax, 3))``),
     ``fwork`` (float64, ``(4, max(L, 3))``), ``favail`` and ``fkeys`` (float64,
     ``(L + racks, 3)``): work space.
 ``Log`` (placements, recorded when ``par[P_LOG]`` is set)
