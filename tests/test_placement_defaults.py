@@ -138,3 +138,105 @@ def test_maxweight_weights_count_waiting_and_running_jobs(monkeypatch):
     assert len(checked) >= 5
     assert all(want == present for want, present, _ in checked)
     assert any(running > 0 for _, _, running in checked)  # frames with jobs in service
+
+
+@pytest.mark.parametrize("solver", ["exact", "fast"])
+def test_maxweight_places_a_template_only_when_its_weight_is_positive(solver):
+    """Weight alpha f(Q_j) - b_A with Q_j the type-j jobs present, nothing added.
+
+    A 4-node star costs at least 1 on 3-slot machines; with alpha 0.8 and f the identity a
+    lone star is worth 0.8 - 1 < 0 (it waits, or is preempted), two are worth 1.6 - 1 > 0
+    each and both fit.  Weighting by Q_j + 1 would place the lone star.
+    """
+    jobs = [JobType("star4", 0.3, 1.0, star(4))]
+    res = simulate_placement("maxweight", parse_cluster("3x3"), jobs, horizon=400.0,
+                             alpha=0.8, f="identity", frame=0.25, solver=solver,
+                             compare_bound=False, rng=2)  # fmt: skip
+    t = res.frame_table
+    alone, pair = t[t["present.star4"] == 1], t[t["present.star4"] == 2]
+    assert len(alone) >= 20 and len(pair) >= 20
+    assert (alone["templates.star4"] == 0).all()
+    assert (pair["templates.star4"] == 2).all()
+
+
+def _demo(spec):
+    return parse_cluster(spec), SMALL
+
+
+@pytest.mark.parametrize("spec", ["3x3", "4x2"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_default_local_dgp_serves_every_type_on_the_demo(spec, seed):
+    """The issue's case: star4 starved behind empty chain3 templates (served 0%, queue 75,000).
+
+    Two causes, both fixed: the calibrated alpha ran with the bias h computed for the
+    uncalibrated one (so an empty template's keep odds were e^(H / beta), not e^0 as
+    intended), and the bias itself kept an empty template with odds e^5.
+    """
+    cluster, jobs = _demo(spec)
+    res = simulate_placement("dgp", cluster, jobs, proposal="local", rng=seed)
+    assert min(t["served_fraction"] for t in res.per_type) >= 0.99
+    assert res.steady_state
+    # the bias follows the alpha used: H_j / alpha with H_j from the instance's defaults
+    bias = dgp_defaults(cluster, jobs, "local")["bias"]
+    assert res.params["h"] == pytest.approx(tuple(b / res.params["alpha"] for b in bias))
+    assert res.bound_gap is not None and res.bound_gap <= 0.15
+
+
+def test_calibration_judges_several_pilots_per_alpha():
+    from cloudsched.placement.calibration import PILOT_SEEDS
+
+    res = simulate_placement("dgp", parse_cluster("3x3"), SMALL, proposal="local", rng=5)
+    pilots = res.params["pilots"]
+    assert pilots and all(len(p["cost_rates"]) == PILOT_SEEDS for p in pilots)
+    assert all(p["serves"] for p in pilots if p["alpha"] == res.params["alpha"])
+
+
+@pytest.fixture
+def sticky_local_bias(monkeypatch):
+    """A planted bad default: empty local templates kept with odds e^20 (never dropped)."""
+    import cloudsched.placement.defaults as d
+
+    monkeypatch.setattr(d, "LOCAL_MARGIN_UNITS", 2.0)
+
+
+def test_defaults_that_do_not_serve_are_refused(sticky_local_bias):
+    from cloudsched.placement import DefaultsRefused
+
+    with pytest.raises(DefaultsRefused, match=r"dgp:local's default parameters do not serve "
+                       r"this workload: .*'star4' was served .*set --alpha and --h"):
+        simulate_placement("dgp", parse_cluster("3x3"), SMALL, proposal="local", rng=1)
+    # parameters given by the user are theirs: the same run is not refused
+    res = simulate_placement("dgp", parse_cluster("3x3"), SMALL, proposal="local", rng=1,
+                             alpha=0.04, horizon=2000.0, compare_bound=False)  # fmt: skip
+    assert res.params["chosen"] == "given"
+
+
+def test_an_open_ended_default_run_that_starves_a_type_is_refused():
+    from dataclasses import replace
+
+    from cloudsched.placement import DefaultsRefused, PlacementSpec
+    from cloudsched.placement.calibration import check_served
+
+    spec = PlacementSpec("greedy", parse_cluster("3x3"), SMALL)
+    res = simulate_placement("greedy", parse_cluster("3x3"), SMALL, horizon=200.0, rng=1,
+                             compare_bound=False)  # fmt: skip
+    starved = replace(res, per_type=[res.per_type[0], {**res.per_type[1],
+                                                       "served_fraction": 0.5}])  # fmt: skip
+    check_served(spec, starved)  # a baseline has no parameters to refuse
+    dgp = PlacementSpec("dgp", parse_cluster("3x3"), SMALL)
+    with pytest.raises(DefaultsRefused, match="'star4' was served 50% of its jobs") as info:
+        check_served(dgp, starved)
+    assert info.value.result is starved
+    check_served(PlacementSpec("dgp", parse_cluster("3x3"), SMALL, alpha=0.1), starved)
+    check_served(PlacementSpec("dgp", parse_cluster("3x3"), SMALL, horizon=100.0), starved)
+
+
+def test_place_compare_shows_a_refused_policy(sticky_local_bias):
+    from cloudsched.experiments.place_compare import compare_placement
+
+    out = compare_placement(parse_cluster("3x3"), SMALL, ["greedy", "dgp:local"], seed=1,
+                            horizon=None)  # fmt: skip
+    assert set(out.refused) == {"dgp:local"}
+    row = out.table.set_index("policy").loc["dgp:local"]
+    assert math.isnan(row["cost_rate"]) and not row["steady_state"]
+    assert "greedy" in out.results

@@ -83,7 +83,10 @@ def place_compare(
         bar.close()
     for entry, r in res.results.items():
         for note in r.warnings:
-            sys.stderr.write(f"warning: {entry}: {note}\n")
+            if entry not in res.refused:
+                sys.stderr.write(f"warning: {entry}: {note}\n")
+    for entry, why in res.refused.items():
+        sys.stderr.write(f"refused: {entry}: {why}\n")
     if plot is not None:
         _plot(res, cl, plot, cluster)
     emit(_format(res, cl, cluster, fmt), out)
@@ -96,6 +99,7 @@ def _format(res: Any, cl: Any, cluster: str, fmt: str) -> str:
         "bound": None if bound is None else bound.to_dict(),
         "bound_note": res.bound_note,
         "policies": {k: r.to_dict() for k, r in res.results.items()},
+        "refused": res.refused,
     }  # fmt: skip
     table = res.table
     shown = table if fmt != "table" else _display(table)
@@ -115,7 +119,9 @@ def _format(res: Any, cl: Any, cluster: str, fmt: str) -> str:
         if below:
             text += ("gap -: cost below the bound, not a long-run rate (run longer): "
                      + ", ".join(below) + "\n")  # fmt: skip
-    unsteady = table.loc[~table["steady_state"], "policy"].tolist()
+    for entry, why in res.refused.items():
+        text += f"REFUSED {entry}: {why}\n"
+    unsteady = [p for p in table.loc[~table["steady_state"], "policy"] if p not in res.refused]
     if unsteady:
         text += ("NOT STEADY (no interval; the cost may still drift): "
                  + ", ".join(unsteady) + "\n")  # fmt: skip

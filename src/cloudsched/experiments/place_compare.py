@@ -15,7 +15,7 @@ import math
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from cloudsched.errors import ParameterError
@@ -49,6 +49,7 @@ class PlacementComparison:
     results: dict[str, PlacementResult]
     bound: StaticOptimum | None
     bound_note: str | None
+    refused: dict[str, str] = field(default_factory=dict)
 
 
 def compare_placement(
@@ -67,11 +68,15 @@ def compare_placement(
 
     ``options`` go to every :func:`~cloudsched.placement.simulate_placement` call (those
     a policy does not use are ignored by it); ``record`` keeps each run's placement log.
-    Warnings of each run are in its result (``warnings``).
+    Warnings of each run are in its result (``warnings``).  A policy whose default
+    parameters do not serve the workload
+    (:class:`~cloudsched.placement.simulation.DefaultsRefused`) gets a row without numbers
+    (or, when a run showed it, that run's numbers marked not steady) and its reason in
+    ``refused``.
     """
     import pandas as pd
 
-    from cloudsched.placement.simulation import simulate_placement
+    from cloudsched.placement.simulation import DefaultsRefused, simulate_placement
 
     entries = [(e, *parse_entry(e)) for e in policies]
     if len({e for e, _, _ in entries}) != len(entries):
@@ -82,16 +87,29 @@ def compare_placement(
     except ParameterError as exc:
         note = str(exc)
     results: dict[str, PlacementResult] = {}
+    refused: dict[str, str] = {}
     rows = []
     for entry, name, kw in entries:
         if progress is not None:
             progress(entry)
         t0 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # the overload is the caller's
-            res = simulate_placement(name, cluster, job_types, horizon=horizon, rng=seed,
-                                     record=record, optimum=bound, **kw,
-                                     **options)  # fmt: skip
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)  # the overload is the caller's
+                res = simulate_placement(name, cluster, job_types, horizon=horizon, rng=seed,
+                                         record=record, optimum=bound, **kw,
+                                         **options)  # fmt: skip
+        except DefaultsRefused as exc:
+            refused[entry] = str(exc)
+            if exc.result is None:
+                rows.append({"policy": entry, "cost_rate": math.nan, "cost_ci95": None,
+                             "gap": math.nan, "mean_queue_length": math.nan,
+                             "served_fraction": math.nan, "mean_wait": math.nan,
+                             "migrations": 0, "steady_state": False,
+                             "wall_seconds": time.perf_counter() - t0})  # fmt: skip
+                continue
+            res = replace(exc.result, steady_state=False,
+                          warnings=(*exc.result.warnings, str(exc)))
         results[entry] = res
         ci = res.cost_rate_ci95
         rows.append({
@@ -103,4 +121,4 @@ def compare_placement(
             "migrations": res.migrations, "steady_state": res.steady_state,
             "wall_seconds": time.perf_counter() - t0,
         })  # fmt: skip
-    return PlacementComparison(pd.DataFrame(rows), results, bound, note)
+    return PlacementComparison(pd.DataFrame(rows), results, bound, note, refused)

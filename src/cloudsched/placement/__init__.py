@@ -28,7 +28,12 @@ from cloudsched.placement.policies import (
     get_placement_policy,
 )
 from cloudsched.placement.result import PlacementResult
-from cloudsched.placement.simulation import bound_is_cheap, run_placement, simulate_placement
+from cloudsched.placement.simulation import (
+    DefaultsRefused,
+    bound_is_cheap,
+    run_placement,
+    simulate_placement,
+)
 from cloudsched.placement.spec import PlacementSpec
 from cloudsched.placement.topology import (
     GENERATORS,
@@ -47,6 +52,7 @@ __all__ = [
     "GROUPINGS",
     "PLACEMENT_POLICIES",
     "Cluster",
+    "DefaultsRefused",
     "JobType",
     "MaxWeightSolution",
     "PlacementPolicy",

@@ -16,14 +16,16 @@ the instance:
   larger ``h_j``, needs proportionally fewer extra jobs.  (So ``h_j`` is counted in jobs, not
   in cost: with ``alpha = c / 50`` a template as good as the greedy packer's is kept once
   about ``49 g_j / c`` jobs wait.)
-* With local proposals, ``h_j = H_j / alpha`` with ``H_j = b_j + c/2 + beta (K_j log S +
-  log q_j)`` in cost units, where ``b_j`` and ``q_j`` are the cost and the proposal
-  probability of the local proposal's likeliest template on the empty cluster (nodes in
-  breadth-first order filling machine after machine, the largest first).  The keep rule of
-  local proposals weighs a template by ``R = e^(w / beta) S^-K / q``
-  (:mod:`cloudsched.placement._kernel_propose`), so with no job waiting this bias puts such
-  a template at ``R = e^(c / (2 beta)) = e^5``: it is kept, and each cost unit more needs
-  about ``c / alpha = 50`` waiting jobs.
+* With local proposals, ``h_j = H_j / alpha`` with ``H_j = b_j + beta (K_j log S + log q_j)``
+  in cost units, where ``b_j`` and ``q_j`` are the cost and the proposal probability of the
+  local proposal's likeliest template on the empty cluster (nodes in breadth-first order
+  filling machine after machine, the largest first).  The keep rule of local proposals
+  weighs a template by ``R = e^(w / beta) S^-K / q`` (:mod:`cloudsched.placement._kernel_propose`),
+  so with no job waiting this bias puts such a template at ``R = 1``: an empty template is
+  kept or dropped with even odds, as the uniform proposals' cheapest templates are, and
+  each job waiting multiplies its odds by ``e^(alpha / beta)``.  (An earlier default added
+  half a cost unit, ``R = e^5``: empty templates of one type then lived so long that a type
+  needing their slots starved, e.g. a 4-node star on 3 x 3 behind 3-node chains.)
 * ``alpha = c / 50``: a template one cost unit dearer needs about 50 more jobs of its type
   waiting.  This sets where DGP sits on its cost / queue trade-off.
 * ``beta = c / 10``: keep decisions are sharp on the scale of one cost unit (a good template is
@@ -54,6 +56,9 @@ __all__ = ["cost_unit", "dgp_defaults", "local_log_q", "maxweight_defaults"]
 ALPHA_UNITS = 1.0 / 50.0
 BETA_UNITS = 1.0 / 10.0
 H_MARGIN_UNITS = 0.5
+#: Local proposals: the likeliest empty template's keep odds with no job waiting are
+#: ``e^(margin / beta)``; 0 gives even odds.
+LOCAL_MARGIN_UNITS = 0.0
 EPSILON = 0.5
 
 
@@ -84,7 +89,7 @@ def dgp_defaults(
             likely = _likeliest(cluster, jt.topology)
             entropy = jt.topology.nodes * math.log(cluster.total_slots) + local_log_q(
                 cluster, jt.topology, likely, locality)  # fmt: skip
-            bias.append(cluster.cost(jt.topology, likely) + H_MARGIN_UNITS * c
+            bias.append(cluster.cost(jt.topology, likely) + LOCAL_MARGIN_UNITS * c
                         + beta * max(entropy, 0.0))  # fmt: skip
     out: dict[str, Any] = {
         "alpha": ALPHA_UNITS * c, "beta": beta, "h": tuple(h), "epsilon": EPSILON,

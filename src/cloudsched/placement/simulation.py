@@ -41,8 +41,8 @@ import numpy as np
 from cloudsched.placement.assignments import assignment_table, final_table
 from cloudsched.placement.beside_bound import above_bound, below_bound, bound_beside, short_of
 from cloudsched.placement.beside_bound import gap as excess
+from cloudsched.placement.calibration import DefaultsRefused, calibrate_alpha, check_served
 from cloudsched.placement.cluster import Cluster
-from cloudsched.placement.defaults import cost_unit
 from cloudsched.placement.engine import EngineParams, PlacementEngine
 from cloudsched.placement.maxweight import FrameController
 from cloudsched.placement.measure import estimates, precision_of, run_until_precise, summary_fields
@@ -57,53 +57,17 @@ from cloudsched.placement.spec import (
 from cloudsched.placement.workload import JobType
 from cloudsched.randomness import Seed, streams
 
-__all__ = ["bound_is_cheap", "run_placement", "simulate_placement"]
+__all__ = ["DefaultsRefused", "bound_is_cheap", "run_placement", "simulate_placement"]
 
 #: DGP's alpha is calibrated against the bound when the cluster has at most this many slots
 BOUND_MAX_SLOTS = 32
 #: ... and every graph at most this many nodes.
 BOUND_MAX_NODES = 8
-#: DGP alpha tried by calibration, in cost units, largest (shortest queues) first.
-CALIBRATION_ALPHAS = (1 / 25, 1 / 100, 1 / 400)
-#: Length of a calibration pilot run, in mean holding times of the longest type.
-PILOT_HOLDING_TIMES = 20_000.0
-
-
 def bound_is_cheap(cluster: Cluster, job_types: Sequence[JobType]) -> bool:
     """Say whether the instance is small enough to calibrate DGP's alpha against the bound."""
     return cluster.total_slots <= BOUND_MAX_SLOTS and all(
         jt.topology.nodes <= BOUND_MAX_NODES for jt in job_types
     )
-
-
-def _calibrate_alpha(
-    spec: PlacementSpec, bound: float, rng: np.random.Generator
-) -> tuple[float, list[dict[str, float]]]:
-    """Largest alpha of :data:`CALIBRATION_ALPHAS` whose pilot cost is within the target gap.
-
-    Failing that, the alpha of the cheapest pilot.  Pilots run a fixed length, each with its
-    own stream spawned from ``rng``.
-    """
-    unit = cost_unit(spec.cluster)
-    pilots: list[dict[str, float]] = []
-    best = None
-    length = PILOT_HOLDING_TIMES * spec.longest
-    for i, (a, gen) in enumerate(zip(CALIBRATION_ALPHAS, rng.spawn(len(CALIBRATION_ALPHAS)),
-                                     strict=True)):  # fmt: skip
-        alpha = a * unit
-        pilot = replace(spec, horizon=length, alpha=alpha, compare_bound=False,
-                        h=None if spec.auto_h else spec.h)  # fmt: skip
-        r = run_placement(pilot, rng=gen)
-        gap = excess(r.cost_rate, bound)
-        pilots.append({"alpha": alpha, "cost_rate": r.cost_rate,
-                       "mean_queue_length": r.mean_queue_length,
-                       "gap": math.inf if gap is None else gap})  # fmt: skip
-        if best is None or r.cost_rate < pilots[best]["cost_rate"]:
-            best = i
-        if gap is not None and gap <= spec.target_gap and r.served_fraction >= 0.99:
-            return alpha, pilots
-    assert best is not None
-    return pilots[best]["alpha"], pilots
 
 
 def simulate_placement(
@@ -218,6 +182,10 @@ def simulate_placement(
     ------
     ParameterError
         An argument outside its range (nothing is run).
+    DefaultsRefused
+        DGP or MaxWeight with every parameter left to its default, on a workload the
+        cluster can hold, served less than 99% of some type's jobs, in calibration pilots
+        or in an open-ended run (the message says which type; ``result`` holds the run).
     """
     spec = PlacementSpec(
         policy, cluster, job_types, horizon=horizon, warmup=warmup, beta=beta, alpha=alpha,
@@ -254,9 +222,12 @@ def run_placement(
     # once built, the spec's optional fields hold checked values (none is None)
     alpha: float = spec.alpha  # type: ignore[assignment]
     calibration = None
+    given = spec  # as the caller built it (the run below may fill in the calibrated alpha)
     if (spec.calibrate and bound is not None and bound.value is not None and bound.proven
             and bound_is_cheap(cluster, job_types)):  # fmt: skip
-        alpha, calibration = _calibrate_alpha(spec, bound.value, gen.spawn(1)[0])
+        alpha, calibration = calibrate_alpha(spec, bound.value, gen.spawn(1)[0], run_placement)
+        if spec.auto_h:  # local proposals' bias is in cost units: h follows the alpha chosen
+            spec = replace(spec, alpha=alpha, h=None)
     model = spec.model
     r: Any = spec
     params = EngineParams(model.code, r.beta, alpha, r.h, r.epsilon, r.f,
@@ -313,7 +284,7 @@ def run_placement(
         below = below_bound(fields["cost_rate_ci95"], bound.value, bool(bound.proven))
         if below:
             fields["warnings"] = (*fields["warnings"], below)
-    return PlacementResult(
+    result = PlacementResult(
         policy=model.name, params=shown, seed=seed, horizon=horizon,
         warmup="auto" if fixed is None else f"{fixed:g}", stop_reason=reason,
         precision_target=spec.precision if horizon is None else None,
@@ -325,6 +296,8 @@ def run_placement(
         final_placement=final_table(eng),
         frame_table=ctl.table([jt.name for jt in job_types]) if ctl is not None else None,
     )  # fmt: skip
+    check_served(given, result)
+    return result
 
 
 def _shown_params(spec: PlacementSpec, alpha: float, nu: np.ndarray) -> dict[str, Any]:

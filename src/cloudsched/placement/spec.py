@@ -47,8 +47,10 @@ class PlacementSpec:
     (the longest mean holding time), ``fixed_warmup`` (the warm-up fraction, None:
     detected), ``auto`` (the instance's DGP defaults), ``calibrate`` (whether ``alpha`` will
     be calibrated against the bound), ``rates`` and ``frozen`` (checked ``clock_rate`` and
-    ``frozen_weights``), ``auto_h`` (``h`` was not given) and ``overload`` (the overload
-    warning, None if the workload fits).
+    ``frozen_weights``), ``auto_h`` (``h`` was not given), ``defaults`` (DGP or MaxWeight
+    with none of its parameters given: such a run must serve every type, see
+    :class:`~cloudsched.placement.simulation.DefaultsRefused`) and ``overload`` (the
+    overload warning, None if the workload fits).
     ``beta``, ``alpha``, ``h``, ``epsilon``, ``f`` and the run-length fields hold their
     checked (or default) values.
     """
@@ -83,6 +85,7 @@ class PlacementSpec:
     auto: dict[str, Any] = field(init=False, repr=False)
     calibrate: bool = field(init=False)
     auto_h: bool = field(init=False)
+    defaults: bool = field(init=False)
     rates: tuple[float, ...] | None = field(init=False)
     frozen: tuple[float, ...] | None = field(init=False)
     overload: str | None = field(init=False)
@@ -153,8 +156,13 @@ def _algorithm(
     if h is None:  # local proposals: the bias is in cost units, so it scales with alpha
         h = tuple(b / alpha for b in auto["bias"]) if "bias" in auto else auto.get("h", 0.0)
     hs = _per_type("h", h, nj, low=0.0)
+    given: tuple[Any, ...] = (spec.alpha, spec.h, spec.beta, spec.epsilon, spec.f,
+                              spec.frozen_weights)  # fmt: skip
+    if model.frames:
+        given = (spec.alpha, spec.f)
     out: dict[str, Any] = {
         "auto_h": spec.h is None,
+        "defaults": (model.dgp or model.frames) and all(g is None for g in given),
         "auto": auto,
         "calibrate": model.dgp and spec.alpha is None and spec.frozen_weights is None,
         "beta": check_real("beta", auto.get("beta", 0.1) if spec.beta is None else spec.beta,
