@@ -92,7 +92,202 @@ def test_the_fingerprint_is_part_of_the_cache_key():
     def f(x):
         return x
 
-    a, b = jit._FingerprintCache(f, "one"), jit._FingerprintCache(f, "two")
+    a, b = jit._SourceCache(f, "one"), jit._SourceCache(f, "two")
     codegen = type("Codegen", (), {"magic_tuple": lambda self: ("x",)})()
     assert a._index_key((), codegen) != b._index_key((), codegen)
-    assert a._index_key((), codegen) == jit._FingerprintCache(f, "one")._index_key((), codegen)
+    assert a._index_key((), codegen) == jit._SourceCache(f, "one")._index_key((), codegen)
+
+
+# --- nothing stale runs: the key covers every source a kernel is compiled from ------------
+
+PACKAGE = {
+    "__init__.py": "",
+    "consts.py": "STEP = 1\n",
+    "helper.py": (
+        "from cloudsched._jit import kernel\n"
+        "from tinypkg.consts import STEP\n\n"
+        "@kernel(inline=True)\n"
+        "def bump(x):\n"
+        "    return x + STEP\n"
+    ),
+    "main.py": (
+        "from cloudsched._jit import kernel\n"
+        "from tinypkg.helper import bump\n\n"
+        "@kernel\n"
+        "def run(x):\n"
+        "    return bump(x) * 10\n"
+    ),
+}
+RUN = """
+from tinypkg.main import run
+print(run(1), sum(run.stats.cache_hits.values()), sum(run.stats.cache_misses.values()))
+"""
+
+
+def _tiny(tmp_path, files):
+    import os
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "src" / "tinypkg"
+    pkg.mkdir(parents=True, exist_ok=True)
+    for name, text in files.items():
+        (pkg / name).write_text(text)
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+           "PYTHONPATH": str(tmp_path / "src")}  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True,
+                         env=env, check=True, timeout=300)  # fmt: skip
+    return out.stdout.split()
+
+
+def test_editing_a_helper_module_recompiles_the_kernel(tmp_path):
+    """numba alone keys the cache on main.py: edits of helper.py or consts.py ran old code."""
+    assert _tiny(tmp_path, PACKAGE) == ["20", "0", "1"]  # compiled
+    assert _tiny(tmp_path, PACKAGE) == ["20", "1", "0"]  # loaded from the disk cache
+    edited = {**PACKAGE, "helper.py": PACKAGE["helper.py"].replace("x + STEP", "x + 2 * STEP")}
+    assert _tiny(tmp_path, edited) == ["30", "0", "1"]  # the helper's new code, compiled
+    constant = {**edited, "consts.py": "STEP = 5\n"}
+    assert _tiny(tmp_path, constant) == ["110", "0", "1"]  # a constant imported by name
+    assert _tiny(tmp_path, constant) == ["110", "1", "0"]
+
+
+def test_the_placement_and_dispatch_kernels_are_keyed_on_their_helpers():
+    import cloudsched.dispatch._kernel
+    import cloudsched.dispatch.builtin_policies
+    import cloudsched.placement._kernel  # noqa: F401
+    from cloudsched._jit import source_modules
+
+    def names(root):
+        return {m.__name__ for m in source_modules(root)}
+
+    placement = names("cloudsched.placement._kernel")
+    assert {"cloudsched.placement._kernel_slots", "cloudsched.placement._kernel_propose",
+            "cloudsched.placement.state", "cloudsched.placement.policies",
+            "cloudsched._jit"} <= placement  # fmt: skip
+    assert {"cloudsched.dispatch.view", "cloudsched.dispatch.state"} <= names(
+        "cloudsched.dispatch._kernel")  # fmt: skip
+    # a built-in policy's kernel also follows its hooks' module
+    assert "cloudsched.dispatch.builtin_policies" in names("cloudsched.dispatch.builtin_policies")
+    # installed libraries are versioned, not hashed
+    assert not any(n.startswith(("numpy", "numba")) for n in placement)
+
+
+def test_the_package_version_is_part_of_the_key(monkeypatch):
+    import cloudsched._jit as jit
+
+    jit._FINGERPRINTS.clear()
+    a = jit.source_fingerprint("cloudsched.placement._kernel_slots")
+    jit._FINGERPRINTS.clear()
+    monkeypatch.setattr(jit, "_version", lambda: "9.9.9")
+    b = jit.source_fingerprint("cloudsched.placement._kernel_slots")
+    jit._FINGERPRINTS.clear()
+    assert a != b
+
+
+# --- nobody else's cache ----------------------------------------------------------------
+
+
+def test_the_fallback_folder_is_created_private(tmp_path):
+    import os
+    import stat
+
+    from cloudsched._jit import private_folder
+
+    folder = private_folder(str(tmp_path))
+    st = os.lstat(folder)
+    assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.getuid()
+    assert private_folder(str(tmp_path)) == folder  # reused while private
+
+
+@pytest.mark.parametrize("planted", ["open", "symlink", "other-user", "file"])
+def test_a_fallback_folder_planted_by_someone_else_is_refused(tmp_path, planted):
+    import os
+
+    from cloudsched._jit import private_folder
+
+    folder = tmp_path / f"cloudsched-numba-{os.getuid()}"
+    if planted == "open":
+        folder.mkdir()
+        folder.chmod(0o777)
+    elif planted == "symlink":
+        (tmp_path / "elsewhere").mkdir(mode=0o700)
+        folder.symlink_to(tmp_path / "elsewhere")
+    elif planted == "file":
+        folder.write_text("")
+    else:
+        if os.getuid() != 0:
+            pytest.skip("only root can give a folder to another user")
+        folder.mkdir(mode=0o700)
+        os.chown(folder, 65534, 65534)
+    with pytest.raises(PermissionError, match="not a private folder"):
+        private_folder(str(tmp_path))
+
+
+def test_a_cache_folder_others_can_write_is_not_used(fresh_jit, tmp_path, monkeypatch):
+    """NUMBA_CACHE_DIR (or any folder numba picks) open to others: the private one instead."""
+    import os
+    import tempfile
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o777)
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(shared))
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+
+    def add_two(x):
+        return x + 2
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        f = fresh_jit.kernel(add_two)
+    assert f(1) == 3
+    assert "is not private to this user" in str(caught[0].message)
+    private = tmp_path / "tmp" / f"cloudsched-numba-{os.getuid()}"
+    assert str(f._cache._cache_path).startswith(str(private))
+
+
+GREEDY = """
+import numpy as np
+from cloudsched.placement import Cluster, JobType, chain, simulate_placement
+cluster = Cluster(np.array([2, 2]), cpu=[100.0, 100.0])
+jobs = [JobType("pair", 0.5, 1.0, chain(2).with_demands(60.0, 0.0))]
+res = simulate_placement("greedy", cluster, jobs, horizon=200.0, rng=1, compare_bound=False)
+print(round(res.mean_partition_cost, 6))
+"""
+
+
+@pytest.mark.slow
+def test_a_planted_bug_in_a_real_kernel_helper_is_compiled_in(tmp_path):
+    """The issue's case, on the package itself: greedy's CPU check lives in _kernel_slots.py.
+
+    A copy of the package runs greedy on machines that hold one 60% executor each (every
+    pair is cut: cost 1 per job); planting "every machine fits" in the helper must show up
+    (pairs on one machine, cost 0) although the kernel's own file is unchanged.
+    """
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import cloudsched
+
+    src = tmp_path / "src"
+    shutil.copytree(Path(cloudsched.__file__).parent, src / "cloudsched",
+                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(src)}
+
+    def run():
+        out = subprocess.run([sys.executable, "-c", GREEDY], capture_output=True, text=True,
+                             env=env, check=True, timeout=900, cwd=tmp_path)  # fmt: skip
+        return float(out.stdout.split()[-1])
+
+    assert run() == 1.0
+    helper = src / "cloudsched" / "placement" / "_kernel_slots.py"
+    text = helper.read_text()
+    check = "    if mo.par[S.P_RES] == 0.0:\n        return True\n    return res[0, m]"
+    planted = text.replace(check, check.replace("mo.par[S.P_RES] == 0.0", "True"))
+    assert planted != text
+    helper.write_text(planted)
+    assert run() == 0.0

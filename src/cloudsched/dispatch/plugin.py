@@ -54,7 +54,6 @@ __all__ = ["PluginError", "Policy", "hook", "load_plugin", "register_policy", "r
 _DISPATCHERS = ("required", "optional", "unused")
 _D_MEANINGS = ("servers", "dispatchers", None)
 _HOOKS = ("choose", "on_arrival", "on_departure", "on_start")
-_KERNEL_FILES = ("_kernel.py", "view.py", "state.py", "plugin.py", "../_jit.py")
 #: Models (built-in policies with a mean field) a policy may borrow.
 MODELS = ("random", "pod", "jsq", "jiq", "jiq-pod")
 
@@ -148,15 +147,21 @@ class Policy:
         ``general``: the event-list engine, else the Markov-chain one.  Each pair is built
         once per process (and loaded from the disk cache when it can be).
         """
+        from cloudsched._jit import source_fingerprint
         from cloudsched.dispatch._kernel import build
 
         key = (self.fingerprint, bool(general))
         if key not in _COMPILED:
             h = self.hooks
+            # the hooks' module and everything it refers to (a plug-in's own helper files
+            # too): the kernel's own module is added by the cache itself
+            module = getattr(h["choose"], "py_func", h["choose"]).__module__
+            fingerprint = hashlib.sha256(
+                f"{self.fingerprint}:{source_fingerprint(module)}".encode()).hexdigest()
             _COMPILED[key] = build(
                 h["choose"], h["on_arrival"], h["on_departure"], h["on_start"],
                 iqueues=self.iqueues, per_dispatcher=self.per_dispatcher,
-                general=bool(general), fingerprint=self.fingerprint,
+                general=bool(general), fingerprint=fingerprint,
             )  # fmt: skip
         return _COMPILED[key]
 
@@ -189,19 +194,8 @@ def _check_options(name: str, options: dict[str, Any]) -> None:
 
 
 def _fingerprint(name: str, cls: type, options: dict[str, Any]) -> str:
-    """Hash of everything the compiled kernel is made of (so the disk cache follows edits)."""
-    parts = [name, repr(sorted(options.items(), key=str))]
-    here = Path(__file__).resolve().parent
-    files = [here / f for f in _KERNEL_FILES]
-    module = sys.modules.get(cls.__module__)
-    source = getattr(module, "__file__", None)
-    if source:
-        files.append(Path(source))
-    for path in files:
-        try:
-            parts.append(path.read_bytes().hex())
-        except OSError:
-            parts.append(str(path))
+    """Hash of the policy's name, options and module (the sources are added when it compiles)."""
+    parts = [name, repr(sorted(options.items(), key=str)), cls.__module__]
     return hashlib.sha256("\0".join(parts).encode()).hexdigest()
 
 
