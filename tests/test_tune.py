@@ -135,3 +135,36 @@ def test_a_threshold_of_zero_is_run_as_zero():
                     seed=1)  # fmt: skip
     assert [res.threshold for _, res in pairs] == [0, 2]
     assert [row["threshold"] for row, _ in pairs] == [0, 2]
+
+
+def test_a_small_farm_skips_a_d_that_does_not_fit_yet():
+    """The issue's case: --rate 1.5 starts at N = 2, where d = 3 cannot probe 3 servers."""
+    res = tune(rate=1.5, target=10.0, servers=(1, 50), policies=("pod", "jiq-pod"), ds=(2, 3),
+               seed=1)  # fmt: skip
+    names = {(c["policy"], c["d"]): c for c in res.certified}
+    assert ("pod", 3) in names and ("jiq-pod", 3) in names
+    assert names[("pod", 3)]["servers"] >= 3
+    assert any("fits from N = 3" in line for line in res.log)
+
+
+def test_a_d_that_never_fits_is_skipped_not_fatal():
+    res = tune(rate=0.5, target=10.0, servers=(1, 3), policies=("pod",), ds=(2, 8), seed=1)
+    skipped = [c for c in res.candidates if c["d"] == 8]
+    assert skipped[0]["status"].startswith("skipped: does not fit N <= 3")
+    assert [c["d"] for c in res.certified] == [2]
+
+
+@pytest.mark.parametrize(("metric", "target", "floor"), [("p99", 4.5, "4.605"), ("mean", 1.0, "1")])
+def test_a_target_below_the_service_times_alone_is_refused(metric, target, floor):
+    from cloudsched.errors import ParameterError
+
+    with pytest.raises(ParameterError, match=f"{metric} must be above {floor} mean service"):
+        tune(rate=5.0, target=target, metric=metric, servers=(6, 20))
+
+
+def test_an_impossible_target_on_a_log_is_refused_in_its_unit(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["tune", "--trace", "nginx-sample", "--p99", "5", "--unit", "ms"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1
+    assert err.startswith("error: --p99 must be above ") and " ms, the p99 of the service" in err

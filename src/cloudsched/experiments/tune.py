@@ -108,6 +108,47 @@ def _bisect_meanfield(policy: str, d: int, r: float, rate: float, lo: int, hi: i
     return lo
 
 
+def _fits(cand: dict[str, Any], rate: float, n: int, options: dict[str, Any]) -> str | None:
+    """Return why a candidate cannot run on ``n`` servers (d above N, ...), or None."""
+    from cloudsched.dispatch.spec import SimulationSpec
+
+    try:
+        SimulationSpec(cand["policy"], servers=n, load=rate / n, r=min(cand["r"], n),
+                       d=cand["d"] or 2, threshold=threshold_of(cand["threshold"]),
+                       **options)  # fmt: skip
+    except ParameterError as exc:
+        return str(exc)
+    return None
+
+
+def _smallest_fit(cand: dict[str, Any], rate: float, lo: int, hi: int,
+                  options: dict[str, Any]) -> tuple[int | None, str | None]:  # fmt: skip
+    """Return the smallest N in [lo, hi] the candidate can run on (d, r fit), and why not."""
+    why = None
+    for n in range(lo, min(hi, lo + 64) + 1):  # d and r need at most a few servers more
+        why = _fits(cand, rate, n, options)
+        if why is None:
+            return n, None
+    return None, why
+
+
+def service_floor(metric: str, service: Any, seed: int) -> float:
+    """Return the metric of the service times alone, a floor no response time goes under.
+
+    The mean is 1 (times are in mean service times); the p99 is ``log 100`` for the
+    default exponential law, else the p99 of 200,000 service times drawn from ``service``.
+    """
+    if metric == "mean":
+        return 1.0
+    if service is None:
+        return math.log(100.0)
+    from cloudsched.dispatch.distributions import parse_spec
+
+    law = parse_spec(service) if isinstance(service, str) else service
+    sample = law.scaled(1.0).sample(np.random.default_rng([seed, 99]), 200_000)
+    return float(np.quantile(sample, 0.99))
+
+
 def _meanfield_messages(cand: dict[str, Any], rate: float, n: int) -> float:
     """Return the mean-field messages per task of a candidate on ``n`` servers."""
     from cloudsched.dispatch.meanfield import predict
@@ -273,6 +314,12 @@ def tune(
         out.log.append(line)
         speak(line)
 
+    floor = service_floor(metric, service, seed)
+    if target <= floor:
+        raise ParameterError(metric, f"{target * scale:.6g} {unit}", (
+            f"above {floor * scale:.4g} {unit}, the {metric} of the service times alone: "
+            "every response includes its own service, so no setting meets a target below it"
+        ))  # fmt: skip
     exponential = service is None and arrivals is None
     t = _Tune(metric, target, rate, max_messages, seed,
               {"service": service, "arrivals": arrivals, "precision": precision,
@@ -286,13 +333,19 @@ def tune(
         entry = {"candidate": name, **cand, "status": "", "servers": None}
         out.candidates.append(entry)
         log(f"{name}:")
-        start = stable
         if stable > hi_n:
             entry["status"] = f"pruned: unstable below N = {stable} > {hi_n}"
             log("  " + entry["status"])
             continue
+        start, why = _smallest_fit(cand, rate, stable, hi_n, t.options)
+        if start is None:  # d (or r) needs more servers than the range has
+            entry["status"] = f"skipped: does not fit N <= {hi_n} ({why})"
+            log("  " + entry["status"])
+            continue
+        if start > stable:
+            log(f"  fits from N = {start} (below: {_fits(cand, rate, start - 1, t.options)})")
         if exponential and cand["policy"] in MEANFIELD_POLICIES:
-            bound = _bisect_meanfield(cand["policy"], cand["d"] or 2, cand["r"], rate, stable,
+            bound = _bisect_meanfield(cand["policy"], cand["d"] or 2, cand["r"], rate, start,
                                       hi_n, target, metric)  # fmt: skip
             if bound is None:
                 entry["status"] = f"pruned: the mean field misses the target even at N = {hi_n}"
