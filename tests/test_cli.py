@@ -482,3 +482,14 @@ def test_compare_prints_one_table_of_theory_beside_simulation(capsys, tmp_path):
     assert (df["messages_per_task"][df["policy"] == "random"] == 0).all()
     pod = df[df["policy"] == "pod"]
     np.testing.assert_allclose(pod["messages_per_task"], pod["d"], rtol=0.02)  # d probes a task
+
+
+def test_compare_says_when_a_precision_is_not_reached(capsys):
+    """The issue's case: --precision 1e-9 stopped at --max-tasks with no word of it."""
+    with pytest.raises(SystemExit) as exc:
+        main(["compare", "jiq", "--servers", "100", "--load", "0.5", "--precision", "1e-9",
+              "--max-tasks", "200000"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert exc.value.code == 0
+    assert "~" in out and "before --precision 1e-09 held" in out
+    assert "precision reached" in err and "(target 1e-07%)" in err

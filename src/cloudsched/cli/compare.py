@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -22,7 +23,9 @@ def _fmt(v: Any, digits: int = 4) -> str:
 
 
 def compare_table(rows: list[dict[str, Any]], title: str) -> str:
-    """Render compare rows in 80 columns (``*``: not steady; ``-``: no model or interval).
+    """Render compare rows in 80 columns (``*``: not steady; ``~``: short of its precision).
+
+    ``-``: no model or interval.
 
     ``mf``: the mean field; ``sim T``: the simulated mean.  The ``d`` column shows
     jiq-threshold's ``z`` instead (``z=1``).
@@ -38,8 +41,8 @@ def compare_table(rows: list[dict[str, Any]], title: str) -> str:
         cols["r"].append(f"{row['r']:g}")
         cols["load"].append(_fmt(row["load"]))
         cols["mf T"].append(_fmt(row["meanfield_T"]))
-        cols["sim T"].append(_fmt(row["mean_response_time"]) +
-                                 ("" if row["steady_state"] else "*"))  # fmt: skip
+        cols["sim T"].append(_fmt(row["mean_response_time"]) + (
+            "*" if not row["steady_state"] else "~" if _short(row) else ""))  # fmt: skip
         cols["± 95%"].append(_fmt(half, 2))
         cols["mf p99"].append(_fmt(row["meanfield_p99"]))
         cols["p99"].append(_fmt(row["p99"]))
@@ -48,7 +51,18 @@ def compare_table(rows: list[dict[str, Any]], title: str) -> str:
     text += "mf: mean field (N = inf); sim T: simulated mean; ± 95%: half-width of its CI\n"
     if not all(r["steady_state"] for r in rows):
         text += "* not steady: no interval, the number describes this run only\n"
+    short = [r for r in rows if r["steady_state"] and _short(r)]
+    if short:
+        asked = short[0].get("precision_target")
+        reached = ", ".join(_fmt(r.get("precision_reached"), 3) for r in short)
+        text += (f"~ stopped at --max-tasks before --precision {asked:.3g} held (reached "
+                 f"{reached}):\n  the interval is wider than asked\n")  # fmt: skip
     return text
+
+
+def _short(row: dict[str, Any]) -> bool:
+    """Whether an open-ended run stopped before its precision target held."""
+    return row.get("stop_reason") == "max_tasks" and row.get("precision_target") is not None
 
 
 def compare(
@@ -146,6 +160,9 @@ def compare(
     inputs = run_inputs(service=service, arrivals=arrivals, speeds=None, log=log,
                         service_scale=1.0, load_given=grid != [None])  # fmt: skip
     rows = [row for row, _ in pairs]
+    for row, res in pairs:  # every run's own warnings, as simulate gives them
+        for note in res.warnings:
+            sys.stderr.write(f"warning: {row['policy']} load {_fmt(row['load'])}: {note}\n")
     title = f"compare: N = {servers}, seed {seed} ({inputs['time_unit']})"
     if fmt == "table":
         text = compare_table(rows, title)

@@ -243,8 +243,8 @@ def run_until_precise(
                     progress(-1.0, "")
         status = _check(engines, batches, relaxation, precision)
         if progress is not None:
-            shown = "—" if not math.isfinite(status.precision) else f"{status.precision:.2%}"
-            progress(status.fraction, f"precision {shown} (target {precision:.2%})")
+            shown = "—" if not math.isfinite(status.precision) else f"{100 * status.precision:.3g}%"
+            progress(status.fraction, f"precision {shown} (target {100 * precision:.3g}%)")
         if status.done:
             accepted = status.prefixes
             break

@@ -147,10 +147,10 @@ def summarise(
     steady, notes = _verdict(spec, ests, wins, relax)
     centre, ci, reached, method = _interval(spec, ests, steady, notes)
     if reason == "max_tasks" and spec.open_ended:
-        shown = "none" if reached is None else f"{reached:.2%}"
+        shown = "none" if reached is None else f"{100 * reached:.3g}%"
         notes.append(f"stopped at max_tasks = {max(r.measured for r in runs)} arrivals before "
                      f"the stopping rule held: precision reached {shown} (target "
-                     f"{spec.precision:.2%})")  # fmt: skip
+                     f"{100 * spec.precision:.3g}%)")  # fmt: skip
     averages = _averages(spec, wins)
     events, wall = sum(run.events for run in runs), sum(run.wall_seconds for run in runs)
     work, model = spec.work, spec.model

@@ -160,6 +160,8 @@ def compare(
             "msg_delete": res.messages.get("delete", 0.0),
             "msg_probe": res.messages.get("probe", 0.0),
             "steady_state": res.steady_state, "stop_reason": res.stop_reason,
+            "precision_target": res.precision_target,
+            "precision_reached": res.precision_reached,
             "measured_tasks": res.measured_tasks, "warnings": "; ".join(res.warnings),
         }  # fmt: skip
         out.append((row, res))
