@@ -151,3 +151,46 @@ def test_cli_predict_at_n_servers(capsys):
     assert code == 0 and "busy@1" in header and "busy@3" in header
     code, _, err = _cli(capsys, "predict", "random", "--speeds", "1,3", "--load", "0.7")
     assert code == 2 and "slowest class" in err
+
+
+@pytest.mark.parametrize(("policy", "n", "m", "cap"), [
+    ("pod", 4, 1, 5), ("jsq", 3, 1, 7), ("jiq", 3, 3, 4), ("jiq", 4, 2, 3), ("jiq-pod", 5, 2, 3),
+    ("jiq-pod", 3, 1, 6),
+])  # fmt: skip
+def test_the_state_count_is_the_chain_built(policy, n, m, cap):
+    """Counted before building (levels, and partitions of the idle servers into I-queues)."""
+    from cloudsched.dispatch.exact import _solve_once, state_count
+
+    assert state_count(policy, n, m, cap) == _solve_once(policy, n, m, 0.6, 2, False, cap).states
+
+
+def test_an_exact_chain_too_large_is_refused_before_it_is_built(capsys, monkeypatch):
+    """The issue's case printed nothing for minutes; now the count decides at once."""
+    import cloudsched.dispatch.exact as exact
+
+    built = []
+    monkeypatch.setattr(exact, "_solve_once", lambda *a: built.append(a))
+    code, out, err = _cli(capsys, "predict", "pod", "--servers", "20", "--load", "0.9",
+                          "--method", "exact")  # fmt: skip
+    assert code == 2 and err.count("\n") == 1 and not out
+    assert "at 8 tasks per server it has 3,108,105" in err and "refined" in err
+    assert built == []
+
+
+def test_a_chain_the_solver_cannot_finish_is_refused(monkeypatch):
+    import cloudsched.dispatch.exact as exact
+    from cloudsched.errors import ParameterError
+
+    def stuck(*args):
+        raise ArithmeticError("the exact chain's solve did not converge in 1000 iterations")
+
+    monkeypatch.setattr(exact, "_solve_once", stuck)
+    with pytest.raises(ParameterError, match=r"did not converge .*use --method refined"):
+        solve_exact("pod", 3, 0.9)
+
+
+def test_the_exact_chain_says_what_it_is_doing():
+    said = []
+    predict_finite("pod", 3, [0.8], method="exact", progress=said.append)
+    assert said and said[0].startswith("exact chain: ")
+    assert "states at 8 tasks per server" in said[0]

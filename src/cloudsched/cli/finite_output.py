@@ -16,10 +16,15 @@ def finite_predict(policy: str, servers: int, loads: Any, *, r: float, d: int, r
     """Print (or write) mean field, refined and exact values at ``servers`` servers."""
     import pandas as pd
 
+    from cloudsched.cli.common import LazyProgress
     from cloudsched.dispatch.finite import as_arrays, predict_finite
 
-    preds = predict_finite(policy, servers, loads, r=r, d=d, replace=replace, method=method,
-                           z=z)
+    bar = LazyProgress(f"predict {policy} N={servers}", delay=1.0)
+    try:
+        preds = predict_finite(policy, servers, loads, r=r, d=d, replace=replace, method=method,
+                               z=z, progress=lambda text: bar(-1.0, text))  # fmt: skip
+    finally:
+        bar.close()
     first = preds[0]
     cols = as_arrays(preds)
     df = pd.DataFrame({

@@ -25,6 +25,7 @@ labelled servers (:mod:`cloudsched.testing.exact_chain`) checks it in the tests.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from math import comb
 from typing import Any
@@ -41,6 +42,10 @@ EXACT_POLICIES = ("random", "pod", "jsq", "jiq", "jiq-pod")
 MAX_STATES = 400_000
 #: Chains up to this size are solved by sparse LU.
 DIRECT_STATES = 12_000
+#: Iterations GMRES gets on a larger chain (a chain of 4 servers at 91,390 states takes 339).
+GMRES_ITERATIONS = 1_000
+#: Short of GMRES's convergence, LU up to this size (its fill-in grows fast beyond).
+LU_FALLBACK_STATES = 40_000
 
 
 @dataclass(frozen=True)
@@ -69,12 +74,28 @@ def _choice(policy: str, c: tuple[int, ...], n: int, d: int, replace: bool) -> l
     return list(tail[:-1] - tail[1:])
 
 
+def _partitions(total: int, parts: int) -> list[int]:
+    """Partitions of ``0..total`` into at most ``parts`` parts (``p[t]``)."""
+    p = [1] + [0] * total
+    for size in range(1, parts + 1):  # parts of at most ``parts``: conjugate partitions
+        for t in range(size, total + 1):
+            p[t] += p[t - size]
+    return p
+
+
 def state_count(policy: str, n: int, m: int, cap: int) -> int:
-    """Return an upper bound on the number of states (multisets of levels and I-queue sizes)."""
+    """Return the number of states of the lumped chain with ``cap`` tasks per server at most.
+
+    Levels: ``c_0..c_cap`` summing to ``n``, ``C(n + cap, cap)`` of them.  JIQ and JIQ-Pod
+    also hold the I-queue sizes, which list the ``c_0`` idle servers: ``e`` is a partition
+    of ``c_0`` into at most ``m`` parts (a lower bound, the levels' count, is returned once
+    it exceeds :data:`MAX_STATES`).
+    """
     servers = comb(n + cap, cap)
-    if policy in ("jiq", "jiq-pod"):
-        return servers * comb(m + n, n)
-    return servers
+    if policy not in ("jiq", "jiq-pod") or servers > MAX_STATES:
+        return servers
+    p = _partitions(n, m)
+    return sum(comb(n - idle + cap - 1, cap - 1) * p[idle] for idle in range(n + 1))
 
 
 def _neighbours(policy: str, state: tuple[int, ...], n: int, m: int, lam: float, d: int,
@@ -143,7 +164,11 @@ def _stationary(a: Any) -> np.ndarray:
     """Solve ``a x = e_0`` and normalise: LU while small, else Jacobi-preconditioned GMRES.
 
     SuperLU's fill-in on these lattice-like chains grows fast (a 66,000-state chain took
-    minutes); GMRES with a diagonal preconditioner solves it in about 20 s on two cores.
+    minutes); GMRES with a diagonal preconditioner solves the chains of a few servers (a
+    long, thin lattice) in a few hundred iterations, but not those of many servers with few
+    levels.  So GMRES gets :data:`GMRES_ITERATIONS` iterations; short of convergence, LU
+    takes over up to :data:`LU_FALLBACK_STATES` states (8 servers, 12,870 states: 8 s),
+    and a larger chain is refused (``ArithmeticError``).
     """
     from scipy.sparse import linalg as splinalg
 
@@ -157,9 +182,12 @@ def _stationary(a: Any) -> np.ndarray:
         diag[diag == 0] = 1.0
         pre = splinalg.LinearOperator(a.shape, lambda v: v / diag)
         x, info = splinalg.gmres(a, b, M=pre, rtol=1e-12, atol=0.0, restart=200,
-                                 maxiter=500)  # fmt: skip
+                                 maxiter=GMRES_ITERATIONS // 200)  # fmt: skip
         if info != 0:
-            raise ArithmeticError(f"the exact chain's solve did not converge ({size} states)")
+            if size > LU_FALLBACK_STATES:
+                raise ArithmeticError(f"the exact chain's solve did not converge in "
+                                      f"{GMRES_ITERATIONS} iterations ({size:,} states)")
+            x = splinalg.spsolve(a, b)
     return np.asarray(x / x.sum())
 
 
@@ -178,9 +206,6 @@ def _solve_once(policy: str, n: int, m: int, lam: float, d: int, replace: bool,
     rows, cols, vals, lost_rate = [], [], [], []
     k = 0
     while k < len(states):
-        if len(states) > MAX_STATES:
-            raise ParameterError("servers", n, f"a system of at most {MAX_STATES} states "
-                                 "for --method exact (use refined or simulate)")  # fmt: skip
         out, lost = _neighbours(policy, states[k], n, m, lam, d, replace, cap)
         lost_rate.append(lost)
         for nxt, rate in out.items():
@@ -207,14 +232,16 @@ def _solve_once(policy: str, n: int, m: int, lam: float, d: int, replace: bool,
 
 def solve_exact(
     policy: str, n: int, load: float, *, m: int = 1, d: int = 2, replace: bool = False,
-    tol: float = 1e-9, cap: int | None = None,
+    tol: float = 1e-9, cap: int | None = None, progress: Callable[[str], None] | None = None,
 ) -> ExactSolution:  # fmt: skip
     """Exact mean response time of ``policy`` on ``n`` servers and ``m`` dispatchers.
 
     ``random`` is independent M/M/1 queues (``1 / (1 - load)``, no chain).  Otherwise the
     truncation level starts at 8 tasks per server and grows (extrapolating the geometric
-    decay of the dropped fraction) until that fraction is below ``tol`` (or the state space exceeds
-    :data:`MAX_STATES`: then the error names ``servers``).  Give ``cap`` to fix it.
+    decay of the dropped fraction) until that fraction is below ``tol``.  The states of the
+    next level are counted before it is built (:func:`state_count`): more than
+    :data:`MAX_STATES` is refused at once, naming ``servers`` and the count.  Give ``cap``
+    to fix the level.  ``progress`` is told each level, its states and what it dropped.
     """
     if policy not in EXACT_POLICIES:
         raise ParameterError("policy", policy, "one of " + ", ".join(EXACT_POLICIES)
@@ -223,18 +250,27 @@ def solve_exact(
         m = 1
     if policy == "random":  # independent M/M/1 queues at every N
         return ExactSolution(1.0 / (1.0 - load), 0.0, 0, 0)
-    if cap is not None:
-        return _solve_once(policy, n, m, load, d, replace, cap)
+    say = progress or (lambda _: None)
     tried: list[tuple[int, float]] = []
-    level = 8
+    level = 8 if cap is None else cap
     while True:
-        if state_count(policy, n, m, level) > 40 * MAX_STATES:
-            raise ParameterError("servers", n, f"a system of at most {MAX_STATES} states at "
-                                 "this load for --method exact (use refined or simulate)")
-        sol = _solve_once(policy, n, m, load, d, replace, level)
-        if sol.truncation <= tol:
+        count = state_count(policy, n, m, level)
+        if count > MAX_STATES:
+            done = (f"; at {tried[-1][0]} tasks per server it dropped {tried[-1][1]:.2g} of "
+                    f"the arrivals, above tol {tol:g}") if tried else ""  # fmt: skip
+            raise ParameterError("servers", n, (
+                f"a system whose exact chain fits {MAX_STATES:,} states: at {level} tasks per "
+                f"server it has {count:,}{done} (use --method refined or simulate)"))  # fmt: skip
+        say(f"exact chain: {count:,} states at {level} tasks per server")
+        try:
+            sol = _solve_once(policy, n, m, load, d, replace, level)
+        except ArithmeticError as exc:
+            raise ParameterError("servers", n, f"a system whose exact chain can be solved here: "
+                                 f"{exc} (use --method refined or simulate)") from None
+        if cap is not None or sol.truncation <= tol:
             return sol
         tried.append((level, sol.truncation))
+        say(f"exact chain: {level} tasks per server dropped {sol.truncation:.2g} (tol {tol:g})")
         level = _next_cap(tried, tol)
 
 

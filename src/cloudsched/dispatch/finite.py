@@ -15,6 +15,7 @@ distinct servers unless ``replace`` (the simulator's default is the same).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -71,6 +72,7 @@ def _exact_cheap(policy: str, n: int, m: int) -> bool:
 def predict_finite(
     policy: str, servers: int, loads: ArrayLike, *, r: float = 10.0, d: int = 2,
     replace: bool = False, method: str = "auto", tol: float = 1e-6, z: int = 1,
+    progress: Callable[[str], None] | None = None,
 ) -> list[FinitePrediction]:  # fmt: skip
     """Mean response time of ``policy`` on ``servers`` servers at each load.
 
@@ -96,6 +98,8 @@ def predict_finite(
         Truncation of the exact chain: largest fraction of arrivals dropped.
     z : int
         Threshold of ``jiq-threshold``.
+    progress : callable, optional
+        Told what the exact chain is doing (its size at each truncation level).
     """
     from cloudsched.dispatch.exact import EXACT_POLICIES, solve_exact
     from cloudsched.dispatch.prediction import predict as mf_predict
@@ -134,7 +138,8 @@ def predict_finite(
 
             exact, trunc = round_robin_one_dispatcher(float(x), n), 0.0
         elif want_exact:
-            sol = solve_exact(policy, n, float(x), m=m, d=d, replace=replace, tol=tol)
+            sol = solve_exact(policy, n, float(x), m=m, d=d, replace=replace, tol=tol,
+                              progress=progress)  # fmt: skip
             exact, trunc = sol.mean_response_time, sol.truncation
         if exact is not None:
             source, value = "exact", exact
