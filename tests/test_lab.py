@@ -128,10 +128,14 @@ def test_a_real_proxy_serves_every_request(balancer, policy):
 
 
 def test_generated_configurations(tmp_path):
-    text = nginx_config(tmp_path, 0, 18000, [18001, 18002], "pod")
+    text = nginx_config(tmp_path, 0, 18000, [18001, 18002], "pod", "ab12")
     assert "random two least_conn;" in text and "127.0.0.1:18002" in text
-    cfg = haproxy_config(tmp_path, 1, 18010, [18001, 18002], "pod", 3)
+    assert '$http_x_lab_key != "ab12"' in text  # requests without the run's token: 403
+    cfg = haproxy_config(tmp_path, 1, 18010, [18001, 18002], "pod", 3, "ab12")
     assert "balance random(3)" in cfg and "check inter 500ms" in cfg
+    assert "req.hdr(x-lab-key) -m str ab12" in cfg and "hdr X-Lab-Key ab12" in cfg
+    with pytest.raises(ValueError, match="hexadecimal"):
+        nginx_config(tmp_path, 0, 18000, [18001], "pod", 'x"; return 200; #')
     if binary("nginx"):
         (tmp_path / "n.conf").write_text(text)
         ok = subprocess.run([binary("nginx"), "-t", "-p", str(tmp_path), "-c",

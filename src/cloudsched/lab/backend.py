@@ -14,6 +14,11 @@ The join leaves from the worker thread the instant service ends (the
 measured delay to the dispatcher is in the result).  Probes (``P``) are answered with the
 number of tasks held.  All counters are cumulative;
 the controller differences two snapshots.
+
+Only the run's own processes are heard (:mod:`cloudsched.lab.auth`): a datagram without the
+run's MAC, or seen before, and a request without its token (403) are dropped and counted;
+so is a request for work outside ``[0, --max-work]`` seconds (400).  Every socket is bound
+to 127.0.0.1.
 """
 
 from __future__ import annotations
@@ -21,15 +26,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import math
 import os
 import queue
 import socket
 import threading
 import time
 from typing import Any, cast
+from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
+from cloudsched.lab.auth import Signer, Verifier, http_token, key_from_env, token_ok
 from cloudsched.lab.child import die_with_parent, guard, ready
 from cloudsched.lab.protocol import read_message, response_bytes
 
@@ -61,6 +69,11 @@ class Server:
     def __init__(self, args: argparse.Namespace) -> None:
         self.index: int = args.index
         self.policy: str = args.policy
+        self.max_work: float = args.max_work
+        key = key_from_env()
+        self.token = http_token(key)
+        self.signer = Signer(key, f"s{self.index}")
+        self.verifier = Verifier(key)
         self.slow: float = args.slow
         self.drop: float = args.drop
         self.rng = np.random.default_rng(np.random.SeedSequence(args.seed))
@@ -73,6 +86,7 @@ class Server:
         # joins leave from the worker thread the moment service ends, deletes from the loop:
         # both through this plain socket, and the state both threads touch under the lock
         self.tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.tx.bind(("127.0.0.1", 0))
         self.lock = threading.Lock()
         self.last_change = time.perf_counter()
         self.state_time = [0.0] * LEVELS
@@ -83,6 +97,8 @@ class Server:
             "delete": 0,
             "probe_answered": 0,
             "health": 0,
+            "rejected_requests": 0,
+            "bad_requests": 0,
         }
         self.busy_time = 0.0
 
@@ -103,6 +119,7 @@ class Server:
                 "held": self.held,
                 "busy_time": self.busy_time,
                 "state_time": list(self.state_time),
+                "rejected_datagrams": self.verifier.rejected,
                 **self.count,
             }
 
@@ -110,7 +127,7 @@ class Server:
     def send(self, k: int, text: str) -> None:
         """Send one control message to dispatcher ``k``."""
         if 0 <= k < len(self.peers):
-            self.tx.sendto(text.encode(), self.peers[k])
+            self.tx.sendto(self.signer.seal(text), self.peers[k])
 
     def join(self, idle_since: float | None = None) -> None:
         """Join a uniformly drawn dispatcher's I-queue when the queue empties (JIQ family)."""
@@ -181,21 +198,45 @@ class Control(asyncio.DatagramProtocol):
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
         s = self.server
-        text = data.decode(errors="replace")
+        opened = s.verifier.open(data)
+        if opened is None:
+            return
+        text, sender = opened
         kind, _, rest = text.partition(" ")
-        if kind == "P":
+        if kind == "P" and sender.startswith("d") and rest.isdigit():
             s.count["probe_answered"] += 1
             reply = f"R {rest} {s.index} {s.held}"
-        elif kind == "C":
-            s.peers = [("127.0.0.1", int(p)) for p in json.loads(rest)["dispatchers"]]
+        elif kind == "C" and sender == "c":
+            try:
+                ports = [int(p) for p in json.loads(rest)["dispatchers"]]
+            except (ValueError, KeyError, TypeError):
+                s.verifier.rejected += 1
+                return
+            if not all(0 < p < 65536 for p in ports):
+                s.verifier.rejected += 1
+                return
+            s.peers = [("127.0.0.1", p) for p in ports]
             reply = "OK"
             with s.lock:
                 if s.held == 0 and s.listed < 0:
                     s.join()
         else:
+            s.verifier.rejected += 1
             return
         assert s.udp is not None
-        s.udp.sendto(reply.encode(), addr)
+        s.udp.sendto(s.signer.seal(reply), addr)
+
+
+def _work(server: Server, path: str, headers: dict[str, str]) -> tuple[float, int] | None:
+    """Return a ``/work`` request's work (s) and popping dispatcher; None if out of range."""
+    try:
+        w = float(parse_qs(urlsplit(path).query, max_num_fields=4)["w"][0])
+        popped = int(headers.get("x-popped", "-1"))
+    except (ValueError, KeyError, IndexError):
+        return None
+    if not (math.isfinite(w) and 0.0 <= w <= server.max_work) or not -1 <= popped < 2**20:
+        return None
+    return w, popped
 
 
 async def _handle(
@@ -205,6 +246,10 @@ async def _handle(
     try:
         while (msg := await read_message(reader)) is not None:
             path = msg.path
+            if not token_ok(msg.headers, server.token):
+                server.count["rejected_requests"] += 1
+                writer.write(response_bytes(403, {}, b"forbidden"))
+                continue
             if path.startswith("/stats"):
                 body = json.dumps(server.stats()).encode()
                 writer.write(response_bytes(200, {"Content-Type": "application/json"}, body))
@@ -213,9 +258,14 @@ async def _handle(
                 server.count["health"] += 1
                 writer.write(response_bytes(200, {"X-Server": str(server.index)}))
                 continue
-            w = float(path.partition("w=")[2] or 0.0) if path.startswith("/work") else 0.0
+            job = _work(server, path, msg.headers) if path.startswith("/work") else None
+            if job is None:
+                server.count["bad_requests"] += 1
+                writer.write(response_bytes(400, {}, b"bad request"))
+                continue
+            w, popped = job
             arrival = time.perf_counter()
-            ahead = server.take(int(msg.headers.get("x-popped", "-1")))
+            ahead = server.take(popped)
             fut: asyncio.Future[tuple[float, float]] = loop.create_future()
             server.jobs.put((w, fut, loop))
             start, end = await fut
@@ -270,6 +320,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--slow", type=float, default=1.0)
     p.add_argument("--drop", type=float, default=0.0)
     p.add_argument("--mode", choices=("sleep", "cpu"), default="sleep")
+    p.add_argument("--max-work", type=float, default=600.0)
     p.add_argument("--parent", type=int, default=os.getppid())
     p.add_argument("--lifetime", type=float, default=600.0)
     p.add_argument("--run-dir", default="")  # names the run in the process list

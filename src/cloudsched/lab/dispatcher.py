@@ -17,6 +17,9 @@ dispatchers, as in the paper):
 A forward that fails (connection refused or cut) marks the server dead: it leaves the
 I-queue, no policy chooses it, the request is retried on another server (at most
 ``MAX_TRIES`` in all) and a health check every second brings the server back if it answers.
+
+Only the run's own processes are heard (:mod:`cloudsched.lab.auth`): a datagram without the
+run's MAC, or seen before, and a request without its token (403) are dropped and counted.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from typing import Any, cast
 
 import numpy as np
 
+from cloudsched.lab.auth import Signer, Verifier, http_token, key_from_env, token_ok
 from cloudsched.lab.child import die_with_parent, guard, ready
 from cloudsched.lab.protocol import read_message, request_bytes, response_bytes
 
@@ -51,6 +55,10 @@ class Dispatcher:
         self.index: int = args.index
         self.policy: str = args.policy
         self.d: int = args.d
+        key = key_from_env()
+        self.token = http_token(key)
+        self.signer = Signer(key, f"d{self.index}")
+        self.verifier = Verifier(key)
         self.timeout: float = args.probe_timeout
         self.ports = ports
         n = len(ports)
@@ -80,6 +88,7 @@ class Dispatcher:
             "retries": 0,
             "revived": 0,
             "marked_dead": 0,
+            "rejected_requests": 0,
         }
         self.chosen = [0] * n
         self.dead_since: dict[int, float] = {}
@@ -148,7 +157,7 @@ class Dispatcher:
         assert self.udp is not None
         for s in pick:
             self.count["probe"] += 1
-            self.udp.sendto(f"P {seq}".encode(), ("127.0.0.1", self.ports[s][1]))
+            self.udp.sendto(self.signer.seal(f"P {seq}"), ("127.0.0.1", self.ports[s][1]))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(fut, self.timeout)
         self.probes.pop(seq, None)
@@ -206,7 +215,7 @@ class Dispatcher:
             await asyncio.sleep(HEALTH_SECONDS)
             try:
                 r, w = await asyncio.open_connection("127.0.0.1", self.ports[s][0])
-                w.write(request_bytes("/health"))
+                w.write(request_bytes("/health", token=self.token))
                 msg = await asyncio.wait_for(read_message(r), HEALTH_SECONDS)
                 w.close()
                 if msg is not None and msg.status == 200:
@@ -223,6 +232,7 @@ class Dispatcher:
             "index": self.index,
             "now": time.perf_counter(),
             **self.count,
+            "rejected_datagrams": self.verifier.rejected,
             "empty_time": self.empty_time,
             "join_delay": self.join_delay,
             "last_failure": {str(k): v for k, v in self.last_failure.items()},
@@ -267,7 +277,7 @@ class Dispatcher:
             self.outstanding[s] += 1
             head = {"X-Popped": str(self.index if popped else -1)}
             try:
-                msg = await self._exchange(s, request_bytes(path, head))
+                msg = await self._exchange(s, request_bytes(path, head, self.token))
             except (OSError, ConnectionError):
                 self.mark_dead(s)
                 if attempt + 1 < MAX_TRIES:
@@ -298,22 +308,29 @@ class Control(asyncio.DatagramProtocol):
         self.disp.udp = cast(asyncio.DatagramTransport, transport)
 
     def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        parts = data.decode(errors="replace").split()
-        if not parts:
-            return
         d = self.disp
-        if parts[0] == "J" and len(parts) == 3:
-            d.add(int(parts[1]), float(parts[2]))
-        elif parts[0] == "D" and len(parts) == 2:
-            d.remove(int(parts[1]))
-        elif parts[0] == "R" and len(parts) == 4:
-            entry = d.probes.get(int(parts[1]))
-            if entry is not None:
-                fut, replies, k = entry
-                d.count["probe_reply"] += 1
-                replies[int(parts[2])] = int(parts[3])
-                if len(replies) >= k and not fut.done():
-                    fut.set_result(None)
+        opened = d.verifier.open(data)
+        if opened is None:
+            return
+        text, sender = opened
+        parts = text.split()
+        try:
+            if parts[0] == "J" and len(parts) == 3 and sender == f"s{parts[1]}":
+                d.add(int(parts[1]), float(parts[2]))
+            elif parts[0] == "D" and len(parts) == 2 and sender == f"s{parts[1]}":
+                d.remove(int(parts[1]))
+            elif parts[0] == "R" and len(parts) == 4 and sender == f"s{parts[2]}":
+                entry = d.probes.get(int(parts[1]))
+                if entry is not None and 0 <= int(parts[2]) < len(d.ports):
+                    fut, replies, k = entry
+                    d.count["probe_reply"] += 1
+                    replies[int(parts[2])] = int(parts[3])
+                    if len(replies) >= k and not fut.done():
+                        fut.set_result(None)
+            else:
+                d.verifier.rejected += 1
+        except (ValueError, IndexError):
+            d.verifier.rejected += 1
 
 
 async def _client(
@@ -321,7 +338,10 @@ async def _client(
 ) -> None:
     try:
         while (msg := await read_message(reader)) is not None:
-            if msg.path.startswith("/stats"):
+            if not token_ok(msg.headers, disp.token):
+                disp.count["rejected_requests"] += 1
+                writer.write(response_bytes(403, {}, b"forbidden"))
+            elif msg.path.startswith("/stats"):
                 body = json.dumps(disp.stats()).encode()
                 writer.write(response_bytes(200, {"Content-Type": "application/json"}, body))
             else:

@@ -111,12 +111,14 @@ async def send_load(
     max_inflight: int,
     drain: float,
     at: dict[float, Callable[[], Coroutine[Any, Any, None]]] | None = None,
+    token: str = "",
 ) -> tuple[Records, float]:
     """Send ``load`` to the dispatchers on ``ports``; the records and the start (perf_counter).
 
     ``at`` maps a time (s after the start) to a coroutine function started then (the
     controller's snapshots and faults).  Outstanding requests are awaited at most ``drain``
-    seconds after the last one is due.
+    seconds after the last one is due.  ``token``: the run's HTTP token (every request
+    carries it).
     """
     n = load.times.size
     rec = Records(n)
@@ -129,7 +131,7 @@ async def send_load(
         rec.sent[i] = time.perf_counter()
         try:
             status, headers = await pools.exchange(
-                int(load.dispatcher[i]), request_bytes(f"/work?w={load.work[i]:.7f}")
+                int(load.dispatcher[i]), request_bytes(f"/work?w={load.work[i]:.7f}", token=token)
             )
         except (ConnectionError, OSError):
             rec.status[i] = FAILED

@@ -76,8 +76,9 @@ class Child:
 class ProcessGroup:
     """Start, track and always stop the processes of a run (use as ``with``)."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, env: dict[str, str] | None = None) -> None:
         self.run_dir = run_dir
+        self.env = dict(env or {})  # added to the environment of the Python children
         self.children: list[Child] = []
 
     def __enter__(self) -> ProcessGroup:
@@ -101,6 +102,7 @@ class ProcessGroup:
                 start_new_session=True,
                 preexec_fn=die_with_parent,
                 cwd=self.run_dir,
+                env={**os.environ, **self.env} if python else None,
             )
         child = Child(role, index, popen, log)
         self.children.append(child)

@@ -19,6 +19,9 @@ UDP control messages are ASCII, one per datagram, fields separated by spaces:
 ``P seq``           probe; answered ``R seq s q`` (server ``s`` holds ``q`` tasks)
 ``C json``          configuration (the dispatchers' UDP ports); answered ``OK``
 ==================  =========================================================
+
+Each datagram is sealed with the sender's name, a counter and a MAC, and each request
+carries the run's token (:mod:`cloudsched.lab.auth`).
 """
 
 from __future__ import annotations
@@ -29,6 +32,8 @@ __all__ = ["HttpMessage", "read_message", "request_bytes", "response_bytes"]
 
 #: No header block of the lab is longer; a longer one is a protocol error.
 MAX_HEADER = 16384
+#: No body of the lab is longer (a dispatcher's statistics: under 1 MB).
+MAX_BODY = 16 << 20
 
 
 class HttpMessage:
@@ -78,21 +83,32 @@ async def read_message(reader: asyncio.StreamReader) -> HttpMessage | None:
         name, sep, value = line.partition(":")
         if sep:
             headers[name.strip().lower()] = value.strip()
-    length = int(headers.get("content-length", "0") or 0)
+    try:
+        length = int(headers.get("content-length", "0") or 0)
+    except ValueError:
+        raise ConnectionError("malformed Content-Length") from None
+    if not 0 <= length <= MAX_BODY:
+        raise ConnectionError(f"Content-Length {length} outside [0, {MAX_BODY}]")
     body = await reader.readexactly(length) if length > 0 else b""
     return HttpMessage(lines[0], headers, body)
 
 
-def request_bytes(path: str, extra: dict[str, str] | None = None) -> bytes:
-    """Encode a keep-alive ``GET`` request for ``path`` with the ``extra`` headers."""
+def request_bytes(path: str, extra: dict[str, str] | None = None, token: str = "") -> bytes:
+    """Encode a keep-alive ``GET`` request for ``path`` with the ``extra`` headers.
+
+    ``token``: the run's HTTP token (:mod:`cloudsched.lab.auth`), sent as ``X-Lab-Key``.
+    """
     head = [f"GET {path} HTTP/1.1", "Host: 127.0.0.1"]
+    if token:
+        head.append(f"X-Lab-Key: {token}")
     head += [f"{k}: {v}" for k, v in (extra or {}).items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1")
 
 
 def response_bytes(status: int, headers: dict[str, str], body: bytes = b"ok") -> bytes:
     """Encode a keep-alive response with ``Content-Length``."""
-    reason = {200: "OK", 404: "Not Found", 502: "Bad Gateway", 503: "Service Unavailable"}
+    reason = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
+              502: "Bad Gateway", 503: "Service Unavailable"}  # fmt: skip
     head = [f"HTTP/1.1 {status} {reason.get(status, 'Status')}", f"Content-Length: {len(body)}"]
     head += [f"{k}: {v}" for k, v in headers.items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body

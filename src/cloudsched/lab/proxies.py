@@ -20,6 +20,8 @@ without a master process (``daemon off; master_process off;``), HAProxy with ``-
 keep connections to the backends alive.  A failed backend is left (NGINX
 ``proxy_next_upstream error`` with ``max_fails=1 fail_timeout=1s``; HAProxy
 ``option redispatch``, ``retries`` and a health check ``GET /health`` every 500 ms).
+Both refuse (403) a request without the run's ``X-Lab-Key`` token
+(:mod:`cloudsched.lab.auth`) and pass the header on to the servers, which check it too.
 """
 
 from __future__ import annotations
@@ -63,7 +65,14 @@ def binary(name: str) -> str | None:
     return None
 
 
-def nginx_config(run_dir: Path, index: int, port: int, backends: list[int], policy: str) -> str:
+def _token(token: str) -> str:
+    if not token.isalnum():  # it goes into a configuration file as it is
+        raise ValueError("the lab's token is hexadecimal")
+    return token
+
+
+def nginx_config(run_dir: Path, index: int, port: int, backends: list[int], policy: str,
+                 token: str) -> str:  # fmt: skip
     """Write out the ``nginx.conf`` of dispatcher ``index`` (listening on ``port``)."""
     temp = run_dir / f"nginx{index}"
     temp.mkdir(exist_ok=True)
@@ -94,6 +103,7 @@ http {{
         keepalive_requests 100000000;
         keepalive_timeout 600s;
         location / {{
+            if ($http_x_lab_key != "{_token(token)}") {{ return 403; }}
             proxy_pass http://backends;
             proxy_http_version 1.1;
             proxy_set_header Connection "";
@@ -108,7 +118,7 @@ http {{
 
 
 def haproxy_config(
-    run_dir: Path, index: int, port: int, backends: list[int], policy: str, d: int
+    run_dir: Path, index: int, port: int, backends: list[int], policy: str, d: int, token: str
 ) -> str:
     """Write out the ``haproxy.cfg`` of dispatcher ``index`` (listening on ``port``)."""
     servers = "\n".join(
@@ -132,10 +142,12 @@ defaults
     option redispatch
 frontend dispatcher{index}
     bind 127.0.0.1:{port}
+    http-request deny deny_status 403 unless {{ req.hdr(x-lab-key) -m str {_token(token)} }}
     default_backend backends
 backend backends
     {DIRECTIVES["haproxy"][policy].format(d=d)}
-    option httpchk GET /health
+    option httpchk
+    http-check send meth GET uri /health hdr X-Lab-Key {_token(token)}
 {servers}
 """
 

@@ -240,12 +240,29 @@ def _warnings(spec: LabSpec, frame: pd.DataFrame, lab: dict[str, Any], steady: b
             f"the machine was {busy:.0%} busy (the lab: {lab['cpu']['machine_share']:.0%}): "
             "latencies include waiting for a core"
         )
+    refused = lab.get("rejected", {})
+    if any(refused.values()):
+        out.append(
+            f"refused {refused['datagrams']} datagrams and {refused['requests']} requests "
+            f"without the run's key, and {refused['bad_requests']} requests out of range: "
+            "something else on this machine sent to the lab's ports (none of it was acted on)"
+        )
     if lab["send_lag_ms"] > 0.5 * spec.unit * 1e3:
         out.append(
             f"the generator sent {lab['send_lag_ms']:.2f} ms late on average "
             "(counted in the latency, from the scheduled time)"
         )
     return out
+
+
+def _rejected(snap: Snapshot) -> dict[str, int]:
+    """Count what the run's processes refused over the whole run (cumulative at the end)."""
+    every = [*snap.servers, *snap.dispatchers]
+    return {
+        "datagrams": int(sum(x.get("rejected_datagrams", 0) for x in every)),
+        "requests": int(sum(x.get("rejected_requests", 0) for x in every)),
+        "bad_requests": int(sum(x.get("bad_requests", 0) for x in snap.servers)),
+    }
 
 
 def _last_failures(snap: Snapshot) -> dict[int, float]:
@@ -297,6 +314,7 @@ def _lab_block(
             {s: t - out["start"] for s, t in _last_failures(b).items()},
         ),
         "window_seconds": window,
+        "rejected": _rejected(b),
     }
 
 

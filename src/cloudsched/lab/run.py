@@ -9,6 +9,10 @@ path; then the Poisson load runs for ``warmup + duration`` seconds.  Counters an
 are read when the warm-up ends and when the measurement ends, and differenced.  Faults
 (``kill``) happen at their second of the measurement.  Every process is stopped when the
 run ends, however it ends; SIGTERM to the controller is handled as Ctrl-C.
+
+The run has its own key (:mod:`cloudsched.lab.auth`), given to its processes in their
+environment, its files live in a folder only this user can open, and what the processes
+refused (datagrams and requests from outside the run) is counted in the result.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from cloudsched.errors import ExternalError
+from cloudsched.lab.auth import KEY_ENV, Signer, Verifier, http_token, new_key
 from cloudsched.lab.loadgen import OK, Load, send_load
 from cloudsched.lab.processes import Child, ProcessGroup, free_port
 from cloudsched.lab.protocol import read_message, request_bytes
@@ -69,6 +74,17 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
+class _Keys:
+    """The run's key as the controller uses it: HTTP token, signer and verifier."""
+
+    def __init__(self, key: str) -> None:
+        raw = bytes.fromhex(key)
+        self.hex = key
+        self.token = http_token(raw)
+        self.signer = Signer(raw, "c")
+        self.verifier = Verifier(raw)
+
+
 def _child_args(spec: LabSpec, run_dir: Path, seed: int) -> list[str]:
     return [
         "--seed",
@@ -98,6 +114,8 @@ def _start_backends(spec: LabSpec, group: ProcessGroup, seeds: list[int]) -> lis
             repr(spec.drop),
             "--mode",
             spec.mode,
+            "--max-work",
+            repr(spec.lifetime),
             *_child_args(spec, group.run_dir, seeds[i]),
         ]
         kids.append(group.start("server", i, argv))
@@ -106,7 +124,7 @@ def _start_backends(spec: LabSpec, group: ProcessGroup, seeds: list[int]) -> lis
 
 
 def _start_dispatchers(
-    spec: LabSpec, group: ProcessGroup, servers: list[Child], seeds: list[int]
+    spec: LabSpec, group: ProcessGroup, servers: list[Child], seeds: list[int], token: str
 ) -> list[Child]:
     kids = []
     if spec.balancer == "lab":
@@ -142,11 +160,12 @@ def _start_dispatchers(
             port = free_port()
             if spec.balancer == "nginx":
                 conf = group.run_dir / f"nginx{k}.conf"
-                conf.write_text(nginx_config(group.run_dir, k, port, http, spec.policy))
+                _private_write(conf, nginx_config(group.run_dir, k, port, http, spec.policy, token))
                 argv = [exe, "-p", str(group.run_dir), "-c", str(conf)]
             else:
                 conf = group.run_dir / f"haproxy{k}.cfg"
-                conf.write_text(haproxy_config(group.run_dir, k, port, http, spec.policy, spec.d))
+                _private_write(conf, haproxy_config(group.run_dir, k, port, http, spec.policy,
+                                                    spec.d, token))  # fmt: skip
                 argv = [exe, "-db", "-f", str(conf)]
             child = group.start(spec.balancer, k, argv, python=False)
             try:
@@ -163,6 +182,13 @@ def _start_dispatchers(
     return kids
 
 
+def _private_write(path: Path, text: str) -> None:
+    """Write a file only this user can read (a configuration holding the run's token)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+
+
 class _Reply(asyncio.DatagramProtocol):
     def __init__(self, fut: asyncio.Future[bytes]) -> None:
         self.fut = fut
@@ -172,16 +198,21 @@ class _Reply(asyncio.DatagramProtocol):
             self.fut.set_result(data)
 
 
-async def _udp_ask(port: int, text: str, timeout: float = 1.0, tries: int = 5) -> str:
+async def _udp_ask(keys: _Keys, port: int, text: str, timeout: float = 1.0,
+                   tries: int = 5) -> str:  # fmt: skip
+    """Send a sealed datagram and return the sealed answer's text."""
     loop = asyncio.get_running_loop()
     for _ in range(tries):
         fut: asyncio.Future[bytes] = loop.create_future()
         transport, _ = await loop.create_datagram_endpoint(
-            functools.partial(_Reply, fut), remote_addr=("127.0.0.1", port)
-        )
+            functools.partial(_Reply, fut), local_addr=("127.0.0.1", 0),
+            remote_addr=("127.0.0.1", port),
+        )  # fmt: skip
         try:
-            transport.sendto(text.encode())
-            return (await asyncio.wait_for(fut, timeout)).decode()
+            transport.sendto(keys.signer.seal(text))
+            opened = keys.verifier.open(await asyncio.wait_for(fut, timeout))
+            if opened is not None:
+                return opened[0]
         except TimeoutError:
             continue
         finally:
@@ -189,14 +220,14 @@ async def _udp_ask(port: int, text: str, timeout: float = 1.0, tries: int = 5) -
     raise ExternalError(f"lab: no answer on UDP port {port}")
 
 
-async def _stats(port: int) -> dict[str, Any]:
+async def _stats(port: int, token: str) -> dict[str, Any]:
     r, w = await asyncio.open_connection("127.0.0.1", port)
     try:
-        w.write(request_bytes("/stats"))
+        w.write(request_bytes("/stats", token=token))
         msg = await asyncio.wait_for(read_message(r), 10.0)
     finally:
         w.close()
-    return json.loads(msg.body) if msg is not None else {}
+    return json.loads(msg.body) if msg is not None and msg.status == 200 else {}
 
 
 def _machine_ticks() -> tuple[float, float]:
@@ -211,8 +242,9 @@ def _machine_ticks() -> tuple[float, float]:
 
 
 async def _snapshot(
-    spec: LabSpec, group: ProcessGroup, servers: list[Child], dispatchers: list[Child]
-) -> Snapshot:
+    spec: LabSpec, group: ProcessGroup, servers: list[Child], dispatchers: list[Child],
+    token: str,
+) -> Snapshot:  # fmt: skip
     now = time.perf_counter()
     cpu = {c.role + str(c.index): c.cpu_seconds() for c in group.children}
     cpu["generator"] = time.process_time()
@@ -222,7 +254,7 @@ async def _snapshot(
         if not c.alive():
             return {}
         try:
-            return await _stats(c.ports[0])
+            return await _stats(c.ports[0], token)
         except (OSError, ConnectionError, TimeoutError, ValueError):
             return {}
 
@@ -232,16 +264,19 @@ async def _snapshot(
 
 
 async def _drive(
-    spec: LabSpec, group: ProcessGroup, load: Load, servers: list[Child], dispatchers: list[Child]
-) -> dict[str, Any]:
+    spec: LabSpec, group: ProcessGroup, load: Load, servers: list[Child],
+    dispatchers: list[Child], keys: _Keys,
+) -> dict[str, Any]:  # fmt: skip
     if spec.balancer == "lab":
-        config = "C " + json.dumps({"dispatchers": [c.ports[1] for c in dispatchers]})
-        await asyncio.gather(*(_udp_ask(c.ports[1], config) for c in servers))
+        config = "C " + json.dumps({"dispatchers": [c.ports[1] for c in dispatchers]},
+                                   separators=(",", ":"))  # fmt: skip
+        await asyncio.gather(*(_udp_ask(keys, c.ports[1], config) for c in servers))
     ports = [c.ports[0] for c in dispatchers]
     m = len(ports)
     k = np.arange(CALIBRATION_REQUESTS) % m
     calib = Load(np.arange(CALIBRATION_REQUESTS) * CALIBRATION_GAP, k, np.zeros(k.size))
-    cal, cal_start = await send_load(calib, ports, max_inflight=spec.max_inflight, drain=10.0)
+    cal, cal_start = await send_load(calib, ports, max_inflight=spec.max_inflight, drain=10.0,
+                                     token=keys.token)  # fmt: skip
     cal_ok = cal.status == OK
     if not cal_ok.any():
         raise ExternalError("lab: no calibration request was answered (see the processes' logs)")
@@ -251,7 +286,7 @@ async def _drive(
     kills: dict[int, float] = {}
 
     async def snap(name: str) -> None:
-        snaps[name] = await _snapshot(spec, group, servers, dispatchers)
+        snaps[name] = await _snapshot(spec, group, servers, dispatchers, keys.token)
 
     def killer(s: int) -> Callable[[], Any]:
         async def go() -> None:
@@ -267,7 +302,8 @@ async def _drive(
     for s, t in spec.kill.items():
         at[spec.warmup + t + 1e-9 * s] = killer(s)
     drain = max(10.0, 500 * spec.unit)
-    rec, start = await send_load(load, ports, max_inflight=spec.max_inflight, drain=drain, at=at)
+    rec, start = await send_load(load, ports, max_inflight=spec.max_inflight, drain=drain, at=at,
+                                 token=keys.token)  # fmt: skip
     return {
         "records": rec,
         "start": start,
@@ -288,12 +324,13 @@ def run_lab(spec: LabSpec, *, keep_dir: bool = False) -> LabResult:
     load_seq, *child_seqs = root.spawn(1 + spec.servers + spec.dispatchers)
     seeds = [int(s.generate_state(1)[0]) for s in child_seqs]
     load = make_load(spec, np.random.default_rng(load_seq))
-    run_dir = Path(tempfile.mkdtemp(prefix="cloudsched-lab-"))
+    run_dir = Path(tempfile.mkdtemp(prefix="cloudsched-lab-"))  # 0700: this user's alone
+    keys = _Keys(new_key())
     try:
-        with _sigterm_as_interrupt(), ProcessGroup(run_dir) as group:
+        with _sigterm_as_interrupt(), ProcessGroup(run_dir, {KEY_ENV: keys.hex}) as group:
             servers = _start_backends(spec, group, seeds[: spec.servers])
-            disps = _start_dispatchers(spec, group, servers, seeds[spec.servers :])
-            out = asyncio.run(_drive(spec, group, load, servers, disps))
+            disps = _start_dispatchers(spec, group, servers, seeds[spec.servers :], keys.token)
+            out = asyncio.run(_drive(spec, group, load, servers, disps, keys))
         return summarise(spec, load, out, time.perf_counter() - wall)
     finally:
         if not keep_dir:
