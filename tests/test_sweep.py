@@ -192,3 +192,43 @@ def test_random_workload_graphs_are_shared_by_replications(tmp_path):
     (tmp_path / "t.yaml").write_text(text.replace("seed: 4", "seed: 5"))
     other = run_sweep(load_spec(tmp_path / "t.yaml"), tmp_path / "out", resume=True)
     assert len(other) == 3 and set(other["run_id"]).isdisjoint(df["run_id"])  # a new seed
+
+
+def test_the_sweeps_dask_cluster_admits_only_its_own_client():
+    """The issue's case: a second process ran code in a worker of the sweep's cluster."""
+    from distributed import Client
+    from distributed.security import Security
+
+    from cloudsched.experiments.sweep import local_cluster
+
+    cluster = local_cluster(1)
+    try:
+        address = cluster.scheduler_address
+        assert address.startswith("tls://127.0.0.1:")
+        with Client(cluster, security=cluster.security) as own:
+            assert own.submit(lambda: 41 + 1).result() == 42
+        intruders = [
+            {},  # plain, no certificate
+            {"security": Security.temporary()},  # TLS with a certificate of its own
+        ]
+        for kw in intruders:
+            with pytest.raises((OSError, TimeoutError, TypeError)):
+                Client(address, timeout=3, **kw)
+        with pytest.raises((OSError, TimeoutError)):  # the same port, spoken to in clear
+            Client(address.replace("tls://", "tcp://"), timeout=3)
+    finally:
+        cluster.close()
+
+
+def test_tls_files_are_for_an_external_scheduler(spec, tmp_path, capsys):
+    from cloudsched.cli import main
+
+    path = tmp_path / "spec.yaml"
+    path.write_text("kind: predict\nfixed: {policy: jiq}\ngrid: {load: [0.5]}\n")
+    for argv, name in ((["--tls-ca", str(path)], "--tls-ca"),
+                       (["--scheduler", "tls://127.0.0.1:1", "--tls-ca", str(path)],
+                        "--tls-cert")):  # fmt: skip
+        with pytest.raises(SystemExit) as exc:
+            main(["sweep", str(path), "--out", str(tmp_path / "o"), *argv])
+        err = capsys.readouterr().err
+        assert exc.value.code == 2 and err.startswith(f"error: {name}") and err.count("\n") == 1

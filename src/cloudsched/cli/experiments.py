@@ -65,6 +65,26 @@ class _CountBar:
             self.live = False
 
 
+def _security(scheduler: str | None, ca: Path | None, cert: Path | None,
+              key: Path | None) -> Any:  # fmt: skip
+    """Return the TLS settings to reach an external scheduler (None: Dask's own config)."""
+    from cloudsched.errors import ParameterError
+
+    given = {"--tls-ca": ca, "--tls-cert": cert, "--tls-key": key}
+    if not any(given.values()):
+        return None
+    if scheduler is None:
+        raise ParameterError("--tls-ca", str(ca or cert or key), "given with --scheduler")
+    for name, path in given.items():
+        if path is None or not path.is_file():
+            raise ParameterError(name, str(path), "a readable file (give all three: "
+                                 "--tls-ca, --tls-cert, --tls-key)")  # fmt: skip
+    from distributed.security import Security
+
+    return Security(tls_ca_file=str(ca), tls_client_cert=str(cert), tls_client_key=str(key),
+                    require_encryption=True)
+
+
 def sweep(
     spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML): kind, seed, fixed, grid, ...")],
     *,
@@ -75,7 +95,17 @@ def sweep(
     workers: Annotated[int, typer.Option("--workers", help="Worker processes (>= 1).")] = 1,
     scheduler: Annotated[
         str | None,
-        typer.Option("--scheduler", help="Dask scheduler address (implies --executor dask)."),
+        typer.Option("--scheduler", help="Dask scheduler address, tls://host:port (implies "
+                     "--executor dask)."),
+    ] = None,
+    tls_ca: Annotated[
+        Path | None, typer.Option("--tls-ca", help="With --scheduler: its CA certificate.")
+    ] = None,
+    tls_cert: Annotated[
+        Path | None, typer.Option("--tls-cert", help="With --scheduler: this client's certificate.")
+    ] = None,
+    tls_key: Annotated[
+        Path | None, typer.Option("--tls-key", help="With --scheduler: this client's private key.")
     ] = None,
     resume: Annotated[
         bool, typer.Option("--resume", help="Skip the runs already stored in --out.")
@@ -87,12 +117,13 @@ def sweep(
     from cloudsched.experiments.sweep import load_spec, run_sweep
 
     parsed = load_spec(spec)
+    security = _security(scheduler, tls_ca, tls_cert, tls_key)
     bar = _CountBar(f"sweep {spec.name}")
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         df = run_sweep(
             parsed, out, executor=executor, workers=workers, scheduler=scheduler,
-            resume=resume, progress=bar,
+            security=security, resume=resume, progress=bar,
         )  # fmt: skip
     except KeyboardInterrupt:
         bar.close()

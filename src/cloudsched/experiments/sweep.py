@@ -52,6 +52,7 @@ __all__ = [
     "SweepSpec",
     "load_results",
     "load_spec",
+    "local_cluster",
     "parse_spec",
     "run_one",
     "run_sweep",
@@ -124,6 +125,7 @@ def run_sweep(
     executor: str = "local",
     workers: int = 1,
     scheduler: str | None = None,
+    security: Any = None,
     resume: bool = False,
     progress: Callable[[int, int], None] | None = None,
 ) -> pd.DataFrame:
@@ -136,17 +138,23 @@ def run_sweep(
     out_dir : path-like
         Results directory (``runs/`` of Parquet files, and a copy of the spec).
     executor : {"local", "dask"}
-        ``local``: this process (``workers=1``) or a process pool; ``dask``: a
-        ``distributed.LocalCluster`` of ``workers`` processes, or the scheduler at
-        ``scheduler``.
+        ``local``: this process (``workers=1``) or a process pool; ``dask``: a private
+        ``distributed.LocalCluster`` of ``workers`` processes (TLS with a certificate of its
+        own, on 127.0.0.1: :func:`local_cluster`), or the scheduler at ``scheduler``.
     workers : int
         Worker processes.
     scheduler : str, optional
-        Address of a running Dask scheduler (``tcp://host:8786``); implies ``dask``.
+        Address of a running Dask scheduler (``tls://host:8786``); implies ``dask``.
         An unreachable address is a
         :class:`ParameterError`; a worker or scheduler lost mid-sweep, or no live worker for
         :data:`DASK_NO_WORKER_TIMEOUT` seconds, an :class:`ExternalError` saying what was
         stored (``resume`` continues).
+    security : distributed.Security, optional
+        How to reach ``scheduler``: its TLS certificates (``Security(tls_ca_file=...,
+        tls_client_cert=..., tls_client_key=..., require_encryption=True)``).  Default:
+        Dask's configuration (``distributed.comm.tls`` in ``~/.config/dask`` or the
+        ``DASK_DISTRIBUTED__COMM__TLS__*`` variables).  A scheduler reached without TLS
+        runs whatever anyone who can reach it submits: use ``tls://``.
     resume : bool
         Skip stored runs; without it a directory that already holds runs is refused.
     progress : callable, optional
@@ -180,7 +188,7 @@ def run_sweep(
     if progress is not None:
         progress(0, total)
     if executor == "dask":
-        _run_dask(spec, out, todo, workers, scheduler, progress)
+        _run_dask(spec, out, todo, workers, scheduler, progress, security)
     elif workers == 1:
         for k, run in enumerate(todo):
             _store(out, spec, run, run_one(spec.kind, run.params, spec.seed, run.spawn_key,
@@ -259,39 +267,55 @@ DASK_CONNECT_TIMEOUT = 10.0
 DASK_NO_WORKER_TIMEOUT = 60.0
 
 
+def local_cluster(workers: int) -> Any:
+    """Start the private Dask cluster of a sweep: TLS with a certificate made for it.
+
+    Scheduler and workers listen on 127.0.0.1 only, and speak TLS with a temporary
+    certificate authority created in memory (``Security.temporary()``): a process without
+    this run's certificate (another user's, or another program's) can neither submit work
+    to the workers nor read results.  No dashboard, and the scheduler's HTTP server (which
+    starts anyway) on a free loopback port: never the fixed 8787 another program may hold.
+    Workers start with Ctrl-C ignored (a terminal sends it to the whole process group):
+    the sweep alone answers it, by closing the cluster, which stops them.
+    """
+    import logging
+    import signal
+
+    from distributed import LocalCluster
+    from distributed.security import Security
+
+    security = Security.temporary()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        return LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+            protocol="tls://", security=security, dashboard_address=None,
+            silence_logs=logging.ERROR,
+            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
+        )  # fmt: skip
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _run_dask(spec: SweepSpec, out: Path, todo: list[Run], workers: int, scheduler: str | None,
-              progress: Callable[[int, int], None] | None) -> None:  # fmt: skip
+              progress: Callable[[int, int], None] | None,
+              security: Any = None) -> None:  # fmt: skip
     import time
 
-    from distributed import Client, LocalCluster
+    from distributed import Client
     from distributed import wait as dask_wait
 
     cluster = None
     if scheduler is None:
-        # No dashboard, and the scheduler's HTTP server (which starts anyway) on a free
-        # port of the loopback interface: never the fixed 8787 another program may hold.
-        # Workers start with Ctrl-C ignored (a terminal sends it to the whole process
-        # group): this process alone answers it, by closing the cluster, which stops them.
-        import logging
-        import signal
-
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            cluster = LocalCluster(
-                n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                dashboard_address=None, silence_logs=logging.ERROR,
-                scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-            )  # fmt: skip
-        finally:
-            signal.signal(signal.SIGINT, previous)
-        client = Client(cluster)
+        cluster = local_cluster(workers)
+        client = Client(cluster, security=cluster.security)
     else:
         try:
-            client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT)
+            client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT, security=security)
         except (OSError, TimeoutError, ValueError, TypeError) as exc:
             raise ParameterError(
                 "--scheduler", scheduler, f"the address of a reachable Dask scheduler, e.g. "
-                f"tcp://host:8786 ({type(exc).__name__}: {exc})",
+                f"tls://host:8786 ({type(exc).__name__}: {exc})",
             ) from None  # fmt: skip
     try:
         futures = {
