@@ -210,3 +210,93 @@ def test_max_memory_option_sets_the_limit(capsys, monkeypatch):
             main(["--max-memory", bad, *argv])
         _, err = capsys.readouterr()
         assert exc.value.code == 2 and err.startswith("error: --max-memory must be a positive")
+
+
+HAPROXY = ('127.0.0.1:1 [01/Dec/2026:18:00:00.123] fe be/s1 0/0/0/{tr}/5 200 100 - - ---- '
+           '1/1/0/0/0 0/0 "GET / HTTP/1.1"\n')  # fmt: skip
+ENVOY_JSON = '{{"start_time": "2026-12-01T00:00:00Z", "duration": 5, "x": {x}}}\n'
+LOG_CMD = ["trace", "stats", "FILE", "--trace-format"]
+#: Issue 30's inputs: file content, command (FILE is the file), what the one line must say.
+ISSUE_30 = {
+    "one long string aliased many times": (
+        "a: &a " + "x" * 100_000 + "\nb: [" + ", ".join(["*a"] * 700) + "]\n",
+        ["place", "bound", "--cluster", "3x3", "--workload", "FILE"], "characters (aliases"),
+    "envoy JSON nested 100k deep": (ENVOY_JSON.format(x="[" * 100_000 + "]" * 100_000),
+                                    [*LOG_CMD, "envoy-json"], "nested too deep"),
+    "haproxy timer of 400 digits": (HAPROXY.format(tr="9" * 400) * 3, [*LOG_CMD, "haproxy"],
+                                    "Tr must be a finite duration"),
+    "google time of 400 digits": ("9" * 400 + ",0,1,0,,0,u,0,0,0,0,0,0\n",
+                                  [*LOG_CMD, "google2011"], "time must be a 64-bit integer"),
+    "a 2 MB line": ("x" * (2 << 20) + "\n", [*LOG_CMD, "nginx"], "a line longer than"),
+    "duplicate arrival column": ("arrival,service,arrival\n1,2,3\n2,3,4\n", [*LOG_CMD, "csv"],
+                                 "names the column 'arrival' 2 times"),
+    "services of 1e300 (sums overflow)": (
+        "arrival,service\n" + "".join(f"{i},1e300\n" for i in range(5)), [*LOG_CMD, "csv"],
+        "service must be a finite number of magnitude <= 1e+15"),
+    "trace stats --out its own input": ("arrival,service\n1,2\n2,3\n3,1\n",
+                                        [*LOG_CMD, "csv", "--out", "FILE"],
+                                        "--out must be a file other than the command's inputs"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(ISSUE_30))
+def test_issue_30_inputs_exit_2_with_one_line(capsys, tmp_path, case):
+    content, argv, fragment = ISSUE_30[case]
+    path = tmp_path / "input"
+    path.write_text(content)
+    before = path.read_bytes()
+    with pytest.raises(SystemExit) as exc:
+        main([str(path) if a == "FILE" else a for a in argv])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and err.count("\n") == 1 and fragment in err, err
+    assert "Traceback" not in err and out == ""
+    assert path.read_bytes() == before  # an input is never written
+
+
+def _workload(tmp_path, topology):
+    path = tmp_path / "w.yaml"
+    path.write_text(JOB.format(rate=1, topo=topology))
+    return ["place", "bound", "--cluster", "3x3", "--workload", str(path)]
+
+
+@pytest.mark.parametrize("what", ["workload", "flux file", "flux include", "properties"])
+@pytest.mark.parametrize("special", ["fifo", "/dev/zero", "directory"])
+def test_inputs_that_are_not_regular_files_are_refused_at_once(capsys, tmp_path, what, special):
+    """A FIFO blocked for ever and /dev/zero ran to 5.4 GB; only regular files are read."""
+    import os
+
+    target = tmp_path / "special"
+    if special == "fifo":
+        os.mkfifo(target)
+    elif special == "directory":
+        target.mkdir()
+    else:
+        target = Path("/dev/zero")
+    flux = tmp_path / "t.yaml"
+    flux.write_text("name: t\nspouts: [{id: s, className: S}]\nbolts: []\nstreams: []\n")
+    if what == "workload":
+        argv = ["place", "bound", "--cluster", "3x3", "--workload", str(target)]
+    elif what == "flux file":
+        argv = _workload(tmp_path, f"{{flux: {target}}}")
+    elif what == "flux include":
+        flux.write_text(flux.read_text() + f"includes: [{{file: {target}}}]\n")
+        argv = _workload(tmp_path, f"{{flux: {flux}}}")
+    else:
+        argv = _workload(tmp_path, f"{{flux: {flux}, properties: {target}}}")
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2 and err.count("\n") == 1 and "not a regular file" in err, err
+
+
+@pytest.mark.parametrize("field", ["    parallelism: ${ENV-CS_SECRET}\nstreams: []",
+                                   "streams: [{from: '${ENV-CS_SECRET}', to: s}]"])
+def test_environment_values_are_never_echoed(capsys, tmp_path, monkeypatch, field):
+    monkeypatch.setenv("CS_SECRET", "hunter2-do-not-print")
+    flux = tmp_path / "t.yaml"
+    flux.write_text(f"name: t\nbolts: []\nspouts:\n  - id: s\n    className: S\n{field}\n")
+    with pytest.raises(SystemExit) as exc:
+        main(_workload(tmp_path, f"{{flux: {flux}}}"))
+    _, err = capsys.readouterr()
+    assert exc.value.code == 2 and err.count("\n") == 1, err
+    assert "hunter2" not in err and "${ENV-CS_SECRET}" in err

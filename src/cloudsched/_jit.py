@@ -92,7 +92,7 @@ def _imported(module: ModuleType) -> set[str]:
         return set()
     package = module.__name__ if file.endswith("__init__.py") else module.__name__.rpartition(
         ".")[0]  # fmt: skip
-    out = set()
+    out: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             out.update(alias.name for alias in node.names)

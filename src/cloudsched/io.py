@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,11 +26,14 @@ from cloudsched.errors import InputError, ParameterError
 
 __all__ = [
     "PLOT_FORMATS",
+    "YAML_MAX_BYTES",
     "atomic_path",
     "atomic_write_bytes",
     "atomic_write_text",
     "check_output_dir",
     "check_output_file",
+    "open_input",
+    "read_input",
     "read_yaml",
     "read_yaml_text",
 ]
@@ -155,16 +159,42 @@ def _write_all(fh: IO[bytes], data: bytes) -> None:
     os.fsync(fh.fileno())
 
 
+def open_input(path: str | os.PathLike[str]) -> IO[bytes]:
+    """Open a regular file for reading (binary); anything else is an :class:`InputError`.
+
+    A pipe, device, socket or directory is refused without blocking (``/dev/zero`` never
+    ends, and a FIFO with no writer would wait for ever); a symbolic link is followed.
+    """
+    where = str(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except OSError as exc:
+        raise InputError(where, f"cannot open ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            kind = "a directory" if stat.S_ISDIR(st.st_mode) else "a pipe, device or socket"
+            raise InputError(where, f"not a regular file (this is {kind})")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_input(path: str | os.PathLike[str], limit: int, what: str = "input") -> bytes:
+    """Return the bytes of a regular file of at most ``limit`` bytes (:class:`InputError`)."""
+    with open_input(path) as fh:  # never more than the limit is read
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise InputError(str(path), f"too large for {what} (more than {limit} bytes)")
+    return data
+
+
 def read_yaml(path: str | os.PathLike[str]) -> Any:
     """Parse a YAML file; raise :class:`InputError` naming the file (and line) on failure."""
     where = str(path)
-    try:
-        with open(path, "rb") as fh:  # never more than the limit (a device never ends)
-            data = fh.read(YAML_MAX_BYTES + 1)
-    except OSError as exc:
-        raise InputError(where, f"cannot open ({exc.strerror})") from None
-    if len(data) > YAML_MAX_BYTES:
-        raise InputError(where, f"too large for a YAML input (more than {YAML_MAX_BYTES} bytes)")
+    data = read_input(path, YAML_MAX_BYTES, "a YAML input")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -173,11 +203,13 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
     return read_yaml_text(text, where)
 
 
-#: Limits of an input YAML file: size, nesting, and nodes once aliases are expanded
-#: ("billion laughs": aliases of aliases expand exponentially while the file stays tiny).
+#: Limits of an input YAML file: size, nesting, and nodes and characters once aliases are
+#: expanded ("billion laughs": aliases of aliases expand exponentially while the file stays
+#: tiny; one long string aliased many times does the same to a program that copies it).
 YAML_MAX_BYTES = 16 * 2**20
 YAML_MAX_DEPTH = 64
 YAML_MAX_NODES = 1_000_000
+YAML_MAX_EXPANDED = 4 * YAML_MAX_BYTES
 
 
 def _line(event: Any) -> str:
@@ -190,38 +222,44 @@ def read_yaml_text(text: str, where: str) -> Any:
 
     Only ``yaml.safe_load`` is used, after a pass over the event stream that refuses files
     larger than :data:`YAML_MAX_BYTES`, nested deeper than :data:`YAML_MAX_DEPTH`, or with
-    more than :data:`YAML_MAX_NODES` nodes once every alias is expanded.
+    more than :data:`YAML_MAX_NODES` nodes or :data:`YAML_MAX_EXPANDED` characters of
+    scalars once every alias is expanded.
     """
     try:
         if len(text) > YAML_MAX_BYTES:
             raise InputError(where, f"too large for a YAML input ({len(text)} characters; "
                              f"at most {YAML_MAX_BYTES})")  # fmt: skip
-        counts: list[int] = [0]  # nodes inside each open collection (expanded)
+        # per open collection: nodes and characters inside it, aliases expanded
+        counts: list[list[int]] = [[0, 0]]
         anchors: list[str | None] = [None]
-        sizes: dict[str, int] = {}
+        sizes: dict[str, tuple[int, int]] = {}
         for event in yaml.parse(text, Loader=yaml.SafeLoader):
             if isinstance(event, yaml.CollectionStartEvent):
-                counts.append(0)
+                counts.append([0, 0])
                 anchors.append(event.anchor)
                 if len(counts) - 1 > YAML_MAX_DEPTH:
                     raise InputError(where + _line(event),
                                      f"nested deeper than {YAML_MAX_DEPTH} levels")  # fmt: skip
                 continue
             if isinstance(event, yaml.CollectionEndEvent):
-                n, name = counts.pop() + 1, anchors.pop()
+                (n, chars), name = counts.pop(), anchors.pop()
+                n += 1
                 if name is not None:
-                    sizes[name] = n
+                    sizes[name] = (n, chars)
             elif isinstance(event, yaml.AliasEvent):
-                n = sizes.get(event.anchor or "", 1)
+                n, chars = sizes.get(event.anchor or "", (1, 0))
             elif isinstance(event, yaml.ScalarEvent):
-                n = 1
+                n, chars = 1, len(event.value)
+                if event.anchor is not None:
+                    sizes[event.anchor] = (n, chars)
             else:
                 continue
-            counts[-1] += n
-            if counts[-1] > YAML_MAX_NODES:
+            counts[-1][0] += n
+            counts[-1][1] += chars
+            if counts[-1][0] > YAML_MAX_NODES or counts[-1][1] > YAML_MAX_EXPANDED:
                 raise InputError(
-                    where + _line(event), f"expands to more than {YAML_MAX_NODES} values "
-                    "(aliases of aliases?): refused",
+                    where + _line(event), f"expands to more than {YAML_MAX_NODES} values or "
+                    f"{YAML_MAX_EXPANDED} characters (aliases of aliases?): refused",
                 )  # fmt: skip
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LazyProgress",
+    "check_not_input",
     "check_outputs",
     "emit",
     "format_frame",
@@ -79,11 +80,14 @@ def wrote(path: Path | str, what: str = "") -> None:
 
 
 def check_outputs(
-    out: Path | None = None, plot: Path | None = None, out_dir: str | Path | None = None
-) -> None:
+    out: Path | None = None, plot: Path | None = None, out_dir: str | Path | None = None,
+    inputs: Sequence[Any] = (),
+) -> None:  # fmt: skip
     """Check ``--out`` (a file or, for reports and sweeps, a folder) and ``--plot`` first.
 
     Run at the start of every command, so that a bad path fails before the work, not after.
+    An output that is one of the command's ``inputs`` (the same file, by any path or link)
+    is refused: writing it would destroy what is being read.
     """
     from cloudsched.io import PLOT_FORMATS, check_output_dir, check_output_file
 
@@ -93,6 +97,23 @@ def check_outputs(
         check_output_file(plot, "--plot", PLOT_FORMATS)
     if out_dir is not None:
         check_output_dir(out_dir, "--out")
+    for option, path in (("--out", out), ("--plot", plot)):
+        check_not_input(option, path, inputs)
+
+
+def check_not_input(option: str, path: Path | None, inputs: Sequence[Any]) -> None:
+    """Refuse an output ``path`` that is one of ``inputs`` (the same file, by any name)."""
+    if path is not None and any(_same_file(path, x) for x in inputs if x is not None):
+        raise ParameterError(option, str(path), "a file other than the command's inputs "
+                             "(it would overwrite what it reads)")  # fmt: skip
+
+
+def _same_file(a: Any, b: Any) -> bool:
+    """Whether paths ``a`` and ``b`` name one existing file (names that are not paths: no)."""
+    try:
+        return os.path.samefile(os.fspath(a), os.fspath(b))
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def to_json(payload: Any) -> str:

@@ -121,7 +121,7 @@ def compare(
     ] = None,
 ) -> None:
     """Compare policies at several loads: mean field, simulated mean with CI, p99, messages."""
-    check_outputs(out=out, plot=plot)
+    check_outputs(out=out, plot=plot, inputs=trace or [])
     import pandas as pd
 
     from cloudsched.cli.common import resolve_format
@@ -266,7 +266,7 @@ def tune(
     ] = None,
 ) -> None:
     """Find the cheapest policy, d, r and N that meet a p99 or mean target, certified."""
-    check_outputs(out=out)
+    check_outputs(out=out, inputs=trace or [])
     from cloudsched.cli.common import emit, resolve_format
     from cloudsched.cli.tune_output import explain, log_replay
     from cloudsched.dispatch.logs import read_log

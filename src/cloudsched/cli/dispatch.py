@@ -34,6 +34,12 @@ __all__ = ["parse_speeds", "register"]
 FORMATS = ("table", "csv", "json")
 
 
+def _law_files(*specs: str | None) -> list[str]:
+    """Return the files ``empirical:FILE`` laws read (inputs no output may overwrite)."""
+    return [spec.partition(":")[2].partition(",")[0] for spec in specs
+            if spec and spec.strip().lower().startswith("empirical:")]  # fmt: skip
+
+
 def parse_speeds(value: str) -> np.ndarray:
     """``--speeds``: a comma-separated list, or the name of a file of numbers."""
     import numpy as np
@@ -101,7 +107,7 @@ def predict(
     The mean field gives p0, the response time, the tail and message rates; at N servers
     the table has the mean field, the refined 1/N value and the exact chain side by side.
     """
-    check_outputs(out=out, plot=plot)
+    check_outputs(out=out, plot=plot, inputs=[speeds])
     from cloudsched.dispatch.prediction import predict as mf_predict
 
     fmt = resolve_format(fmt, out, FORMATS)
@@ -328,7 +334,7 @@ def simulate(
     ] = None,
 ) -> None:
     """Simulate a dispatch policy: Poisson/exp(1) by default, any laws, or a replayed trace."""
-    check_outputs(out=out)
+    check_outputs(out=out, inputs=[*(trace or []), speeds, *_law_files(service, arrivals)])
     from cloudsched.cli.results import (
         FRAME_FORMATS,
         flat_inputs,

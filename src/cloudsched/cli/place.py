@@ -178,8 +178,8 @@ def place_simulate(
 ) -> None:
     """Simulate one placement policy on a cluster and workload."""
     import numpy as np
-    check_outputs(out=out, plot=plot)
-    _check_tables(assignments=assignments, frames=frames)
+    check_outputs(out=out, plot=plot, inputs=[workload, cluster])
+    _check_tables([workload, cluster], assignments=assignments, frames=frames)
     from cloudsched.placement.policies import PLACEMENT_POLICIES
     from cloudsched.placement.simulation import simulate_placement
 
@@ -261,13 +261,15 @@ def _bound_line(
     return f"cost {cost:.4g}{pm}, {what} {bound:.4g}, gap {rel}\n"
 
 
-def _check_tables(**paths: Path | None) -> None:
-    """Refuse, before any work, a Parquet output that cannot be written."""
+def _check_tables(inputs: list[Any], **paths: Path | None) -> None:
+    """Refuse, before any work, a Parquet output that cannot be written (or is an input)."""
+    from cloudsched.cli.common import check_not_input
     from cloudsched.io import check_output_file
 
     for name, path in paths.items():
         if path is not None:
             check_output_file(path, f"--{name}", ("parquet",))
+            check_not_input(f"--{name}", path, inputs)
 
 
 def _write_tables(res: Any, assignments: Path | None, frames: Path | None) -> None:
@@ -321,7 +323,7 @@ def place_bound(
     out: _Out = None,
 ) -> None:
     """Bound the static optimum: the least average cost that serves every type's load."""
-    check_outputs(out=out)
+    check_outputs(out=out, inputs=[workload, cluster])
     from cloudsched.placement.optimize import SOLVERS, static_optimum
 
     fmt = check_choice("--format", fmt, ("table", "json"))

@@ -60,7 +60,7 @@ def place_compare(
     from cloudsched.cli.place_model import load_model
     from cloudsched.experiments.place_compare import DEFAULT_POLICIES, compare_placement
 
-    check_outputs(out=out, plot=plot)
+    check_outputs(out=out, plot=plot, inputs=[workload, cluster])
     fmt = check_choice("--format", fmt, ("table", "json", "csv"))
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
     cl, jobs = load_model(cluster, racks, cross_rack_cost, workload, seed,

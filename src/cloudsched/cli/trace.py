@@ -71,7 +71,7 @@ def trace_stats(
     ] = None,
 ) -> None:
     """Task count, time span, arrival rate and service-time statistics of a log."""
-    check_outputs(out=out, plot=plot)
+    check_outputs(out=out, plot=plot, inputs=files)
     from cloudsched.dispatch.logs import log_inputs, read_log
     from cloudsched.dispatch.traces import trace_summary
 

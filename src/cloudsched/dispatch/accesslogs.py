@@ -38,13 +38,14 @@ when the backends were lightly loaded, and pessimistic otherwise.
 from __future__ import annotations
 
 import json
+import math
 import re
 from array import array
 from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from cloudsched.dispatch.traces import TraceError, TraceLog, finish_log, log_lines
+from cloudsched.dispatch.traces import MAX_VALUE, TraceError, TraceLog, finish_log, log_lines
 from cloudsched.errors import ParameterError
 
 __all__ = [
@@ -149,9 +150,14 @@ def _seconds(where: str, text: str, what: str, scale: float = 1.0) -> float | No
     if text in ("", "-"):
         return None
     try:
-        return sum(float(p) for p in re.split(r"[,:]\s*", text)) * scale
+        value = sum(float(p) for p in re.split(r"[,:]\s*", text)) * scale
     except ValueError:
-        raise TraceError(where, f"{what} must be a number or '-', got {text!r}") from None
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise TraceError(where, f"{what} must be a number or '-', got {shown!r}") from None
+    if not (math.isfinite(value) and abs(value) <= MAX_VALUE):
+        raise TraceError(where, f"{what} must be a finite duration of at most {MAX_VALUE:g} s "
+                         f"({len(text)} characters given)")  # fmt: skip
+    return value
 
 
 class _Collector:
@@ -224,11 +230,13 @@ def _envoy_json_line(c: _Collector, where: str, text: str, service: str) -> None
         obj = {str(k).lower(): v for k, v in json.loads(text).items()}
     except (ValueError, AttributeError):
         raise TraceError(where, "not a JSON object") from None
+    except RecursionError:
+        raise TraceError(where, "not a JSON object of a log line (nested too deep)") from None
     start = obj.get("start_time")
     if start is None:
         raise TraceError(where, "no start_time key")
     if isinstance(start, int | float) or str(start).replace(".", "", 1).isdigit():
-        stamp, exact = float(start), True
+        stamp, exact = _seconds(where, str(start), "start_time") or 0.0, True
     else:
         stamp, exact = _parse_time(where, "time_iso8601", str(start))
     keys = (("upstream_service_time", "x-envoy-upstream-service-time")
@@ -240,8 +248,9 @@ def _envoy_json_line(c: _Collector, where: str, text: str, service: str) -> None
 
 def _haproxy_line(c: _Collector, where: str, m: re.Match[str], service: str) -> None:
     stamp, exact = _parse_time(where, "time_local", m["date"])
-    ms = int(m["Tr"] if service == "upstream" else m["Ta"])
-    c.add(stamp, exact, ms * 1e-3 if ms > 0 else None, 0.0)
+    ms = _seconds(where, m["Tr"] if service == "upstream" else m["Ta"],
+                  "Tr" if service == "upstream" else "Ta", 1e-3)  # fmt: skip
+    c.add(stamp, exact, ms if ms is not None and ms > 0 else None, 0.0)
 
 
 def read_access_log(
@@ -316,7 +325,7 @@ def detect_access_format(line: str) -> str | None:
     if text.startswith("{"):
         try:
             return "envoy-json" if "start_time" in {k.lower() for k in json.loads(text)} else None
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             return None
     if _HAPROXY.search(text):
         return "haproxy"

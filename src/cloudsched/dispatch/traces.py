@@ -27,6 +27,7 @@ from __future__ import annotations
 import csv
 import gzip
 import io
+import math
 import zlib
 from array import array
 from collections.abc import Iterator, Sequence
@@ -73,21 +74,36 @@ class TraceLog:
     header: dict[str, str] = field(default_factory=dict)
 
 
+#: Longest line of a log (a real record is a few hundred bytes).
+MAX_LINE = 1 << 20
+
+
 def log_lines(paths: Sequence[str | Path]) -> Iterator[tuple[str, int, str]]:
-    """Yield ``(file, line number, text)`` from gzip or plain files, in order."""
+    """Yield ``(file, line number, text)`` from gzip or plain files, in order.
+
+    Only regular files are read (:func:`cloudsched.io.open_input`); a line longer than
+    :data:`MAX_LINE` characters is an error (it is never held whole in memory).
+    """
+    from cloudsched.errors import InputError
+    from cloudsched.io import open_input
+
     for path in paths:
         name = str(path)
         try:
-            raw = open(path, "rb")  # noqa: SIM115 - closed below
-        except OSError as exc:
-            raise TraceError(name, f"cannot open ({exc.strerror})") from None
+            raw = open_input(path)
+        except InputError as exc:
+            raise TraceError(name, str(exc).removeprefix(f"{name}: ")) from None
         with raw:
             gz = raw.read(2) == b"\x1f\x8b"
             raw.seek(0)
             stream = gzip.open(raw, "rt", newline="") if gz else io.TextIOWrapper(raw, newline="")  # noqa: SIM115
             lineno = 0
             try:
-                for lineno, text in enumerate(stream, 1):
+                while text := stream.readline(MAX_LINE + 1):
+                    lineno += 1
+                    if len(text) > MAX_LINE:
+                        raise TraceError(f"{name}:{lineno}", f"a line longer than {MAX_LINE} "
+                                         "characters: not a log of this kind")  # fmt: skip
                     yield name, lineno, text
             except (EOFError, OSError, zlib.error) as exc:
                 raise TraceError(
@@ -97,11 +113,24 @@ def log_lines(paths: Sequence[str | Path]) -> Iterator[tuple[str, int, str]]:
                 raise TraceError(f"{name}:{lineno + 1}", "not a text file") from None
 
 
+#: Largest magnitude of a number read from a log (seconds: 3e7 years; microseconds: 31
+#: years); beyond it a value is a corrupt field, and sums of such values would overflow.
+MAX_VALUE = 1e15
+#: Integer fields (Google's ids and times) are 64-bit.
+MAX_INT = 2**63
+
+
 def _number(where: str, text: str, what: str, integer: bool = True) -> float:
     try:
-        return int(text) if integer else float(text)
+        x = int(text) if integer else float(text)
     except ValueError:
-        raise TraceError(where, f"{what} must be a number, got {text!r}") from None
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise TraceError(where, f"{what} must be a number, got {shown!r}") from None
+    if (integer and not -MAX_INT <= x < MAX_INT) or (
+            not integer and not (math.isfinite(x) and abs(x) <= MAX_VALUE)):  # fmt: skip
+        bound = "a 64-bit integer" if integer else f"a finite number of magnitude <= {MAX_VALUE:g}"
+        raise TraceError(where, f"{what} must be {bound} ({len(text)} characters given)")
+    return x
 
 
 def _read_google(paths: Sequence[str | Path], unfinished: str) -> TraceLog:
@@ -232,6 +261,10 @@ def _read_csv(paths: Sequence[str | Path]) -> TraceLog:
             names = [c.strip().lower() for c in row]
             if "arrival" not in names or "service" not in names:
                 raise TraceError(where, "the header must name the columns 'arrival' and 'service'")
+            for col in ("arrival", "service"):
+                if names.count(col) > 1:
+                    raise TraceError(where, f"the header names the column {col!r} "
+                                     f"{names.count(col)} times (once, please)")  # fmt: skip
             columns = (names.index("arrival"), names.index("service"))
             width = len(names)
             continue

@@ -50,8 +50,6 @@ executor edges' traffic with ``traffic: grouping``.
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -59,7 +57,7 @@ from typing import Any
 import networkx as nx
 
 from cloudsched.errors import InputError, ParameterError, check_int
-from cloudsched.io import read_yaml_text
+from cloudsched.placement.flux_read import apply_includes, read_flux, read_properties, scrubbed
 from cloudsched.placement.topology import Topology, check_size
 
 __all__ = ["GROUPINGS", "STORM_DEFAULT_DEMAND", "TRAFFIC_MODELS", "load_flux", "read_properties"]
@@ -177,109 +175,6 @@ def _refs(x: Any) -> list[str]:
     return out
 
 
-_VAR = re.compile(r"\$\{([^}]+)\}")
-
-
-def read_properties(path: str | Path) -> dict[str, str]:
-    """Read a Java ``.properties`` file (``key=value`` or ``key: value``; ``#``/``!`` comments)."""
-    out: dict[str, str] = {}
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(str(path), f"cannot open the properties file ({exc.strerror})") from None
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        m = re.match(r"([^=:\s]+)\s*[=:\s]\s*(.*)$", line)
-        if m:
-            out[m.group(1)] = m.group(2)
-    return out
-
-
-def _substitute(text: str, where: str, properties: Mapping[str, str]) -> str:
-    def one(m: re.Match[str]) -> str:
-        name = m.group(1)
-        if name.startswith("ENV-"):
-            value = os.environ.get(name[4:])
-            if value is None:
-                raise InputError(where, f"${{{name}}}: environment variable {name[4:]} is not set")
-            return value
-        if name not in properties:
-            raise InputError(where, f"${{{name}}} is not defined (give a properties file with "
-                             f"'properties:' next to 'flux:')")  # fmt: skip
-        return properties[name]
-
-    return "\n".join(
-        line if line.lstrip().startswith("#") else _VAR.sub(one, line)
-        for line in text.splitlines()
-    )
-
-
-def _read_flux(path: Path, properties: Mapping[str, str]) -> dict[str, Any]:
-    where = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(where, f"cannot open ({exc.strerror})") from None
-    except UnicodeDecodeError:
-        raise InputError(where, "the Flux file is not UTF-8 text") from None
-    doc = read_yaml_text(_substitute(text, where, properties), where)
-    if not isinstance(doc, Mapping):
-        raise InputError(where, "a Flux file is a mapping with 'spouts', 'bolts' and 'streams'")
-    for key in ("spouts", "bolts", "streams", "components", "includes"):
-        if doc.get(key) is not None and not isinstance(doc[key], list):
-            raise InputError(where, f"'{key}' must be a list (got {type(doc[key]).__name__})")
-    if doc.get("config") is not None and not isinstance(doc["config"], Mapping):
-        raise InputError(where, "'config' must be a mapping of Storm settings")
-    if isinstance(doc.get("name"), (list, Mapping)):
-        raise InputError(where, "'name' must be a string")
-    return dict(doc)
-
-
-def _merge_by_id(base: list[Any], extra: list[Any], override: bool) -> list[Any]:
-    out = list(base)
-    index = {d.get("id"): i for i, d in enumerate(out) if isinstance(d, Mapping)}
-    for d in extra:
-        cid = d.get("id") if isinstance(d, Mapping) else None
-        if cid in index:
-            if override:
-                out[index[cid]] = d
-        else:
-            index[cid] = len(out)
-            out.append(d)
-    return out
-
-
-def _apply_includes(doc: dict[str, Any], path: Path, properties: Mapping[str, str]) -> None:
-    """Merge ``includes`` as Storm's ``FluxParser.processIncludes`` does (one level)."""
-    includes = doc.get("includes") or []
-    if not isinstance(includes, list):
-        raise InputError(str(path), "'includes' must be a list of {file: PATH, override: BOOL}")
-    for inc in includes:
-        if not isinstance(inc, Mapping) or not isinstance(inc.get("file"), str):
-            raise InputError(str(path), "every include needs a 'file'")
-        if inc.get("resource"):
-            raise InputError(str(path), f"include {inc['file']!r} is a classpath resource "
-                             "(resource: true), which only a Storm jar can read: copy it next "
-                             "to this file and include it as a file")  # fmt: skip
-        override = bool(inc.get("override", False))
-        sub = _read_flux(path.parent / inc["file"], properties)
-        if sub.get("name") is not None and (override or doc.get("name") is None):
-            doc["name"] = sub["name"]
-        if isinstance(sub.get("config"), Mapping):
-            config = dict(doc.get("config") or {})
-            for k, v in sub["config"].items():
-                if override or k not in config:
-                    config[k] = v
-            doc["config"] = config
-        for key in ("components", "bolts", "spouts"):
-            if isinstance(sub.get(key), list):
-                doc[key] = _merge_by_id(list(doc.get(key) or []), sub[key], override)
-        if isinstance(sub.get("streams"), list):
-            doc["streams"] = list(doc.get("streams") or []) + list(sub["streams"])
-
-
 def _flux_edges(doc: Mapping[str, Any], comps: Mapping[str, int]) -> float:
     """Upper estimate of the executor edges the streams create (before building them)."""
     total = 0.0
@@ -303,16 +198,27 @@ def load_flux(
     ``slots`` is ``executors`` (one node per executor) or ``workers`` (one node per worker
     of ``config: topology.workers``, Storm's packing); ``executors_per_slot`` groups that
     many consecutive executors per node instead.  ``properties`` fills ``${name}``.
-    ``traffic`` is ``edges`` (1 per edge) or ``grouping`` (from the groupings).
+    ``traffic`` is ``edges`` (1 per edge) or ``grouping`` (from the groupings).  An error
+    never shows a value taken from the environment (``${ENV-NAME}`` stands in for it).
     """
+    secrets: list[tuple[str, str]] = []
+    try:
+        return _load_flux(path, slots, executors_per_slot, properties, traffic, secrets)
+    except ParameterError as exc:  # InputError too
+        raise scrubbed(exc, secrets) from None
+
+
+def _load_flux(path: str | Path, slots: str, executors_per_slot: int | None,
+               properties: Mapping[str, str] | None, traffic: str,
+               secrets: list[tuple[str, str]]) -> Topology:  # fmt: skip
     where = str(path)
     slots = str(slots)
     if slots not in ("executors", "workers"):
         raise ParameterError("slots", slots, "executors or workers")
     if traffic not in TRAFFIC_MODELS:
         raise ParameterError("traffic", traffic, " or ".join(TRAFFIC_MODELS))
-    doc = _read_flux(Path(path), properties or {})
-    _apply_includes(doc, Path(path), properties or {})
+    doc = read_flux(Path(path), properties or {}, secrets)
+    apply_includes(doc, Path(path), properties or {}, secrets)
     comps = _components(doc, where)
     check_size("parallelism", where, sum(comps.values()), _flux_edges(doc, comps))
     config = doc.get("config") or {}
