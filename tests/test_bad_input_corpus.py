@@ -236,21 +236,43 @@ ISSUE_30 = {
     "trace stats --out its own input": ("arrival,service\n1,2\n2,3\n3,1\n",
                                         [*LOG_CMD, "csv", "--out", "FILE"],
                                         "--out must be a file other than the command's inputs"),
+    "a plug-in calling sys.exit(3) at import": ("import sys\nsys.exit(3)\n",
+                                                ["simulate", "FILE:X", "--servers", "10",
+                                                 "--load", "0.5"], "it called sys.exit(3)"),
+    "sweep with fixed.service: [1, 2]": (
+        "kind: simulate\nfixed: {policy: random, servers: 10, load: 0.5, service: [1, 2]}\n"
+        "grid: {d: [1]}\n", ["sweep", "FILE", "--out", "OUT"], "service must be a law"),
+    "sweep grid of 1.4e10 points": (
+        "kind: simulate\nfixed: {policy: pod}\ngrid:\n"
+        f"  load: {[round(0.001 * i, 3) for i in range(1, 100)]}\n"
+        f"  servers: {list(range(10, 2010))}\n  d: [1, 2]\n  r: {list(range(1, 200))}\n"
+        f"  tasks: {list(range(1000, 1180))}\n",
+        ["sweep", "FILE", "--out", "OUT"], "the grid makes 14,184,720,000 runs"),
 }  # fmt: skip
 
 
 @pytest.mark.parametrize("case", sorted(ISSUE_30))
 def test_issue_30_inputs_exit_2_with_one_line(capsys, tmp_path, case):
     content, argv, fragment = ISSUE_30[case]
-    path = tmp_path / "input"
+    path = tmp_path / "input.py"
     path.write_text(content)
     before = path.read_bytes()
+    subst = {"FILE": str(path), "FILE:X": f"{path}:X", "OUT": str(tmp_path / "out")}
     with pytest.raises(SystemExit) as exc:
-        main([str(path) if a == "FILE" else a for a in argv])
+        main([subst.get(a, a) for a in argv])
     out, err = capsys.readouterr()
     assert exc.value.code == 2 and err.count("\n") == 1 and fragment in err, err
     assert "Traceback" not in err and out == ""
     assert path.read_bytes() == before  # an input is never written
+    assert not (tmp_path / "out").exists()
+
+
+def test_no_command_is_one_line_after_the_help(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main([])
+    out, err = capsys.readouterr()
+    assert exc.value.code == 2 and "Commands" in out
+    assert err == "error: a command is needed (the list is above; cloudsched COMMAND --help)\n"
 
 
 def _workload(tmp_path, topology):

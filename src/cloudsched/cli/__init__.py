@@ -165,7 +165,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stderr.write(f"error: {one_line(str(exc))}\n")
         _exit(1, quick)
     except typer.TyperException as exc:  # usage errors (exit code 2) and other CLI errors
-        sys.stderr.write(f"error: {one_line(exc.format_message())}\n")
+        message = one_line(exc.format_message()).strip()
+        if not message:  # no command: the help above lists them
+            message = "a command is needed (the list is above; cloudsched COMMAND --help)"
+        sys.stderr.write(f"error: {message}\n")
         _exit(exc.exit_code, quick)
     except (typer.Abort, KeyboardInterrupt):
         code = 130

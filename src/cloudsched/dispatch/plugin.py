@@ -276,6 +276,9 @@ def load_plugin(path: str | Path) -> list[str]:
     except SyntaxError as exc:
         _forget(key, module)
         raise PluginError(ref, f"line {exc.lineno}: SyntaxError: {exc.msg}") from None
+    except SystemExit as exc:  # the plug-in tried to end the program while loading
+        _forget(key, module)
+        raise PluginError(ref, f"loading failed: it called sys.exit({exc.code!r})") from None
     except Exception as exc:  # the plug-in's own code failed while loading
         _forget(key, module)
         raise PluginError(ref, f"loading failed: {type(exc).__name__}: {exc}") from None

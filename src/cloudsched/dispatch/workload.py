@@ -162,6 +162,10 @@ def resolve_workload(
 ) -> Workload:
     """Validate the workload arguments of ``simulate`` and choose the engine."""
     check_choice("engine", engine, ("auto", "exponential", "general"))
+    for name, law in (("service", service), ("arrivals", arrivals)):
+        if law is not None and not isinstance(law, str | Distribution):
+            raise ParameterError(name, law, "a law: a SPEC such as 'exp', 'det', "
+                                 "'lognormal:cv=2' or 'empirical:FILE' (one, not a list)")
     svc = parse_spec(service, "service") if isinstance(service, str) else service or Exponential()
     gap = (
         parse_spec(arrivals, "arrivals") if isinstance(arrivals, str) else arrivals or Exponential()

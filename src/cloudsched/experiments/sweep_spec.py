@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import types
 import typing
 from collections.abc import Iterator, Mapping
@@ -90,6 +91,12 @@ class SweepSpec:
         if not isinstance(grid, Mapping) or not grid:
             raise InputError(where, "'grid' must be a non-empty mapping of parameter: [values]")
         _check_grid(grid, where)
+        runs = math.prod(len(v) for v in grid.values()) * reps
+        if runs > MAX_RUNS:
+            sizes = " x ".join(f"{len(v)} {k}" for k, v in grid.items())
+            raise InputError(where, f"the grid makes {runs:,} runs ({sizes}"
+                             f"{f' x {reps} replications' if reps > 1 else ''}); a sweep holds "
+                             f"at most {MAX_RUNS:,}: split it")  # fmt: skip
         _check_names(kind, fixed, grid, where)
         object.__setattr__(self, "fixed", dict(fixed))
         object.__setattr__(self, "grid", {k: list(v) for k, v in grid.items()})
@@ -133,6 +140,10 @@ def parse_spec(doc: dict[str, Any], where: str = "spec", base_dir: str = ".") ->
             raise InputError(where, f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})")
     return SweepSpec(doc.get("kind"), doc.get("seed", 0), doc.get("replications", 1),  # type: ignore[arg-type]
                      doc.get("fixed") or {}, doc.get("grid"), base_dir, where)  # type: ignore[arg-type]
+
+
+#: Most runs one sweep spec may make (each is a file; every point is checked before any run).
+MAX_RUNS = 1_000_000
 
 
 def _check_grid(grid: Mapping[str, Any], where: str) -> None:
