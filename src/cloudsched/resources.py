@@ -3,9 +3,11 @@
 The limit is a fraction of the memory the system reports as available
 (``/proc/meminfo``'s ``MemAvailable``, or total physical memory elsewhere), overridable
 with the environment variable ``CLOUDSCHED_MAX_MEMORY`` (bytes, or with a ``K``/``M``/``G``/
-``T`` suffix).  Estimates are per-item costs measured on this code (for example about 180
-bytes per simulated server), so they catch the sizes that would die in ``MemoryError``, not
-the ones that merely come close.
+``T`` suffix).  A limit given that way is the whole process's: what it already holds (its
+resident memory: the interpreter, numba, the data read so far) counts against it too.
+Estimates are per-item costs measured on this code (for example about 180 bytes per
+simulated server), so they catch the sizes that would die in ``MemoryError``, not the ones
+that merely come close.
 """
 
 from __future__ import annotations
@@ -67,11 +69,27 @@ def _human(n: float) -> str:
     return f"{n:.3g} PiB"
 
 
+def _resident() -> int:
+    """Bytes this process holds now (Linux ``/proc/self/statm``; 0 where unknown)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
 def check_memory(name: str, value: object, need: float, what: str) -> None:
-    """Raise :class:`ParameterError` on ``name`` if ``need`` bytes exceed the memory limit."""
+    """Raise :class:`ParameterError` on ``name`` if ``need`` bytes exceed the memory limit.
+
+    Under a limit given in ``CLOUDSCHED_MAX_MEMORY`` the process's resident memory counts
+    too (the default limit is a share of what is still free, which excludes it already).
+    """
     limit = memory_limit()
-    if need > limit:
+    held = _resident() if os.environ.get("CLOUDSCHED_MAX_MEMORY", "").strip() else 0
+    if need + held > limit:
+        also = f" besides the {_human(held)} this process holds" if held else ""
         raise ParameterError(
-            name, value, f"small enough to fit in memory: {what} needs about {_human(need)}, "
-            f"{_human(limit)} allowed (--max-memory or CLOUDSCHED_MAX_MEMORY changes the limit)",
+            name, value, f"small enough to fit in memory: {what} needs about {_human(need)}"
+            f"{also}, {_human(limit)} allowed (--max-memory or CLOUDSCHED_MAX_MEMORY changes "
+            "the limit)",
         )  # fmt: skip

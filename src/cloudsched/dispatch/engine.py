@@ -170,9 +170,24 @@ class Engine:
                                   f"[0, {self.n - 1}]")  # fmt: skip
             self._grow(status)
 
+    def _room(self, extra: float, what: str) -> None:
+        """Refuse to grow the state by ``extra`` bytes past the memory limit (one line).
+
+        The tasks in the system are the one thing that grows without bound: a policy that
+        overloads some servers (a plug-in that always picks server 0, say) at a load the
+        farm could carry fills the memory with queued tasks.
+        """
+        from cloudsched.resources import check_memory
+
+        held = sum(a.nbytes for a in (*self.st, *self.mt) if isinstance(a, np.ndarray))
+        shown = f"{self.st.pool.shape[0]:,} tasks in the system" if what == "pool" else what
+        check_memory("load", f"{self.policy.name} at load {self.spec.rate:g}", held + extra,
+                     f"the run's queues ({shown}, and growing: is some server overloaded?)")
+
     def _grow(self, status: int) -> None:
         st, ist = self.st, self.st.ist
         if status == S.NEED_POOL:
+            self._room(st.pool.nbytes, "pool")
             old = st.pool.shape[0]
             grown = np.zeros((2 * old, S.POOL_COLS))
             grown[:old] = st.pool
@@ -182,9 +197,11 @@ class Engine:
             ist[S.I_POOL_FREE] = old
         elif status == S.NEED_ARENA:
             size = 2 * st.arena.size + 8 * int(ist[S.I_MAXCAP])
+            self._room(8.0 * size, "the I-queues")
             self.st = st._replace(arena=_grow(st.arena, size, 0))
         elif status == S.NEED_LEVELS:
             new = 2 * st.cnt.size
+            self._room(8.0 * new * (4 + self.mt.snap_area.shape[0]), "the longest queue's levels")
             self.st = st._replace(cnt=_grow(st.cnt, new, 0.0), bstart=_grow(st.bstart, new + 1,
                                                                             self.n))  # fmt: skip
             mt = self.mt
@@ -200,6 +217,7 @@ class Engine:
             self.ctl[S.C_LAST_CHUNK] = int(last)
         elif status == S.BUFFER_FULL:
             old_buf = self.mt.buf
+            self._room(8.0 * (old_buf.size // 2 + 1024), "the response times kept")
             self.mt = self.mt._replace(buf=_grow(old_buf, old_buf.size + old_buf.size // 2 + 1024,
                                                  np.nan))  # fmt: skip
         elif status == S.NEED_MERGE:

@@ -174,6 +174,9 @@ class _Search:
         row = self.t.simulate(self.cand, n)
         self.seen[n] = row
         u, k = self.t.unit, self.t.scale
+        if not math.isfinite(row["estimate"]):
+            self.t.say(f"  N = {n} (load {row['load']:.3f}): {row['why']}")
+            return row
         self.t.say(f"  N = {n} (load {row['load']:.3f}): {self.t.metric} "
                    f"{row['estimate'] * k:.4g} [{row['low'] * k:.4g}, {row['high'] * k:.4g}] {u},"
                    f" {row['messages_per_task']:.3g} msg/task -> "
@@ -231,10 +234,18 @@ class _Tune:
         words = [self.seed, zlib.crc32(name.encode()), n]
         stream = np.random.SeedSequence(words)
         load = self.rate / n
-        res = simulate(cand["policy"], servers=n, load=load, r=min(cand["r"], n),
-                       d=cand["d"] or 2, threshold=threshold_of(cand["threshold"]),
-                       keep_response_times=self.metric == "p99",
-                       rng=np.random.default_rng(stream), **self.options)  # fmt: skip
+        try:
+            res = simulate(cand["policy"], servers=n, load=load, r=min(cand["r"], n),
+                           d=cand["d"] or 2, threshold=threshold_of(cand["threshold"]),
+                           keep_response_times=self.metric == "p99",
+                           rng=np.random.default_rng(stream), **self.options)  # fmt: skip
+        except ParameterError as exc:  # its queues outgrew the memory: not a setting to keep
+            return {"policy": cand["policy"], "d": cand["d"], "threshold": cand["threshold"],
+                    "r": float(min(cand["r"], n)), "servers": n, "load": load,
+                    "estimate": math.nan, "low": math.nan, "high": math.nan,
+                    "mean_response_time": math.nan, "messages_per_task": math.nan,
+                    "replay": math.nan, "certified": False, "why": f"refused: {exc}",
+                    "seed_words": words}  # fmt: skip
         est, low, high = metric_interval(res, self.metric)
         msgs = messages_per_task(res)
         why = ""

@@ -64,9 +64,7 @@ EPSILON = 0.5
 
 def cost_unit(cluster: Cluster) -> float:
     """Smallest positive machine-to-machine distance (1.0 on a one-machine cluster)."""
-    d = np.asarray(cluster.distance, dtype=float)
-    positive = d[d > 0]
-    return float(positive.min()) if positive.size else 1.0
+    return cluster.unit
 
 
 def dgp_defaults(

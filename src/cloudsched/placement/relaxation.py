@@ -105,8 +105,7 @@ class Relaxation:
         self, cluster: Cluster, topologies: Sequence[Topology], least: Sequence[float] | np.ndarray
     ) -> None:
         self.cluster, self.tops = cluster, list(topologies)
-        d = cluster.distance
-        self.unit = float(d[d > 0].min()) if (d > 0).any() else 1.0
+        self.unit = cluster.unit
         self.least = np.asarray(least, dtype=float)
         smax = int(cluster.slots.max())
         self.largest = min(smax, max(t.nodes for t in self.tops))

@@ -247,8 +247,7 @@ def least_cost_template(
     t0 = time.perf_counter()
     free = cluster.slots.copy() if free is None else np.asarray(free, dtype=np.int64)
     res = cluster.capacity.copy() if res is None else np.asarray(res, dtype=float)
-    d = cluster.distance
-    unit = float(d[d > 0].min()) if (d > 0).any() else 1.0
+    unit = cluster.unit
     k, total = topology.nodes, topology.total_traffic
     if k > int(free.sum()) or np.any(topology.demands().sum(axis=0) > res.sum(axis=0) + 1e-9):
         return LeastCost(None, math.inf, math.inf, True, "does not fit",

@@ -138,12 +138,14 @@ def check_size(name: str, value: Any, nodes: float, edges: float) -> None:
 def chain(k: int) -> Topology:
     """Path 0 - 1 - ... - (k-1)."""
     k = check_int("nodes", k, low=1)
+    check_size("nodes", k, k, k - 1)
     return _from_graph(f"chain-{k}", nx.path_graph(k))
 
 
 def star(k: int) -> Topology:
     """Node 0 joined to each of the other k - 1 nodes."""
     k = check_int("nodes", k, low=1)
+    check_size("nodes", k, k, k - 1)
     return _from_graph(f"star-{k}", nx.star_graph(k - 1))
 
 
@@ -151,6 +153,7 @@ def tree(k: int, branching: int = 2) -> Topology:
     """Complete ``branching``-ary tree on k nodes (breadth-first numbering)."""
     k = check_int("nodes", k, low=1)
     branching = check_int("branching", branching, low=1)
+    check_size("nodes", k, k, k - 1)
     g = nx.Graph()
     g.add_nodes_from(range(k))
     g.add_edges_from((i, (i - 1) // branching) for i in range(1, k))
