@@ -49,3 +49,70 @@ def test_a_long_run_reports_progress_and_stops_on_ctrl_c(tmp_path, name):
     assert lines[-1].startswith("interrupted: "), rest
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir()], list(tmp_path.iterdir())
+
+
+SPIN = '''
+from cloudsched.dispatch import hook, register_policy
+
+
+@register_policy("spin")
+class Spin:
+    """A hook that never returns."""
+
+    @hook
+    def choose(st, par, rng, m):
+        x = 0
+        while x >= 0:
+            x = (x + 1) % 7
+        return 0
+'''
+
+
+def _spin_argv(tmp_path, command):
+    plugin = tmp_path / "spin.py"
+    name = f"spin-{command}"  # a name of its own: tests may load both in one process
+    plugin.write_text(SPIN.replace('"spin"', f'"{name}"'))
+    if command == "simulate":
+        return ["simulate", f"{plugin}:{name}", "--servers", "10", "--load", "0.5"]
+    return ["compare", f"{plugin}:{name}", "--servers", "10", "--load", "0.5", "--load", "0.6"]
+
+
+@pytest.mark.parametrize("command", ["simulate", "compare"])
+def test_ctrl_c_stops_a_plugin_hook_that_never_returns(tmp_path, command):
+    """The issue's case: a looping hook held the process; Ctrl-C did nothing."""
+    env = dict(os.environ, CLOUDSCHED_PROGRESS_SECONDS="0.2")
+    argv = [sys.executable, "-c", "from cloudsched.cli import main; main()",
+            *_spin_argv(tmp_path, command)]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=env, start_new_session=True, cwd=tmp_path)  # fmt: skip
+    try:
+        for _ in range(3):  # the hook is running (compiled, called, not returning)
+            line = proc.stderr.readline()
+            assert line.startswith("progress: "), line
+        proc.send_signal(signal.SIGINT)
+        _, rest = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 130, rest
+    assert rest.splitlines()[-1].startswith("interrupted: "), rest
+
+
+@pytest.mark.parametrize("command", ["simulate", "compare"])
+def test_a_time_limit_stops_a_plugin_hook_that_never_returns(tmp_path, command, capsys):
+    from cloudsched.cli import main
+
+    with pytest.raises(SystemExit) as exc:
+        main([*_spin_argv(tmp_path, command), "--time-limit", "2"])
+    _, err = capsys.readouterr()
+    assert exc.value.code == 1 and err.count("\n") == 1
+    assert f"stopped at its time limit, inside one call of spin-{command}'s compiled" in err
+
+
+def test_a_time_limit_stops_a_builtin_run_between_chunks():
+    from cloudsched.dispatch import simulate
+    from cloudsched.dispatch.guard import TimeLimitExceeded
+
+    with pytest.raises(TimeLimitExceeded, match=r"after [\d,]+ events"):
+        simulate("pod", servers=100, load=0.95, precision=1e-6, time_limit=0.5, rng=1)

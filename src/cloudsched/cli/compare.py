@@ -96,6 +96,11 @@ def compare(
     max_tasks: Annotated[
         int, typer.Option("--max-tasks", help="Stop a run at this many arrivals in any case.")
     ] = 200_000_000,
+    time_limit: Annotated[
+        float | None,
+        typer.Option("--time-limit", help="Stop a run after this many seconds (an error, "
+                     "exit 1; default: none). Ctrl-C stops any run at once."),
+    ] = None,
     seed: Annotated[int, typer.Option("--seed", help="Root seed (run k uses stream k).")] = 0,
     service: Annotated[
         str | None, typer.Option("--service", help="Service-time law SPEC (as simulate).")
@@ -152,7 +157,8 @@ def compare(
             policies, grid, servers=servers, ds=ds, rs=rs, thresholds=zs, seed=seed,
             progress=step,
             exponential=service is None and arrivals is None and log is None,
-            precision=precision, tasks=tasks, max_tasks=max_tasks, service=service,
+            precision=precision, tasks=tasks, max_tasks=max_tasks, time_limit=time_limit,
+            service=service,
             arrivals=arrivals, trace=log.trace if log else None,
         )  # fmt: skip
     finally:

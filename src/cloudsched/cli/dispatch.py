@@ -265,6 +265,11 @@ def simulate(
     max_tasks: Annotated[
         int, typer.Option("--max-tasks", help="Stop a run at this many arrivals in any case.")
     ] = 5_000_000_000,
+    time_limit: Annotated[
+        float | None,
+        typer.Option("--time-limit", help="Stop a run after this many seconds (an error, "
+                     "exit 1; default: none). Ctrl-C stops any run at once."),
+    ] = None,
     initial: Annotated[
         str,
         typer.Option(
@@ -366,7 +371,7 @@ def simulate(
                 policy, servers=servers, load=lam, dispatchers=dispatchers, r=r, d=d,
                 threshold=threshold, with_replacement=with_replacement, tasks=tasks,
                 horizon=horizon, warmup=warm, replications=replications, batches=batches,
-                precision=precision, max_tasks=max_tasks, initial=initial,
+                precision=precision, max_tasks=max_tasks, time_limit=time_limit, initial=initial,
                 rng=seed, progress=bar, service=service, arrivals=arrivals,
                 trace=log.trace if log else None, service_scale=service_scale, engine=engine,
                 speeds=speed,

@@ -15,16 +15,14 @@ I-queues, messages).  Response times also go into a histogram per segment of mic
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import numba
 import numpy as np
 
 from cloudsched.dispatch import state as S
+from cloudsched.dispatch.guard import call_kernel, check_deadline
 from cloudsched.dispatch.plugin import PluginError, Policy
 from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.replication import (
@@ -56,29 +54,6 @@ def _initial_iq_cap(r: float) -> int:
 
 _NO_INT = np.zeros(0, np.int64)
 _NO_FLOAT = np.zeros(0)
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*m")
-
-
-def _plugin_failure(policy: Policy, exc: Exception) -> PluginError:
-    """Return the one-line error of a plug-in that failed to compile or raised."""
-    if not isinstance(exc, numba.core.errors.NumbaError):
-        return PluginError(policy.name, f"a hook raised {type(exc).__name__}: {exc}")
-    text = _ANSI.sub("", str(exc))
-    lines = [line.strip() for line in text.splitlines()]
-    useful = [line for line in lines if line and not line.startswith(("Failed in", "During:"))]
-    why = useful[0].rstrip(":") if useful else type(exc).__name__
-    if "Only accept returning of array" in text or "NRT required" in text:
-        why = "a hook allocates an array, which hooks may not do (keep state in st.mem)"
-    where = ""
-    if policy.source is not None:
-        name = Path(policy.source).name
-        found = re.findall(r'File "([^"]*)", line (\d+)', text)
-        lines_in = [line for path, line in found if Path(path).name == name]
-        if lines_in:
-            where = f" at {name} line {lines_in[0]}"
-    return PluginError(policy.name, f"failed to compile{where}: {why}")
 
 
 class Engine:
@@ -132,13 +107,11 @@ class Engine:
         self._call(self._run, self.st, self.mt, self.tasks, self.par, self.ctl, rng)  # compile
 
     def _call(self, fn: Callable[..., Any], *args: Any) -> Any:
-        """Call a kernel; a plug-in's failure becomes a :class:`PluginError`."""
-        if self.policy.builtin:
-            return fn(*args)
-        try:
-            return fn(*args)
-        except Exception as exc:
-            raise _plugin_failure(self.policy, exc) from None
+        """Call a kernel (:func:`cloudsched.dispatch.guard.call_kernel`)."""
+        return call_kernel(self.policy, fn, args, self.spec.deadline, lambda: self.events)
+
+    def _check_deadline(self) -> None:
+        check_deadline(self.policy, self.spec.deadline, self.events)
 
     # -- running -------------------------------------------------------------------------
     def advance(self, budget: int) -> bool:
@@ -156,6 +129,7 @@ class Engine:
         while True:
             status = self._call(self._run, self.st, self.mt, self.tasks, self.par, self.ctl,
                                 self.rng)  # fmt: skip
+            self._check_deadline()
             if status == S.DONE:
                 return True
             if status == S.CHUNK:

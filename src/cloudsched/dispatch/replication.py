@@ -74,7 +74,8 @@ class RunSpec:
     ``[t_warm, t_end]``).  ``rate`` is the arrival rate per server (the load, in the
     Markov-chain mode).  ``width`` is the initial micro-batch width in measured arrivals,
     rounded up to a power of two (0: chosen from the expected run length); ``record`` keeps
-    every response time.
+    every response time.  ``deadline``: the ``time.perf_counter()`` past which the run is
+    stopped (:class:`~cloudsched.dispatch.engine.TimeLimitExceeded`; None: no limit).
     """
 
     policy: str | Policy
@@ -92,6 +93,7 @@ class RunSpec:
     micro: int = MICRO_BATCHES
     record: bool = True
     open_end: bool = False
+    deadline: float | None = None
 
     def expected_tasks(self) -> float:
         """Measured arrivals expected in the window (``inf`` when open-ended)."""

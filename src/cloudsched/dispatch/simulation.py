@@ -25,6 +25,7 @@ Measurement (how it is done and why: ``README.md``, "Numbers you can trust"):
 
 from __future__ import annotations
 
+import time
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
@@ -79,6 +80,7 @@ def simulate(
     service_scale: float = 1.0,
     engine: str = "auto",
     keep_response_times: bool = False,
+    time_limit: float | None = None,
     progress: Callable[[float, str], None] | None = None,
 ) -> SimulationResult:
     """Simulate a dispatch policy until its steady-state mean is known to ``precision``.
@@ -149,6 +151,10 @@ def simulate(
     keep_response_times : bool
         Keep every response time measured after the warm-up (``response_times``, float32, in
         arrival order).
+    time_limit : float, optional
+        Stop the run after this many seconds of wall time with
+        :class:`~cloudsched.dispatch.guard.TimeLimitExceeded` (also a plug-in hook that
+        never returns; Ctrl-C stops any run at once).
     progress : callable, optional
         Called as ``progress(fraction, status)`` while the run goes: ``fraction`` in [0, 1]
         is the share done (an estimate for open-ended runs; negative: no new estimate) and
@@ -165,7 +171,7 @@ def simulate(
         horizon=horizon, warmup=warmup, replications=replications, batches=batches,
         precision=precision, max_tasks=max_tasks, initial=initial, service=service,
         arrivals=arrivals, speeds=speeds, trace=trace, service_scale=service_scale,
-        engine=engine, keep_response_times=keep_response_times,
+        engine=engine, keep_response_times=keep_response_times, time_limit=time_limit,
     )  # fmt: skip
     return run_simulation(spec, rng=rng, progress=progress)
 
@@ -192,6 +198,8 @@ def run_simulation(
     relax = relaxation_time(spec.model.relaxation, work.load, servers=n, r=n / spec.m,
                             d=spec.d, variability=variability, time_unit=unit)  # fmt: skip
     run = _run_spec(spec, relax)
+    if spec.time_limit is not None:
+        run = replace(run, deadline=time.perf_counter() + spec.time_limit)
     starts = [_initial(spec, g) for g in gens]
     if spec.open_ended:
         engines = [Engine(run, g, work.source(g, n), work.speeds, init)

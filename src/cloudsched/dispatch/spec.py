@@ -98,6 +98,7 @@ class SimulationSpec:
     service_scale: float = 1.0
     engine: str = "auto"
     keep_response_times: bool = False
+    time_limit: float | None = None
     model: Policy = field(init=False, repr=False)
     m: int = field(init=False)
     start: str = field(init=False)
@@ -139,6 +140,8 @@ class SimulationSpec:
             "precision": check_real("precision", self.precision, low=0.0, high=1.0,
                                     low_open=True, high_open=True),
             "max_tasks": check_int("max_tasks", self.max_tasks, low=1000, high=INT_LIMIT),
+            "time_limit": None if self.time_limit is None else check_real(
+                "time_limit", self.time_limit, low=0.0, high=1e9, low_open=True),
             "start": "meanfield" if self.initial == "meanfield" or auto_start else "empty",
         }  # fmt: skip
         for name, value in resolved.items():
