@@ -303,7 +303,8 @@ def analyse_series(
     correction = _widening(relax, span)
     half = _half_width(resid, level) * correction
     if k >= 2 * COARSE_MIN_BATCHES:  # the same data in half as many, twice as long batches
-        coarse = (_batch_sums(s, k // 2) - mean * _batch_sums(w, k // 2)) / bw.mean()
+        cw = _batch_sums(w, k // 2)
+        coarse = (_batch_sums(s, k // 2) - mean * cw) / cw.mean()
         half = max(half, _half_width(coarse, level) * _widening(relax, 2 * span))
     halves = k // 2
     w_first, w_second = bw[:halves].sum(), bw[-halves:].sum()
