@@ -365,10 +365,62 @@ def _reproduce_cases() -> list[Case]:
     ]  # fmt: skip
 
 
+def _fifo_setup(d: Path) -> None:
+    os.mkfifo(d / "pipe.yaml")
+    (d / "inc.yaml").write_text("name: t\nspouts: [{id: s, className: S}]\nbolts: []\n"
+                                "streams: []\nincludes: [{file: pipe.yaml}]\n")  # fmt: skip
+
+
+def _issue_30_cases() -> list[Case]:
+    """Issue 30's inputs: hostile files, bounds, plug-ins that misbehave, huge grids."""
+    hap = ('127.0.0.1:1 [01/Dec/2026:18:00:00.123] fe be/s1 0/0/0/' + "9" * 400 + '/5 200 100 '
+           '- - ---- 1/1/0/0/0 0/0 "GET / HTTP/1.1"\n') * 3  # fmt: skip
+    files: dict[str, bytes | str] = {
+        "alias.yaml": "a: &a " + "x" * 100_000 + "\nb: [" + ", ".join(["*a"] * 700) + "]\n",
+        "deep.json": '{"start_time": "2026-12-01T00:00:00Z", "duration": 5, "x": '
+                     + "[" * 100_000 + "]" * 100_000 + "}\n",
+        "hap.log": hap, "google.csv": "9" * 400 + ",0,1,0,,0,u,0,0,0,0,0,0\n",
+        "long.log": "x" * (2 << 20) + "\n", "dup.csv": "arrival,service,arrival\n1,2,3\n2,3,4\n",
+        "big.csv": "arrival,service\n" + "".join(f"{i},1e300\n" for i in range(5)),
+        "in.csv": "arrival,service\n1,2\n2,3\n3,1\n",
+        "exit.py": "import sys\nsys.exit(3)\n",
+        "svc.yaml": "kind: simulate\nfixed: {policy: random, servers: 10, load: 0.5, "
+                    "service: [1, 2]}\ngrid: {d: [1]}\n",
+        "chain.yaml": "job_types:\n  - {name: a, arrival_rate: 1, mean_duration: 1, "
+                      "topology: {generator: chain, nodes: 1000000000}}\n",
+        "w-inc.yaml": "job_types:\n  - {name: a, arrival_rate: 1, mean_duration: 1, "
+                      "topology: {flux: inc.yaml}}\n",
+    }  # fmt: skip
+    place = ["place", "bound", "--cluster", "3x3", "--workload"]
+    out = [Case("issue 30", [*place, "alias.yaml"], expect="error", files=files),
+           Case("issue 30", [*place, "pipe.yaml"], expect="error", files=files,
+                setup=_fifo_setup),
+           Case("issue 30", [*place, "w-inc.yaml"], expect="error", files=files,
+                setup=_fifo_setup),
+           Case("issue 30", [*place, "/dev/zero"], expect="error"),
+           Case("issue 30", [*place, "chain.yaml"], expect="error", files=files),
+           Case("issue 30", ["place", "bound", "--cluster", "20000x1", "--workload", DEMO],
+                expect="error"),
+           Case("issue 30", ["simulate", "exit.py:X", "--servers", "10", "--load", "0.5"],
+                expect="error", files=files),
+           Case("issue 30", ["sweep", "svc.yaml", "--out", "o"], expect="error", files=files),
+           Case("issue 30", ["trace", "stats", "in.csv", "--trace-format", "csv", "--out",
+                             "in.csv"], expect="error", files=files),
+           Case("issue 30", ["tune", "--p99", "10", "--rate", "1.5", "--servers", "1:20"],
+                expect="ok"),
+           Case("issue 30", ["tune", "--p99", "4", "--rate", "5"], expect="error")]
+    for name, fmt in (("deep.json", "envoy-json"), ("hap.log", "haproxy"),
+                      ("google.csv", "google2011"), ("long.log", "nginx"), ("dup.csv", "csv"),
+                      ("big.csv", "csv")):  # fmt: skip
+        out.append(Case("issue 30", ["trace", "stats", name, "--trace-format", fmt],
+                        expect="error", files=files))  # fmt: skip
+    return out
+
+
 def cases() -> list[Case]:
     return [*_yaml_cases(), *_simulate_cases(), *_law_cases(), *_output_cases(),
             *_sweep_cases(), *_place_cases(), *_trace_cases(), *_fluid_predict_cases(),
-            *_reproduce_cases()]  # fmt: skip
+            *_reproduce_cases(), *_issue_30_cases()]  # fmt: skip
 
 
 # --- running and judging -------------------------------------------------------------------
