@@ -176,10 +176,21 @@ def test_default_local_dgp_serves_every_type_on_the_demo(spec, seed):
     res = simulate_placement("dgp", cluster, jobs, proposal="local", rng=seed)
     assert min(t["served_fraction"] for t in res.per_type) >= 0.99
     assert res.steady_state
-    # the bias follows the alpha used: H_j / alpha with H_j from the instance's defaults
-    bias = dgp_defaults(cluster, jobs, "local")["bias"]
-    assert res.params["h"] == pytest.approx(tuple(b / res.params["alpha"] for b in bias))
+    # the bias follows the alpha used: (H_j + margin) / alpha, the margin the pilots chose
+    base = dgp_defaults(cluster, jobs, "local")["bias_base"]
+    (chosen,) = [p for p in res.params["pilots"] if p["alpha"] == res.params["alpha"]
+                 and tuple(p["h"]) == tuple(res.params["h"])]  # fmt: skip
+    assert res.params["h"] == pytest.approx(tuple((b + chosen["margin"]) / chosen["alpha"]
+                                                  for b in base))  # fmt: skip
     assert res.bound_gap is not None and res.bound_gap <= 0.15
+
+
+def test_calibration_falls_back_to_even_odds_where_empty_templates_starve_a_type():
+    """On 3x3 the default margin (empty templates kept at odds e^5) starves the stars."""
+    res = simulate_placement("dgp", parse_cluster("3x3"), SMALL, proposal="local", rng=1)
+    pilots = res.params["pilots"]
+    assert not any(p["serves"] for p in pilots if p["margin"] > 0)
+    assert pilots[-1]["margin"] == 0.0 and pilots[-1]["serves"]
 
 
 def test_calibration_judges_several_pilots_per_alpha():
@@ -188,15 +199,18 @@ def test_calibration_judges_several_pilots_per_alpha():
     res = simulate_placement("dgp", parse_cluster("3x3"), SMALL, proposal="local", rng=5)
     pilots = res.params["pilots"]
     assert pilots and all(len(p["cost_rates"]) == PILOT_SEEDS for p in pilots)
-    assert all(p["serves"] for p in pilots if p["alpha"] == res.params["alpha"])
+    chosen = [p for p in pilots if tuple(p["h"]) == tuple(res.params["h"])]
+    assert len(chosen) == 1 and chosen[0]["serves"]
 
 
 @pytest.fixture
 def sticky_local_bias(monkeypatch):
     """A planted bad default: empty local templates kept with odds e^20 (never dropped)."""
+    import cloudsched.placement.calibration as cal
     import cloudsched.placement.defaults as d
 
-    monkeypatch.setattr(d, "LOCAL_MARGIN_UNITS", 2.0)
+    monkeypatch.setattr(d, "LOCAL_MARGINS_UNITS", (2.0,))
+    monkeypatch.setattr(cal, "LOCAL_MARGINS_UNITS", (2.0,))
 
 
 def test_defaults_that_do_not_serve_are_refused(sticky_local_bias):

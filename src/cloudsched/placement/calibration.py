@@ -18,7 +18,7 @@ import numpy as np
 
 from cloudsched.errors import ParameterError
 from cloudsched.placement.beside_bound import gap as excess
-from cloudsched.placement.defaults import cost_unit
+from cloudsched.placement.defaults import LOCAL_MARGINS_UNITS, cost_unit
 from cloudsched.placement.result import PlacementResult
 from cloudsched.placement.spec import PlacementSpec
 
@@ -75,47 +75,59 @@ def _refusal(spec: PlacementSpec, what: str) -> str:
     return f"{name}'s default parameters do not serve this workload: {what}; {hint}"
 
 
+def _candidates(spec: PlacementSpec) -> list[tuple[float, float | None]]:
+    """``(alpha in cost units, local margin in cost units or None)`` in the order tried."""
+    if spec.proposal != "local" or not spec.auto_h:
+        return [(a, None) for a in CALIBRATION_ALPHAS]
+    return [(a, m) for m in LOCAL_MARGINS_UNITS for a in CALIBRATION_ALPHAS]
+
+
 def calibrate_alpha(
     spec: PlacementSpec, bound: float, rng: np.random.Generator,
     run: Callable[..., PlacementResult],
-) -> tuple[float, list[dict[str, Any]]]:
-    """Return the largest alpha of :data:`CALIBRATION_ALPHAS` whose pilots serve and are near.
+) -> tuple[float, Any, list[dict[str, Any]]]:
+    """Return the first candidate (alpha, and h) whose pilots serve and are near the bound.
 
-    Near: within the target gap of the bound.  Each alpha runs :data:`PILOT_SEEDS` pilots
-    of a fixed length, each on its own stream spawned from ``rng``, judged together: every
-    pilot must be steady and serve at least :data:`PILOT_SERVED_FLOOR` of every type's
-    jobs, and the mean of their costs must be within ``target_gap`` of the bound (within
-    ``target_gap`` cost units of a zero bound).
-    Failing that, the alpha whose pilots all serve and cost least on average; if no alpha
+    Candidates: the alphas of :data:`CALIBRATION_ALPHAS`, largest (shortest queues) first;
+    with local proposals and no ``h`` given, each with the bias margins of
+    :data:`~cloudsched.placement.defaults.LOCAL_MARGINS_UNITS` in turn.  Each candidate
+    runs :data:`PILOT_SEEDS` pilots of a fixed length, each on its own stream spawned from
+    ``rng``, judged together: every pilot must be steady and serve at least
+    :data:`PILOT_SERVED_FLOOR` of every type's jobs, and the mean of their costs must be
+    within ``target_gap`` of the bound (within ``target_gap`` cost units of a zero bound).
+    Failing that, the candidate whose pilots all serve and cost least on average; if none
     serves, :class:`DefaultsRefused`.  ``run`` runs a pilot
-    (:func:`~cloudsched.placement.simulation.run_placement`).
+    (:func:`~cloudsched.placement.simulation.run_placement`).  Returns alpha, the ``h`` to
+    run with (None: the spec's own) and every pilot's summary.
     """
     unit = cost_unit(spec.cluster)
     pilots: list[dict[str, Any]] = []
     length = PILOT_HOLDING_TIMES * spec.longest
-    gens = rng.spawn(len(CALIBRATION_ALPHAS))
-    for a, gen in zip(CALIBRATION_ALPHAS, gens, strict=True):
+    candidates = _candidates(spec)
+    for (a, m), gen in zip(candidates, rng.spawn(len(candidates)), strict=True):
         alpha = a * unit
-        pilot = replace(spec, horizon=length, alpha=alpha, compare_bound=False,
-                        h=None if spec.auto_h else spec.h)  # fmt: skip
+        h: Any = None if spec.auto_h else spec.h
+        if m is not None:
+            h = tuple((b + m * unit) / alpha for b in spec.auto["bias_base"])
+        pilot = replace(spec, horizon=length, alpha=alpha, compare_bound=False, h=h)
         runs = [run(pilot, rng=g) for g in gen.spawn(PILOT_SEEDS)]
         cost = float(np.mean([r.cost_rate for r in runs]))
         worst = min((_least_served(r) for r in runs), key=lambda x: x[1])
         steady = all(r.steady_state for r in runs)
         gap = excess(cost, bound)
-        pilots.append({"alpha": alpha, "cost_rate": cost,
-                       "cost_rates": [r.cost_rate for r in runs],
+        pilots.append({"alpha": alpha, **({"margin": m * unit} if m is not None else {}),
+                       "h": h, "cost_rate": cost, "cost_rates": [r.cost_rate for r in runs],
                        "mean_queue_length": float(np.mean([r.mean_queue_length for r in runs])),
                        "gap": math.inf if gap is None else gap, "steady": steady,
                        "least_served": worst[1], "least_served_type": worst[0],
                        "serves": steady and worst[1] >= PILOT_SERVED_FLOOR})  # fmt: skip
         near = cost - bound <= spec.target_gap * (bound if bound > 1e-9 else unit)
         if pilots[-1]["serves"] and near:
-            return alpha, pilots
+            return alpha, h, pilots
     serving = [p for p in pilots if p["serves"]]
     if not serving:
         worst_pilot = min(pilots, key=lambda p: (p["least_served"], p["steady"]))
-        tried = ", ".join(f"{p['alpha']:.4g}" for p in pilots)
+        tried = ", ".join(sorted({f"{p['alpha']:.4g}" for p in pilots}))
         what = (f"type {worst_pilot['least_served_type']!r} was served "
                 f"{100 * worst_pilot['least_served']:.3g}% of its jobs"
                 if worst_pilot["least_served"] < PILOT_SERVED_FLOOR
@@ -124,7 +136,7 @@ def calibrate_alpha(
             f"in every calibration pilot's set (alpha {tried}, {PILOT_SEEDS} runs of "
             f"{length:.6g} time units each) {what}")))  # fmt: skip
     best = min(serving, key=lambda p: p["cost_rate"])
-    return float(best["alpha"]), pilots
+    return float(best["alpha"]), best["h"], pilots
 
 
 def check_served(spec: PlacementSpec, res: PlacementResult) -> None:

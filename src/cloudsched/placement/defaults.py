@@ -16,16 +16,17 @@ the instance:
   larger ``h_j``, needs proportionally fewer extra jobs.  (So ``h_j`` is counted in jobs, not
   in cost: with ``alpha = c / 50`` a template as good as the greedy packer's is kept once
   about ``49 g_j / c`` jobs wait.)
-* With local proposals, ``h_j = H_j / alpha`` with ``H_j = b_j + beta (K_j log S + log q_j)``
-  in cost units, where ``b_j`` and ``q_j`` are the cost and the proposal probability of the
-  local proposal's likeliest template on the empty cluster (nodes in breadth-first order
-  filling machine after machine, the largest first).  The keep rule of local proposals
-  weighs a template by ``R = e^(w / beta) S^-K / q`` (:mod:`cloudsched.placement._kernel_propose`),
-  so with no job waiting this bias puts such a template at ``R = 1``: an empty template is
-  kept or dropped with even odds, as the uniform proposals' cheapest templates are, and
-  each job waiting multiplies its odds by ``e^(alpha / beta)``.  (An earlier default added
-  half a cost unit, ``R = e^5``: empty templates of one type then lived so long that a type
-  needing their slots starved, e.g. a 4-node star on 3 x 3 behind 3-node chains.)
+* With local proposals, ``h_j = H_j / alpha`` with ``H_j = b_j + m + beta (K_j log S +
+  log q_j)`` in cost units, where ``b_j`` and ``q_j`` are the cost and the proposal
+  probability of the local proposal's likeliest template on the empty cluster (nodes in
+  breadth-first order filling machine after machine, the largest first) and ``m`` a margin.
+  The keep rule of local proposals weighs a template by ``R = e^(w / beta) S^-K / q``
+  (:mod:`cloudsched.placement._kernel_propose`), so with no job waiting this bias puts such
+  a template at ``R = e^(m / beta)``.  ``m = c/2`` (``R = e^5``: an empty template is kept,
+  so the next job of its type finds it) is the default; on a cluster small enough for
+  calibration it is tried first, and ``m = 0`` (even odds) when its pilots show a type
+  starved: there empty templates of one type can hold every machine another type needs
+  (3-node chains on 3 x 3 kept 4-node stars out for good).
 * ``alpha = c / 50``: a template one cost unit dearer needs about 50 more jobs of its type
   waiting.  This sets where DGP sits on its cost / queue trade-off.
 * ``beta = c / 10``: keep decisions are sharp on the scale of one cost unit (a good template is
@@ -57,8 +58,8 @@ ALPHA_UNITS = 1.0 / 50.0
 BETA_UNITS = 1.0 / 10.0
 H_MARGIN_UNITS = 0.5
 #: Local proposals: the likeliest empty template's keep odds with no job waiting are
-#: ``e^(margin / beta)``; 0 gives even odds.
-LOCAL_MARGIN_UNITS = 0.0
+#: ``e^(margin / beta)``, ``e^5`` by default; calibration also tries the second (even odds).
+LOCAL_MARGINS_UNITS = (0.5, 0.0)
 EPSILON = 0.5
 
 
@@ -73,12 +74,14 @@ def dgp_defaults(
 ) -> dict[str, Any]:  # fmt: skip
     """``alpha``, ``beta``, ``h`` (one per type), ``epsilon`` and ``f`` for this instance.
 
-    With local proposals ``bias`` holds each type's ``H_j`` (cost units) and ``h`` is
+    With local proposals ``bias`` holds each type's ``H_j`` (cost units, with the default
+    margin), ``bias_base`` the same without a margin, ``margin`` that margin, and ``h`` is
     ``H_j / alpha`` for the default ``alpha`` (another ``alpha`` divides ``bias`` anew).
     """
     c = cost_unit(cluster)
     beta = BETA_UNITS * c
-    h, bias = [], []
+    h, base = [], []
+    margin = LOCAL_MARGINS_UNITS[0] * c
     for jt in job_types:
         where = greedy(jt.topology, np.asarray(cluster.slots, dtype=np.int64).copy(), cluster)
         g = cluster.cost(jt.topology, where) if where is not None else 0.0
@@ -87,15 +90,16 @@ def dgp_defaults(
             likely = _likeliest(cluster, jt.topology)
             entropy = jt.topology.nodes * math.log(cluster.total_slots) + local_log_q(
                 cluster, jt.topology, likely, locality)  # fmt: skip
-            bias.append(cluster.cost(jt.topology, likely) + LOCAL_MARGIN_UNITS * c
-                        + beta * max(entropy, 0.0))  # fmt: skip
+            base.append(cluster.cost(jt.topology, likely) + beta * max(entropy, 0.0))
     out: dict[str, Any] = {
         "alpha": ALPHA_UNITS * c, "beta": beta, "h": tuple(h), "epsilon": EPSILON,
         "f": "identity",
     }  # fmt: skip
     if proposal == "local":
-        out["bias"] = tuple(bias)
-        out["h"] = tuple(b / out["alpha"] for b in bias)
+        out["bias_base"] = tuple(base)
+        out["margin"] = margin
+        out["bias"] = tuple(b + margin for b in base)
+        out["h"] = tuple(b / out["alpha"] for b in out["bias"])
     return out
 
 

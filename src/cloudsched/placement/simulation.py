@@ -225,9 +225,10 @@ def run_placement(
     given = spec  # as the caller built it (the run below may fill in the calibrated alpha)
     if (spec.calibrate and bound is not None and bound.value is not None and bound.proven
             and bound_is_cheap(cluster, job_types)):  # fmt: skip
-        alpha, calibration = calibrate_alpha(spec, bound.value, gen.spawn(1)[0], run_placement)
+        alpha, h, calibration = calibrate_alpha(spec, bound.value, gen.spawn(1)[0],
+                                                run_placement)  # fmt: skip
         if spec.auto_h:  # local proposals' bias is in cost units: h follows the alpha chosen
-            spec = replace(spec, alpha=alpha, h=None)
+            spec = replace(spec, alpha=alpha, h=h)
     model = spec.model
     r: Any = spec
     params = EngineParams(model.code, r.beta, alpha, r.h, r.epsilon, r.f,
