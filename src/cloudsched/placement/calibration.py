@@ -50,7 +50,7 @@ class DefaultsRefused(ParameterError):
     def __init__(self, policy: str, problem: str, result: PlacementResult | None = None) -> None:
         super().__init__("policy", policy, problem)
         self.result = result
-        self.args = (f"{policy}: {problem}",)
+        self.args = (problem,)  # the problem names the policy
 
     def __str__(self) -> str:
         return str(self.args[0])
