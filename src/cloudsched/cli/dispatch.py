@@ -331,9 +331,7 @@ def simulate(
             "--speeds", help="Server speeds: N comma-separated numbers, or a file of N numbers."
         ),
     ] = None,
-    tail: Annotated[
-        int, typer.Option("--tail", help="Tail columns s_1..s_K in table/csv output.")
-    ] = 6,
+    tail: Annotated[int, typer.Option("--tail", help="Tail columns s_1..s_K (table, csv).")] = 6,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
     ] = None,

@@ -45,7 +45,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from cloudsched.dispatch.traces import MAX_VALUE, TraceError, TraceLog, finish_log, log_lines
+from cloudsched.dispatch.logfiles import MAX_VALUE, TraceError, log_lines
+from cloudsched.dispatch.traces import TraceLog, finish_log
 from cloudsched.errors import ParameterError
 
 __all__ = [

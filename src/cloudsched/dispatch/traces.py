@@ -25,19 +25,17 @@ Rules (CHOICE where the formats leave room):
 from __future__ import annotations
 
 import csv
-import gzip
-import io
 import math
-import zlib
 from array import array
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
+from cloudsched.dispatch.logfiles import MAX_INT, MAX_VALUE, TraceError, log_lines
 from cloudsched.dispatch.workload import Trace
-from cloudsched.errors import InputError, ParameterError
+from cloudsched.errors import ParameterError
 
 __all__ = [
     "FORMATS",
@@ -54,10 +52,6 @@ FORMATS = ("google2011", "swf", "csv")
 SUBMIT, SCHEDULE, EVICT, FAIL, FINISH, KILL, LOST = range(7)
 
 
-class TraceError(InputError):
-    """A trace file is missing or malformed; the message names the file and the line."""
-
-
 @dataclass(frozen=True)
 class TraceLog:
     """Tasks read from a log and an account of the reading."""
@@ -72,52 +66,6 @@ class TraceLog:
     first_submit: float = 0.0
     last_submit: float = 0.0
     header: dict[str, str] = field(default_factory=dict)
-
-
-#: Longest line of a log (a real record is a few hundred bytes).
-MAX_LINE = 1 << 20
-
-
-def log_lines(paths: Sequence[str | Path]) -> Iterator[tuple[str, int, str]]:
-    """Yield ``(file, line number, text)`` from gzip or plain files, in order.
-
-    Only regular files are read (:func:`cloudsched.io.open_input`); a line longer than
-    :data:`MAX_LINE` characters is an error (it is never held whole in memory).
-    """
-    from cloudsched.errors import InputError
-    from cloudsched.io import open_input
-
-    for path in paths:
-        name = str(path)
-        try:
-            raw = open_input(path)
-        except InputError as exc:
-            raise TraceError(name, str(exc).removeprefix(f"{name}: ")) from None
-        with raw:
-            gz = raw.read(2) == b"\x1f\x8b"
-            raw.seek(0)
-            stream = gzip.open(raw, "rt", newline="") if gz else io.TextIOWrapper(raw, newline="")  # noqa: SIM115
-            lineno = 0
-            try:
-                while text := stream.readline(MAX_LINE + 1):
-                    lineno += 1
-                    if len(text) > MAX_LINE:
-                        raise TraceError(f"{name}:{lineno}", f"a line longer than {MAX_LINE} "
-                                         "characters: not a log of this kind")  # fmt: skip
-                    yield name, lineno, text
-            except (EOFError, OSError, zlib.error) as exc:
-                raise TraceError(
-                    f"{name}:{lineno + 1}", f"truncated or corrupt file ({exc})"
-                ) from None
-            except UnicodeDecodeError:
-                raise TraceError(f"{name}:{lineno + 1}", "not a text file") from None
-
-
-#: Largest magnitude of a number read from a log (seconds: 3e7 years; microseconds: 31
-#: years); beyond it a value is a corrupt field, and sums of such values would overflow.
-MAX_VALUE = 1e15
-#: Integer fields (Google's ids and times) are 64-bit.
-MAX_INT = 2**63
 
 
 def _number(where: str, text: str, what: str, integer: bool = True) -> float:

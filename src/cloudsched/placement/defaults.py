@@ -52,7 +52,7 @@ from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.topology import Topology
 from cloudsched.placement.workload import JobType
 
-__all__ = ["cost_unit", "dgp_defaults", "local_log_q", "maxweight_defaults"]
+__all__ = ["LOCAL_MARGINS_UNITS", "cost_unit", "dgp_defaults", "local_log_q", "maxweight_defaults"]
 
 ALPHA_UNITS = 1.0 / 50.0
 BETA_UNITS = 1.0 / 10.0

@@ -200,6 +200,23 @@ def simulate_placement(
     return run_placement(spec, rng=rng, progress=progress, optimum=optimum)
 
 
+def _against_bound(spec: PlacementSpec, bound: Any, fields: dict[str, Any]) -> float | None:
+    """Return the cost's gap to the bound (None: no bound, or not above it); warn in ``fields``."""
+    if bound is None or bound.value is None:
+        return None
+    r: Any = spec
+    cost, ci = fields["cost_rate"], fields["cost_rate_ci95"]
+    gap = None if short_of(cost, bound.value, ci) else excess(cost, bound.value, ci)
+    if gap is not None and gap > spec.target_gap and fields["steady_state"]:
+        fields["warnings"] = (*fields["warnings"],
+                              above_bound(cost, bound.value, gap, spec.model.dgp, r.proposal,
+                                          bool(bound.proven)))  # fmt: skip
+    below = below_bound(ci, bound.value, bool(bound.proven))
+    if below:
+        fields["warnings"] = (*fields["warnings"], below)
+    return gap
+
+
 def run_placement(
     spec: PlacementSpec,
     *,
@@ -274,17 +291,7 @@ def run_placement(
         )  # fmt: skip
         if calibration:
             shown["pilots"] = calibration
-    gap = None
-    if bound is not None and bound.value is not None:
-        cost, ci = fields["cost_rate"], fields["cost_rate_ci95"]
-        gap = None if short_of(cost, bound.value, ci) else excess(cost, bound.value, ci)
-        if gap is not None and gap > spec.target_gap and fields["steady_state"]:
-            fields["warnings"] = (*fields["warnings"],
-                                  above_bound(fields["cost_rate"], bound.value, gap,
-                                              model.dgp, r.proposal, bool(bound.proven)))
-        below = below_bound(fields["cost_rate_ci95"], bound.value, bool(bound.proven))
-        if below:
-            fields["warnings"] = (*fields["warnings"], below)
+    gap = _against_bound(spec, bound, fields)
     result = PlacementResult(
         policy=model.name, params=shown, seed=seed, horizon=horizon,
         warmup="auto" if fixed is None else f"{fixed:g}", stop_reason=reason,
