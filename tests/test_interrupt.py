@@ -42,7 +42,7 @@ def test_a_long_run_reports_progress_and_stops_on_ctrl_c(tmp_path, name):
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()  # closes the pipes
     lines = [line for line in rest.splitlines() if line.strip()]
     assert proc.returncode == 130, rest
     assert "Traceback" not in rest
@@ -94,7 +94,7 @@ def test_ctrl_c_stops_a_plugin_hook_that_never_returns(tmp_path, command):
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait()
+            proc.communicate()  # closes the pipes
     assert proc.returncode == 130, rest
     assert rest.splitlines()[-1].startswith("interrupted: "), rest
 
