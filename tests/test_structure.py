@@ -29,6 +29,10 @@ LONG_FUNCTIONS = {
     ("dispatch/_kernel.py", "run"): "the event loop: the per-event work is in helpers; what is "
                                     "left is the choice of the next event and the batch "
                                     "bookkeeping, read top to bottom",
+    ("dispatch/_kernel_counts.py", "run_counts"): "the counts engine's event loop: its hot "
+                                                  "scalars (time, arrivals, phase, longest "
+                                                  "queue) stay in locals through it; the "
+                                                  "per-event work is in inlined helpers",
     ("placement/milp.py", "exact_max_weight"): "one MILP, built row block by row block in the "
                                                "order of its formula",
     ("testing/dispatch_mirror.py", "mirror_run"): "the plain-Python reference of the event "

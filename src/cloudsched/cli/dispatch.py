@@ -323,7 +323,8 @@ def simulate(
     ] = 1.0,
     engine: Annotated[
         str,
-        typer.Option("--engine", help="auto, exponential (Markov chain) or general (event list)."),
+        typer.Option("--engine", help="auto, exponential (Markov chain per server), counts "
+                     "(occupancy counts: random, pod, jsq; cost free of N), general (event list)."),
     ] = "auto",
     speeds: Annotated[
         str | None,

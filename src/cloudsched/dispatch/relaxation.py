@@ -111,7 +111,8 @@ def relaxation_time(
         value = 1.0 / (1.0 - math.sqrt(load)) ** 2
     elif base in _FLUID:
         dd = 1 if base == "jiq" else d
-        value = _fluid_relaxation(base, round(load, 12), round(float(r), 12), dd)
+        rr = 1.0 if base == "pod" else r  # pod has no I-queues: r means nothing to it
+        value = _fluid_relaxation(base, round(load, 12), round(float(rr), 12), dd)
     else:  # jsq
         value = floor
     return max(value, floor) * max(variability, 1e-3) * time_unit

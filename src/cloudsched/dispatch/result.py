@@ -171,7 +171,7 @@ def summarise(
                            for run, est in zip(runs, ests, strict=True)),
         events=events, wall_seconds=wall,
         events_per_second=events / wall if wall > 0 else math.inf,
-        engine="general" if work.general else "exponential",
+        engine="counts" if spec.counts else "general" if work.general else "exponential",
         log_span=work.trace.span / work.variability()[1] if work.trace is not None else None,
         response_times=_kept(runs, ests) if spec.keep_response_times else None,
     )  # fmt: skip

@@ -29,12 +29,15 @@ import time
 import warnings
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
+from cloudsched.dispatch.counts import CountsEngine, meanfield_counts
 from cloudsched.dispatch.distributions import Distribution
-from cloudsched.dispatch.engine import Engine, run_once
+from cloudsched.dispatch.engine import Engine
 from cloudsched.dispatch.initial import meanfield_state
 from cloudsched.dispatch.measure import run_until_precise
 from cloudsched.dispatch.plugin import Policy
@@ -52,6 +55,8 @@ from cloudsched.dispatch.workload import Trace
 from cloudsched.randomness import Seed, streams
 
 __all__ = ["run_simulation", "simulate"]
+
+_CHUNK_EVENTS = 1 << 22
 
 
 def simulate(
@@ -147,7 +152,10 @@ def simulate(
     service_scale : float
         Multiplies trace service times (unit conversion).
     engine : str
-        ``auto`` (fast path when it applies), ``exponential`` or ``general``.
+        ``auto`` (fast path when it applies), ``exponential`` (the Markov chain on every
+        server), ``counts`` (the chain on occupancy counts, :mod:`cloudsched.dispatch.counts`:
+        ``random``, ``pod`` and ``jsq`` only, no ``keep_response_times``; its cost does not
+        grow with N) or ``general``.
     keep_response_times : bool
         Keep every response time measured after the warm-up (``response_times``, float32, in
         arrival order).
@@ -200,16 +208,23 @@ def run_simulation(
     run = _run_spec(spec, relax)
     if spec.time_limit is not None:
         run = replace(run, deadline=time.perf_counter() + spec.time_limit)
-    starts = [_initial(spec, g) for g in gens]
+    if spec.counts:
+        run = replace(run, record=False)
+
+    def engine(g: np.random.Generator) -> Any:
+        if spec.counts:
+            return CountsEngine(run, g, _initial_counts(spec, g))
+        init = _initial(spec, g)  # drawn first, then the task source
+        return Engine(run, g, work.source(g, n), work.speeds, init)
+
     if spec.open_ended:
-        engines = [Engine(run, g, work.source(g, n), work.speeds, init)
-                   for g, init in zip(gens, starts, strict=True)]  # fmt: skip
+        engines = [engine(g) for g in gens]
         runs, reason = run_until_precise(
             engines, batches=spec.batches, relaxation=relax, precision=spec.precision,
             max_tasks=spec.max_tasks, progress=progress,
         )  # fmt: skip
     else:
-        runs = _fixed_runs(spec, run, gens, starts, progress)
+        runs = _fixed_runs([partial(engine, g) for g in gens], progress)
         reason = "horizon" if spec.horizon is not None else "tasks"
         if work.trace is not None and spec.tasks == work.trace.arrivals.size - 1:
             reason = "trace"  # the whole log was replayed
@@ -232,18 +247,18 @@ def _run_spec(spec: SimulationSpec, relax: float) -> RunSpec:
     return replace(run, width=max(1, int(min(per_time * relax / 16, spec.max_tasks / 1024))))
 
 
-def _fixed_runs(
-    spec: SimulationSpec, run: RunSpec, gens: list[np.random.Generator],
-    starts: list[InitialState | None], progress: Callable[[float, str], None] | None,
-) -> list[RawRun]:  # fmt: skip
-    """Replications of fixed length, one after the other."""
+def _fixed_runs(engines: list[Callable[[], Any]],
+                progress: Callable[[float, str], None] | None) -> list[RawRun]:  # fmt: skip
+    """Replications of fixed length, one after the other (each engine built when it runs)."""
     out = []
-    for k, (g, init) in enumerate(zip(gens, starts, strict=True)):
-        sub = None
-        if progress is not None:
-            sub = lambda f, k=k: progress((k + f) / len(gens), "")  # noqa: E731
-        out.append(run_once(run, g, sub, spec.work.source(g, spec.servers), spec.work.speeds,
-                            init))  # fmt: skip
+    for k, make in enumerate(engines):
+        eng = make()
+        while not eng.advance(_CHUNK_EVENTS):
+            if progress is not None:
+                progress((k + min(1.0, eng.events / eng.expected_events)) / len(engines), "")
+        out.append(eng.result())
+    if progress is not None:
+        progress(1.0, "")
     return out
 
 
@@ -255,3 +270,11 @@ def _initial(spec: SimulationSpec, rng: np.random.Generator) -> InitialState | N
     work, n, m = spec.work, spec.servers, spec.m
     return meanfield_state(model, n, m, work.load, r=n / m, d=spec.d, rng=rng,
                            service=work.service if work.general else None)  # fmt: skip
+
+
+def _initial_counts(spec: SimulationSpec, rng: np.random.Generator) -> np.ndarray | None:
+    """Servers per queue length at time 0 for the counts engine (None: empty)."""
+    model = spec.model.meanfield
+    if spec.start != "meanfield" or model is None:
+        return None
+    return meanfield_counts(model, spec.servers, spec.work.load, d=spec.d, rng=rng)

@@ -69,8 +69,9 @@ class SimulationSpec:
     The fields are the arguments of :func:`~cloudsched.dispatch.simulate` (see there), as
     given; building the spec checks them and fills the resolved fields: ``model`` (the
     :class:`~cloudsched.dispatch.plugin.Policy`), ``m`` (dispatchers), ``start``
-    (``meanfield`` or ``empty``), ``fixed_warmup`` (the warm-up fraction, None: detected)
-    and ``work`` (the resolved arrival/service model).  ``d``, ``threshold``, ``tasks``,
+    (``meanfield`` or ``empty``), ``fixed_warmup`` (the warm-up fraction, None: detected),
+    ``work`` (the resolved arrival/service model) and ``counts`` (the occupancy-count engine
+    runs).  ``d``, ``threshold``, ``tasks``,
     ``horizon``, ``replications``, ``batches``, ``precision`` and ``max_tasks`` hold their
     checked values.
     """
@@ -104,13 +105,16 @@ class SimulationSpec:
     start: str = field(init=False)
     fixed_warmup: float | None = field(init=False)
     work: Workload = field(init=False, repr=False)
+    counts: bool = field(init=False)
 
     def __post_init__(self) -> None:
         pol = get_policy(self.policy)
         servers = check_int("servers", self.servers, low=1, high=INT_LIMIT)
-        check_memory("servers", servers, servers * BYTES_PER_SERVER, "the server state")
         work = resolve_workload(servers, self.load, self.service, self.arrivals, self.speeds,
                                 self.trace, self.service_scale, self.engine)  # fmt: skip
+        counts = _counts_engine(self.engine, pol.name, self.keep_response_times)
+        per_server = 0 if counts else servers * BYTES_PER_SERVER
+        check_memory("servers", servers, per_server, "the server state")
         m = 1
         if pol.dispatchers == "required" or self.dispatchers is not None or self.r is not None:
             m = _resolve_dispatchers(servers, self.dispatchers, self.r)
@@ -118,7 +122,7 @@ class SimulationSpec:
         tasks, horizon = _run_length(self.tasks, self.horizon, work, servers)
         replications = check_int("replications", self.replications, low=1,
                                  high=MAX_REPLICATIONS)  # fmt: skip
-        check_memory("replications", replications, replications * servers * BYTES_PER_SERVER,
+        check_memory("replications", replications, replications * per_server,
                      "the replications' server state")  # fmt: skip
         if work.load >= 1.0:
             _check_overload_memory(work.load, servers, tasks, horizon, replications)
@@ -143,6 +147,7 @@ class SimulationSpec:
             "time_limit": None if self.time_limit is None else check_real(
                 "time_limit", self.time_limit, low=0.0, high=1e9, low_open=True),
             "start": "meanfield" if self.initial == "meanfield" or auto_start else "empty",
+            "counts": counts,
         }  # fmt: skip
         for name, value in resolved.items():
             object.__setattr__(self, name, value)
@@ -151,6 +156,21 @@ class SimulationSpec:
     def open_ended(self) -> bool:
         """Whether the run decides its own length (no ``tasks``, no ``horizon``)."""
         return self.tasks is None and self.horizon is None
+
+
+def _counts_engine(engine: str, policy: str, keep: bool) -> bool:
+    """Whether the occupancy-count engine runs (``engine="counts"``; its limits checked)."""
+    from cloudsched.dispatch.counts import COUNT_POLICIES
+
+    if engine != "counts":
+        return False
+    if policy not in COUNT_POLICIES:
+        raise ParameterError("engine", engine, "'auto', 'exponential' or 'general' for "
+                             f"{policy} (counts runs {', '.join(COUNT_POLICIES)})")  # fmt: skip
+    if keep:
+        raise ParameterError("engine", engine, "'auto' or 'exponential' with "
+                             "keep_response_times (counts keeps no per-task records)")  # fmt: skip
+    return True
 
 
 def _run_length(

@@ -161,7 +161,7 @@ def resolve_workload(
     engine: str,
 ) -> Workload:
     """Validate the workload arguments of ``simulate`` and choose the engine."""
-    check_choice("engine", engine, ("auto", "exponential", "general"))
+    check_choice("engine", engine, ("auto", "exponential", "counts", "general"))
     for name, law in (("service", service), ("arrivals", arrivals)):
         if law is not None and not isinstance(law, str | Distribution):
             raise ParameterError(name, law, "a law: a SPEC such as 'exp', 'det', "
@@ -178,7 +178,7 @@ def resolve_workload(
     capacity = float(speed.sum()) if speed is not None else float(servers)
     service_scale = check_real("service_scale", service_scale, low=0.0, low_open=True)
     if trace is not None:
-        if engine == "exponential":
+        if engine in ("exponential", "counts"):
             raise ParameterError("engine", engine, "'general' or 'auto' when a trace is replayed")
         if service is not None or arrivals is not None:
             raise ParameterError("trace", trace.source, "given without service or arrivals laws")
@@ -197,7 +197,7 @@ def resolve_workload(
         isinstance(svc, Exponential) and svc.mean == 1.0 and isinstance(gap, Exponential)
         and speed is None
     )  # fmt: skip
-    if engine == "exponential" and not fast:
+    if engine in ("exponential", "counts") and not fast:
         raise ParameterError(
             "engine", engine, "'general' or 'auto' unless arrivals are Poisson and service exp(1)"
         )

@@ -1,0 +1,246 @@
+"""Compiled event loop of the occupancy-count engine: servers that are exchangeable.
+
+For ``random``, ``pod(d)`` (with or without replacement) and ``jsq`` with Poisson arrivals
+and exp(1) service at equal speeds, which server holds which tasks does not matter: the
+numbers ``cnt[i]`` of servers holding at least ``i`` tasks (``cnt[0] = N``) are a Markov
+chain of their own, and the state is O(longest queue), not O(N).
+
+* After an ``Exp(lam N + cnt[1])`` time comes an arrival with probability
+  ``lam N / (lam N + cnt[1])``, else the departure of the task in service at a uniform busy
+  server: level ``k >= 1`` with probability ``(cnt[k] - cnt[k+1]) / cnt[1]``, read off the
+  same uniform (``w = u - lam N`` in ``[0, cnt[1])``: the largest ``k`` with
+  ``cnt[k] > w``).
+* An arrival's server is chosen by its queue length alone: ``pod(d)`` with replacement
+  joins a server of at least ``k`` tasks with probability ``(cnt[k] / N)^d`` (one uniform
+  ``v``: the largest ``k`` with ``cnt[k] >= N v^(1/d)``), without replacement
+  ``prod_{i<d} (cnt[k] - i) / (N - i)``; ``random`` is ``d = 1``; ``jsq`` joins the lowest
+  level that has a server.
+* A task that joins a server holding ``k`` tasks leaves after an Erlang(``k + 1``) time
+  (FCFS, exponential service).  Its conditional mean ``k + 1`` enters the micro-batch sums
+  at its arrival (the same mean, less variance; the batch is complete when its last task
+  has arrived), and ``joins[segment, k]`` counts the levels joined, from which the whole
+  response-time distribution follows exactly (:mod:`cloudsched.dispatch.counts`).  No task
+  is stored: memory does not grow with the run.
+
+Random draws, in order, per event: ``standard_exponential`` (time step), ``random`` (event
+type and, for a departure, the level), and for an arrival of ``random`` or ``pod`` one
+``random`` (the level joined).  :func:`cloudsched.testing.counts_mirror.mirror_counts` makes
+the same draws in plain Python.
+
+Measurement follows the per-server kernel (:mod:`cloudsched.dispatch._kernel`): the window
+opens at arrival ``ctl[C_ARR_WARM]`` (or time ``t_warm``) and closes at arrival
+``ctl[C_ARR_END]`` (or time ``t_end``); row ``b`` of the snapshots holds the running
+integrals when micro-batch ``b`` opens.  With no task to follow after the close, the run is
+done there (no drain).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from cloudsched._jit import kernel
+from cloudsched.dispatch import state as S
+
+__all__ = ["JSQ", "POD", "RANDOM", "run_counts"]
+
+#: Policy codes.
+RANDOM, POD, JSQ = range(3)
+
+
+@kernel(nrt=False, inline=True)
+def _level_pod(cnt, n, d, replace, v):
+    """Return the level pod(d) joins: the largest k with P(min >= k) >= v (v in (0, 1])."""
+    k = 0
+    if replace or d == 1:
+        if d == 1:
+            w = n * v
+        elif d == 2:
+            w = n * np.sqrt(v)
+        else:
+            w = n * v ** (1.0 / d)
+        while cnt[k + 1] >= w:
+            k += 1
+        return k
+    if d == 2:  # (c / n) ((c - 1) / (n - 1))
+        scale = 1.0 / (n * (n - 1.0))
+        while cnt[k + 1] * (cnt[k + 1] - 1.0) * scale >= v:
+            k += 1
+        return k
+    while True:
+        p = 1.0
+        c = cnt[k + 1]
+        for i in range(d):
+            p *= (c - i) / (n - i)
+            if p <= 0.0:
+                break
+        if p < v or p <= 0.0:
+            return k
+        k += 1
+
+
+@kernel(nrt=False)
+def _snapshot(cnt, fst, msg, area, last, snap, snap_area, m, row, t):
+    """Record the running integrals at time ``t`` in row ``row`` of the snapshot tables."""
+    snap[row, S.SN_T] = t
+    snap[row, S.SN_P0] = m * (t - fst[S.F_TWARM])  # no I-queues: every one is empty
+    for k in range(4):
+        snap[row, S.SN_MSG + k] = msg[k]
+    for i in range(snap_area.shape[1]):
+        snap_area[row, i] = area[i] + cnt[i] * (t - last[i])
+
+
+@kernel(nrt=False, inline=True)
+def _level(cnt, n, code, d, replace, rng):
+    """Return the level an arrival joins (``jsq``: the lowest one with a server)."""
+    if code == JSQ:
+        k = 0
+        while cnt[k + 1] >= n:
+            k += 1
+        return k
+    return _level_pod(cnt, n, d, replace, 1.0 - rng.random())
+
+
+@kernel(nrt=False, inline=True)
+def _erlang(rng, j):
+    """Draw an Erlang(j) time: a sum of j exponentials, or one gamma draw when j > 8."""
+    if j > 8:
+        return rng.standard_gamma(j)
+    rt = 0.0
+    for _ in range(j):
+        rt += rng.standard_exponential()
+    return rt
+
+
+@kernel(nrt=False)
+def _open(cnt, ist, fst, msg, area, last, snap, snap_area, ctl, m, arrivals, tw):
+    """Open the measurement window at time ``tw``: measured ordinals count from here."""
+    fst[S.F_TWARM] = tw
+    for i in range(area.shape[0]):
+        area[i] = 0.0
+        last[i] = tw
+    for k in range(4):
+        msg[k] = 0
+    _snapshot(cnt, fst, msg, area, last, snap, snap_area, m, 0, tw)
+    ctl[S.C_ARR_WARM] = arrivals
+    ist[S.I_PHASE] = S.MEASURE
+
+
+@kernel(nrt=False)
+def _close(cnt, ist, fst, area, last, arrivals, te):
+    """Close the measurement window at time ``te`` (the run is then done)."""
+    for i in range(area.shape[0]):
+        area[i] += cnt[i] * (te - last[i])
+        last[i] = te
+    fst[S.F_TEND] = te
+    ist[S.I_ARR_CLOSE] = arrivals
+
+
+@kernel(nrt=False)
+def run_counts(cnt, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_area, ctl,
+               lam_n, n, m, code, d, replace, t_warm, t_end, rng):  # fmt: skip
+    """Advance the chain until done or until the caller must act (a status of ``state``).
+
+    ``cnt`` (float64, ``(L,)``): servers with at least i tasks; ``ist`` / ``fst``: the
+    scalars ``I_ARRIVALS``, ``I_EVENTS``, ``I_PHASE``, ``I_MAXLEN``, ``I_ARR_CLOSE`` and
+    ``F_NOW``, ``F_TWARM``, ``F_TEND`` of :mod:`cloudsched.dispatch.state`; ``msg``: message
+    counters; ``area`` / ``last``: integrals of ``cnt`` and their last update; ``bsum`` /
+    ``bcnt``: micro-batch sums and counts; ``joins`` (float64, ``(H_SEGMENTS, L)``): levels
+    joined per histogram segment; ``snap`` / ``snap_area``: the snapshot tables.
+    """
+    wshift = 0
+    while (1 << wshift) < ctl[S.C_WIDTH]:
+        wshift += 1
+    nmicro = bsum.shape[0]
+    segshift = 0
+    while (S.H_SEGMENTS << segshift) < nmicro:
+        segshift += 1
+    levels = cnt.shape[0]
+    arr_end = ctl[S.C_ARR_END]
+    arr_warm = ctl[S.C_ARR_WARM]
+    width = ctl[S.C_WIDTH]
+    budget = ctl[S.C_BUDGET]
+    now = fst[S.F_NOW]
+    arrivals = ist[S.I_ARRIVALS]
+    phase = ist[S.I_PHASE]
+    maxlen = ist[S.I_MAXLEN]
+    probes = d if code == POD else 0
+    done = 0
+    status = S.CHUNK
+    while True:
+        if phase == S.DRAIN:
+            status = S.DONE
+            break
+        if done >= budget:
+            break
+        if maxlen + 2 >= levels:
+            status = S.NEED_LEVELS
+            break
+        if phase == S.MEASURE and arrivals - arr_warm >= width * nmicro:
+            status = S.NEED_MERGE
+            break
+        busy = cnt[1]
+        rate = lam_n + busy
+        now = now + rng.standard_exponential() / rate
+        u = rng.random() * rate
+        is_arrival = u < lam_n
+        if phase == S.WARMUP:
+            if arr_end < 0 and now >= t_warm:
+                phase = S.MEASURE
+                _open(cnt, ist, fst, msg, area, last, snap, snap_area, ctl, m, arrivals, t_warm)
+                arr_warm = arrivals
+            elif arr_end >= 0 and is_arrival and arrivals == arr_warm:
+                phase = S.MEASURE
+                _open(cnt, ist, fst, msg, area, last, snap, snap_area, ctl, m, arrivals, now)
+        if phase == S.MEASURE:
+            te = -1.0
+            if arr_end < 0 and now >= t_end:
+                te = t_end
+            elif arr_end >= 0 and is_arrival and arrivals == arr_end:
+                te = now
+            if te >= 0.0:
+                _close(cnt, ist, fst, area, last, arrivals, te)
+                phase = S.DRAIN
+                now = te if arr_end < 0 else now
+                done += 1
+                continue
+        measuring = phase == S.MEASURE
+        done += 1
+        checkpoint = False
+        if is_arrival:
+            k = _level(cnt, n, code, d, replace, rng)
+            j = k + 1
+            if measuring:
+                order = arrivals - arr_warm
+                if order > 0 and order & (width - 1) == 0:
+                    _snapshot(cnt, fst, msg, area, last, snap, snap_area, m, order >> wshift, now)
+                b = order >> wshift
+                bsum[b] += _erlang(rng, j)
+                bcnt[b] += 1
+                joins[b >> segshift, k] += 1.0
+                msg[S.M_PROBE] += probes
+                checkpoint = order + 1 == ctl[S.C_NEXT_CHECK]
+                area[j] += cnt[j] * (now - last[j])
+                last[j] = now
+            cnt[j] += 1.0
+            if j > maxlen:
+                maxlen = j
+            arrivals += 1
+        else:
+            w = u - lam_n
+            k = 1
+            while cnt[k + 1] > w:
+                k += 1
+            if measuring:
+                area[k] += cnt[k] * (now - last[k])
+                last[k] = now
+            cnt[k] -= 1.0
+        if checkpoint:
+            status = S.CHECKPOINT
+            break
+    fst[S.F_NOW] = now
+    ist[S.I_ARRIVALS] = arrivals
+    ist[S.I_PHASE] = phase
+    ist[S.I_MAXLEN] = maxlen
+    ist[S.I_EVENTS] += done
+    return status
+

@@ -1,0 +1,266 @@
+"""The occupancy-count engine: one replication of an exchangeable farm in O(longest queue).
+
+:class:`CountsEngine` runs :func:`cloudsched.dispatch._kernel_counts.run_counts` behind the
+interface of :class:`cloudsched.dispatch.engine.Engine` (``advance``, checkpoints, the
+micro-batch tables, ``result``), so :mod:`cloudsched.dispatch.measure` and the summary treat
+both alike.  It applies to the policies in :data:`COUNT_POLICIES` with Poisson arrivals,
+exp(1) service and equal speeds; its state and its cost per event do not depend on N.
+
+Response times are exact without per-task records: a task that joins behind ``k`` tasks
+stays an Erlang(``k + 1``) time, so the histogram of the levels joined gives the
+distribution as a mixture of Erlang laws, spread over the percentile bins of the per-server
+engine (512 per octave) by their exact probabilities (:func:`erlang_histogram`).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any
+
+import numpy as np
+from scipy import special
+
+from cloudsched.dispatch import state as S
+from cloudsched.dispatch._kernel_counts import JSQ, POD, RANDOM, run_counts
+from cloudsched.dispatch.guard import check_deadline
+from cloudsched.dispatch.policies import get_policy
+from cloudsched.dispatch.replication import RawRun, RunSpec, initial_width
+
+__all__ = ["COUNT_POLICIES", "CountsEngine", "erlang_histogram", "meanfield_counts"]
+
+#: Policies whose servers are exchangeable, and their kernel codes.
+COUNT_POLICIES = {"random": RANDOM, "pod": POD, "jsq": JSQ}
+_LEVELS = 64
+
+
+class CountsEngine:
+    """One replication on the occupancy counts (see the module notes).
+
+    ``initial``: the number of servers holding each number of tasks at time 0 (None: all
+    empty).
+    """
+
+    def __init__(self, spec: RunSpec, rng: np.random.Generator,
+                 initial: np.ndarray | None = None) -> None:  # fmt: skip
+        policy = get_policy(spec.policy)
+        if policy.name not in COUNT_POLICIES:
+            raise ValueError(f"the counts engine does not run {policy.name}")
+        if spec.record:
+            raise ValueError("the counts engine keeps no per-task records")
+        self.spec, self.policy, self.rng = spec, policy, rng
+        self.n, self.m = spec.n, spec.m
+        self.code = COUNT_POLICIES[policy.name]
+        self.d = 1 if self.code == RANDOM else int(spec.d)
+        levels = _LEVELS
+        top = 0 if initial is None else int(np.flatnonzero(initial).max(initial=0))
+        while levels < top + 4:
+            levels *= 2
+        self.cnt = np.zeros(levels)
+        if initial is None:
+            self.cnt[0] = spec.n
+        else:
+            given = np.asarray(initial, dtype=np.float64)[: top + 1]
+            at_least = np.cumsum(given[::-1])[::-1]
+            self.cnt[: at_least.size] = at_least
+        self.ist = np.zeros(S.N_IST, np.int64)
+        self.ist[S.I_MAXLEN] = top
+        self.fst = np.zeros(S.N_FST)
+        self.msg = np.zeros(4, np.int64)
+        micro = spec.micro
+        self.area, self.last = np.zeros(levels), np.zeros(levels)
+        self.bsum, self.bcnt = np.zeros(micro), np.zeros(micro, np.int64)
+        self.joins = np.zeros((S.H_SEGMENTS, levels))
+        self.snap = np.zeros((micro + 1, S.N_SNAP))
+        self.snap_area = np.zeros((micro + 1, levels))
+        self.ctl = np.zeros(S.N_CTL, np.int64)
+        self.ctl[S.C_ARR_WARM] = spec.warm_tasks
+        self.ctl[S.C_ARR_END] = S.OPEN_END if spec.open_end else spec.end_tasks
+        self.ctl[S.C_WIDTH] = initial_width(spec)
+        self.ctl[S.C_NEXT_CHECK] = S.OPEN_END
+        if spec.open_end:
+            self.expected_events = math.inf
+        elif spec.end_tasks >= 0:
+            self.expected_events = 2.0 * spec.end_tasks
+        else:
+            self.expected_events = 2.0 * spec.rate * spec.n * spec.t_end
+        self.wall = 0.0
+        self.at_checkpoint = False
+
+    @property
+    def mt(self) -> Any:
+        """The micro-batch tables, under the names :mod:`~cloudsched.dispatch.measure` reads."""
+        return self
+
+    # -- running -------------------------------------------------------------------------
+    def advance(self, budget: int) -> bool:
+        """Run at most ``budget`` events; return True when the run is complete."""
+        self.ctl[S.C_BUDGET] = budget
+        self.at_checkpoint = False
+        t0 = time.perf_counter()
+        try:
+            while True:
+                status = run_counts(
+                    self.cnt, self.ist, self.fst, self.msg, self.area, self.last, self.bsum,
+                    self.bcnt, self.joins, self.snap, self.snap_area, self.ctl,
+                    float(self.spec.rate * self.n), float(self.n), self.m, self.code, self.d,
+                    bool(self.spec.replace), float(self.spec.t_warm), float(self.spec.t_end),
+                    self.rng,
+                )  # fmt: skip
+                check_deadline(self.policy, self.spec.deadline, self.events)
+                if status == S.DONE:
+                    return True
+                if status == S.CHUNK:
+                    return False
+                if status == S.CHECKPOINT:
+                    self.at_checkpoint = True
+                    self.ctl[S.C_NEXT_CHECK] = S.OPEN_END
+                    return False
+                if status == S.NEED_LEVELS:
+                    self._more_levels()
+                elif status == S.NEED_MERGE:
+                    self._merge()
+                else:  # pragma: no cover - the kernel returns only the codes above
+                    raise RuntimeError(f"unknown kernel status {status}")
+        finally:
+            self.wall += time.perf_counter() - t0
+
+    def _more_levels(self) -> None:
+        from cloudsched.resources import check_memory
+
+        new = 2 * self.cnt.size
+        check_memory("load", f"{self.policy.name} at load {self.spec.rate:g}",
+                     8.0 * new * (self.snap.shape[0] + S.H_SEGMENTS + 4),
+                     "the longest queue's levels (growing: is the farm overloaded?)")  # fmt: skip
+
+        def grow(a: np.ndarray, fill: float) -> np.ndarray:
+            out = np.full((*a.shape[:-1], new), fill)
+            out[..., : a.shape[-1]] = a
+            return out
+
+        self.cnt, self.area = grow(self.cnt, 0.0), grow(self.area, 0.0)
+        self.last = grow(self.last, self.fst[S.F_NOW])
+        self.joins, self.snap_area = grow(self.joins, 0.0), grow(self.snap_area, 0.0)
+
+    def _merge(self) -> None:
+        """Merge micro-batches in pairs (the width doubles); histogram segments follow."""
+        half = self.bsum.size // 2
+        self.bsum[:half] = self.bsum[0::2] + self.bsum[1::2]
+        self.bsum[half:] = 0.0
+        self.bcnt[:half] = self.bcnt[0::2] + self.bcnt[1::2]
+        self.bcnt[half:] = 0
+        self.snap[: half + 1] = self.snap[0::2]
+        self.snap[half + 1 :] = 0.0
+        self.snap_area[: half + 1] = self.snap_area[0::2]
+        self.snap_area[half + 1 :] = 0.0
+        seg = S.H_SEGMENTS // 2
+        self.joins[:seg] = self.joins[0::2] + self.joins[1::2]
+        self.joins[seg:] = 0.0
+        self.ctl[S.C_WIDTH] *= 2
+
+    # -- controlling an open-ended window ----------------------------------------------
+    @property
+    def width(self) -> int:
+        """Current micro-batch width, in measured arrivals."""
+        return int(self.ctl[S.C_WIDTH])
+
+    @property
+    def events(self) -> int:
+        """Events simulated so far."""
+        return int(self.ist[S.I_EVENTS])
+
+    @property
+    def measured(self) -> int:
+        """Measured arrivals so far (0 before the window opens)."""
+        phase = int(self.ist[S.I_PHASE])
+        if phase == S.WARMUP:
+            return 0
+        key = S.I_ARRIVALS if phase == S.MEASURE else S.I_ARR_CLOSE
+        return int(self.ist[key]) - int(self.ctl[S.C_ARR_WARM])
+
+    def set_checkpoint(self, measured: int) -> None:
+        """Pause (``at_checkpoint``) once ``measured`` arrivals have been measured."""
+        self.ctl[S.C_NEXT_CHECK] = measured
+        self.at_checkpoint = False
+
+    def close_window(self) -> None:
+        """End the measurement window at the next arrival (open-ended runs)."""
+        self.ctl[S.C_ARR_END] = self.ist[S.I_ARRIVALS]
+        self.ctl[S.C_NEXT_CHECK] = S.OPEN_END
+
+    def complete_batches(self) -> int:
+        """Micro-batches whose arrivals have all arrived (their response times are known)."""
+        return self.measured // self.width
+
+    # -- results -------------------------------------------------------------------------
+    def result(self) -> RawRun:
+        """Collect what was measured (call once the run is complete)."""
+        measured = self.measured
+        used = -(-measured // self.width)
+        return RawRun(
+            response_times=np.zeros(0, np.float32),
+            batch_sum=self.bsum[:used].copy(),
+            batch_count=self.bcnt[:used].copy(),
+            width=self.width,
+            measured=measured,
+            snap=self.snap[:used].copy(),
+            snap_area=self.snap_area[:used].copy(),
+            hist=erlang_histogram(self.joins),
+            segment_batches=self.bsum.size // S.H_SEGMENTS,
+            tail_area=self.area.copy(),
+            p0_area=float(self.m * (self.fst[S.F_TEND] - self.fst[S.F_TWARM])),
+            t_warm=float(self.fst[S.F_TWARM]),
+            t_end=float(self.fst[S.F_TEND]),
+            messages=self.msg.copy(),
+            rt_min=0.0,
+            rt_max=math.inf,
+            events=self.events,
+            wall_seconds=self.wall,
+        )
+
+
+def _bin_edges() -> np.ndarray:
+    """Lower edges of the response-time histogram's bins, and the top edge of the last."""
+    k = np.arange(S.H_BINS + 1)
+    octave, sub = np.divmod(k, S.H_SUB)
+    return np.ldexp(0.5 + sub / (2.0 * S.H_SUB), octave + S.H_EMIN)
+
+
+def erlang_histogram(joins: np.ndarray) -> np.ndarray:
+    """Spread joins at each level over the response-time bins, by Erlang(level + 1) mass.
+
+    ``joins`` (``(segments, L)``): how many measured tasks joined a server holding ``k``
+    tasks.  Returns the expected bin counts (float64, ``(segments, H_BINS)``): the exact
+    response-time distribution of those tasks, binned as the per-server engine bins its
+    measured times (mass below the first bin goes to it, above the last to the last).
+    """
+    out = np.zeros((joins.shape[0], S.H_BINS))
+    used = np.flatnonzero(joins.sum(axis=0))
+    if used.size == 0:
+        return out
+    edges = _bin_edges()
+    top = used.max() + 1.0
+    # bins outside [1e-9 (k+1), 60 + 4 (k+1)] hold less than 1e-12 of every level's mass
+    lo = int(np.searchsorted(edges, 1e-9))
+    hi = min(int(np.searchsorted(edges, 60.0 + 4.0 * top)) + 1, S.H_BINS)
+    x = edges[lo : hi + 1]
+    cdf = special.gammainc(used[:, None] + 1.0, x[None, :])  # (levels used, edges)
+    mass = np.diff(cdf, axis=1)
+    mass[:, 0] += cdf[:, 0]  # below the first edge kept
+    mass[:, -1] += 1.0 - cdf[:, -1]  # above the last
+    out[:, lo:hi] = joins[:, used] @ mass
+    return out
+
+
+def meanfield_counts(policy: str, servers: int, load: float, *, d: int,
+                     rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+    """Draw how many of ``servers`` hold each number of tasks, iid from the mean field.
+
+    The same law as :func:`cloudsched.dispatch.initial.meanfield_state` (each server's queue
+    drawn from the occupancy ``q_i``), as one multinomial draw: O(levels), not O(N).
+    """
+    from cloudsched.dispatch.meanfield import predict
+
+    pred = predict(policy, [load], r=1.0, d=d, tail_tol=1e-300, max_tail=10_000)
+    p = np.clip(pred.occupancy(0), 0.0, None)
+    return rng.multinomial(servers, p / p.sum()).astype(np.int64)

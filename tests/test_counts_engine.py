@@ -1,0 +1,143 @@
+"""The occupancy-count engine: the same draws as its plain mirror, the same law as the
+per-server engine, exact response-time tails, and a cost that does not grow with N."""
+
+import math
+import tracemalloc
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from cloudsched.dispatch import predict, simulate
+from cloudsched.dispatch import state as K
+from cloudsched.dispatch.counts import CountsEngine, erlang_histogram
+from cloudsched.dispatch.measure import histogram_percentiles
+from cloudsched.dispatch.replication import RunSpec
+from cloudsched.errors import ParameterError
+from cloudsched.testing.counts_mirror import mirror_counts
+
+CASES = [("pod", 2, False), ("pod", 2, True), ("pod", 3, False), ("pod", 3, True),
+         ("random", 1, False), ("jsq", 1, False)]  # fmt: skip
+
+
+def _initial(n, rng):
+    queues = rng.integers(0, 4, size=n)
+    return queues, np.bincount(queues)
+
+
+@pytest.mark.parametrize(("policy", "d", "replace"), CASES)
+@pytest.mark.parametrize("timed", [False, True])
+def test_the_kernel_makes_the_mirrors_draws_and_bookkeeping(policy, d, replace, timed):
+    n = 7
+    queues, counts = _initial(n, np.random.default_rng(5))
+    if timed:
+        spec = RunSpec(policy, n, 1, 0.8, d=d, replace=replace, t_warm=20.0, t_end=400.0,
+                       record=False)  # fmt: skip
+    else:
+        spec = RunSpec(policy, n, 1, 0.8, d=d, replace=replace, warm_tasks=100,
+                       end_tasks=2000, record=False)  # fmt: skip
+    eng = CountsEngine(spec, np.random.default_rng(11), counts)
+    while not eng.advance(1000):  # small budgets: resuming changes nothing
+        pass
+    raw = eng.result()
+    ref = mirror_counts(spec, np.random.default_rng(11), list(queues))
+    assert raw.width == ref["width"]
+    assert np.array_equal(raw.batch_count, ref["bcnt"])
+    np.testing.assert_allclose(raw.batch_sum, ref["bsum"], rtol=1e-12)  # merges add in pairs
+    levels = min(eng.joins.shape[1], ref["joins"].shape[1])
+    assert np.array_equal(eng.joins[:, :levels], ref["joins"][:, :levels])
+    assert raw.events == ref["events"] and raw.t_end == ref["t_end"]
+    assert raw.t_warm == ref["t_warm"] and raw.messages[K.M_PROBE] == ref["probes"]
+    final = np.repeat(np.arange(eng.cnt.size), (eng.cnt - np.append(eng.cnt[1:], 0)).astype(int))
+    assert list(final) == ref["queues"]
+    top = min(raw.tail_area.size, ref["tail_area"].size)
+    np.testing.assert_allclose(raw.tail_area[:top], ref["tail_area"][:top], rtol=1e-9,
+                               atol=1e-9)  # fmt: skip
+
+
+def _runs(engine, policy, n, seeds, **kw):
+    return [simulate(policy, servers=n, load=0.9, engine=engine, tasks=60 * n + 20_000,
+                     warmup=0.2, rng=seed, **kw) for seed in seeds]  # fmt: skip
+
+
+def _agree(a, b, what):
+    """Two sets of independent estimates have the same mean (4 standard errors)."""
+    a, b = np.asarray(a), np.asarray(b)
+    se = math.hypot(a.std(ddof=1) / math.sqrt(a.size), b.std(ddof=1) / math.sqrt(b.size))
+    assert abs(a.mean() - b.mean()) <= 4 * se + 1e-12, (what, a.mean(), b.mean(), se)
+
+
+@pytest.mark.parametrize("n", [50, 1000])
+@pytest.mark.parametrize(("policy", "kw"), [
+    ("pod", {"d": 2}), ("random", {}), ("jsq", {}), ("pod", {"d": 3, "with_replacement": True}),
+])  # fmt: skip
+def test_the_same_law_as_the_per_server_engine(n, policy, kw):
+    """Means, p99, tails and message rates of 12 independent runs of each engine agree."""
+    counts = _runs("counts", policy, n, range(12), **kw)
+    servers = _runs("exponential", policy, n, range(100, 112), **kw)
+    assert all(r.engine == "counts" for r in counts)
+    _agree([r.mean_response_time for r in counts], [r.mean_response_time for r in servers],
+           "mean")  # fmt: skip
+    _agree([r.percentiles["p99"] for r in counts], [r.percentiles["p99"] for r in servers], "p99")
+    for k in range(3):
+        _agree([r.tail[k] if len(r.tail) > k else 0.0 for r in counts],
+               [r.tail[k] if len(r.tail) > k else 0.0 for r in servers], f"s_{k + 1}")  # fmt: skip
+    _agree([r.messages["probe"] for r in counts], [r.messages["probe"] for r in servers], "probe")
+    assert all(r.p0 == 1.0 for r in counts + servers)
+
+
+def test_a_wrong_level_law_is_caught():
+    """The same check sees pod(3) run as pod(2): the law test has power."""
+    counts = _runs("counts", "pod", 1000, range(12), d=2)
+    servers = _runs("exponential", "pod", 1000, range(100, 112), d=3)
+    with pytest.raises(AssertionError):
+        _agree([r.mean_response_time for r in counts],
+               [r.mean_response_time for r in servers], "mean")  # fmt: skip
+
+
+@pytest.mark.parametrize("level", [0, 3, 40])
+def test_percentiles_are_the_erlang_quantiles(level):
+    joins = np.zeros((K.H_SEGMENTS, 64))
+    joins[2, level] = 1e6
+    hist = erlang_histogram(joins).sum(axis=0)
+    qs = [50.0, 90.0, 99.0, 99.9]
+    got = histogram_percentiles(hist, qs)
+    want = stats.gamma.ppf(np.array(qs) / 100, level + 1)
+    np.testing.assert_allclose(got, want, rtol=1e-3)
+
+
+def test_the_mixture_holds_every_join():
+    joins = np.zeros((K.H_SEGMENTS, 64))
+    joins[0, :10] = np.arange(1, 11)
+    joins[5, 30] = 7
+    hist = erlang_histogram(joins)
+    np.testing.assert_allclose(hist.sum(axis=1), joins.sum(axis=1), rtol=1e-9)
+
+
+def test_a_billion_servers_cost_what_a_thousand_cost():
+    """State O(longest queue): a run at N = 10^9 holds no per-server array, and agrees with
+    the mean field (exact at this N) to the precision of its tasks."""
+    tracemalloc.start()
+    res = simulate("pod", servers=10**9, load=0.9, d=2, engine="counts", tasks=200_000,
+                   warmup=0.2, rng=3)  # fmt: skip
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert peak < 80e6, peak
+    # 160,000 tasks over 2e-4 time units meet nearly independent servers frozen in the mean
+    # field's state: their mean has the standard error of independent response times, whose
+    # standard deviation is below 3 here (Erlang(K + 1), K of mean 1.6)
+    mf = float(predict("pod", 0.9, d=2).mean_response_time[0])
+    assert abs(res.mean_response_time - mf) <= 4 * 3.0 / math.sqrt(res.measured_tasks)
+
+
+@pytest.mark.parametrize(("kw", "needs"), [
+    ({"policy": "jiq"}, "for jiq"),
+    ({"keep_response_times": True}, "keep_response_times"),
+    ({"speeds": [1.0, 2.0, 1.0, 1.0]}, "Poisson"),
+    ({"service": "det"}, "Poisson"),
+])  # fmt: skip
+def test_the_counts_engine_refuses_what_it_cannot_run(kw, needs):
+    args = {"policy": "pod", "servers": 4, "load": 0.5, "engine": "counts", **kw}
+    with pytest.raises(ParameterError, match="engine") as exc:
+        simulate(args.pop("policy"), **args)
+    assert needs in str(exc.value)
