@@ -7,15 +7,19 @@ Peers, compiled here with ``gcc -O2`` (the script stops if gcc is missing):
   probes by redrawing a repeat; the engine shuffles a permutation, the same law), jiq and
   jiq-pod (I-queues with delete requests);
 * ``c_eventlist.c``: the event-list engine's model (a heap of completion times, the next
-  arrival beside it), random and Pod(2).
+  arrival beside it), random and Pod(2);
+* ``c_counts.c``: the counts engine's chain (numbers of servers holding at least i tasks; an
+  arrival's level read off the counts, its response time drawn as Erlang(k + 1)), random and
+  Pod(2), at N = 10^3, 10^6 and 10^8 (no per-task records on either side).
 
-Both sides keep every task's response time in arrival order, start empty, simulate the drain
-without arrivals, and are timed in CPU seconds of the simulation in a fresh process (ours:
-``time.process_time`` around ``simulate(..., keep_response_times=True)``, after a small run
-that loads the compiled kernels; C: ``clock()`` around allocation and the loop).  Each case
-runs ``reps`` interleaved pairs (ours, then C, with the same seed index); the ratio of a pair
-is our events per CPU second over the peer's, reported as the median and the range over the
-pairs.  Ours also reports its peak resident memory (``ru_maxrss``); runs without
+Both sides start empty and are timed in CPU seconds of the simulation in a fresh process
+(ours: ``time.process_time`` around ``simulate``, after a small run that loads the compiled
+kernels; C: ``clock()`` around allocation and the loop).  The per-server engines and their
+peers keep every task's response time in arrival order and simulate the drain without
+arrivals (``keep_response_times=True``); the counts engine and its peer keep sums only.  Each
+case runs ``reps`` interleaved pairs (ours, then C, with the same seed index); the ratio of a
+pair is our events per CPU second over the peer's, reported as the median and the range over
+the pairs.  Ours also reports its peak resident memory (``ru_maxrss``); runs without
 ``keep_response_times`` (the default) keep nothing per task, so their memory does not depend
 on the run length (``--memory`` shows it).
 
@@ -61,11 +65,11 @@ C_CODES = {"random": 0, "pod": 1, "jiq": 2, "jiq-pod": 3}
 
 
 def build(tmp: Path) -> dict[str, Path]:
-    """Compile the two C peers into ``tmp``."""
+    """Compile the C peers into ``tmp``."""
     if shutil.which("gcc") is None:
         sys.exit("bench_peers: gcc is needed to build the C peers")
     out = {}
-    for name in ("c_markov", "c_eventlist"):
+    for name in ("c_markov", "c_eventlist", "c_counts"):
         out[name] = tmp / name
         subprocess.run(["gcc", "-O2", "-o", str(out[name]), str(HERE / f"{name}.c"), "-lm"],
                        check=True)  # fmt: skip
@@ -89,6 +93,8 @@ def peer(binary: Path, policy: str, n: int, m: int, tasks: int, seed: int) -> di
     """One run of a C peer."""
     if binary.name == "c_markov":
         args = [str(n), str(m), "0.9", str(tasks), str(C_CODES[policy]), "2", str(seed + 1)]
+    elif binary.name == "c_counts":
+        args = [str(n), "0.9", str(tasks), str(C_CODES[policy]), "2", str(seed + 1)]
     else:
         args = [str(n), "0.9", str(tasks), str(C_CODES[policy]), str(seed + 1)]
     out = subprocess.run([str(binary), *args], capture_output=True, text=True, check=True)
@@ -102,7 +108,7 @@ def pairs(binary: Path, policy: str, n: int, tasks: int, reps: int, engine: str)
     m = max(1, n // 10)
     here, there = [], []
     for k in range(reps):
-        here.append(ours(policy, n, m, tasks, k, engine))
+        here.append(ours(policy, n, m, tasks, k, engine, keep=engine != "counts"))
         there.append(peer(binary, policy, n, m, tasks, k))
     ratios = [a["rate"] / b["rate"] for a, b in zip(here, there, strict=True)]
     return {
@@ -166,13 +172,14 @@ def main() -> None:
         cases = [("markov", p, 1000, small) for p in ("random", "pod", "jiq", "jiq-pod")]
         cases += [("markov", p, 1_000_000, big) for p in ("pod", "jiq-pod")]
         cases += [("general", p, 1000, small) for p in ("random", "pod")]
+        cases += [("counts", p, n, big) for p in ("random", "pod")
+                  for n in (1000, 1_000_000, 100_000_000)]  # fmt: skip
         rows = []
         print(f"{'engine':<9}{'policy':<9}{'N':>10}{'tasks':>12}{'ours M/s':>10}{'C M/s':>8}"
               f"{'ratio':>7}{'range':>13}{'peak MB':>9}{'T ours/C':>16}")  # fmt: skip
         for engine, policy, n, tasks in cases:
-            binary = bins["c_markov" if engine == "markov" else "c_eventlist"]
-            r = pairs(binary, policy, n, tasks, reps, "exponential" if engine == "markov"
-                      else "general")  # fmt: skip
+            binary = bins[{"markov": "c_markov", "general": "c_eventlist"}.get(engine, "c_counts")]
+            r = pairs(binary, policy, n, tasks, reps, {"markov": "exponential"}.get(engine, engine))
             rows.append((engine, policy, n, tasks, r))
             print(f"{engine:<9}{policy:<9}{n:>10,}{tasks:>12,}{r['ours'] / 1e6:>10.2f}"
                   f"{r['peer'] / 1e6:>8.2f}{r['ratio']:>7.2f}  [{r['low']:.2f}, {r['high']:.2f}]"

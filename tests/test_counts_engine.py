@@ -17,37 +17,46 @@ from cloudsched.errors import ParameterError
 from cloudsched.testing.counts_mirror import mirror_counts
 
 CASES = [("pod", 2, False), ("pod", 2, True), ("pod", 3, False), ("pod", 3, True),
-         ("random", 1, False), ("jsq", 1, False)]  # fmt: skip
+         ("random", 1, False), ("jsq", 1, False), ("jiq", 1, False), ("jiq-pod", 2, False),
+         ("jiq-pod", 3, True)]  # fmt: skip
 
 
-def _initial(n, rng):
+def _initial(n, m, rng):
+    """Queue lengths, and I-queue sizes listing the idle servers at random dispatchers."""
     queues = rng.integers(0, 4, size=n)
-    return queues, np.bincount(queues)
+    sizes = np.bincount(rng.integers(0, m, size=int((queues == 0).sum())), minlength=m)
+    return queues, sizes
 
 
 @pytest.mark.parametrize(("policy", "d", "replace"), CASES)
 @pytest.mark.parametrize("timed", [False, True])
 def test_the_kernel_makes_the_mirrors_draws_and_bookkeeping(policy, d, replace, timed):
-    n = 7
-    queues, counts = _initial(n, np.random.default_rng(5))
+    n, m = 9, 3
+    queues, sizes = _initial(n, m, np.random.default_rng(5))
     if timed:
-        spec = RunSpec(policy, n, 1, 0.8, d=d, replace=replace, t_warm=20.0, t_end=400.0,
+        spec = RunSpec(policy, n, m, 0.8, d=d, replace=replace, t_warm=20.0, t_end=400.0,
                        record=False)  # fmt: skip
     else:
-        spec = RunSpec(policy, n, 1, 0.8, d=d, replace=replace, warm_tasks=100,
+        spec = RunSpec(policy, n, m, 0.8, d=d, replace=replace, warm_tasks=100,
                        end_tasks=2000, record=False)  # fmt: skip
-    eng = CountsEngine(spec, np.random.default_rng(11), counts)
+    iq = np.bincount(sizes) if policy.startswith("jiq") else None
+    eng = CountsEngine(spec, np.random.default_rng(11), np.bincount(queues), iq)
     while not eng.advance(1000):  # small budgets: resuming changes nothing
         pass
     raw = eng.result()
-    ref = mirror_counts(spec, np.random.default_rng(11), list(queues))
+    ref = mirror_counts(spec, np.random.default_rng(11), list(queues), list(sizes))
     assert raw.width == ref["width"]
     assert np.array_equal(raw.batch_count, ref["bcnt"])
     np.testing.assert_allclose(raw.batch_sum, ref["bsum"], rtol=1e-12)  # merges add in pairs
     levels = min(eng.joins.shape[1], ref["joins"].shape[1])
     assert np.array_equal(eng.joins[:, :levels], ref["joins"][:, :levels])
     assert raw.events == ref["events"] and raw.t_end == ref["t_end"]
-    assert raw.t_warm == ref["t_warm"] and raw.messages[K.M_PROBE] == ref["probes"]
+    assert raw.t_warm == ref["t_warm"]
+    assert list(raw.messages[[K.M_JOIN, K.M_DELETE, K.M_PROBE]]) == ref["messages"]
+    assert raw.p0_area == pytest.approx(ref["p0_area"], rel=1e-9)
+    if iq is not None:
+        held = np.repeat(np.arange(eng.iq.size), eng.iq.astype(int))
+        assert list(held) == ref["iqueues"]
     final = np.repeat(np.arange(eng.cnt.size), (eng.cnt - np.append(eng.cnt[1:], 0)).astype(int))
     assert list(final) == ref["queues"]
     top = min(raw.tail_area.size, ref["tail_area"].size)
@@ -70,9 +79,10 @@ def _agree(a, b, what):
 @pytest.mark.parametrize("n", [50, 1000])
 @pytest.mark.parametrize(("policy", "kw"), [
     ("pod", {"d": 2}), ("random", {}), ("jsq", {}), ("pod", {"d": 3, "with_replacement": True}),
+    ("jiq", {"r": 10}), ("jiq-pod", {"r": 10, "d": 2}), ("jiq-pod", {"r": 5, "d": 3}),
 ])  # fmt: skip
 def test_the_same_law_as_the_per_server_engine(n, policy, kw):
-    """Means, p99, tails and message rates of 12 independent runs of each engine agree."""
+    """Means, p99, tails, p0 and message rates of 12 independent runs of each engine agree."""
     counts = _runs("counts", policy, n, range(12), **kw)
     servers = _runs("exponential", policy, n, range(100, 112), **kw)
     assert all(r.engine == "counts" for r in counts)
@@ -82,8 +92,9 @@ def test_the_same_law_as_the_per_server_engine(n, policy, kw):
     for k in range(3):
         _agree([r.tail[k] if len(r.tail) > k else 0.0 for r in counts],
                [r.tail[k] if len(r.tail) > k else 0.0 for r in servers], f"s_{k + 1}")  # fmt: skip
-    _agree([r.messages["probe"] for r in counts], [r.messages["probe"] for r in servers], "probe")
-    assert all(r.p0 == 1.0 for r in counts + servers)
+    for kind in ("join", "delete", "probe"):
+        _agree([r.messages[kind] for r in counts], [r.messages[kind] for r in servers], kind)
+    _agree([r.p0 for r in counts], [r.p0 for r in servers], "p0")
 
 
 def test_a_wrong_level_law_is_caught():
@@ -131,7 +142,7 @@ def test_a_billion_servers_cost_what_a_thousand_cost():
 
 
 @pytest.mark.parametrize(("kw", "needs"), [
-    ({"policy": "jiq"}, "for jiq"),
+    ({"policy": "jiq-sq"}, "for jiq-sq"),
     ({"keep_response_times": True}, "keep_response_times"),
     ({"speeds": [1.0, 2.0, 1.0, 1.0]}, "Poisson"),
     ({"service": "det"}, "Poisson"),

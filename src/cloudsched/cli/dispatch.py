@@ -324,7 +324,7 @@ def simulate(
     engine: Annotated[
         str,
         typer.Option("--engine", help="auto, exponential (Markov chain per server), counts "
-                     "(occupancy counts: random, pod, jsq; cost free of N), general (event list)."),
+                     "(occupancy counts: random, pod, jsq, jiq, jiq-pod), general (event list)."),
     ] = "auto",
     speeds: Annotated[
         str | None,

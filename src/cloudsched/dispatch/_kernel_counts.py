@@ -1,9 +1,12 @@
 """Compiled event loop of the occupancy-count engine: servers that are exchangeable.
 
-For ``random``, ``pod(d)`` (with or without replacement) and ``jsq`` with Poisson arrivals
-and exp(1) service at equal speeds, which server holds which tasks does not matter: the
-numbers ``cnt[i]`` of servers holding at least ``i`` tasks (``cnt[0] = N``) are a Markov
-chain of their own, and the state is O(longest queue), not O(N).
+For ``random``, ``pod(d)`` (with or without replacement), ``jsq``, ``jiq`` and ``jiq-pod``
+(with delete requests) with Poisson arrivals and exp(1) service at equal speeds, which server
+holds which tasks, and which dispatcher holds which I-queue, does not matter: the numbers
+``cnt[i]`` of servers holding at least ``i`` tasks (``cnt[0] = N``) and ``iq[j]`` of I-queues
+holding ``j`` entries are a Markov chain of their own, and the state is O(longest queue +
+longest I-queue), not O(N).  (With delete requests the listed servers are exactly the idle
+ones, ``N - cnt[1] = sum_j j iq[j]``.)
 
 * After an ``Exp(lam N + cnt[1])`` time comes an arrival with probability
   ``lam N / (lam N + cnt[1])``, else the departure of the task in service at a uniform busy
@@ -15,6 +18,13 @@ chain of their own, and the state is O(longest queue), not O(N).
   ``v``: the largest ``k`` with ``cnt[k] >= N v^(1/d)``), without replacement
   ``prod_{i<d} (cnt[k] - i) / (N - i)``; ``random`` is ``d = 1``; ``jsq`` joins the lowest
   level that has a server.
+* ``jiq`` / ``jiq-pod``: the arrival's dispatcher is read off the same uniform as the event
+  type (``u / (lam N)`` is uniform given an arrival), as the size class of its I-queue
+  (``iq`` in increasing size).  A non-empty I-queue gives the task to one of its idle
+  servers; an empty one sends it to a uniform server (``jiq``) or by pod(d) (``jiq-pod``),
+  and if that server was idle a delete request removes it from its I-queue, whose size class
+  is drawn in proportion to ``j iq[j]`` (one ``random``).  A server that empties joins a
+  uniform I-queue (one ``random``).
 * A task that joins a server holding ``k`` tasks leaves after an Erlang(``k + 1``) time
   (FCFS, exponential service).  Its conditional mean ``k + 1`` enters the micro-batch sums
   at its arrival (the same mean, less variance; the batch is complete when its last task
@@ -23,9 +33,12 @@ chain of their own, and the state is O(longest queue), not O(N).
   is stored: memory does not grow with the run.
 
 Random draws, in order, per event: ``standard_exponential`` (time step), ``random`` (event
-type and, for a departure, the level), and for an arrival of ``random`` or ``pod`` one
-``random`` (the level joined).  :func:`cloudsched.testing.counts_mirror.mirror_counts` makes
-the same draws in plain Python.
+type and, for a departure, the level; for the jiq family also the dispatcher); for an
+arrival not served from an I-queue, one ``random`` (the level joined; none for ``jsq``), one
+more for a delete request; for a measured arrival its response time (``k + 1``
+``standard_exponential``, or one ``standard_gamma`` when ``k + 1 > 8``); for a departure
+that leaves a jiq server idle, one ``random`` (the I-queue it joins).
+:func:`cloudsched.testing.counts_mirror.mirror_counts` makes the same draws in plain Python.
 
 Measurement follows the per-server kernel (:mod:`cloudsched.dispatch._kernel`): the window
 opens at arrival ``ctl[C_ARR_WARM]`` (or time ``t_warm``) and closes at arrival
@@ -41,10 +54,10 @@ import numpy as np
 from cloudsched._jit import kernel
 from cloudsched.dispatch import state as S
 
-__all__ = ["JSQ", "POD", "RANDOM", "run_counts"]
+__all__ = ["JIQ", "JIQ_POD", "JSQ", "POD", "RANDOM", "run_counts"]
 
 #: Policy codes.
-RANDOM, POD, JSQ = range(3)
+RANDOM, POD, JSQ, JIQ, JIQ_POD = range(5)
 
 
 @kernel(nrt=False, inline=True)
@@ -79,10 +92,10 @@ def _level_pod(cnt, n, d, replace, v):
 
 
 @kernel(nrt=False)
-def _snapshot(cnt, fst, msg, area, last, snap, snap_area, m, row, t):
+def _snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, row, t):
     """Record the running integrals at time ``t`` in row ``row`` of the snapshot tables."""
     snap[row, S.SN_T] = t
-    snap[row, S.SN_P0] = m * (t - fst[S.F_TWARM])  # no I-queues: every one is empty
+    snap[row, S.SN_P0] = fst[S.F_AREA_P0] + iq[0] * (t - fst[S.F_LAST_P0])
     for k in range(4):
         snap[row, S.SN_MSG + k] = msg[k]
     for i in range(snap_area.shape[1]):
@@ -97,7 +110,30 @@ def _level(cnt, n, code, d, replace, rng):
         while cnt[k + 1] >= n:
             k += 1
         return k
+    if code == JIQ:
+        return _level_pod(cnt, n, 1, replace, 1.0 - rng.random())
     return _level_pod(cnt, n, d, replace, 1.0 - rng.random())
+
+
+@kernel(nrt=False, inline=True)
+def _size_class(weights, scale, x):
+    """Return the smallest j with ``sum_{i <= j} scale(i) weights[i] > x`` (scale 1 or i)."""
+    j = 0
+    c = weights[0] if scale == 0 else 0.0
+    while c <= x:
+        j += 1
+        c += weights[j] if scale == 0 else j * weights[j]
+    return j
+
+
+@kernel(nrt=False, inline=True)
+def _iq_move(iq, fst, now, measuring, j, to):
+    """One I-queue goes from ``j`` to ``to`` entries (the empty ones are integrated)."""
+    if measuring and (j == 0 or to == 0):
+        fst[S.F_AREA_P0] += iq[0] * (now - fst[S.F_LAST_P0])
+        fst[S.F_LAST_P0] = now
+    iq[j] -= 1.0
+    iq[to] += 1.0
 
 
 @kernel(nrt=False, inline=True)
@@ -112,40 +148,47 @@ def _erlang(rng, j):
 
 
 @kernel(nrt=False)
-def _open(cnt, ist, fst, msg, area, last, snap, snap_area, ctl, m, arrivals, tw):
+def _open(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, tw):
     """Open the measurement window at time ``tw``: measured ordinals count from here."""
     fst[S.F_TWARM] = tw
+    fst[S.F_AREA_P0] = 0.0
+    fst[S.F_LAST_P0] = tw
     for i in range(area.shape[0]):
         area[i] = 0.0
         last[i] = tw
     for k in range(4):
         msg[k] = 0
-    _snapshot(cnt, fst, msg, area, last, snap, snap_area, m, 0, tw)
+    _snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, 0, tw)
     ctl[S.C_ARR_WARM] = arrivals
     ist[S.I_PHASE] = S.MEASURE
 
 
 @kernel(nrt=False)
-def _close(cnt, ist, fst, area, last, arrivals, te):
+def _close(cnt, iq, ist, fst, area, last, arrivals, te):
     """Close the measurement window at time ``te`` (the run is then done)."""
     for i in range(area.shape[0]):
         area[i] += cnt[i] * (te - last[i])
         last[i] = te
+    fst[S.F_AREA_P0] += iq[0] * (te - fst[S.F_LAST_P0])
+    fst[S.F_LAST_P0] = te
     fst[S.F_TEND] = te
     ist[S.I_ARR_CLOSE] = arrivals
 
 
 @kernel(nrt=False)
-def run_counts(cnt, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_area, ctl,
+def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_area, ctl,
                lam_n, n, m, code, d, replace, t_warm, t_end, rng):  # fmt: skip
     """Advance the chain until done or until the caller must act (a status of ``state``).
 
-    ``cnt`` (float64, ``(L,)``): servers with at least i tasks; ``ist`` / ``fst``: the
-    scalars ``I_ARRIVALS``, ``I_EVENTS``, ``I_PHASE``, ``I_MAXLEN``, ``I_ARR_CLOSE`` and
-    ``F_NOW``, ``F_TWARM``, ``F_TEND`` of :mod:`cloudsched.dispatch.state`; ``msg``: message
-    counters; ``area`` / ``last``: integrals of ``cnt`` and their last update; ``bsum`` /
-    ``bcnt``: micro-batch sums and counts; ``joins`` (float64, ``(H_SEGMENTS, L)``): levels
-    joined per histogram segment; ``snap`` / ``snap_area``: the snapshot tables.
+    ``cnt`` (float64, ``(L,)``): servers with at least i tasks; ``iq`` (float64, ``(J,)``):
+    I-queues holding j entries (``iq[0] = M`` without I-queues); ``ist`` / ``fst``: the
+    scalars ``I_ARRIVALS``, ``I_EVENTS``, ``I_PHASE``, ``I_MAXLEN``, ``I_MAXCAP`` (largest
+    I-queue), ``I_ARR_CLOSE`` and ``F_NOW``, ``F_TWARM``, ``F_TEND``, ``F_AREA_P0``,
+    ``F_LAST_P0`` (integral of the empty I-queues) of :mod:`cloudsched.dispatch.state`;
+    ``msg``: message counters; ``area`` / ``last``: integrals of ``cnt`` and their last
+    update; ``bsum`` / ``bcnt``: micro-batch sums and counts; ``joins`` (float64,
+    ``(H_SEGMENTS, L)``): levels joined per histogram segment; ``snap`` / ``snap_area``: the
+    snapshot tables.
     """
     wshift = 0
     while (1 << wshift) < ctl[S.C_WIDTH]:
@@ -163,7 +206,9 @@ def run_counts(cnt, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_are
     arrivals = ist[S.I_ARRIVALS]
     phase = ist[S.I_PHASE]
     maxlen = ist[S.I_MAXLEN]
-    probes = d if code == POD else 0
+    jmax = ist[S.I_MAXCAP]
+    iqueues = code >= JIQ  # jiq, jiq-pod
+    probes = d if code in (POD, JIQ_POD) else 0
     done = 0
     status = S.CHUNK
     while True:
@@ -174,6 +219,9 @@ def run_counts(cnt, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_are
             break
         if maxlen + 2 >= levels:
             status = S.NEED_LEVELS
+            break
+        if jmax + 2 >= iq.shape[0]:
+            status = S.NEED_ARENA
             break
         if phase == S.MEASURE and arrivals - arr_warm >= width * nmicro:
             status = S.NEED_MERGE
@@ -186,11 +234,11 @@ def run_counts(cnt, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_are
         if phase == S.WARMUP:
             if arr_end < 0 and now >= t_warm:
                 phase = S.MEASURE
-                _open(cnt, ist, fst, msg, area, last, snap, snap_area, ctl, m, arrivals, t_warm)
+                _open(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, t_warm)
                 arr_warm = arrivals
             elif arr_end >= 0 and is_arrival and arrivals == arr_warm:
                 phase = S.MEASURE
-                _open(cnt, ist, fst, msg, area, last, snap, snap_area, ctl, m, arrivals, now)
+                _open(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, now)
         if phase == S.MEASURE:
             te = -1.0
             if arr_end < 0 and now >= t_end:
@@ -198,7 +246,7 @@ def run_counts(cnt, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_are
             elif arr_end >= 0 and is_arrival and arrivals == arr_end:
                 te = now
             if te >= 0.0:
-                _close(cnt, ist, fst, area, last, arrivals, te)
+                _close(cnt, iq, ist, fst, area, last, arrivals, te)
                 phase = S.DRAIN
                 now = te if arr_end < 0 else now
                 done += 1
@@ -207,17 +255,34 @@ def run_counts(cnt, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_are
         done += 1
         checkpoint = False
         if is_arrival:
-            k = _level(cnt, n, code, d, replace, rng)
-            j = k + 1
             if measuring:
                 order = arrivals - arr_warm
                 if order > 0 and order & (width - 1) == 0:
-                    _snapshot(cnt, fst, msg, area, last, snap, snap_area, m, order >> wshift, now)
+                    _snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, order >> wshift, now)
+            took = False
+            if iqueues:  # the dispatcher (u / lam_n uniform): its I-queue's size class
+                x = u / lam_n * m
+                if x >= iq[0]:  # it takes one of its idle servers
+                    c = _size_class(iq, 0, x)
+                    _iq_move(iq, fst, now, measuring, c, c - 1)
+                    took = True
+            k = 0 if took else _level(cnt, n, code, d, replace, rng)
+            if iqueues and not took:
+                if measuring:
+                    msg[S.M_PROBE] += probes
+                if k == 0:  # an idle server, listed elsewhere: a delete request
+                    c = _size_class(iq, 1, rng.random() * (n - cnt[1]))
+                    _iq_move(iq, fst, now, measuring, c, c - 1)
+                    if measuring:
+                        msg[S.M_DELETE] += 1
+            j = k + 1
+            if measuring:
                 b = order >> wshift
                 bsum[b] += _erlang(rng, j)
                 bcnt[b] += 1
                 joins[b >> segshift, k] += 1.0
-                msg[S.M_PROBE] += probes
+                if not iqueues:
+                    msg[S.M_PROBE] += probes
                 checkpoint = order + 1 == ctl[S.C_NEXT_CHECK]
                 area[j] += cnt[j] * (now - last[j])
                 last[j] = now
@@ -234,6 +299,13 @@ def run_counts(cnt, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_are
                 area[k] += cnt[k] * (now - last[k])
                 last[k] = now
             cnt[k] -= 1.0
+            if iqueues and k == 1:  # idle: it joins a uniform I-queue
+                c = _size_class(iq, 0, rng.random() * m)
+                _iq_move(iq, fst, now, measuring, c, c + 1)
+                if c + 1 > jmax:
+                    jmax = c + 1
+                if measuring:
+                    msg[S.M_JOIN] += 1
         if checkpoint:
             status = S.CHECKPOINT
             break
@@ -241,6 +313,7 @@ def run_counts(cnt, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_are
     ist[S.I_ARRIVALS] = arrivals
     ist[S.I_PHASE] = phase
     ist[S.I_MAXLEN] = maxlen
+    ist[S.I_MAXCAP] = jmax
     ist[S.I_EVENTS] += done
     return status
 

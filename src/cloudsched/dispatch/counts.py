@@ -3,8 +3,9 @@
 :class:`CountsEngine` runs :func:`cloudsched.dispatch._kernel_counts.run_counts` behind the
 interface of :class:`cloudsched.dispatch.engine.Engine` (``advance``, checkpoints, the
 micro-batch tables, ``result``), so :mod:`cloudsched.dispatch.measure` and the summary treat
-both alike.  It applies to the policies in :data:`COUNT_POLICIES` with Poisson arrivals,
-exp(1) service and equal speeds; its state and its cost per event do not depend on N.
+both alike.  It applies to the policies in :data:`COUNT_POLICIES` (random, pod, jsq, jiq and
+jiq-pod) with Poisson arrivals, exp(1) service and equal speeds; its state and its cost per
+event do not depend on N.
 
 Response times are exact without per-task records: a task that joins behind ``k`` tasks
 stays an Erlang(``k + 1``) time, so the histogram of the levels joined gives the
@@ -22,7 +23,7 @@ import numpy as np
 from scipy import special
 
 from cloudsched.dispatch import state as S
-from cloudsched.dispatch._kernel_counts import JSQ, POD, RANDOM, run_counts
+from cloudsched.dispatch._kernel_counts import JIQ, JIQ_POD, JSQ, POD, RANDOM, run_counts
 from cloudsched.dispatch.guard import check_deadline
 from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.replication import RawRun, RunSpec, initial_width
@@ -30,7 +31,7 @@ from cloudsched.dispatch.replication import RawRun, RunSpec, initial_width
 __all__ = ["COUNT_POLICIES", "CountsEngine", "erlang_histogram", "meanfield_counts"]
 
 #: Policies whose servers are exchangeable, and their kernel codes.
-COUNT_POLICIES = {"random": RANDOM, "pod": POD, "jsq": JSQ}
+COUNT_POLICIES = {"random": RANDOM, "pod": POD, "jsq": JSQ, "jiq": JIQ, "jiq-pod": JIQ_POD}
 _LEVELS = 64
 
 
@@ -38,11 +39,13 @@ class CountsEngine:
     """One replication on the occupancy counts (see the module notes).
 
     ``initial``: the number of servers holding each number of tasks at time 0 (None: all
-    empty).
+    empty); ``iqueues``: the number of I-queues holding each number of entries (jiq and
+    jiq-pod; None: every idle server listed in a uniform I-queue, drawn here).
     """
 
     def __init__(self, spec: RunSpec, rng: np.random.Generator,
-                 initial: np.ndarray | None = None) -> None:  # fmt: skip
+                 initial: np.ndarray | None = None,
+                 iqueues: np.ndarray | None = None) -> None:  # fmt: skip
         policy = get_policy(spec.policy)
         if policy.name not in COUNT_POLICIES:
             raise ValueError(f"the counts engine does not run {policy.name}")
@@ -63,8 +66,10 @@ class CountsEngine:
             given = np.asarray(initial, dtype=np.float64)[: top + 1]
             at_least = np.cumsum(given[::-1])[::-1]
             self.cnt[: at_least.size] = at_least
+        self.iq = _iqueue_counts(self.code, spec, self.cnt, iqueues, rng)
         self.ist = np.zeros(S.N_IST, np.int64)
         self.ist[S.I_MAXLEN] = top
+        self.ist[S.I_MAXCAP] = int(np.flatnonzero(self.iq).max(initial=0))
         self.fst = np.zeros(S.N_FST)
         self.msg = np.zeros(4, np.int64)
         micro = spec.micro
@@ -101,8 +106,8 @@ class CountsEngine:
         try:
             while True:
                 status = run_counts(
-                    self.cnt, self.ist, self.fst, self.msg, self.area, self.last, self.bsum,
-                    self.bcnt, self.joins, self.snap, self.snap_area, self.ctl,
+                    self.cnt, self.iq, self.ist, self.fst, self.msg, self.area, self.last,
+                    self.bsum, self.bcnt, self.joins, self.snap, self.snap_area, self.ctl,
                     float(self.spec.rate * self.n), float(self.n), self.m, self.code, self.d,
                     bool(self.spec.replace), float(self.spec.t_warm), float(self.spec.t_end),
                     self.rng,
@@ -118,6 +123,10 @@ class CountsEngine:
                     return False
                 if status == S.NEED_LEVELS:
                     self._more_levels()
+                elif status == S.NEED_ARENA:  # a longer I-queue than the table holds
+                    grown = np.zeros(2 * self.iq.size)
+                    grown[: self.iq.size] = self.iq
+                    self.iq = grown
                 elif status == S.NEED_MERGE:
                     self._merge()
                 else:  # pragma: no cover - the kernel returns only the codes above
@@ -208,7 +217,7 @@ class CountsEngine:
             hist=erlang_histogram(self.joins),
             segment_batches=self.bsum.size // S.H_SEGMENTS,
             tail_area=self.area.copy(),
-            p0_area=float(self.m * (self.fst[S.F_TEND] - self.fst[S.F_TWARM])),
+            p0_area=float(self.fst[S.F_AREA_P0]),
             t_warm=float(self.fst[S.F_TWARM]),
             t_end=float(self.fst[S.F_TEND]),
             messages=self.msg.copy(),
@@ -252,15 +261,65 @@ def erlang_histogram(joins: np.ndarray) -> np.ndarray:
     return out
 
 
-def meanfield_counts(policy: str, servers: int, load: float, *, d: int,
-                     rng: np.random.Generator) -> np.ndarray:  # fmt: skip
-    """Draw how many of ``servers`` hold each number of tasks, iid from the mean field.
+def _iqueue_counts(code: int, spec: RunSpec, cnt: np.ndarray, given: np.ndarray | None,
+                   rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+    """I-queues per number of entries at time 0 (``[M]``: none listed, no I-queues)."""
+    out = np.zeros(64)
+    if code not in (JIQ, JIQ_POD):
+        out[0] = spec.m
+        return out
+    if given is None:  # every idle server joins a uniform I-queue
+        idle = round(cnt[0] - cnt[1])
+        given = np.bincount(rng.multinomial(idle, np.full(spec.m, 1.0 / spec.m)))
+    given = np.asarray(given, dtype=np.float64)
+    size = 64
+    while size < given.size + 4:
+        size *= 2
+    out = np.zeros(size)
+    out[: given.size] = given
+    listed = float(np.arange(given.size) @ given)
+    if out.sum() != spec.m or listed != cnt[0] - cnt[1]:
+        raise ValueError("the I-queues must list every idle server once")
+    return out
 
-    The same law as :func:`cloudsched.dispatch.initial.meanfield_state` (each server's queue
-    drawn from the occupancy ``q_i``), as one multinomial draw: O(levels), not O(N).
+
+def _multinomial(total: int, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    p = np.clip(probs, 0.0, None)
+    return rng.multinomial(total, p / p.sum()).astype(np.int64)
+
+
+def meanfield_counts(policy: str, servers: int, dispatchers: int, load: float, *, r: float,
+                     d: int, rng: np.random.Generator,
+                     ) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
+    """Draw a start from the mean field: servers per queue length, and I-queues per size.
+
+    The same law as :func:`cloudsched.dispatch.initial.meanfield_state`, as multinomial
+    draws: O(levels), not O(N).  Without I-queues every server's queue is drawn from the
+    occupancy ``q_i``; for jiq and jiq-pod each of the M I-queue sizes from the I-queue law
+    ``p_j``, that many idle servers, and every other server busy with a queue drawn from
+    ``q_i`` given ``i >= 1`` (when the sizes add up to more than N, as in a tiny farm, N of
+    the entries are kept at random and every server is idle).
     """
     from cloudsched.dispatch.meanfield import predict
 
-    pred = predict(policy, [load], r=1.0, d=d, tail_tol=1e-300, max_tail=10_000)
-    p = np.clip(pred.occupancy(0), 0.0, None)
-    return rng.multinomial(servers, p / p.sum()).astype(np.int64)
+    iqueues = policy in ("jiq", "jiq-pod")
+    pred = predict(policy, [load], r=r if iqueues else 1.0, d=d, tail_tol=1e-300,
+                   max_tail=10_000)  # fmt: skip
+    occupancy = pred.occupancy(0)
+    if not iqueues:
+        return _multinomial(servers, occupancy, rng), None
+    sizes = _multinomial(dispatchers, pred.iqueue(0), rng)
+    idle = int(np.arange(sizes.size) @ sizes)
+    if idle > servers:  # more listed than servers: entries dropped at random, as there
+        each = np.repeat(np.arange(sizes.size), sizes)  # the M sizes (their order is moot)
+        members = rng.permutation(np.repeat(np.arange(dispatchers), each))[:servers]
+        kept = np.bincount(members, minlength=dispatchers)
+        return np.array([servers], np.int64), np.bincount(kept)
+    queues = np.zeros(occupancy.size + 1, np.int64)
+    queues[0] = idle
+    busy = occupancy[1:]
+    if busy.sum() > 0:
+        queues[1 : busy.size + 1] = _multinomial(servers - idle, busy, rng)
+    else:
+        queues[1] = servers - idle
+    return queues, sizes

@@ -154,8 +154,8 @@ def simulate(
     engine : str
         ``auto`` (fast path when it applies), ``exponential`` (the Markov chain on every
         server), ``counts`` (the chain on occupancy counts, :mod:`cloudsched.dispatch.counts`:
-        ``random``, ``pod`` and ``jsq`` only, no ``keep_response_times``; its cost does not
-        grow with N) or ``general``.
+        ``random``, ``pod``, ``jsq``, ``jiq`` and ``jiq-pod``, no ``keep_response_times``; its
+        cost does not grow with N) or ``general``.
     keep_response_times : bool
         Keep every response time measured after the warm-up (``response_times``, float32, in
         arrival order).
@@ -213,7 +213,7 @@ def run_simulation(
 
     def engine(g: np.random.Generator) -> Any:
         if spec.counts:
-            return CountsEngine(run, g, _initial_counts(spec, g))
+            return CountsEngine(run, g, *_initial_counts(spec, g))
         init = _initial(spec, g)  # drawn first, then the task source
         return Engine(run, g, work.source(g, n), work.speeds, init)
 
@@ -272,9 +272,13 @@ def _initial(spec: SimulationSpec, rng: np.random.Generator) -> InitialState | N
                            service=work.service if work.general else None)  # fmt: skip
 
 
-def _initial_counts(spec: SimulationSpec, rng: np.random.Generator) -> np.ndarray | None:
-    """Servers per queue length at time 0 for the counts engine (None: empty)."""
+Counts = tuple[np.ndarray | None, np.ndarray | None]
+
+
+def _initial_counts(spec: SimulationSpec, rng: np.random.Generator) -> Counts:
+    """Servers per queue length and I-queues per size at time 0 (None: empty)."""
     model = spec.model.meanfield
     if spec.start != "meanfield" or model is None:
-        return None
-    return meanfield_counts(model, spec.servers, spec.work.load, d=spec.d, rng=rng)
+        return None, None
+    n, m = spec.servers, spec.m
+    return meanfield_counts(model, n, m, spec.work.load, r=n / m, d=spec.d, rng=rng)

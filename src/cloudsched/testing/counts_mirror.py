@@ -60,16 +60,68 @@ def _erlang(rng: np.random.Generator, j: int) -> float:
     return float(rng.standard_gamma(j))
 
 
-def mirror_counts(spec: RunSpec, rng: np.random.Generator,
-                  initial: list[int] | None = None) -> dict[str, object]:  # fmt: skip
+class _IQueues:
+    """Each dispatcher's I-queue size (jiq, jiq-pod).
+
+    The kernel reads a dispatcher's size class off a uniform over the sizes in increasing
+    order, and a listed entry's off a uniform over the entries grouped the same way: here the
+    same uniform indexes the sorted list of dispatchers (or of entries), and the dispatcher
+    found there changes.
+    """
+
+    def __init__(self, sizes: list[int]) -> None:
+        self.sizes = list(sizes)
+
+    def dispatcher(self, x: float) -> int:
+        order = sorted(range(len(self.sizes)), key=lambda i: (self.sizes[i], i))
+        return order[int(x)]
+
+    def entry(self, x: float) -> int:
+        owners = [i for i in sorted(range(len(self.sizes)), key=lambda i: (self.sizes[i], i))
+                  for _ in range(self.sizes[i])]  # fmt: skip
+        return owners[int(x)]
+
+    def empty(self) -> int:
+        return sum(1 for v in self.sizes if v == 0)
+
+
+def _batches(spec: RunSpec, records: list[tuple[float, int]],
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:  # fmt: skip
+    """Micro-batch sums and counts, levels joined per segment, and the final width."""
+    measured = len(records)
+    width = initial_width(spec)
+    while measured > width * spec.micro:
+        width *= 2
+    used = -(-measured // width)
+    bsum, bcnt = np.zeros(used), np.zeros(used, np.int64)
+    seg_batches = spec.micro // K.H_SEGMENTS
+    joins = np.zeros((K.H_SEGMENTS, 64))
+    for order, (rt, k) in enumerate(records):
+        b = order // width
+        bsum[b] += rt
+        bcnt[b] += 1
+        joins[b // seg_batches, k] += 1.0
+    return bsum, bcnt, joins, width
+
+
+def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | None = None,
+                  iqueues: list[int] | None = None) -> dict[str, object]:  # fmt: skip
     """Run ``spec`` (fixed length, in tasks or in time) from ``initial`` queue lengths.
 
-    Returns ``bsum``, ``bcnt``, ``joins`` (``(H_SEGMENTS, levels)``), ``width``, ``queues``
-    (final, sorted), ``tail_area``, ``t_warm``, ``t_end``, ``events`` and ``probes``.
+    ``iqueues``: each dispatcher's I-queue size at time 0 (jiq, jiq-pod; they must list the
+    idle servers).  Returns ``bsum``, ``bcnt``, ``joins`` (``(H_SEGMENTS, levels)``),
+    ``width``, ``queues`` (final, sorted), ``iqueues`` (final sizes, sorted), ``tail_area``,
+    ``p0_area``, ``t_warm``, ``t_end``, ``events`` and ``messages`` (join, delete, probe).
     """
     n, policy = spec.n, str(spec.policy)
-    d = 1 if policy == "random" else spec.d
+    d = 1 if policy in ("random", "jiq") else spec.d
     queues = list(initial) if initial is not None else [0] * n
+    jiq = policy in ("jiq", "jiq-pod")
+    iq = _IQueues(list(iqueues) if iqueues is not None else [n // spec.m] * spec.m)
+    if jiq:
+        assert sum(iq.sizes) == queues.count(0), "every idle server is listed once"
+    p0_area = 0.0
+    messages = [0, 0, 0]
     lam_n = spec.rate * n
     timed = spec.end_tasks < 0
     now, arrivals, events = 0.0, 0, 0
@@ -77,12 +129,13 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator,
     t_warm = t_end = 0.0
     area = np.zeros(64)
     records: list[tuple[float, int]] = []  # per measured arrival: response time, level
-    probes = 0
 
     def accumulate(t0: float, t1: float) -> None:
+        nonlocal p0_area
         for k in range(1, max(queues) + 1):
             area[k] += _at_least(queues, k) * (t1 - t0)
         area[0] += n * (t1 - t0)
+        p0_area += (iq.empty() if jiq else spec.m) * (t1 - t0)
 
     while phase != K.DRAIN:
         busy = _at_least(queues, 1)
@@ -106,12 +159,25 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator,
             accumulate(max(now, t_warm), t_next)
         now = t_next
         events += 1
+        measuring = phase == K.MEASURE
         if is_arrival:
-            v = 1.0 if policy == "jsq" else 1.0 - float(rng.random())  # jsq draws nothing
-            k = _level(queues, policy, d, spec.replace, v)
-            if phase == K.MEASURE:
+            took = False
+            if jiq:
+                x = u / lam_n * spec.m
+                owner = iq.dispatcher(x)
+                if iq.sizes[owner] > 0:
+                    iq.sizes[owner] -= 1
+                    took = True
+            k = 0
+            if not took:
+                v = 1.0 if policy == "jsq" else 1.0 - float(rng.random())  # jsq draws nothing
+                k = _level(queues, policy, d, spec.replace, v)
+                messages[2] += d if measuring and policy in ("pod", "jiq-pod") else 0
+                if jiq and k == 0:  # a delete request for the idle server chosen
+                    iq.sizes[iq.entry(float(rng.random()) * queues.count(0))] -= 1
+                    messages[1] += measuring
+            if measuring:
                 records.append((_erlang(rng, k + 1), k))
-                probes += d if policy == "pod" else 0
             i = queues.index(k)  # any server of that level: they are exchangeable
             queues[i] += 1
             arrivals += 1
@@ -121,19 +187,11 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator,
             while _at_least(queues, k + 1) > w:
                 k += 1
             queues[queues.index(k)] -= 1
-    measured = len(records)
-    width = initial_width(spec)
-    while measured > width * spec.micro:
-        width *= 2
-    used = -(-measured // width)
-    bsum, bcnt = np.zeros(used), np.zeros(used, np.int64)
-    seg_batches = spec.micro // K.H_SEGMENTS
-    joins = np.zeros((K.H_SEGMENTS, 64))
-    for order, (rt, k) in enumerate(records):
-        b = order // width
-        bsum[b] += rt
-        bcnt[b] += 1
-        joins[b // seg_batches, k] += 1.0
+            if jiq and k == 1:  # idle: it joins a uniform I-queue
+                iq.sizes[iq.dispatcher(float(rng.random()) * spec.m)] += 1
+                messages[0] += measuring
+    bsum, bcnt, joins, width = _batches(spec, records)
     return {"bsum": bsum, "bcnt": bcnt, "joins": joins, "width": width,
-            "queues": sorted(queues), "tail_area": area, "t_warm": t_warm, "t_end": t_end,
-            "events": events, "probes": probes}  # fmt: skip
+            "queues": sorted(queues), "iqueues": sorted(iq.sizes), "tail_area": area,
+            "p0_area": p0_area, "t_warm": t_warm, "t_end": t_end, "events": events,
+            "messages": messages}  # fmt: skip
