@@ -9,8 +9,9 @@ Peers, compiled here with ``gcc -O2`` (the script stops if gcc is missing):
 * ``c_eventlist.c``: the event-list engine's model (a heap of completion times, the next
   arrival beside it), random and Pod(2);
 * ``c_counts.c``: the counts engine's chain (numbers of servers holding at least i tasks; an
-  arrival's level read off the counts, its response time drawn as Erlang(k + 1)), random and
-  Pod(2), at N = 10^3, 10^6 and 10^8 (no per-task records on either side).
+  arrival's level read off the counts, its response time drawn as Erlang(k + 1)), random,
+  Pod(2) and JIQ-Pod(2) (I-queues counted by size), at N = 10^3, 10^6 and 10^8 (no per-task
+  records on either side).
 
 Both sides start empty and are timed in CPU seconds of the simulation in a fresh process
 (ours: ``time.process_time`` around ``simulate``, after a small run that loads the compiled
@@ -91,10 +92,8 @@ def ours(policy: str, n: int, m: int, tasks: int, seed: int, engine: str,
 
 def peer(binary: Path, policy: str, n: int, m: int, tasks: int, seed: int) -> dict[str, float]:
     """One run of a C peer."""
-    if binary.name == "c_markov":
+    if binary.name in ("c_markov", "c_counts"):
         args = [str(n), str(m), "0.9", str(tasks), str(C_CODES[policy]), "2", str(seed + 1)]
-    elif binary.name == "c_counts":
-        args = [str(n), "0.9", str(tasks), str(C_CODES[policy]), "2", str(seed + 1)]
     else:
         args = [str(n), "0.9", str(tasks), str(C_CODES[policy]), str(seed + 1)]
     out = subprocess.run([str(binary), *args], capture_output=True, text=True, check=True)
@@ -164,7 +163,10 @@ def main() -> None:
     parser.add_argument("--markdown", action="store_true", help="print the README table")
     parser.add_argument("--memory", action="store_true",
                         help="also show that peak memory without records is flat in run length")
+    parser.add_argument("--engines", default="markov,general,counts",
+                        help="comma-separated engines to compare (markov, general, counts)")
     args = parser.parse_args()
+    chosen = set(args.engines.split(","))
     reps = 3 if args.quick else 5
     small, big = (1_000_000, 2_000_000) if args.quick else (4_000_000, 10_000_000)
     with tempfile.TemporaryDirectory() as tmp:
@@ -172,8 +174,9 @@ def main() -> None:
         cases = [("markov", p, 1000, small) for p in ("random", "pod", "jiq", "jiq-pod")]
         cases += [("markov", p, 1_000_000, big) for p in ("pod", "jiq-pod")]
         cases += [("general", p, 1000, small) for p in ("random", "pod")]
-        cases += [("counts", p, n, big) for p in ("random", "pod")
+        cases += [("counts", p, n, big) for p in ("random", "pod", "jiq-pod")
                   for n in (1000, 1_000_000, 100_000_000)]  # fmt: skip
+        cases = [c for c in cases if c[0] in chosen]
         rows = []
         print(f"{'engine':<9}{'policy':<9}{'N':>10}{'tasks':>12}{'ours M/s':>10}{'C M/s':>8}"
               f"{'ratio':>7}{'range':>13}{'peak MB':>9}{'T ours/C':>16}")  # fmt: skip
