@@ -54,10 +54,30 @@ import numpy as np
 from cloudsched._jit import kernel
 from cloudsched.dispatch import state as S
 
-__all__ = ["JIQ", "JIQ_POD", "JSQ", "POD", "RANDOM", "run_counts"]
+__all__ = ["JIQ", "JIQ_POD", "JSQ", "POD", "RANDOM", "run_counts", "uniform_sizes"]
 
 #: Policy codes.
 RANDOM, POD, JSQ, JIQ, JIQ_POD = range(5)
+
+
+@kernel(nrt=False)
+def uniform_sizes(balls, bins, out, rng):
+    """Add to ``out[j]`` the bins holding j of ``balls`` thrown uniformly into ``bins``.
+
+    Bin by bin, each takes a binomial share of the balls left (the multinomial law, in
+    O(1) memory beside ``out``); returns the largest size, or -1 if ``out`` is too short.
+    """
+    left = balls
+    top = 0
+    for i in range(bins):
+        k = left if i == bins - 1 else rng.binomial(left, 1.0 / (bins - i))
+        if k >= out.shape[0]:
+            return -1
+        out[k] += 1.0
+        left -= k
+        if k > top:
+            top = k
+    return top
 
 
 @kernel(nrt=False, inline=True)

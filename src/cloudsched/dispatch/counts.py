@@ -23,7 +23,15 @@ import numpy as np
 from scipy import special
 
 from cloudsched.dispatch import state as S
-from cloudsched.dispatch._kernel_counts import JIQ, JIQ_POD, JSQ, POD, RANDOM, run_counts
+from cloudsched.dispatch._kernel_counts import (
+    JIQ,
+    JIQ_POD,
+    JSQ,
+    POD,
+    RANDOM,
+    run_counts,
+    uniform_sizes,
+)
 from cloudsched.dispatch.guard import check_deadline
 from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.replication import RawRun, RunSpec, initial_width
@@ -270,7 +278,11 @@ def _iqueue_counts(code: int, spec: RunSpec, cnt: np.ndarray, given: np.ndarray 
         return out
     if given is None:  # every idle server joins a uniform I-queue
         idle = round(cnt[0] - cnt[1])
-        given = np.bincount(rng.multinomial(idle, np.full(spec.m, 1.0 / spec.m)))
+        mean = idle / spec.m  # no I-queue exceeds this bound but with probability < 1e-40
+        out = np.zeros(min(idle, int(mean + 20.0 * math.sqrt(mean) + 64)) + 1)
+        if uniform_sizes(idle, spec.m, out, rng) < 0:  # pragma: no cover
+            raise RuntimeError("an I-queue beyond its bound at the start")
+        given = out[: int(np.flatnonzero(out).max(initial=0)) + 1]
     given = np.asarray(given, dtype=np.float64)
     size = 64
     while size < given.size + 4:
