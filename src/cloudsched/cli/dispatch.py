@@ -323,8 +323,8 @@ def simulate(
     ] = 1.0,
     engine: Annotated[
         str,
-        typer.Option("--engine", help="auto, exponential (Markov chain per server), counts "
-                     "(occupancy counts: random, pod, jsq, jiq, jiq-pod), general (event list)."),
+        typer.Option("--engine", help="auto, servers (= exponential: Markov chain per server), "
+                     "counts (occupancy counts: random, pod, jsq, jiq, jiq-pod), general."),
     ] = "auto",
     speeds: Annotated[
         str | None,

@@ -152,10 +152,11 @@ def simulate(
     service_scale : float
         Multiplies trace service times (unit conversion).
     engine : str
-        ``auto`` (fast path when it applies), ``exponential`` (the Markov chain on every
-        server), ``counts`` (the chain on occupancy counts, :mod:`cloudsched.dispatch.counts`:
-        ``random``, ``pod``, ``jsq``, ``jiq`` and ``jiq-pod``, no ``keep_response_times``; its
-        cost does not grow with N) or ``general``.
+        ``auto`` (fast path when it applies), ``exponential`` or ``servers`` (the Markov
+        chain on every server), ``counts`` (the chain on occupancy counts,
+        :mod:`cloudsched.dispatch.counts`: ``random``, ``pod``, ``jsq``, ``jiq`` and
+        ``jiq-pod``, no ``keep_response_times``; its cost does not grow with N) or
+        ``general``.
     keep_response_times : bool
         Keep every response time measured after the warm-up (``response_times``, float32, in
         arrival order).

@@ -161,7 +161,9 @@ def resolve_workload(
     engine: str,
 ) -> Workload:
     """Validate the workload arguments of ``simulate`` and choose the engine."""
-    check_choice("engine", engine, ("auto", "exponential", "counts", "general"))
+    check_choice("engine", engine, ("auto", "exponential", "servers", "counts", "general"))
+    if engine == "servers":  # the per-server Markov chain, by its other name
+        engine = "exponential"
     for name, law in (("service", service), ("arrivals", arrivals)):
         if law is not None and not isinstance(law, str | Distribution):
             raise ParameterError(name, law, "a law: a SPEC such as 'exp', 'det', "
