@@ -18,7 +18,7 @@ from cloudsched.testing.counts_mirror import mirror_counts
 
 CASES = [("pod", 2, False), ("pod", 2, True), ("pod", 3, False), ("pod", 3, True),
          ("random", 1, False), ("jsq", 1, False), ("jiq", 1, False), ("jiq-pod", 2, False),
-         ("jiq-pod", 3, True)]  # fmt: skip
+         ("jiq-pod", 3, True), ("jiq-sq", 2, False), ("jiq-sq", 3, False)]  # fmt: skip
 
 
 def _initial(n, m, rng):
@@ -80,6 +80,7 @@ def _agree(a, b, what):
 @pytest.mark.parametrize(("policy", "kw"), [
     ("pod", {"d": 2}), ("random", {}), ("jsq", {}), ("pod", {"d": 3, "with_replacement": True}),
     ("jiq", {"r": 10}), ("jiq-pod", {"r": 10, "d": 2}), ("jiq-pod", {"r": 5, "d": 3}),
+    ("jiq-sq", {"r": 10, "d": 2}),
 ])  # fmt: skip
 def test_the_same_law_as_the_per_server_engine(n, policy, kw):
     """Means, p99, tails, p0 and message rates of 12 independent runs of each engine agree."""
@@ -142,7 +143,7 @@ def test_a_billion_servers_cost_what_a_thousand_cost():
 
 
 @pytest.mark.parametrize(("kw", "needs"), [
-    ({"policy": "jiq-sq"}, "for jiq-sq"),
+    ({"policy": "jiq-threshold"}, "for jiq-threshold"),
     ({"keep_response_times": True}, "keep_response_times"),
     ({"speeds": [1.0, 2.0, 1.0, 1.0]}, "Poisson"),
     ({"service": "det"}, "Poisson"),

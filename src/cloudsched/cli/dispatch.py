@@ -324,7 +324,7 @@ def simulate(
     engine: Annotated[
         str,
         typer.Option("--engine", help="auto, servers (= exponential: Markov chain per server), "
-                     "counts (occupancy counts: random, pod, jsq, jiq, jiq-pod), general."),
+                     "counts (occupancy counts: random, pod, jsq, jiq, jiq-pod, jiq-sq), general."),
     ] = "auto",
     speeds: Annotated[
         str | None,

@@ -54,10 +54,11 @@ import numpy as np
 from cloudsched._jit import kernel
 from cloudsched.dispatch import state as S
 
-__all__ = ["JIQ", "JIQ_POD", "JSQ", "POD", "RANDOM", "run_counts", "uniform_sizes"]
+__all__ = ["JIQ", "JIQ_POD", "JIQ_SQ", "JSQ", "POD", "RANDOM", "run_counts", "shortest_sizes",
+           "uniform_sizes"]  # fmt: skip
 
 #: Policy codes.
-RANDOM, POD, JSQ, JIQ, JIQ_POD = range(5)
+RANDOM, POD, JSQ, JIQ, JIQ_POD, JIQ_SQ = range(6)
 
 
 @kernel(nrt=False)
@@ -130,9 +131,50 @@ def _level(cnt, n, code, d, replace, rng):
         while cnt[k + 1] >= n:
             k += 1
         return k
-    if code == JIQ:
+    if code in (JIQ, JIQ_SQ):
         return _level_pod(cnt, n, 1, replace, 1.0 - rng.random())
     return _level_pod(cnt, n, d, replace, 1.0 - rng.random())
+
+
+@kernel(nrt=False, inline=True)
+def _shortest_class(iq, m, d, v):
+    """Return the size of the shortest of d distinct uniform I-queues (v uniform in (0, 1]).
+
+    The largest c with ``P(min >= c) = prod_{i<d} (V_c - i) / (M - i) >= v``, ``V_c`` the
+    I-queues holding at least c entries.
+    """
+    c = 0
+    at_least = m
+    while True:
+        above = at_least - iq[c]
+        p = 1.0
+        for i in range(d):
+            p *= (above - i) / (m - i)
+            if p <= 0.0:
+                break
+        if p < v or p <= 0.0:
+            return c
+        at_least = above
+        c += 1
+
+
+@kernel(nrt=False)
+def shortest_sizes(servers, m, d, out, rng):
+    """List ``servers`` idle servers one by one, each in the shortest of d sampled I-queues.
+
+    ``out`` (``out[0] = M`` on entry) counts the I-queues by size; returns the largest size,
+    or -1 if ``out`` is too short.
+    """
+    top = 0
+    for _ in range(servers):
+        c = _shortest_class(out, m, d, 1.0 - rng.random())
+        if c + 1 >= out.shape[0]:
+            return -1
+        out[c] -= 1.0
+        out[c + 1] += 1.0
+        if c + 1 > top:
+            top = c + 1
+    return top
 
 
 @kernel(nrt=False, inline=True)
@@ -227,7 +269,7 @@ def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap
     phase = ist[S.I_PHASE]
     maxlen = ist[S.I_MAXLEN]
     jmax = ist[S.I_MAXCAP]
-    iqueues = code >= JIQ  # jiq, jiq-pod
+    iqueues = code >= JIQ  # jiq, jiq-pod, jiq-sq
     probes = d if code in (POD, JIQ_POD) else 0
     done = 0
     status = S.CHUNK
@@ -319,13 +361,18 @@ def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap
                 area[k] += cnt[k] * (now - last[k])
                 last[k] = now
             cnt[k] -= 1.0
-            if iqueues and k == 1:  # idle: it joins a uniform I-queue
-                c = _size_class(iq, 0, rng.random() * m)
+            if iqueues and k == 1:  # idle: it joins an I-queue (jiq-sq: the shortest of d)
+                if code == JIQ_SQ:
+                    c = _shortest_class(iq, m, d, 1.0 - rng.random())
+                else:
+                    c = _size_class(iq, 0, rng.random() * m)
                 _iq_move(iq, fst, now, measuring, c, c + 1)
                 if c + 1 > jmax:
                     jmax = c + 1
                 if measuring:
                     msg[S.M_JOIN] += 1
+                    if code == JIQ_SQ:
+                        msg[S.M_PROBE] += d
         if checkpoint:
             status = S.CHECKPOINT
             break

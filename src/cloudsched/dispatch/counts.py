@@ -3,9 +3,9 @@
 :class:`CountsEngine` runs :func:`cloudsched.dispatch._kernel_counts.run_counts` behind the
 interface of :class:`cloudsched.dispatch.engine.Engine` (``advance``, checkpoints, the
 micro-batch tables, ``result``), so :mod:`cloudsched.dispatch.measure` and the summary treat
-both alike.  It applies to the policies in :data:`COUNT_POLICIES` (random, pod, jsq, jiq and
-jiq-pod) with Poisson arrivals, exp(1) service and equal speeds; its state and its cost per
-event do not depend on N.
+both alike.  It applies to the policies in :data:`COUNT_POLICIES` (random, pod, jsq, jiq,
+jiq-pod and jiq-sq) with Poisson arrivals, exp(1) service and equal speeds; its state and its
+cost per event do not depend on N.
 
 Response times are exact without per-task records: a task that joins behind ``k`` tasks
 stays an Erlang(``k + 1``) time, so the histogram of the levels joined gives the
@@ -26,10 +26,12 @@ from cloudsched.dispatch import state as S
 from cloudsched.dispatch._kernel_counts import (
     JIQ,
     JIQ_POD,
+    JIQ_SQ,
     JSQ,
     POD,
     RANDOM,
     run_counts,
+    shortest_sizes,
     uniform_sizes,
 )
 from cloudsched.dispatch.guard import check_deadline
@@ -39,7 +41,8 @@ from cloudsched.dispatch.replication import RawRun, RunSpec, initial_width
 __all__ = ["COUNT_POLICIES", "CountsEngine", "erlang_histogram", "meanfield_counts"]
 
 #: Policies whose servers are exchangeable, and their kernel codes.
-COUNT_POLICIES = {"random": RANDOM, "pod": POD, "jsq": JSQ, "jiq": JIQ, "jiq-pod": JIQ_POD}
+COUNT_POLICIES = {"random": RANDOM, "pod": POD, "jsq": JSQ, "jiq": JIQ, "jiq-pod": JIQ_POD,
+                  "jiq-sq": JIQ_SQ}  # fmt: skip
 _LEVELS = 64
 
 
@@ -273,14 +276,19 @@ def _iqueue_counts(code: int, spec: RunSpec, cnt: np.ndarray, given: np.ndarray 
                    rng: np.random.Generator) -> np.ndarray:  # fmt: skip
     """I-queues per number of entries at time 0 (``[M]``: none listed, no I-queues)."""
     out = np.zeros(64)
-    if code not in (JIQ, JIQ_POD):
+    if code not in (JIQ, JIQ_POD, JIQ_SQ):
         out[0] = spec.m
         return out
-    if given is None:  # every idle server joins a uniform I-queue
+    if given is None:  # every idle server joins a uniform I-queue (jiq-sq: the shortest of d)
         idle = round(cnt[0] - cnt[1])
         mean = idle / spec.m  # no I-queue exceeds this bound but with probability < 1e-40
-        out = np.zeros(min(idle, int(mean + 20.0 * math.sqrt(mean) + 64)) + 1)
-        if uniform_sizes(idle, spec.m, out, rng) < 0:  # pragma: no cover
+        out = np.zeros(min(idle, int(mean + 20.0 * math.sqrt(mean) + 64)) + 2)
+        if code == JIQ_SQ:
+            out[0] = spec.m
+            top = shortest_sizes(idle, spec.m, spec.d, out, rng)
+        else:
+            top = uniform_sizes(idle, spec.m, out, rng)
+        if top < 0:  # pragma: no cover
             raise RuntimeError("an I-queue beyond its bound at the start")
         given = out[: int(np.flatnonzero(out).max(initial=0)) + 1]
     given = np.asarray(given, dtype=np.float64)

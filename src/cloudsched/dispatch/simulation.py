@@ -154,8 +154,8 @@ def simulate(
     engine : str
         ``auto`` (fast path when it applies), ``exponential`` or ``servers`` (the Markov
         chain on every server), ``counts`` (the chain on occupancy counts,
-        :mod:`cloudsched.dispatch.counts`: ``random``, ``pod``, ``jsq``, ``jiq`` and
-        ``jiq-pod``, no ``keep_response_times``; its cost does not grow with N) or
+        :mod:`cloudsched.dispatch.counts`: ``random``, ``pod``, ``jsq``, ``jiq``, ``jiq-pod``
+        and ``jiq-sq``, no ``keep_response_times``; its cost does not grow with N) or
         ``general``.
     keep_response_times : bool
         Keep every response time measured after the warm-up (``response_times``, float32, in

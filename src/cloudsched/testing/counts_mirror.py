@@ -61,7 +61,7 @@ def _erlang(rng: np.random.Generator, j: int) -> float:
 
 
 class _IQueues:
-    """Each dispatcher's I-queue size (jiq, jiq-pod).
+    """Each dispatcher's I-queue size (jiq, jiq-pod, jiq-sq).
 
     The kernel reads a dispatcher's size class off a uniform over the sizes in increasing
     order, and a listed entry's off a uniform over the entries grouped the same way: here the
@@ -80,6 +80,38 @@ class _IQueues:
         owners = [i for i in sorted(range(len(self.sizes)), key=lambda i: (self.sizes[i], i))
                   for _ in range(self.sizes[i])]  # fmt: skip
         return owners[int(x)]
+
+    def shortest(self, d: int, v: float) -> int:
+        """Return the dispatcher of the shortest of d distinct uniform I-queues (jiq-sq)."""
+        m = len(self.sizes)
+        c = 0
+        while True:
+            above = sum(1 for s in self.sizes if s >= c + 1)
+            p = 1.0
+            for i in range(d):
+                p *= (above - i) / (m - i)
+                if p <= 0.0:
+                    break
+            if p < v or p <= 0.0:
+                break
+            c += 1
+        return self.sizes.index(c)
+
+    def take(self, x: float) -> bool:
+        """Give the arrival's dispatcher (read off ``x``) one of its idle servers, if any."""
+        owner = self.dispatcher(x)
+        if self.sizes[owner] == 0:
+            return False
+        self.sizes[owner] -= 1
+        return True
+
+    def join(self, policy: str, d: int, rng: np.random.Generator) -> int:
+        """List a server that empties (jiq-sq: the shortest of d); return the probes sent."""
+        if policy == "jiq-sq":
+            self.sizes[self.shortest(d, 1.0 - float(rng.random()))] += 1
+            return d
+        self.sizes[self.dispatcher(float(rng.random()) * len(self.sizes))] += 1
+        return 0
 
     def empty(self) -> int:
         return sum(1 for v in self.sizes if v == 0)
@@ -114,9 +146,9 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | 
     ``p0_area``, ``t_warm``, ``t_end``, ``events`` and ``messages`` (join, delete, probe).
     """
     n, policy = spec.n, str(spec.policy)
-    d = 1 if policy in ("random", "jiq") else spec.d
+    d = 1 if policy in ("random", "jiq", "jiq-sq") else spec.d
     queues = list(initial) if initial is not None else [0] * n
-    jiq = policy in ("jiq", "jiq-pod")
+    jiq = policy in ("jiq", "jiq-pod", "jiq-sq")
     iq = _IQueues(list(iqueues) if iqueues is not None else [n // spec.m] * spec.m)
     if jiq:
         assert sum(iq.sizes) == queues.count(0), "every idle server is listed once"
@@ -161,13 +193,7 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | 
         events += 1
         measuring = phase == K.MEASURE
         if is_arrival:
-            took = False
-            if jiq:
-                x = u / lam_n * spec.m
-                owner = iq.dispatcher(x)
-                if iq.sizes[owner] > 0:
-                    iq.sizes[owner] -= 1
-                    took = True
+            took = jiq and iq.take(u / lam_n * spec.m)
             k = 0
             if not took:
                 v = 1.0 if policy == "jsq" else 1.0 - float(rng.random())  # jsq draws nothing
@@ -187,9 +213,10 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | 
             while _at_least(queues, k + 1) > w:
                 k += 1
             queues[queues.index(k)] -= 1
-            if jiq and k == 1:  # idle: it joins a uniform I-queue
-                iq.sizes[iq.dispatcher(float(rng.random()) * spec.m)] += 1
+            if jiq and k == 1:  # idle: it joins an I-queue
+                probes = iq.join(policy, spec.d, rng)
                 messages[0] += measuring
+                messages[2] += probes * measuring
     bsum, bcnt, joins, width = _batches(spec, records)
     return {"bsum": bsum, "bcnt": bcnt, "joins": joins, "width": width,
             "queues": sorted(queues), "iqueues": sorted(iq.sizes), "tail_area": area,
