@@ -153,3 +153,15 @@ def test_the_counts_engine_refuses_what_it_cannot_run(kw, needs):
     with pytest.raises(ParameterError, match="engine") as exc:
         simulate(args.pop("policy"), **args)
     assert needs in str(exc.value)
+
+
+def test_auto_takes_the_counts_engine_only_when_the_servers_would_not_fit(monkeypatch):
+    monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "2G")
+    big = simulate("pod", servers=10**8, load=0.9, tasks=20_000, rng=1)
+    assert big.engine == "counts"
+    small = simulate("pod", servers=1000, load=0.9, tasks=20_000, rng=1)
+    assert small.engine == "exponential"  # published results stay the per-server engine's
+    with pytest.raises(ParameterError, match="servers must be small enough"):
+        simulate("jiq-threshold", servers=10**8, load=0.9, tasks=20_000, r=10, rng=1)
+    with pytest.raises(ParameterError, match="servers must be small enough"):
+        simulate("pod", servers=10**8, load=0.9, tasks=20_000, rng=1, keep_response_times=True)

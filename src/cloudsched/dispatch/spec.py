@@ -113,6 +113,9 @@ class SimulationSpec:
         work = resolve_workload(servers, self.load, self.service, self.arrivals, self.speeds,
                                 self.trace, self.service_scale, self.engine)  # fmt: skip
         counts = _counts_engine(self.engine, pol.name, self.keep_response_times)
+        if not counts and self.engine == "auto" and not work.general:
+            counts = _too_big_for_servers(pol.name, servers, self.replications,
+                                          self.keep_response_times)  # fmt: skip
         per_server = 0 if counts else servers * BYTES_PER_SERVER
         check_memory("servers", servers, per_server, "the server state")
         m = 1
@@ -156,6 +159,24 @@ class SimulationSpec:
     def open_ended(self) -> bool:
         """Whether the run decides its own length (no ``tasks``, no ``horizon``)."""
         return self.tasks is None and self.horizon is None
+
+
+def _too_big_for_servers(policy: str, servers: int, replications: object, keep: bool) -> bool:
+    """Whether ``auto`` takes the counts engine.
+
+    It does when the counts engine applies and the per-server state of the replications
+    would not fit under the memory limit (:func:`check_memory`).
+    """
+    from cloudsched.dispatch.counts import COUNT_POLICIES
+
+    if keep or policy not in COUNT_POLICIES:
+        return False
+    reps = replications if isinstance(replications, int) and replications > 0 else 1
+    try:
+        check_memory("servers", servers, servers * BYTES_PER_SERVER * reps, "")
+    except ParameterError:
+        return True
+    return False
 
 
 def _counts_engine(engine: str, policy: str, keep: bool) -> bool:
