@@ -155,13 +155,15 @@ def test_the_counts_engine_refuses_what_it_cannot_run(kw, needs):
     assert needs in str(exc.value)
 
 
-def test_auto_takes_the_counts_engine_only_when_the_servers_would_not_fit(monkeypatch):
+def test_a_farm_too_big_for_the_servers_engine_is_pointed_to_counts(monkeypatch):
+    """auto keeps the per-server engine (published results unchanged); when its state does
+    not fit, the refusal names the counts engine where it applies."""
     monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "2G")
-    big = simulate("pod", servers=10**8, load=0.9, tasks=20_000, rng=1)
-    assert big.engine == "counts"
-    small = simulate("pod", servers=1000, load=0.9, tasks=20_000, rng=1)
-    assert small.engine == "exponential"  # published results stay the per-server engine's
-    with pytest.raises(ParameterError, match="servers must be small enough"):
+    assert simulate("pod", servers=1000, load=0.9, tasks=20_000, rng=1).engine == "exponential"
+    with pytest.raises(ParameterError, match="or --engine counts"):
+        simulate("pod", servers=10**8, load=0.9, tasks=20_000, rng=1)
+    with pytest.raises(ParameterError, match="small enough") as exc:
         simulate("jiq-threshold", servers=10**8, load=0.9, tasks=20_000, r=10, rng=1)
-    with pytest.raises(ParameterError, match="servers must be small enough"):
-        simulate("pod", servers=10**8, load=0.9, tasks=20_000, rng=1, keep_response_times=True)
+    assert "counts" not in str(exc.value)
+    big = simulate("pod", servers=10**8, load=0.9, tasks=20_000, rng=1, engine="counts")
+    assert big.engine == "counts"

@@ -36,7 +36,13 @@ from cloudsched.dispatch._kernel_counts import (
 )
 from cloudsched.dispatch.guard import check_deadline
 from cloudsched.dispatch.policies import get_policy
-from cloudsched.dispatch.replication import RawRun, RunSpec, initial_width
+from cloudsched.dispatch.replication import (
+    RawRun,
+    RunSpec,
+    initial_width,
+    measured_arrivals,
+    merge_pairs,
+)
 
 __all__ = ["COUNT_POLICIES", "CountsEngine", "erlang_histogram", "meanfield_counts"]
 
@@ -50,8 +56,8 @@ class CountsEngine:
     """One replication on the occupancy counts (see the module notes).
 
     ``initial``: the number of servers holding each number of tasks at time 0 (None: all
-    empty); ``iqueues``: the number of I-queues holding each number of entries (jiq and
-    jiq-pod; None: every idle server listed in a uniform I-queue, drawn here).
+    empty); ``iqueues``: the number of I-queues holding each number of entries (jiq,
+    jiq-pod, jiq-sq; None: every idle server listed as the policy lists it, drawn here).
     """
 
     def __init__(self, spec: RunSpec, rng: np.random.Generator,
@@ -163,20 +169,8 @@ class CountsEngine:
         self.joins, self.snap_area = grow(self.joins, 0.0), grow(self.snap_area, 0.0)
 
     def _merge(self) -> None:
-        """Merge micro-batches in pairs (the width doubles); histogram segments follow."""
-        half = self.bsum.size // 2
-        self.bsum[:half] = self.bsum[0::2] + self.bsum[1::2]
-        self.bsum[half:] = 0.0
-        self.bcnt[:half] = self.bcnt[0::2] + self.bcnt[1::2]
-        self.bcnt[half:] = 0
-        self.snap[: half + 1] = self.snap[0::2]
-        self.snap[half + 1 :] = 0.0
-        self.snap_area[: half + 1] = self.snap_area[0::2]
-        self.snap_area[half + 1 :] = 0.0
-        seg = S.H_SEGMENTS // 2
-        self.joins[:seg] = self.joins[0::2] + self.joins[1::2]
-        self.joins[seg:] = 0.0
-        self.ctl[S.C_WIDTH] *= 2
+        """Merge micro-batches in pairs (the width doubles); the levels joined follow."""
+        merge_pairs(self.bsum, self.bcnt, self.snap, self.snap_area, self.joins, self.ctl)
 
     # -- controlling an open-ended window ----------------------------------------------
     @property
@@ -192,11 +186,7 @@ class CountsEngine:
     @property
     def measured(self) -> int:
         """Measured arrivals so far (0 before the window opens)."""
-        phase = int(self.ist[S.I_PHASE])
-        if phase == S.WARMUP:
-            return 0
-        key = S.I_ARRIVALS if phase == S.MEASURE else S.I_ARR_CLOSE
-        return int(self.ist[key]) - int(self.ctl[S.C_ARR_WARM])
+        return measured_arrivals(self.ist, self.ctl)
 
     def set_checkpoint(self, measured: int) -> None:
         """Pause (``at_checkpoint``) once ``measured`` arrivals have been measured."""

@@ -31,6 +31,8 @@ from cloudsched.dispatch.replication import (
     RunSpec,
     TaskSource,
     initial_width,
+    measured_arrivals,
+    merge_pairs,
 )
 
 __all__ = ["Engine", "run_once"]
@@ -202,19 +204,7 @@ class Engine:
     def _merge(self) -> None:
         """Merge micro-batches in pairs (the width doubles); histogram segments follow."""
         mt = self.mt
-        half = mt.bsum.size // 2
-        mt.bsum[:half] = mt.bsum[0::2] + mt.bsum[1::2]
-        mt.bsum[half:] = 0.0
-        mt.bcnt[:half] = mt.bcnt[0::2] + mt.bcnt[1::2]
-        mt.bcnt[half:] = 0
-        mt.snap[: half + 1] = mt.snap[0::2]
-        mt.snap[half + 1 :] = 0.0
-        mt.snap_area[: half + 1] = mt.snap_area[0::2]
-        mt.snap_area[half + 1 :] = 0.0
-        seg = S.H_SEGMENTS // 2
-        mt.hist[:seg] = mt.hist[0::2] + mt.hist[1::2]
-        mt.hist[seg:] = 0
-        self.ctl[S.C_WIDTH] *= 2
+        merge_pairs(mt.bsum, mt.bcnt, mt.snap, mt.snap_area, mt.hist, self.ctl)
 
     # -- controlling an open-ended window ----------------------------------------------
     @property
@@ -235,12 +225,7 @@ class Engine:
     @property
     def measured(self) -> int:
         """Measured arrivals so far (0 before the window opens)."""
-        ist = self.st.ist
-        phase = int(ist[S.I_PHASE])
-        if phase == S.WARMUP:
-            return 0
-        key = S.I_ARRIVALS if phase == S.MEASURE else S.I_ARR_CLOSE
-        return int(ist[key]) - int(self.ctl[S.C_ARR_WARM])
+        return measured_arrivals(self.st.ist, self.ctl)
 
     def set_checkpoint(self, measured: int) -> None:
         """Pause (``at_checkpoint``) once ``measured`` arrivals have been measured."""

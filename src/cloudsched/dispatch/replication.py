@@ -15,7 +15,8 @@ import numpy as np
 from cloudsched.dispatch import state as S
 from cloudsched.dispatch.plugin import Policy
 
-__all__ = ["MICRO_BATCHES", "InitialState", "RawRun", "RunSpec", "TaskSource", "initial_width"]
+__all__ = ["MICRO_BATCHES", "InitialState", "RawRun", "RunSpec", "TaskSource", "initial_width",
+           "measured_arrivals", "merge_pairs"]  # fmt: skip
 
 #: Micro-batches kept per run (a power of two, a multiple of the histogram segments).
 MICRO_BATCHES = 1024
@@ -143,3 +144,35 @@ def initial_width(spec: RunSpec) -> int:
         expected = spec.expected_tasks()
         width = 1 if not np.isfinite(expected) else -(-int(expected) // spec.micro)
     return 1 << max(0, int(width) - 1).bit_length()
+
+
+def merge_pairs(bsum: np.ndarray, bcnt: np.ndarray, snap: np.ndarray, snap_area: np.ndarray,
+                segments: np.ndarray, ctl: np.ndarray) -> None:  # fmt: skip
+    """Merge micro-batches in pairs, in place (the width in ``ctl`` doubles).
+
+    ``snap`` / ``snap_area`` keep the rows of the merged batches' openings; ``segments``
+    (the response-time histogram, or the levels joined, per segment) merges its segments in
+    pairs too.
+    """
+    half = bsum.size // 2
+    bsum[:half] = bsum[0::2] + bsum[1::2]
+    bsum[half:] = 0.0
+    bcnt[:half] = bcnt[0::2] + bcnt[1::2]
+    bcnt[half:] = 0
+    snap[: half + 1] = snap[0::2]
+    snap[half + 1 :] = 0.0
+    snap_area[: half + 1] = snap_area[0::2]
+    snap_area[half + 1 :] = 0.0
+    seg = S.H_SEGMENTS // 2
+    segments[:seg] = segments[0::2] + segments[1::2]
+    segments[seg:] = 0
+    ctl[S.C_WIDTH] *= 2
+
+
+def measured_arrivals(ist: np.ndarray, ctl: np.ndarray) -> int:
+    """Measured arrivals so far (0 before the window opens), from a kernel's scalars."""
+    phase = int(ist[S.I_PHASE])
+    if phase == S.WARMUP:
+        return 0
+    key = S.I_ARRIVALS if phase == S.MEASURE else S.I_ARR_CLOSE
+    return int(ist[key]) - int(ctl[S.C_ARR_WARM])

@@ -113,11 +113,8 @@ class SimulationSpec:
         work = resolve_workload(servers, self.load, self.service, self.arrivals, self.speeds,
                                 self.trace, self.service_scale, self.engine)  # fmt: skip
         counts = _counts_engine(self.engine, pol.name, self.keep_response_times)
-        if not counts and self.engine == "auto" and not work.general:
-            counts = _too_big_for_servers(pol.name, servers, self.replications,
-                                          self.keep_response_times)  # fmt: skip
         per_server = 0 if counts else servers * BYTES_PER_SERVER
-        check_memory("servers", servers, per_server, "the server state")
+        _check_server_state(servers, per_server, pol.name, work.general)
         m = 1
         if pol.dispatchers == "required" or self.dispatchers is not None or self.r is not None:
             m = _resolve_dispatchers(servers, self.dispatchers, self.r)
@@ -161,22 +158,18 @@ class SimulationSpec:
         return self.tasks is None and self.horizon is None
 
 
-def _too_big_for_servers(policy: str, servers: int, replications: object, keep: bool) -> bool:
-    """Whether ``auto`` takes the counts engine.
-
-    It does when the counts engine applies and the per-server state of the replications
-    would not fit under the memory limit (:func:`check_memory`).
-    """
+def _check_server_state(servers: int, need: int, policy: str, general: bool) -> None:
+    """Refuse a per-server state beyond the memory limit (naming the counts engine if it can)."""
     from cloudsched.dispatch.counts import COUNT_POLICIES
 
-    if keep or policy not in COUNT_POLICIES:
-        return False
-    reps = replications if isinstance(replications, int) and replications > 0 else 1
     try:
-        check_memory("servers", servers, servers * BYTES_PER_SERVER * reps, "")
-    except ParameterError:
-        return True
-    return False
+        check_memory("servers", servers, need, "the server state")
+    except ParameterError as exc:
+        if general or policy not in COUNT_POLICIES:
+            raise
+        raise ParameterError("servers", servers, f"{exc.allowed}; or --engine counts, which "
+                             "keeps no per-server state (give --tasks or --horizon: at this N "
+                             "an open-ended run needs very many events)") from None
 
 
 def _counts_engine(engine: str, policy: str, keep: bool) -> bool:
