@@ -17,6 +17,9 @@ where the misses fall (reference above or below the interval), the mean half-wid
 mean wall time.  Runs are written to ``coverage-<case>.csv`` as they finish, so an
 interrupted benchmark resumes where it stopped.
 
+The runs behind the README's table are in ``benchmarks/results/coverage-<case>.csv``; run the
+script from that folder to print them again or to resume an unfinished case.
+
 Run: ``python benchmarks/bench_coverage.py [SEEDS] [CASE ...]`` (default 200 seeds, every case;
 ``WORKERS=k`` processes, default one per core).  On 2 cores random at N = 10,000 takes 100-400
 s a run (about 5 hours for 200), the other cases 2-20 s.
