@@ -82,6 +82,17 @@ def uniform_sizes(balls, bins, out, rng):
 
 
 @kernel(nrt=False, inline=True)
+def _all_among(count, total, d):
+    """Return the chance that d distinct draws from ``total`` all fall among ``count``."""
+    p = 1.0
+    for i in range(d):
+        p *= (count - i) / (total - i)
+        if p <= 0.0:
+            return 0.0
+    return p
+
+
+@kernel(nrt=False, inline=True)
 def _level_pod(cnt, n, d, replace, v):
     """Return the level pod(d) joins: the largest k with P(min >= k) >= v (v in (0, 1])."""
     k = 0
@@ -101,12 +112,7 @@ def _level_pod(cnt, n, d, replace, v):
             k += 1
         return k
     while True:
-        p = 1.0
-        c = cnt[k + 1]
-        for i in range(d):
-            p *= (c - i) / (n - i)
-            if p <= 0.0:
-                break
+        p = _all_among(cnt[k + 1], n, d)
         if p < v or p <= 0.0:
             return k
         k += 1
@@ -147,11 +153,7 @@ def _shortest_class(iq, m, d, v):
     at_least = m
     while True:
         above = at_least - iq[c]
-        p = 1.0
-        for i in range(d):
-            p *= (above - i) / (m - i)
-            if p <= 0.0:
-                break
+        p = _all_among(above, m, d)
         if p < v or p <= 0.0:
             return c
         at_least = above

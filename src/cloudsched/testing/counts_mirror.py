@@ -38,17 +38,20 @@ def _level(queues: list[int], policy: str, d: int, replace: bool, v: float) -> i
         return k
     while True:
         c = _at_least(queues, k + 1)
-        if d == 2:
-            p = c * (c - 1.0) * (1.0 / (n * (n - 1.0)))
-        else:
-            p = 1.0
-            for i in range(d):
-                p *= (c - i) / (n - i)
-                if p <= 0.0:
-                    break
+        p = c * (c - 1.0) * (1.0 / (n * (n - 1.0))) if d == 2 else _all_among(c, n, d)
         if p < v or p <= 0.0:
             return k
         k += 1
+
+
+def _all_among(count: float, total: float, d: int) -> float:
+    """Return the chance that d distinct draws from ``total`` all fall among ``count``."""
+    p = 1.0
+    for i in range(d):
+        p *= (count - i) / (total - i)
+        if p <= 0.0:
+            return 0.0
+    return p
 
 
 def _erlang(rng: np.random.Generator, j: int) -> float:
@@ -86,12 +89,7 @@ class _IQueues:
         m = len(self.sizes)
         c = 0
         while True:
-            above = sum(1 for s in self.sizes if s >= c + 1)
-            p = 1.0
-            for i in range(d):
-                p *= (above - i) / (m - i)
-                if p <= 0.0:
-                    break
+            p = _all_among(sum(1 for s in self.sizes if s >= c + 1), m, d)
             if p < v or p <= 0.0:
                 break
             c += 1
