@@ -20,7 +20,6 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy import special
 
 from cloudsched.dispatch import state as S
 from cloudsched.dispatch._kernel_counts import (
@@ -248,6 +247,8 @@ def erlang_histogram(joins: np.ndarray) -> np.ndarray:
     used = np.flatnonzero(joins.sum(axis=0))
     if used.size == 0:
         return out
+    from scipy import special  # (0.15 s to import: only when a run ends)
+
     edges = _bin_edges()
     top = used.max() + 1.0
     # bins outside [1e-9 (k+1), 60 + 4 (k+1)] hold less than 1e-12 of every level's mass
