@@ -1,0 +1,65 @@
+"""Speed of the occupancy-count engine in steady state, at N = 10^3, 10^6 and 10^8.
+
+Each run starts from the mean-field steady state (the default start), simulates ``TASKS``
+arrivals (load 0.9, d = 2, r = 10) and is timed in CPU seconds of the engine alone
+(``time.process_time`` around ``advance``, after a short run that loads the compiled
+kernel).  Prints events per CPU second, median and range of 3 seeds, beside the per-server
+engine run the same way at N = 10^3 and 10^6 (the ratio: counts over per-server).  Peak
+memory at N = 10^8 is measured in a fresh process by ``bench_peers.py --engines counts``.
+
+Run: ``python benchmarks/bench_counts.py [TASKS]`` (default 10^7).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from cloudsched.dispatch.counts import CountsEngine, meanfield_counts
+from cloudsched.dispatch.engine import Engine
+from cloudsched.dispatch.initial import meanfield_state
+from cloudsched.dispatch.replication import RunSpec
+
+POLICIES = ("random", "pod", "jiq-pod")
+
+
+def _rate(policy: str, n: int, tasks: int, seed: int, counts: bool) -> float:
+    m = max(1, n // 10)
+    spec = RunSpec(policy, n, m, 0.9, d=2, warm_tasks=0, end_tasks=tasks, record=False)
+    rng = np.random.default_rng(seed)
+    if counts:
+        init, iq = meanfield_counts(policy, n, m, 0.9, r=n / m, d=2, rng=rng)
+        eng: CountsEngine | Engine = CountsEngine(spec, rng, init, iq)
+    else:
+        start = meanfield_state(policy, n, m, 0.9, r=n / m, d=2, rng=rng)
+        eng = Engine(spec, rng, initial=start)
+    t0 = time.process_time()
+    while not eng.advance(1 << 22):
+        pass
+    return eng.events / (time.process_time() - t0)
+
+
+def main() -> None:
+    tasks = int(float(sys.argv[1])) if len(sys.argv) > 1 else 10_000_000
+    for policy in POLICIES:  # load the compiled kernels
+        _rate(policy, 100, 1000, 0, True)
+        _rate(policy, 100, 1000, 0, False)
+    print(f"{'policy':<9}{'N':>13}  {'counts M events/s':>24}  {'per-server':>22}  ratio")
+    for policy in POLICIES:
+        for n in (1000, 1_000_000, 100_000_000):
+            ours = [_rate(policy, n, tasks, s, True) / 1e6 for s in range(3)]
+            line = (f"{policy:<9}{n:>13,}  {statistics.median(ours):>8.1f} "
+                    f"[{min(ours):5.1f}, {max(ours):5.1f}]")  # fmt: skip
+            if n <= 1_000_000:
+                per = [_rate(policy, n, tasks, s, False) / 1e6 for s in range(3)]
+                ratio = statistics.median(ours) / statistics.median(per)
+                line += (f"  {statistics.median(per):>8.1f} [{min(per):5.1f}, {max(per):5.1f}]"
+                         f"  {ratio:5.1f}")  # fmt: skip
+            print(line, flush=True)
+
+
+if __name__ == "__main__":
+    main()
