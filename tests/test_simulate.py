@@ -309,7 +309,9 @@ def test_short_fixed_runs_withhold_the_interval():
 
 
 def test_max_tasks_stops_an_open_ended_run_and_says_so():
-    res = simulate("random", servers=100, load=0.95, max_tasks=200_000, rng=1)
+    # said before the run too: 20 batches of 5 relaxation times (1,560) need 1.5e7 arrivals
+    with pytest.warns(RuntimeWarning, match="certified interval needs about 1.5e"):
+        res = simulate("random", servers=100, load=0.95, max_tasks=200_000, rng=1)
     assert res.stop_reason == "max_tasks"
     assert any("max_tasks" in w for w in res.warnings)
 

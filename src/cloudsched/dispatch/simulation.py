@@ -25,6 +25,7 @@ Measurement (how it is done and why: ``README.md``, "Numbers you can trust"):
 
 from __future__ import annotations
 
+import math
 import time
 import warnings
 from collections.abc import Callable
@@ -53,6 +54,7 @@ from cloudsched.dispatch.spec import (
 )
 from cloudsched.dispatch.workload import Trace
 from cloudsched.randomness import Seed, streams
+from cloudsched.steadystate import MIN_BATCH_RELAXATIONS
 
 __all__ = ["run_simulation", "simulate"]
 
@@ -206,6 +208,8 @@ def run_simulation(
     variability, unit = work.variability()
     relax = relaxation_time(spec.model.relaxation, work.load, servers=n, r=n / spec.m,
                             d=spec.d, variability=variability, time_unit=unit)  # fmt: skip
+    if spec.open_ended:
+        _warn_if_too_long(spec, relax)
     run = _run_spec(spec, relax)
     if spec.time_limit is not None:
         run = replace(run, deadline=time.perf_counter() + spec.time_limit)
@@ -230,6 +234,21 @@ def run_simulation(
         if work.trace is not None and spec.tasks == work.trace.arrivals.size - 1:
             reason = "trace"  # the whole log was replayed
     return summarise(runs, spec, seed, relax, reason)
+
+
+def _warn_if_too_long(spec: SimulationSpec, relax: float) -> None:
+    """Warn when ``max_tasks`` will stop an open-ended run before it can certify an interval.
+
+    A certified interval needs ``batches`` batches of at least five relaxation times: at
+    least that span of arrivals, whatever the engine (at N = 10^8 that is ~10^11).
+    """
+    per_time = spec.work.rate_per_server * spec.servers
+    need = per_time * spec.batches * MIN_BATCH_RELAXATIONS * relax
+    if math.isfinite(need) and need > spec.max_tasks:
+        warnings.warn(f"a certified interval needs about {need:.2g} arrivals here ({spec.batches} "
+                      f"batches of {MIN_BATCH_RELAXATIONS:g} relaxation times), more than "
+                      f"max_tasks = {spec.max_tasks:.2g}: give tasks or horizon for a run of a "
+                      "chosen length", RuntimeWarning, stacklevel=3)  # fmt: skip
 
 
 def _run_spec(spec: SimulationSpec, relax: float) -> RunSpec:
