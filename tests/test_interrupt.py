@@ -22,20 +22,18 @@ LONG_RUNS = {
 }  # fmt: skip
 
 
-@pytest.mark.parametrize("name", sorted(LONG_RUNS))
-def test_a_long_run_reports_progress_and_stops_on_ctrl_c(tmp_path, name):
-    out = tmp_path / "result.json"
-    env = dict(os.environ, CLOUDSCHED_PROGRESS_SECONDS="0.2")
-    argv = [sys.executable, "-c", "from cloudsched.cli import main; main()",
-            *LONG_RUNS[name], "--format", "json", "--out", str(out)]  # fmt: skip
+def _ctrl_c(argv, ready, **popen):
+    """Start a command, read its progress lines until ``ready(line)``, send SIGINT.
+
+    Returns the exit code and the rest of standard error; the command is always ended.
+    """
     proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True)  # fmt: skip
+                            start_new_session=True, **popen)  # fmt: skip
     try:
-        for _ in range(1000):  # the first lines may come before the first estimate
+        for _ in range(1000):
             line = proc.stderr.readline()
             assert line.startswith("progress: "), line
-            assert line.endswith(" left (Ctrl-C stops)\n") or "left unknown" in line, line
-            if ("% after" in line) == (name != "bound"):
+            if ready(line):
                 break
         proc.send_signal(signal.SIGINT)
         _, rest = proc.communicate(timeout=120)
@@ -43,8 +41,23 @@ def test_a_long_run_reports_progress_and_stops_on_ctrl_c(tmp_path, name):
         if proc.poll() is None:
             proc.kill()
             proc.communicate()  # closes the pipes
+    return proc.returncode, rest
+
+
+@pytest.mark.parametrize("name", sorted(LONG_RUNS))
+def test_a_long_run_reports_progress_and_stops_on_ctrl_c(tmp_path, name):
+    out = tmp_path / "result.json"
+    env = dict(os.environ, CLOUDSCHED_PROGRESS_SECONDS="0.2")
+    argv = [sys.executable, "-c", "from cloudsched.cli import main; main()",
+            *LONG_RUNS[name], "--format", "json", "--out", str(out)]  # fmt: skip
+
+    def ready(line):  # the first lines may come before the first estimate
+        assert line.endswith(" left (Ctrl-C stops)\n") or "left unknown" in line, line
+        return ("% after" in line) == (name != "bound")
+
+    code, rest = _ctrl_c(argv, ready, env=env)
     lines = [line for line in rest.splitlines() if line.strip()]
-    assert proc.returncode == 130, rest
+    assert code == 130, rest
     assert "Traceback" not in rest
     assert lines[-1].startswith("interrupted: "), rest
     assert not out.exists()
@@ -83,19 +96,14 @@ def test_ctrl_c_stops_a_plugin_hook_that_never_returns(tmp_path, command):
     env = dict(os.environ, CLOUDSCHED_PROGRESS_SECONDS="0.2")
     argv = [sys.executable, "-c", "from cloudsched.cli import main; main()",
             *_spin_argv(tmp_path, command)]  # fmt: skip
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=env, start_new_session=True, cwd=tmp_path)  # fmt: skip
-    try:
-        for _ in range(3):  # the hook is running (compiled, called, not returning)
-            line = proc.stderr.readline()
-            assert line.startswith("progress: "), line
-        proc.send_signal(signal.SIGINT)
-        _, rest = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()  # closes the pipes
-    assert proc.returncode == 130, rest
+    seen = []
+
+    def ready(line):  # three lines: the hook is running (compiled, called, not returning)
+        seen.append(line)
+        return len(seen) == 3
+
+    code, rest = _ctrl_c(argv, ready, env=env, cwd=tmp_path)
+    assert code == 130, rest
     assert rest.splitlines()[-1].startswith("interrupted: "), rest
 
 
