@@ -33,6 +33,7 @@ import numpy as np
 from cloudsched.dispatch import simulate
 policy, n, tasks, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 m = {"r": 10} if policy.startswith("jiq") else {}
+m["engine"] = "exponential"  # the per-server kernels (auto runs counts from N = 100,000)
 simulate(policy, servers=min(n, 50), load=0.9, tasks=2000, rng=0, initial="empty", **m)
 t0 = time.process_time()
 res = simulate(policy, servers=n, load=0.9, tasks=tasks, rng=seed, initial="empty", **m)

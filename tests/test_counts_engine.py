@@ -155,15 +155,39 @@ def test_the_counts_engine_refuses_what_it_cannot_run(kw, needs):
     assert needs in str(exc.value)
 
 
+def test_auto_runs_counts_from_a_hundred_thousand_servers_where_it_applies():
+    """Below AUTO_COUNTS_SERVERS auto keeps the per-server engine (published results
+    unchanged); from it on, the counts engine wherever it applies, with the same result as
+    asking for it."""
+    from cloudsched.dispatch.spec import AUTO_COUNTS_SERVERS
+
+    n = AUTO_COUNTS_SERVERS
+    kw = {"load": 0.9, "tasks": 20_000, "rng": 1}
+    assert simulate("pod", servers=n - 1, **kw).engine == "exponential"
+    auto = simulate("pod", servers=n, **kw)
+    asked = simulate("pod", servers=n, engine="counts", **kw)
+    timing = ("wall_seconds", "events_per_second")
+    assert auto.engine == "counts"
+    assert {k: v for k, v in auto.to_dict().items() if k not in timing} == \
+        {k: v for k, v in asked.to_dict().items() if k not in timing}
+    assert simulate("jiq-pod", servers=n, r=10, **kw).engine == "counts"
+    assert simulate("jiq-threshold", servers=n, r=10, **kw).engine == "exponential"
+    assert simulate("round-robin", servers=n, r=10, **kw).engine == "exponential"
+    assert simulate("pod", servers=n, keep_response_times=True, **kw).engine == "exponential"
+    assert simulate("pod", servers=n, service="det", **kw).engine == "general"
+    assert simulate("pod", servers=n, engine="servers", **kw).engine == "exponential"
+
+
 def test_a_farm_too_big_for_the_servers_engine_is_pointed_to_counts(monkeypatch):
-    """auto keeps the per-server engine (published results unchanged); when its state does
-    not fit, the refusal names the counts engine where it applies."""
+    """When the per-server state does not fit, auto runs counts where it applies; asking
+    for the per-server engine is refused with a pointer to counts, and where counts cannot
+    run the refusal does not name it."""
     monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "2G")
-    assert simulate("pod", servers=1000, load=0.9, tasks=20_000, rng=1).engine == "exponential"
+    kw = {"load": 0.9, "tasks": 20_000, "rng": 1}
+    assert simulate("pod", servers=10**8, **kw).engine == "counts"
     with pytest.raises(ParameterError, match="or --engine counts"):
-        simulate("pod", servers=10**8, load=0.9, tasks=20_000, rng=1)
-    with pytest.raises(ParameterError, match="small enough") as exc:
-        simulate("jiq-threshold", servers=10**8, load=0.9, tasks=20_000, r=10, rng=1)
-    assert "counts" not in str(exc.value)
-    big = simulate("pod", servers=10**8, load=0.9, tasks=20_000, rng=1, engine="counts")
-    assert big.engine == "counts"
+        simulate("pod", servers=10**8, engine="servers", **kw)
+    for policy, extra in (("jiq-threshold", {"r": 10}), ("pod", {"keep_response_times": True})):
+        with pytest.raises(ParameterError, match="small enough") as exc:
+            simulate(policy, servers=10**8, **extra, **kw)
+        assert "counts" not in str(exc.value)

@@ -324,7 +324,8 @@ def simulate(
     engine: Annotated[
         str,
         typer.Option("--engine", help="auto, servers (= exponential: Markov chain per server), "
-                     "counts (occupancy counts: random, pod, jsq, jiq, jiq-pod, jiq-sq), general."),
+                     "counts (occupancy counts: random, pod, jsq, jiq, jiq-pod, jiq-sq; auto "
+                     "runs it from N = 100,000), general (event list)."),
     ] = "auto",
     speeds: Annotated[
         str | None,

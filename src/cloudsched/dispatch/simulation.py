@@ -154,11 +154,14 @@ def simulate(
     service_scale : float
         Multiplies trace service times (unit conversion).
     engine : str
-        ``auto`` (fast path when it applies), ``exponential`` or ``servers`` (the Markov
-        chain on every server), ``counts`` (the chain on occupancy counts,
-        :mod:`cloudsched.dispatch.counts`: ``random``, ``pod``, ``jsq``, ``jiq``, ``jiq-pod``
-        and ``jiq-sq``, no ``keep_response_times``; its cost does not grow with N) or
-        ``general``.
+        ``auto``, ``exponential`` or ``servers`` (the Markov chain on every server),
+        ``counts`` (the chain on occupancy counts, :mod:`cloudsched.dispatch.counts`:
+        ``random``, ``pod``, ``jsq``, ``jiq``, ``jiq-pod`` and ``jiq-sq``, no
+        ``keep_response_times``; its cost does not grow with N) or ``general`` (the
+        event list).  ``auto`` runs counts from ``AUTO_COUNTS_SERVERS`` (100,000) servers
+        on where it applies, else the per-server chain when arrivals are Poisson and
+        service exp(1) with equal speeds, else the event list; ``result.engine`` says
+        which ran.
     keep_response_times : bool
         Keep every response time measured after the warm-up (``response_times``, float32, in
         arrival order).

@@ -23,8 +23,8 @@ from cloudsched.dispatch.workload import Trace, Workload, resolve_workload
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.resources import INT_LIMIT, check_memory
 
-__all__ = ["DEFAULT_BATCHES", "DEFAULT_MAX_TASKS", "DEFAULT_PRECISION", "MAX_REPLICATIONS",
-           "SimulationSpec", "overload_note"]  # fmt: skip
+__all__ = ["AUTO_COUNTS_SERVERS", "DEFAULT_BATCHES", "DEFAULT_MAX_TASKS", "DEFAULT_PRECISION",
+           "MAX_REPLICATIONS", "SimulationSpec", "overload_note"]  # fmt: skip
 
 #: Memory per simulated server (state, I-queue arena, probe permutation), measured: ~180 B.
 BYTES_PER_SERVER = 200
@@ -41,6 +41,8 @@ DEFAULT_BATCHES = 20
 DEFAULT_PRECISION = 0.01
 #: Default cap on the arrivals of one replication of an open-ended run.
 DEFAULT_MAX_TASKS = 5_000_000_000
+#: From this many servers ``engine="auto"`` runs the occupancy-count engine where it applies.
+AUTO_COUNTS_SERVERS = 100_000
 
 
 def _resolve_dispatchers(servers: int, dispatchers: int | None, r: float | None) -> int:
@@ -112,9 +114,11 @@ class SimulationSpec:
         servers = check_int("servers", self.servers, low=1, high=INT_LIMIT)
         work = resolve_workload(servers, self.load, self.service, self.arrivals, self.speeds,
                                 self.trace, self.service_scale, self.engine)  # fmt: skip
-        counts = _counts_engine(self.engine, pol.name, self.keep_response_times)
+        counts = _counts_engine(self.engine, pol, self.keep_response_times, servers,
+                                work.general)  # fmt: skip
         per_server = 0 if counts else servers * BYTES_PER_SERVER
-        _check_server_state(servers, per_server, pol.name, work.general)
+        _check_server_state(servers, per_server, pol.name,
+                            work.general or self.keep_response_times)  # fmt: skip
         m = 1
         if pol.dispatchers == "required" or self.dispatchers is not None or self.r is not None:
             m = _resolve_dispatchers(servers, self.dispatchers, self.r)
@@ -158,29 +162,40 @@ class SimulationSpec:
         return self.tasks is None and self.horizon is None
 
 
-def _check_server_state(servers: int, need: int, policy: str, general: bool) -> None:
+def _check_server_state(servers: int, need: int, policy: str, no_counts: bool) -> None:
     """Refuse a per-server state beyond the memory limit (naming the counts engine if it can)."""
     from cloudsched.dispatch.counts import COUNT_POLICIES
 
     try:
         check_memory("servers", servers, need, "the server state")
     except ParameterError as exc:
-        if general or policy not in COUNT_POLICIES:
+        if no_counts or policy not in COUNT_POLICIES:
             raise
         raise ParameterError("servers", servers, f"{exc.allowed}; or --engine counts, which "
                              "keeps no per-server state (give --tasks or --horizon: at this N "
                              "an open-ended run needs very many events)") from None
 
 
-def _counts_engine(engine: str, policy: str, keep: bool) -> bool:
-    """Whether the occupancy-count engine runs (``engine="counts"``; its limits checked)."""
+def _counts_engine(engine: str, pol: Policy, keep: bool, servers: int, general: bool) -> bool:
+    """Whether the occupancy-count engine runs.
+
+    ``engine="counts"`` asks for it (its limits checked here); ``auto`` chooses it from
+    :data:`AUTO_COUNTS_SERVERS` servers on, for a built-in policy it runs, Poisson arrivals,
+    exp(1) service, equal speeds and no per-task records.  Below that N the per-server
+    engine runs (its results are those the tests and the README's tables were measured
+    with); above it the per-server state stops fitting in the CPU caches and the counts
+    engine is 6-12 times faster (``benchmarks/bench_counts.py``).
+    """
     from cloudsched.dispatch.counts import COUNT_POLICIES
 
+    runs = pol.builtin and pol.name in COUNT_POLICIES
+    if engine == "auto":
+        return runs and not general and not keep and servers >= AUTO_COUNTS_SERVERS
     if engine != "counts":
         return False
-    if policy not in COUNT_POLICIES:
+    if not runs:
         raise ParameterError("engine", engine, "'auto', 'exponential' or 'general' for "
-                             f"{policy} (counts runs {', '.join(COUNT_POLICIES)})")  # fmt: skip
+                             f"{pol.name} (counts runs {', '.join(COUNT_POLICIES)})")  # fmt: skip
     if keep:
         raise ParameterError("engine", engine, "'auto' or 'exponential' with "
                              "keep_response_times (counts keeps no per-task records)")  # fmt: skip
