@@ -64,6 +64,98 @@ def test_the_kernel_makes_the_mirrors_draws_and_bookkeeping(policy, d, replace, 
                                atol=1e-9)  # fmt: skip
 
 
+CLASS_CASES = [("pod", 2, False), ("pod", 3, True), ("random", 1, False), ("jsq", 1, False)]
+
+
+@pytest.mark.parametrize(("policy", "d", "replace"), CLASS_CASES)
+@pytest.mark.parametrize("timed", [False, True])
+def test_speed_classes_make_the_mirrors_draws_and_bookkeeping(policy, d, replace, timed):
+    speeds = [2.0, 0.5, 1.0, 0.5, 2.0, 1.0, 1.0, 3.5, 0.5]  # four classes, in no order
+    n = len(speeds)
+    rate = 0.4 if policy == "random" else 1.1  # random: below the slowest server's speed
+    if timed:
+        spec = RunSpec(policy, n, 1, rate, d=d, replace=replace, t_warm=20.0, t_end=300.0,
+                       record=False)  # fmt: skip
+    else:
+        spec = RunSpec(policy, n, 1, rate, d=d, replace=replace, warm_tasks=100,
+                       end_tasks=2000, record=False)  # fmt: skip
+    eng = CountsEngine(spec, np.random.default_rng(11), speeds=np.array(speeds))
+    while not eng.advance(1000):
+        pass
+    raw = eng.result()
+    ref = mirror_counts(spec, np.random.default_rng(11), speeds=speeds)
+    assert raw.width == ref["width"] and raw.events == ref["events"]
+    assert np.array_equal(raw.batch_count, ref["bcnt"])
+    np.testing.assert_allclose(raw.batch_sum, ref["bsum"], rtol=1e-12)
+    levels = min(eng.joins.shape[2], ref["joins"].shape[2])
+    assert np.array_equal(eng.joins[:, :, :levels], ref["joins"][:, :, :levels])
+    assert eng.joins.sum() == raw.measured
+    for c, mine in enumerate(ref["class_queues"]):
+        at_least = eng.ccnt[c]
+        final = np.repeat(np.arange(at_least.size),
+                          (at_least - np.append(at_least[1:], 0)).astype(int))  # fmt: skip
+        assert list(final) == mine, c
+    np.testing.assert_array_equal(eng.cnt, eng.ccnt.sum(axis=0))
+    top = min(raw.tail_area.size, ref["tail_area"].size)
+    np.testing.assert_allclose(raw.tail_area[:top], ref["tail_area"][:top], rtol=1e-9,
+                               atol=1e-9)  # fmt: skip
+
+
+@pytest.mark.parametrize(("policy", "kw"), [("pod", {"d": 2}), ("random", {}), ("jsq", {})])
+def test_speed_classes_have_the_event_list_engines_law(policy, kw):
+    """Two speed classes (a third of the servers twice as fast): mean, p99 and s_1 of 12
+    runs on occupancy counts agree with 12 runs of the event-list engine, which follows
+    every task on every server."""
+    n = 60
+    speeds = [2.0] * (n // 3) + [1.0] * (n - n // 3)
+    load = 0.6 if policy == "random" else 0.85  # random: 0.8 per slow server
+    runs = {eng: [simulate(policy, servers=n, load=load, speeds=speeds, engine=eng,
+                           tasks=40_000, warmup=0.2, rng=seed + (100 if eng == "general" else 0),
+                           **kw) for seed in range(12)]
+            for eng in ("counts", "general")}  # fmt: skip
+    counts, events = runs["counts"], runs["general"]
+    assert {r.engine for r in counts} == {"counts"} and {r.engine for r in events} == {"general"}
+    _agree([r.mean_response_time for r in counts], [r.mean_response_time for r in events],
+           "mean")  # fmt: skip
+    _agree([r.percentiles["p99"] for r in counts], [r.percentiles["p99"] for r in events], "p99")
+    _agree([r.tail[0] for r in counts], [r.tail[0] for r in events], "s_1")
+    if policy == "random":  # independent M/M/1 queues: exact, and it depends on the speeds
+        lam = load * sum(speeds) / n
+        exact = np.mean([1.0 / (s - lam) for s in speeds])
+        means = np.array([r.mean_response_time for r in counts])
+        se = means.std(ddof=1) / math.sqrt(means.size)
+        assert abs(means.mean() - exact) <= 4 * se, (means.mean(), exact, se)
+
+
+def test_class_percentiles_are_the_scaled_erlang_quantiles():
+    joins = np.zeros((K.H_SEGMENTS, 2, 64))
+    joins[1, 0, 3] = 1e6  # class 0 (speed 0.5): Erlang(4) / 0.5
+    speeds = np.array([0.5, 4.0])
+    got = histogram_percentiles(erlang_histogram(joins, speeds).sum(axis=0), [50.0, 99.0])
+    np.testing.assert_allclose(got, stats.gamma.ppf([0.5, 0.99], 4) / 0.5, rtol=1e-3)
+    joins[1, 1, 3] = 1e6  # as many at speed 4: the mixture's median lies between
+    mixed = histogram_percentiles(erlang_histogram(joins, speeds).sum(axis=0), [50.0])[0]
+    want = stats.gamma.ppf(0.5, 4) / 4.0, stats.gamma.ppf(0.5, 4) / 0.5
+    assert want[0] < mixed < want[1]
+
+
+def test_speed_classes_are_refused_where_they_do_not_apply():
+    two = [1.0, 2.0] * 50
+    with pytest.raises(ParameterError, match="at most 16 distinct speeds"):
+        simulate("pod", servers=100, load=0.5, speeds=list(np.linspace(1, 2, 100)),
+                 engine="counts", tasks=1000)  # fmt: skip
+    with pytest.raises(ParameterError, match="random, pod, jsq"):
+        simulate("jiq", servers=100, r=10, load=0.5, speeds=two, engine="counts", tasks=1000)
+    with pytest.raises(ParameterError, match="Poisson"):
+        simulate("pod", servers=100, load=0.5, speeds=two, service="det", engine="counts",
+                 tasks=1000)  # fmt: skip
+    with pytest.raises(ParameterError, match="starts empty"):
+        simulate("pod", servers=100, load=0.5, speeds=two, engine="counts", tasks=1000,
+                 initial="meanfield")  # fmt: skip
+    with pytest.raises(ParameterError, match="'general', 'auto' or 'counts'"):
+        simulate("pod", servers=100, load=0.5, speeds=two, engine="exponential", tasks=1000)
+
+
 def _runs(engine, policy, n, seeds, **kw):
     return [simulate(policy, servers=n, load=0.9, engine=engine, tasks=60 * n + 20_000,
                      warmup=0.2, rng=seed, **kw) for seed in seeds]  # fmt: skip
@@ -145,7 +237,7 @@ def test_a_billion_servers_cost_what_a_thousand_cost():
 @pytest.mark.parametrize(("kw", "needs"), [
     ({"policy": "jiq-threshold"}, "for jiq-threshold"),
     ({"keep_response_times": True}, "keep_response_times"),
-    ({"speeds": [1.0, 2.0, 1.0, 1.0]}, "Poisson"),
+    ({"speeds": [1.0, 2.0, 1.0, 1.0], "policy": "jiq", "r": 2}, "random, pod, jsq"),
     ({"service": "det"}, "Poisson"),
 ])  # fmt: skip
 def test_the_counts_engine_refuses_what_it_cannot_run(kw, needs):
@@ -176,6 +268,10 @@ def test_auto_runs_counts_from_a_hundred_thousand_servers_where_it_applies():
     assert simulate("pod", servers=n, keep_response_times=True, **kw).engine == "exponential"
     assert simulate("pod", servers=n, service="det", **kw).engine == "general"
     assert simulate("pod", servers=n, engine="servers", **kw).engine == "exponential"
+    two = np.where(np.arange(n) % 4 == 0, 2.0, 1.0)  # speed classes: counts for pod
+    assert simulate("pod", servers=n, speeds=two, **kw).engine == "counts"
+    assert simulate("pod", servers=n - 1, speeds=two[:-1], **kw).engine == "general"
+    assert simulate("jiq", servers=n, r=10, speeds=two, **kw).engine == "general"
 
 
 def test_a_farm_too_big_for_the_servers_engine_is_pointed_to_counts(monkeypatch):

@@ -323,9 +323,8 @@ def simulate(
     ] = 1.0,
     engine: Annotated[
         str,
-        typer.Option("--engine", help="auto, servers (= exponential: Markov chain per server), "
-                     "counts (occupancy counts: random, pod, jsq, jiq, jiq-pod, jiq-sq; auto "
-                     "runs it from N = 100,000), general (event list)."),
+        typer.Option("--engine", help="auto, servers (= exponential), counts (occupancy "
+                     "counts; auto from N = 100,000), general (event list). See README Speed."),
     ] = "auto",
     speeds: Annotated[
         str | None,

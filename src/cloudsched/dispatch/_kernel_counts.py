@@ -26,9 +26,10 @@ ones, ``N - cnt[1] = sum_j j iq[j]``.)
   is drawn in proportion to ``j iq[j]`` (one ``random``).  A server that empties joins a
   uniform I-queue (one ``random``).
 * A task that joins a server holding ``k`` tasks leaves after an Erlang(``k + 1``) time
-  (FCFS, exponential service).  Its conditional mean ``k + 1`` enters the micro-batch sums
-  at its arrival (the same mean, less variance; the batch is complete when its last task
-  has arrived), and ``joins[segment, k]`` counts the levels joined, from which the whole
+  (FCFS, exponential service).  That time is drawn at its arrival and enters the
+  micro-batch sums there (the batch is complete when its last task has arrived; the
+  conditional mean ``k + 1`` instead would hide the service times' own variance from the
+  intervals), and ``joins[segment, k]`` counts the levels joined, from which the whole
   response-time distribution follows exactly (:mod:`cloudsched.dispatch.counts`).  No task
   is stored: memory does not grow with the run.
 
@@ -54,7 +55,8 @@ import numpy as np
 from cloudsched._jit import kernel
 from cloudsched.dispatch import state as S
 
-__all__ = ["JIQ", "JIQ_POD", "JIQ_SQ", "JSQ", "POD", "RANDOM", "run_counts", "shortest_sizes",
+__all__ = ["JIQ", "JIQ_POD", "JIQ_SQ", "JSQ", "POD", "RANDOM", "close_window", "erlang_time",
+           "join_level", "open_window", "run_counts", "shortest_sizes", "snapshot",
            "uniform_sizes"]  # fmt: skip
 
 #: Policy codes.
@@ -119,7 +121,7 @@ def _level_pod(cnt, n, d, replace, v):
 
 
 @kernel(nrt=False)
-def _snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, row, t):
+def snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, row, t):
     """Record the running integrals at time ``t`` in row ``row`` of the snapshot tables."""
     snap[row, S.SN_T] = t
     snap[row, S.SN_P0] = fst[S.F_AREA_P0] + iq[0] * (t - fst[S.F_LAST_P0])
@@ -130,7 +132,7 @@ def _snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, row, t):
 
 
 @kernel(nrt=False, inline=True)
-def _level(cnt, n, code, d, replace, rng):
+def join_level(cnt, n, code, d, replace, rng):
     """Return the level an arrival joins (``jsq``: the lowest one with a server)."""
     if code == JSQ:
         k = 0
@@ -201,7 +203,7 @@ def _iq_move(iq, fst, now, measuring, j, to):
 
 
 @kernel(nrt=False, inline=True)
-def _erlang(rng, j):
+def erlang_time(rng, j):
     """Draw an Erlang(j) time: a sum of j exponentials, or one gamma draw when j > 8."""
     if j > 8:
         return rng.standard_gamma(j)
@@ -212,7 +214,7 @@ def _erlang(rng, j):
 
 
 @kernel(nrt=False)
-def _open(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, tw):
+def open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, tw):
     """Open the measurement window at time ``tw``: measured ordinals count from here."""
     fst[S.F_TWARM] = tw
     fst[S.F_AREA_P0] = 0.0
@@ -222,13 +224,13 @@ def _open(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, tw
         last[i] = tw
     for k in range(4):
         msg[k] = 0
-    _snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, 0, tw)
+    snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, 0, tw)
     ctl[S.C_ARR_WARM] = arrivals
     ist[S.I_PHASE] = S.MEASURE
 
 
 @kernel(nrt=False)
-def _close(cnt, iq, ist, fst, area, last, arrivals, te):
+def close_window(cnt, iq, ist, fst, area, last, arrivals, te):
     """Close the measurement window at time ``te`` (the run is then done)."""
     for i in range(area.shape[0]):
         area[i] += cnt[i] * (te - last[i])
@@ -298,11 +300,12 @@ def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap
         if phase == S.WARMUP:
             if arr_end < 0 and now >= t_warm:
                 phase = S.MEASURE
-                _open(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, t_warm)
+                open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals,
+                            t_warm)  # fmt: skip
                 arr_warm = arrivals
             elif arr_end >= 0 and is_arrival and arrivals == arr_warm:
                 phase = S.MEASURE
-                _open(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, now)
+                open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, now)
         if phase == S.MEASURE:
             te = -1.0
             if arr_end < 0 and now >= t_end:
@@ -310,7 +313,7 @@ def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap
             elif arr_end >= 0 and is_arrival and arrivals == arr_end:
                 te = now
             if te >= 0.0:
-                _close(cnt, iq, ist, fst, area, last, arrivals, te)
+                close_window(cnt, iq, ist, fst, area, last, arrivals, te)
                 phase = S.DRAIN
                 now = te if arr_end < 0 else now
                 done += 1
@@ -322,7 +325,7 @@ def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap
             if measuring:
                 order = arrivals - arr_warm
                 if order > 0 and order & (width - 1) == 0:
-                    _snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, order >> wshift, now)
+                    snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, order >> wshift, now)
             took = False
             if iqueues:  # the dispatcher (u / lam_n uniform): its I-queue's size class
                 x = u / lam_n * m
@@ -330,7 +333,7 @@ def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap
                     c = _size_class(iq, 0, x)
                     _iq_move(iq, fst, now, measuring, c, c - 1)
                     took = True
-            k = 0 if took else _level(cnt, n, code, d, replace, rng)
+            k = 0 if took else join_level(cnt, n, code, d, replace, rng)
             if iqueues and not took:
                 if measuring:
                     msg[S.M_PROBE] += probes
@@ -342,7 +345,7 @@ def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap
             j = k + 1
             if measuring:
                 b = order >> wshift
-                bsum[b] += _erlang(rng, j)
+                bsum[b] += erlang_time(rng, j)
                 bcnt[b] += 1
                 joins[b >> segshift, k] += 1.0
                 if not iqueues:

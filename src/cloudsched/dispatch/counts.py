@@ -4,8 +4,10 @@
 interface of :class:`cloudsched.dispatch.engine.Engine` (``advance``, checkpoints, the
 micro-batch tables, ``result``), so :mod:`cloudsched.dispatch.measure` and the summary treat
 both alike.  It applies to the policies in :data:`COUNT_POLICIES` (random, pod, jsq, jiq,
-jiq-pod and jiq-sq) with Poisson arrivals, exp(1) service and equal speeds; its state and its
-cost per event do not depend on N.
+jiq-pod and jiq-sq) with Poisson arrivals, exp(1) service and equal speeds, and to random,
+pod and jsq with up to :data:`MAX_SPEED_CLASSES` distinct speeds
+(:mod:`cloudsched.dispatch._kernel_classes`); its state and its cost per event do not depend
+on N.
 
 Response times are exact without per-task records: a task that joins behind ``k`` tasks
 stays an Erlang(``k + 1``) time, so the histogram of the levels joined gives the
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from cloudsched.dispatch import state as S
+from cloudsched.dispatch._kernel_classes import run_classes
 from cloudsched.dispatch._kernel_counts import (
     JIQ,
     JIQ_POD,
@@ -43,12 +46,23 @@ from cloudsched.dispatch.replication import (
     merge_pairs,
 )
 
-__all__ = ["COUNT_POLICIES", "CountsEngine", "erlang_histogram", "meanfield_counts"]
+__all__ = ["CLASS_POLICIES", "COUNT_POLICIES", "MAX_SPEED_CLASSES", "CountsEngine",
+           "erlang_histogram", "meanfield_counts", "speed_classes"]
 
 #: Policies whose servers are exchangeable, and their kernel codes.
 COUNT_POLICIES = {"random": RANDOM, "pod": POD, "jsq": JSQ, "jiq": JIQ, "jiq-pod": JIQ_POD,
                   "jiq-sq": JIQ_SQ}  # fmt: skip
+#: Policies the engine runs with speed classes (they choose by queue length alone), and the
+#: most classes it takes (its cost per event grows with them).
+CLASS_POLICIES = ("random", "pod", "jsq")
+MAX_SPEED_CLASSES = 16
 _LEVELS = 64
+
+
+def speed_classes(speeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Return the distinct speeds (increasing) and how many servers run at each."""
+    values, sizes = np.unique(np.asarray(speeds, dtype=np.float64), return_counts=True)
+    return values, sizes
 
 
 class CountsEngine:
@@ -56,17 +70,28 @@ class CountsEngine:
 
     ``initial``: the number of servers holding each number of tasks at time 0 (None: all
     empty); ``iqueues``: the number of I-queues holding each number of entries (jiq,
-    jiq-pod, jiq-sq; None: every idle server listed as the policy lists it, drawn here).
+    jiq-pod, jiq-sq; None: every idle server listed as the policy lists it, drawn here);
+    ``speeds``: each server's speed (random, pod and jsq, at most
+    :data:`MAX_SPEED_CLASSES` distinct values; the farm starts empty).
     """
 
     def __init__(self, spec: RunSpec, rng: np.random.Generator,
                  initial: np.ndarray | None = None,
-                 iqueues: np.ndarray | None = None) -> None:  # fmt: skip
+                 iqueues: np.ndarray | None = None,
+                 speeds: np.ndarray | None = None) -> None:  # fmt: skip
         policy = get_policy(spec.policy)
         if policy.name not in COUNT_POLICIES:
             raise ValueError(f"the counts engine does not run {policy.name}")
         if spec.record:
             raise ValueError("the counts engine keeps no per-task records")
+        self.speed: np.ndarray | None = None
+        if speeds is not None:
+            self.speed, sizes = speed_classes(speeds)
+            if policy.name not in CLASS_POLICIES or self.speed.size > MAX_SPEED_CLASSES:
+                raise ValueError(f"the counts engine runs speed classes for "
+                                 f"{', '.join(CLASS_POLICIES)}, at most {MAX_SPEED_CLASSES}")
+            if initial is not None or sizes.sum() != spec.n:
+                raise ValueError("speed classes start empty, with one speed per server")
         self.spec, self.policy, self.rng = spec, policy, rng
         self.n, self.m = spec.n, spec.m
         self.code = COUNT_POLICIES[policy.name]
@@ -83,6 +108,10 @@ class CountsEngine:
             at_least = np.cumsum(given[::-1])[::-1]
             self.cnt[: at_least.size] = at_least
         self.iq = _iqueue_counts(self.code, spec, self.cnt, iqueues, rng)
+        self.ccnt = np.zeros((0, levels))
+        if self.speed is not None:
+            self.ccnt = np.zeros((self.speed.size, levels))
+            self.ccnt[:, 0] = sizes
         self.ist = np.zeros(S.N_IST, np.int64)
         self.ist[S.I_MAXLEN] = top
         self.ist[S.I_MAXCAP] = int(np.flatnonzero(self.iq).max(initial=0))
@@ -91,7 +120,8 @@ class CountsEngine:
         micro = spec.micro
         self.area, self.last = np.zeros(levels), np.zeros(levels)
         self.bsum, self.bcnt = np.zeros(micro), np.zeros(micro, np.int64)
-        self.joins = np.zeros((S.H_SEGMENTS, levels))
+        classes = () if self.speed is None else (self.speed.size,)
+        self.joins = np.zeros((S.H_SEGMENTS, *classes, levels))
         self.snap = np.zeros((micro + 1, S.N_SNAP))
         self.snap_area = np.zeros((micro + 1, levels))
         self.ctl = np.zeros(S.N_CTL, np.int64)
@@ -121,13 +151,7 @@ class CountsEngine:
         t0 = time.perf_counter()
         try:
             while True:
-                status = run_counts(
-                    self.cnt, self.iq, self.ist, self.fst, self.msg, self.area, self.last,
-                    self.bsum, self.bcnt, self.joins, self.snap, self.snap_area, self.ctl,
-                    float(self.spec.rate * self.n), float(self.n), self.m, self.code, self.d,
-                    bool(self.spec.replace), float(self.spec.t_warm), float(self.spec.t_end),
-                    self.rng,
-                )  # fmt: skip
+                status = self._run()
                 check_deadline(self.policy, self.spec.deadline, self.events)
                 if status == S.DONE:
                     return True
@@ -150,6 +174,21 @@ class CountsEngine:
         finally:
             self.wall += time.perf_counter() - t0
 
+    def _run(self) -> int:
+        lam_n, t_warm, t_end = (float(self.spec.rate * self.n), float(self.spec.t_warm),
+                                float(self.spec.t_end))  # fmt: skip
+        if self.speed is not None:
+            return int(run_classes(
+                self.cnt, self.ccnt, self.speed, self.iq, self.ist, self.fst, self.msg,
+                self.area, self.last, self.bsum, self.bcnt, self.joins, self.snap,
+                self.snap_area, self.ctl, lam_n, float(self.n), self.code, self.d,
+                bool(self.spec.replace), t_warm, t_end, self.rng))  # fmt: skip
+        return int(run_counts(
+            self.cnt, self.iq, self.ist, self.fst, self.msg, self.area, self.last, self.bsum,
+            self.bcnt, self.joins, self.snap, self.snap_area, self.ctl, lam_n, float(self.n),
+            self.m, self.code, self.d, bool(self.spec.replace), t_warm, t_end,
+            self.rng))  # fmt: skip
+
     def _more_levels(self) -> None:
         from cloudsched.resources import check_memory
 
@@ -163,7 +202,8 @@ class CountsEngine:
             out[..., : a.shape[-1]] = a
             return out
 
-        self.cnt, self.area = grow(self.cnt, 0.0), grow(self.area, 0.0)
+        self.cnt, self.area, self.ccnt = grow(self.cnt, 0.0), grow(self.area, 0.0), grow(
+            self.ccnt, 0.0)  # fmt: skip
         self.last = grow(self.last, self.fst[S.F_NOW])
         self.joins, self.snap_area = grow(self.joins, 0.0), grow(self.snap_area, 0.0)
 
@@ -214,7 +254,7 @@ class CountsEngine:
             measured=measured,
             snap=self.snap[:used].copy(),
             snap_area=self.snap_area[:used].copy(),
-            hist=erlang_histogram(self.joins),
+            hist=erlang_histogram(self.joins, self.speed),
             segment_batches=self.bsum.size // S.H_SEGMENTS,
             tail_area=self.area.copy(),
             p0_area=float(self.fst[S.F_AREA_P0]),
@@ -235,14 +275,23 @@ def _bin_edges() -> np.ndarray:
     return np.ldexp(0.5 + sub / (2.0 * S.H_SUB), octave + S.H_EMIN)
 
 
-def erlang_histogram(joins: np.ndarray) -> np.ndarray:
+def erlang_histogram(joins: np.ndarray, speeds: np.ndarray | None = None) -> np.ndarray:
     """Spread joins at each level over the response-time bins, by Erlang(level + 1) mass.
 
     ``joins`` (``(segments, L)``): how many measured tasks joined a server holding ``k``
-    tasks.  Returns the expected bin counts (float64, ``(segments, H_BINS)``): the exact
-    response-time distribution of those tasks, binned as the per-server engine bins its
-    measured times (mass below the first bin goes to it, above the last to the last).
+    tasks; with ``speeds`` (``(K,)``), ``(segments, K, L)`` per speed class, a class-``c``
+    time being Erlang(``k + 1``) / ``speeds[c]``.  Returns the expected bin counts (float64,
+    ``(segments, H_BINS)``): the exact response-time distribution of those tasks, binned as
+    the per-server engine bins its measured times (mass below the first bin goes to it,
+    above the last to the last).
     """
+    if speeds is not None:
+        return sum((_erlang_bins(joins[:, c, :], float(s)) for c, s in enumerate(speeds)),
+                   np.zeros((joins.shape[0], S.H_BINS)))  # fmt: skip
+    return _erlang_bins(joins, 1.0)
+
+
+def _erlang_bins(joins: np.ndarray, speed: float) -> np.ndarray:
     out = np.zeros((joins.shape[0], S.H_BINS))
     used = np.flatnonzero(joins.sum(axis=0))
     if used.size == 0:
@@ -251,10 +300,10 @@ def erlang_histogram(joins: np.ndarray) -> np.ndarray:
 
     edges = _bin_edges()
     top = used.max() + 1.0
-    # bins outside [1e-9 (k+1), 60 + 4 (k+1)] hold less than 1e-12 of every level's mass
-    lo = int(np.searchsorted(edges, 1e-9))
-    hi = min(int(np.searchsorted(edges, 60.0 + 4.0 * top)) + 1, S.H_BINS)
-    x = edges[lo : hi + 1]
+    # bins outside [1e-9 (k+1), 60 + 4 (k+1)] / speed hold < 1e-12 of every level's mass
+    lo = int(np.searchsorted(edges, 1e-9 / speed))
+    hi = min(int(np.searchsorted(edges, (60.0 + 4.0 * top) / speed)) + 1, S.H_BINS)
+    x = edges[lo : hi + 1] * speed
     cdf = special.gammainc(used[:, None] + 1.0, x[None, :])  # (levels used, edges)
     mass = np.diff(cdf, axis=1)
     mass[:, 0] += cdf[:, 0]  # below the first edge kept

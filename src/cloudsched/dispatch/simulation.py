@@ -221,7 +221,7 @@ def run_simulation(
 
     def engine(g: np.random.Generator) -> Any:
         if spec.counts:
-            return CountsEngine(run, g, *_initial_counts(spec, g))
+            return CountsEngine(run, g, *_initial_counts(spec, g), speeds=work.speeds)
         init = _initial(spec, g)  # drawn first, then the task source
         return Engine(run, g, work.source(g, n), work.speeds, init)
 

@@ -19,7 +19,7 @@ from cloudsched.dispatch.initial import has_meanfield_start
 from cloudsched.dispatch.plugin import Policy
 from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.replication import MICRO_BATCHES
-from cloudsched.dispatch.workload import Trace, Workload, resolve_workload
+from cloudsched.dispatch.workload import Trace, Workload, markov_laws, resolve_workload
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.resources import INT_LIMIT, check_memory
 
@@ -114,8 +114,7 @@ class SimulationSpec:
         servers = check_int("servers", self.servers, low=1, high=INT_LIMIT)
         work = resolve_workload(servers, self.load, self.service, self.arrivals, self.speeds,
                                 self.trace, self.service_scale, self.engine)  # fmt: skip
-        counts = _counts_engine(self.engine, pol, self.keep_response_times, servers,
-                                work.general)  # fmt: skip
+        counts = _counts_engine(self.engine, pol, self.keep_response_times, servers, work)
         per_server = 0 if counts else servers * BYTES_PER_SERVER
         _check_server_state(servers, per_server, pol.name,
                             work.general or self.keep_response_times)  # fmt: skip
@@ -137,6 +136,9 @@ class SimulationSpec:
                 "initial", self.initial, "'auto' or 'empty' (no mean-field model for this "
                 "policy, load or a trace replay)",
             )  # fmt: skip
+        if self.initial == "meanfield" and counts and work.speeds is not None:
+            raise ParameterError("initial", self.initial, "'auto' or 'empty' with speeds on "
+                                 "the counts engine (the farm starts empty)")  # fmt: skip
         auto_start = self.initial == "auto" and model_start and not work.general
         resolved: dict[str, Any] = {
             "model": pol, "servers": servers, "work": work, "m": m, "tasks": tasks,
@@ -176,26 +178,40 @@ def _check_server_state(servers: int, need: int, policy: str, no_counts: bool) -
                              "an open-ended run needs very many events)") from None
 
 
-def _counts_engine(engine: str, pol: Policy, keep: bool, servers: int, general: bool) -> bool:
+def _counts_engine(engine: str, pol: Policy, keep: bool, servers: int, work: Workload) -> bool:
     """Whether the occupancy-count engine runs.
 
     ``engine="counts"`` asks for it (its limits checked here); ``auto`` chooses it from
     :data:`AUTO_COUNTS_SERVERS` servers on, for a built-in policy it runs, Poisson arrivals,
-    exp(1) service, equal speeds and no per-task records.  Below that N the per-server
-    engine runs (its results are those the tests and the README's tables were measured
-    with); above it the per-server state stops fitting in the CPU caches and the counts
-    engine is 6-12 times faster (``benchmarks/bench_counts.py``).
+    exp(1) service, equal speeds (or at most ``MAX_SPEED_CLASSES`` distinct speeds for
+    random, pod and jsq) and no per-task records.  Below that N the per-server engines run
+    (their results are those the tests and the README's tables were measured with); above
+    it the per-server state stops fitting in the CPU caches and the counts engine is 6-12
+    times faster (``benchmarks/bench_counts.py``).
     """
-    from cloudsched.dispatch.counts import COUNT_POLICIES
+    from cloudsched.dispatch.counts import (
+        CLASS_POLICIES,
+        COUNT_POLICIES,
+        MAX_SPEED_CLASSES,
+        speed_classes,
+    )
 
     runs = pol.builtin and pol.name in COUNT_POLICIES
+    laws = work.trace is None and markov_laws(work.service, work.interarrival)
+    classes = 1 if work.speeds is None else speed_classes(work.speeds)[0].size
+    fits = (classes == 1 and work.speeds is None) or (
+        pol.name in CLASS_POLICIES and classes <= MAX_SPEED_CLASSES)  # fmt: skip
     if engine == "auto":
-        return runs and not general and not keep and servers >= AUTO_COUNTS_SERVERS
+        return runs and laws and fits and not keep and servers >= AUTO_COUNTS_SERVERS
     if engine != "counts":
         return False
     if not runs:
         raise ParameterError("engine", engine, "'auto', 'exponential' or 'general' for "
                              f"{pol.name} (counts runs {', '.join(COUNT_POLICIES)})")  # fmt: skip
+    if not fits:
+        raise ParameterError("engine", engine, "'auto' or 'general' with speeds unless the "
+                             f"policy is {', '.join(CLASS_POLICIES)} and there are at most "
+                             f"{MAX_SPEED_CLASSES} distinct speeds ({classes} given)")  # fmt: skip
     if keep:
         raise ParameterError("engine", engine, "'auto' or 'exponential' with "
                              "keep_response_times (counts keeps no per-task records)")  # fmt: skip

@@ -14,7 +14,8 @@ from numpy.typing import ArrayLike
 from cloudsched.dispatch.distributions import Distribution, Exponential, parse_spec
 from cloudsched.errors import ParameterError, check_choice, check_real
 
-__all__ = ["MAX_LOAD", "RenewalSource", "Trace", "TraceSource", "Workload", "resolve_workload"]
+__all__ = ["MAX_LOAD", "RenewalSource", "Trace", "TraceSource", "Workload", "markov_laws",
+           "resolve_workload"]
 
 #: Largest load accepted: an overloaded run keeps every waiting task in memory, and the
 #: drain after the last measured arrival still simulates arrivals (memory grows with the
@@ -111,6 +112,12 @@ class TraceSource:
         return self.trace.arrivals[lo:hi], self.trace.services[lo:hi], last
 
 
+def markov_laws(service: Distribution, interarrival: Distribution) -> bool:
+    """Whether arrivals are Poisson and service exp(1) (the chain's laws; speeds aside)."""
+    return (isinstance(service, Exponential) and service.mean == 1.0
+            and isinstance(interarrival, Exponential))  # fmt: skip
+
+
 @dataclass(frozen=True)
 class Workload:
     """Resolved arrivals and services: the fast path, or task sources for the event list.
@@ -199,7 +206,10 @@ def resolve_workload(
         isinstance(svc, Exponential) and svc.mean == 1.0 and isinstance(gap, Exponential)
         and speed is None
     )  # fmt: skip
-    if engine in ("exponential", "counts") and not fast:
+    if engine == "exponential" and not fast:
+        raise ParameterError("engine", engine, "'general', 'auto' or 'counts' unless arrivals "
+                             "are Poisson and service exp(1) at equal speeds")  # fmt: skip
+    if engine == "counts" and not (fast or (speed is not None and markov_laws(svc, gap))):
         raise ParameterError(
             "engine", engine, "'general' or 'auto' unless arrivals are Poisson and service exp(1)"
         )

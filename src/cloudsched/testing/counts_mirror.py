@@ -115,9 +115,12 @@ class _IQueues:
         return sum(1 for v in self.sizes if v == 0)
 
 
-def _batches(spec: RunSpec, records: list[tuple[float, int]],
+def _batches(spec: RunSpec, records: list[tuple[float, int]], classes: int,
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:  # fmt: skip
-    """Micro-batch sums and counts, levels joined per segment, and the final width."""
+    """Return micro-batch sums and counts, levels joined per segment, and the final width.
+
+    The levels joined are kept per class too: a record's level is ``k + 64 c``.
+    """
     measured = len(records)
     width = initial_width(spec)
     while measured > width * spec.micro:
@@ -125,25 +128,69 @@ def _batches(spec: RunSpec, records: list[tuple[float, int]],
     used = -(-measured // width)
     bsum, bcnt = np.zeros(used), np.zeros(used, np.int64)
     seg_batches = spec.micro // K.H_SEGMENTS
-    joins = np.zeros((K.H_SEGMENTS, 64))
-    for order, (rt, k) in enumerate(records):
+    joins = np.zeros((K.H_SEGMENTS, classes, 64))
+    for order, (rt, key) in enumerate(records):
         b = order // width
         bsum[b] += rt
         bcnt[b] += 1
-        joins[b // seg_batches, k] += 1.0
+        c, k = divmod(key, 64)
+        joins[b // seg_batches, c, k] += 1.0
     return bsum, bcnt, joins, width
 
 
+def _speed_class(queues: list[int], cls: list[int], speed: list[float], w: float,
+                 ) -> tuple[int, float]:  # fmt: skip
+    """Class of a departure read off ``w``, and ``w`` within that class (kernel's order)."""
+    last = len(speed) - 1
+    busy = [sum(1 for q, c in zip(queues, cls, strict=True) if q >= 1 and c == k)
+            for k in range(len(speed))]  # fmt: skip
+    c, before = 0, 0.0
+    while c < last:
+        upto = before + speed[c] * busy[c]
+        if w < upto and busy[c] > 0:
+            break
+        before = upto
+        c += 1
+    while busy[c] <= 0:
+        c -= 1
+    return c, (w - before) / speed[c]
+
+
+def _class_at(queues: list[int], cls: list[int], classes: int, k: int, x: float) -> int:
+    """Return the class of the server an arrival joins at level ``k``.
+
+    ``x`` is a uniform times the servers at level ``k``; classes are summed in order, as
+    the kernel sums them.
+    """
+    at = [sum(1 for q, c in zip(queues, cls, strict=True) if q == k and c == j)
+          for j in range(classes)]  # fmt: skip
+    c, acc = 0, 0.0
+    while c < classes - 1:
+        acc += at[c]
+        if x < acc:
+            break
+        c += 1
+    while at[c] <= 0:
+        c -= 1
+    return c
+
+
 def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | None = None,
-                  iqueues: list[int] | None = None) -> dict[str, object]:  # fmt: skip
+                  iqueues: list[int] | None = None,
+                  speeds: list[float] | None = None) -> dict[str, object]:  # fmt: skip
     """Run ``spec`` (fixed length, in tasks or in time) from ``initial`` queue lengths.
 
     ``iqueues``: each dispatcher's I-queue size at time 0 (jiq, jiq-pod; they must list the
-    idle servers).  Returns ``bsum``, ``bcnt``, ``joins`` (``(H_SEGMENTS, levels)``),
-    ``width``, ``queues`` (final, sorted), ``iqueues`` (final sizes, sorted), ``tail_area``,
-    ``p0_area``, ``t_warm``, ``t_end``, ``events`` and ``messages`` (join, delete, probe).
+    idle servers); ``speeds``: each server's speed (random, pod, jsq; an empty start).
+    Returns ``bsum``, ``bcnt``, ``joins`` (``(H_SEGMENTS, levels)``, with speeds
+    ``(H_SEGMENTS, classes, levels)``), ``width``, ``queues`` (final, sorted), ``iqueues``
+    (final sizes, sorted), ``tail_area``, ``p0_area``, ``t_warm``, ``t_end``, ``events``
+    and ``messages`` (join, delete, probe); with speeds also ``class_queues`` (each class's
+    final queue lengths, sorted).
     """
     n, policy = spec.n, str(spec.policy)
+    speed = sorted(set(speeds)) if speeds is not None else [1.0]
+    cls = [speed.index(x) for x in speeds] if speeds is not None else [0] * n
     d = 1 if policy in ("random", "jiq", "jiq-sq") else spec.d
     queues = list(initial) if initial is not None else [0] * n
     jiq = policy in ("jiq", "jiq-pod", "jiq-sq")
@@ -168,7 +215,10 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | 
         p0_area += (iq.empty() if jiq else spec.m) * (t1 - t0)
 
     while phase != K.DRAIN:
-        busy = _at_least(queues, 1)
+        busy = 0.0
+        for c in range(len(speed)):  # in class order, as the kernel sums
+            busy += speed[c] * sum(1 for q, j in zip(queues, cls, strict=True)
+                                   if q >= 1 and j == c)  # fmt: skip
         rate = lam_n + busy
         step = float(rng.standard_exponential()) / rate
         u = float(rng.random()) * rate
@@ -200,23 +250,33 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | 
                 if jiq and k == 0:  # a delete request for the idle server chosen
                     iq.sizes[iq.entry(float(rng.random()) * queues.count(0))] -= 1
                     messages[1] += measuring
+            c = 0
+            if len(speed) > 1:
+                x = float(rng.random()) * sum(1 for q in queues if q == k)
+                c = _class_at(queues, cls, len(speed), k, x)
             if measuring:
-                records.append((_erlang(rng, k + 1), k))
-            i = queues.index(k)  # any server of that level: they are exchangeable
+                records.append((_erlang(rng, k + 1) / speed[c], k + 64 * c))
+            # any server of that level and class: they are exchangeable
+            i = next(i for i in range(n) if queues[i] == k and cls[i] == c)
             queues[i] += 1
             arrivals += 1
         else:
-            w = u - lam_n
+            c, w = _speed_class(queues, cls, speed, u - lam_n)
+            mine = [q for q, j in zip(queues, cls, strict=True) if j == c]
             k = 1
-            while _at_least(queues, k + 1) > w:
+            while _at_least(mine, k + 1) > w:
                 k += 1
-            queues[queues.index(k)] -= 1
+            queues[next(i for i in range(n) if queues[i] == k and cls[i] == c)] -= 1
             if jiq and k == 1:  # idle: it joins an I-queue
                 probes = iq.join(policy, spec.d, rng)
                 messages[0] += measuring
                 messages[2] += probes * measuring
-    bsum, bcnt, joins, width = _batches(spec, records)
+    bsum, bcnt, joins, width = _batches(spec, records, len(speed))
+    if speeds is None:
+        joins = joins[:, 0, :]
     return {"bsum": bsum, "bcnt": bcnt, "joins": joins, "width": width,
+            "class_queues": [sorted(q for q, j in zip(queues, cls, strict=True) if j == c)
+                             for c in range(len(speed))],
             "queues": sorted(queues), "iqueues": sorted(iq.sizes), "tail_area": area,
             "p0_area": p0_area, "t_warm": t_warm, "t_end": t_end, "events": events,
             "messages": messages}  # fmt: skip

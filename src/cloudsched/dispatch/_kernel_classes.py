@@ -1,0 +1,196 @@
+"""Compiled event loop of the occupancy-count engine with speed classes (random, pod, jsq).
+
+Servers of the same speed are exchangeable: with K speed classes (``speed[c]``), the numbers
+``ccnt[c, i]`` of class-``c`` servers holding at least ``i`` tasks are a Markov chain of their
+own, and ``cnt[i] = sum_c ccnt[c, i]`` is kept beside them (the policies and the
+measurements read it).  The policies here choose by queue length alone (``random``,
+``pod(d)`` with or without replacement, ``jsq``), so:
+
+* After an ``Exp(lam N + sum_c speed[c] ccnt[c, 1])`` time comes an arrival with probability
+  ``lam N / rate``, else a departure.  A departure's class and level are read off the same
+  uniform ``w = u - lam N``: the first class ``c`` whose running sum of
+  ``speed[c] ccnt[c, 1]`` exceeds ``w``, then ``w' = (w - sum before c) / speed[c]`` in
+  ``[0, ccnt[c, 1])`` gives the level as in the equal-speed kernel (the largest ``k`` with
+  ``ccnt[c, k] > w'``): a uniform busy server of that class, picked with rate proportional
+  to its speed.
+* An arrival joins level ``k`` exactly as in :mod:`cloudsched.dispatch._kernel_counts`
+  (read off ``cnt``); the server is then of class ``c`` with probability
+  ``(ccnt[c, k] - ccnt[c, k + 1]) / (cnt[k] - cnt[k + 1])``: the policies break ties
+  uniformly, so the server chosen is uniform among the sampled ones at level ``k``, which
+  are uniform among all servers at level ``k`` (one more ``random`` when K > 1).
+* Its response time is Erlang(``k + 1``) / ``speed[c]`` (FCFS, exponential work of mean 1),
+  drawn at joining; ``joins[segment, c, k]`` counts the (class, level) pairs joined, from
+  which :func:`cloudsched.dispatch.counts.erlang_histogram` gives the exact distribution.
+
+Random draws, in order, per event: ``standard_exponential`` (time step), ``random`` (event
+type, and for a departure its class and level); for an arrival one ``random`` for the level
+(none for ``jsq``), then one for the class when K > 1, then its response time (as in the
+equal-speed kernel).  :func:`cloudsched.testing.counts_mirror.mirror_counts` (``speeds=``)
+makes the same draws in plain Python.
+"""
+
+from __future__ import annotations
+
+from cloudsched._jit import kernel
+from cloudsched.dispatch import state as S
+from cloudsched.dispatch._kernel_counts import (
+    POD,
+    close_window,
+    erlang_time,
+    join_level,
+    open_window,
+    snapshot,
+)
+
+__all__ = ["run_classes"]
+
+
+@kernel(nrt=False, inline=True)
+def _busy_rate(ccnt, speed):
+    """Total service rate of the busy servers: ``sum_c speed[c] ccnt[c, 1]`` (class order)."""
+    total = 0.0
+    for c in range(speed.shape[0]):
+        total += speed[c] * ccnt[c, 1]
+    return total
+
+
+@kernel(nrt=False, inline=True)
+def _departure(ccnt, speed, w):
+    """Return (class, level) of the departure read off ``w`` in ``[0, busy rate)``."""
+    last = speed.shape[0] - 1
+    c = 0
+    before = 0.0
+    while c < last:
+        upto = before + speed[c] * ccnt[c, 1]
+        if w < upto and ccnt[c, 1] > 0.0:
+            break
+        before = upto
+        c += 1
+    while ccnt[c, 1] <= 0.0:  # rounding past the last busy class: the last busy one
+        c -= 1
+    x = (w - before) / speed[c]
+    k = 1
+    while ccnt[c, k + 1] > x:
+        k += 1
+    return c, k
+
+
+@kernel(nrt=False, inline=True)
+def _arrival_class(ccnt, cnt, k, rng):
+    """Return the class of the server an arrival joins at level ``k`` (one ``random``)."""
+    last = ccnt.shape[0] - 1
+    x = rng.random() * (cnt[k] - cnt[k + 1])
+    c = 0
+    acc = 0.0
+    while c < last:
+        acc += ccnt[c, k] - ccnt[c, k + 1]
+        if x < acc:
+            break
+        c += 1
+    while ccnt[c, k] - ccnt[c, k + 1] <= 0.0:  # rounding past the last class at level k
+        c -= 1
+    return c
+
+
+@kernel(nrt=False)
+def run_classes(cnt, ccnt, speed, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap,
+                snap_area, ctl, lam_n, n, code, d, replace, t_warm, t_end, rng):  # fmt: skip
+    """Advance the chain until done or until the caller must act (a status of ``state``).
+
+    As :func:`cloudsched.dispatch._kernel_counts.run_counts`, with ``ccnt`` (float64,
+    ``(K, L)``), ``speed`` (float64, ``(K,)``) and ``joins`` of shape
+    ``(H_SEGMENTS, K, L)``; ``iq`` is ``[M]`` (no I-queues).
+    """
+    wshift = 0
+    while (1 << wshift) < ctl[S.C_WIDTH]:
+        wshift += 1
+    nmicro = bsum.shape[0]
+    segshift = 0
+    while (S.H_SEGMENTS << segshift) < nmicro:
+        segshift += 1
+    levels = cnt.shape[0]
+    classes = speed.shape[0]
+    arr_end, arr_warm = ctl[S.C_ARR_END], ctl[S.C_ARR_WARM]
+    width, budget = ctl[S.C_WIDTH], ctl[S.C_BUDGET]
+    now = fst[S.F_NOW]
+    arrivals, phase, maxlen = ist[S.I_ARRIVALS], ist[S.I_PHASE], ist[S.I_MAXLEN]
+    probes = d if code == POD else 0
+    done = 0
+    status = S.CHUNK
+    while True:
+        if phase == S.DRAIN:
+            status = S.DONE
+            break
+        if done >= budget:
+            break
+        if maxlen + 2 >= levels:
+            status = S.NEED_LEVELS
+            break
+        if phase == S.MEASURE and arrivals - arr_warm >= width * nmicro:
+            status = S.NEED_MERGE
+            break
+        rate = lam_n + _busy_rate(ccnt, speed)
+        now = now + rng.standard_exponential() / rate
+        u = rng.random() * rate
+        is_arrival = u < lam_n
+        if phase == S.WARMUP:
+            if arr_end < 0 and now >= t_warm:
+                phase = S.MEASURE
+                open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals,
+                            t_warm)  # fmt: skip
+                arr_warm = arrivals
+            elif arr_end >= 0 and is_arrival and arrivals == arr_warm:
+                phase = S.MEASURE
+                open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, now)
+        if phase == S.MEASURE:
+            te = -1.0
+            if arr_end < 0 and now >= t_end:
+                te = t_end
+            elif arr_end >= 0 and is_arrival and arrivals == arr_end:
+                te = now
+            if te >= 0.0:
+                close_window(cnt, iq, ist, fst, area, last, arrivals, te)
+                phase = S.DRAIN
+                now = te if arr_end < 0 else now
+                done += 1
+                continue
+        measuring = phase == S.MEASURE
+        done += 1
+        checkpoint = False
+        if is_arrival:
+            k = join_level(cnt, n, code, d, replace, rng)
+            c = _arrival_class(ccnt, cnt, k, rng) if classes > 1 else 0
+            j = k + 1
+            if measuring:
+                order = arrivals - arr_warm
+                if order > 0 and order & (width - 1) == 0:
+                    snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, order >> wshift, now)
+                b = order >> wshift
+                bsum[b] += erlang_time(rng, j) / speed[c]
+                bcnt[b] += 1
+                joins[b >> segshift, c, k] += 1.0
+                msg[S.M_PROBE] += probes
+                checkpoint = order + 1 == ctl[S.C_NEXT_CHECK]
+                area[j] += cnt[j] * (now - last[j])
+                last[j] = now
+            cnt[j] += 1.0
+            ccnt[c, j] += 1.0
+            if j > maxlen:
+                maxlen = j
+            arrivals += 1
+        else:
+            c, k = _departure(ccnt, speed, u - lam_n)
+            if measuring:
+                area[k] += cnt[k] * (now - last[k])
+                last[k] = now
+            cnt[k] -= 1.0
+            ccnt[c, k] -= 1.0
+        if checkpoint:
+            status = S.CHECKPOINT
+            break
+    fst[S.F_NOW] = now
+    ist[S.I_ARRIVALS] = arrivals
+    ist[S.I_PHASE] = phase
+    ist[S.I_MAXLEN] = maxlen
+    ist[S.I_EVENTS] += done
+    return status
