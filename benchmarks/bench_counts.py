@@ -7,6 +7,9 @@ kernel).  Prints events per CPU second, median and range of 3 seeds, beside the 
 engine run the same way at N = 10^3 and 10^6 (the ratio: counts over per-server).  Peak
 memory at N = 10^8 is measured in a fresh process by ``bench_peers.py --engines counts``.
 
+Then pod(2) with two speed classes (a quarter of the servers at speed 2, an empty start as
+with any speeds), against the event-list engine at N = 10^3 and 10^6.
+
 Run: ``python benchmarks/bench_counts.py [TASKS]`` (default 10^7).
 """
 
@@ -59,6 +62,46 @@ def main() -> None:
                 line += (f"  {statistics.median(per):>8.1f} [{min(per):5.1f}, {max(per):5.1f}]"
                          f"  {ratio:5.1f}")  # fmt: skip
             print(line, flush=True)
+    classes(tasks)
+
+
+def _class_rate(n: int, tasks: int, seed: int, counts: bool) -> float:
+    """pod(2) with a quarter of the servers twice as fast (empty start, the default with
+    speeds): events per CPU second, counts engine or the event-list engine."""
+    speeds = np.where(np.arange(n) % 4 == 0, 2.0, 1.0)
+    spec = RunSpec("pod", n, 1, 0.9 * speeds.sum() / n, d=2, warm_tasks=0, end_tasks=tasks,
+                   record=False)  # fmt: skip
+    rng = np.random.default_rng(seed)
+    if counts:
+        eng: CountsEngine | Engine = CountsEngine(spec, rng, speeds=speeds)
+    else:
+        from cloudsched.dispatch.distributions import Exponential
+        from cloudsched.dispatch.workload import RenewalSource
+
+        arr, svc = rng.spawn(2)
+        source = RenewalSource(Exponential(), Exponential(), spec.rate * n, arr, svc)
+        eng = Engine(spec, rng, source, speeds)
+    t0 = time.process_time()
+    while not eng.advance(1 << 22):
+        pass
+    return eng.events / (time.process_time() - t0)
+
+
+def classes(tasks: int) -> None:
+    """Speed classes: pod(2), two speeds, against the event-list engine."""
+    _class_rate(100, 1000, 0, True)
+    _class_rate(100, 1000, 0, False)
+    print("\npod(2), two speed classes (1/4 of the servers at speed 2), empty start:")
+    print(f"{'N':>13}  {'counts M events/s':>24}  {'event list':>22}  ratio")
+    for n in (1000, 1_000_000, 100_000_000):
+        ours = [_class_rate(n, tasks, s, True) / 1e6 for s in range(3)]
+        line = f"{n:>13,}  {statistics.median(ours):>8.1f} [{min(ours):5.1f}, {max(ours):5.1f}]"
+        if n <= 1_000_000:
+            per = [_class_rate(n, tasks, s, False) / 1e6 for s in range(3)]
+            ratio = statistics.median(ours) / statistics.median(per)
+            line += (f"  {statistics.median(per):>8.1f} [{min(per):5.1f}, {max(per):5.1f}]"
+                     f"  {ratio:5.1f}")  # fmt: skip
+        print(line, flush=True)
 
 
 if __name__ == "__main__":
