@@ -19,8 +19,12 @@ SIM = ["simulate", "random", "--servers", "10", "--load", "0.5"]
 CASES = {
     "servers overflow": (["simulate", "random", "--servers", "9" * 23, "--load", "0.5"],
                          "--servers must be an integer"),
-    "servers beyond memory": (["simulate", "random", "--servers", "1000000000", "--load", "0.5"],
+    "servers beyond memory": (["simulate", "random", "--servers", "1000000000", "--load", "0.5",
+                               "--engine", "servers"],
                               "--servers must be small enough to fit in memory"),
+    # auto runs counts there: an open-ended run could not certify within --max-tasks
+    "servers beyond max tasks": (["simulate", "random", "--servers", "1000000000", "--load",
+                                  "0.5"], "--tasks must be given (or horizon"),
     "negative seed": ([*SIM, "--seed", "-1"], "--seed must be an integer in [0"),
     "tasks overflow": ([*SIM, "--tasks", "9" * 20], "--tasks must be an integer"),
     "threshold overflow": (["simulate", "jiq-threshold", "--servers", "10", "--load", "0.5",

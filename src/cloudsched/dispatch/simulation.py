@@ -53,6 +53,7 @@ from cloudsched.dispatch.spec import (
     overload_note,
 )
 from cloudsched.dispatch.workload import Trace
+from cloudsched.errors import ParameterError
 from cloudsched.randomness import Seed, streams
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS
 
@@ -212,7 +213,7 @@ def run_simulation(
     relax = relaxation_time(spec.model.relaxation, work.load, servers=n, r=n / spec.m,
                             d=spec.d, variability=variability, time_unit=unit)  # fmt: skip
     if spec.open_ended:
-        _warn_if_too_long(spec, relax)
+        _check_run_length(spec, relax)
     run = _run_spec(spec, relax)
     if spec.time_limit is not None:
         run = replace(run, deadline=time.perf_counter() + spec.time_limit)
@@ -239,19 +240,27 @@ def run_simulation(
     return summarise(runs, spec, seed, relax, reason)
 
 
-def _warn_if_too_long(spec: SimulationSpec, relax: float) -> None:
-    """Warn when ``max_tasks`` will stop an open-ended run before it can certify an interval.
+def _check_run_length(spec: SimulationSpec, relax: float) -> None:
+    """Refuse or warn when ``max_tasks`` would stop an open-ended run before it can certify.
 
     A certified interval needs ``batches`` batches of at least five relaxation times: at
-    least that span of arrivals, whatever the engine (at N = 10^8 that is ~10^11).
+    least that span of arrivals, whatever the engine (at N = 10^8 that is ~10^11).  With
+    the default ``max_tasks`` the run is refused before it starts (it would spend its whole
+    budget and still print no interval); a ``max_tasks`` the caller chose is a budget they
+    accept, so the run goes ahead with a warning.
     """
     per_time = spec.work.rate_per_server * spec.servers
     need = per_time * spec.batches * MIN_BATCH_RELAXATIONS * relax
-    if math.isfinite(need) and need > spec.max_tasks:
-        warnings.warn(f"a certified interval needs about {need:.2g} arrivals here ({spec.batches} "
-                      f"batches of {MIN_BATCH_RELAXATIONS:g} relaxation times), more than "
-                      f"max_tasks = {spec.max_tasks:.2g}: give tasks or horizon for a run of a "
-                      "chosen length", RuntimeWarning, stacklevel=3)  # fmt: skip
+    if not (math.isfinite(need) and need > spec.max_tasks):
+        return
+    why = (f"a certified interval needs about {need:.2g} arrivals here ({spec.batches} batches "
+           f"of {MIN_BATCH_RELAXATIONS:g} relaxation times), more than max_tasks = "
+           f"{spec.max_tasks:.2g}")  # fmt: skip
+    if spec.max_tasks == DEFAULT_MAX_TASKS:
+        raise ParameterError("tasks", None, f"given (or horizon, for a run of a chosen "
+                             f"length, or a larger max_tasks): {why}")  # fmt: skip
+    warnings.warn(f"{why}: give tasks or horizon for a run of a chosen length", RuntimeWarning,
+                  stacklevel=3)
 
 
 def _run_spec(spec: SimulationSpec, relax: float) -> RunSpec:
