@@ -9,7 +9,8 @@ comparison, each printed as a ratio ``current / baseline``:
 * ``--baseline-src PATH``: the same cases on another checkout's ``src`` (e.g. a
   ``git worktree`` of an earlier commit): the before/after of a change;
 * plug-ins: ``examples/plugins/pod.py:pod-plugin`` against the built-in ``pod`` in this
-  tree (the plug-in interface must cost nothing).
+  tree, compiled with bounds checks (the default) and without (``--unchecked``: the
+  plug-in interface itself must cost nothing).
 
 Run: ``python benchmarks/bench_kernels.py [--quick] [--baseline-src /tmp/old/src]``.
 """
@@ -34,6 +35,8 @@ from cloudsched.dispatch import simulate
 policy, n, tasks, seed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 m = {"r": 10} if policy.startswith("jiq") else {}
 m["engine"] = "exponential"  # the per-server kernels (auto runs counts from N = 100,000)
+if policy.endswith("+unchecked"):  # a plug-in compiled without its bounds checks
+    policy, m["unchecked"] = policy[: -len("+unchecked")], True
 simulate(policy, servers=min(n, 50), load=0.9, tasks=2000, rng=0, initial="empty", **m)
 t0 = time.process_time()
 res = simulate(policy, servers=n, load=0.9, tasks=tasks, rng=seed, initial="empty", **m)
@@ -112,9 +115,11 @@ def main() -> None:
         compare([(f"placement {p}, 50x12", f"{src}|place:{p}", f"{base}|place:{p}", 0, horizon)
                  for p in ("dgp", "dgp-clock", "storm-default", "greedy")], reps)  # fmt: skip
         print()
-    print(f"plug-in Pod(2) against the built-in (median of {reps}, events per CPU second)")
-    compare([(f"pod plug-in / built-in, N = {n:,}", f"{src}|{POD_PLUGIN}", f"{src}|pod", n, t)
-             for n, t in sizes], reps)  # fmt: skip
+    print(f"plug-in Pod(2) against the built-in (median of {reps}, events per CPU second; "
+          "plug-ins are bounds-checked unless --unchecked)")
+    compare([(f"pod plug-in{tag} / built-in, N = {n:,}", f"{src}|{POD_PLUGIN}{tag}",
+              f"{src}|pod", n, t)
+             for tag in ("", "+unchecked") for n, t in sizes], reps)  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -493,3 +493,28 @@ def test_compare_says_when_a_precision_is_not_reached(capsys):
     assert exc.value.code == 0
     assert "~" in out and "before --precision 1e-09 held" in out
     assert "precision reached" in err and "(target 1e-07%)" in err
+
+
+def test_help_texts_name_only_commands_that_exist():
+    """Every 'cloudsched WORD' in any command's help is a command (or a placeholder)."""
+    import re
+
+    import click
+    import typer
+
+    from cloudsched.cli import app
+
+    root = typer.main.get_command(app)
+    names = set(root.commands)
+    texts = []
+
+    def walk(cmd, ctx):
+        texts.append(cmd.get_help(ctx))
+        for name, sub in getattr(cmd, "commands", {}).items():
+            walk(sub, click.Context(sub, info_name=name, parent=ctx))
+
+    walk(root, click.Context(root, info_name="cloudsched"))
+    assert len(texts) >= 15  # the commands and their groups
+    said = {m for t in texts for m in re.findall(r"cloudsched ([a-z][a-z-]*)", t)}
+    assert said <= names | {"demo"}, said - names
+    assert "policies" not in said

@@ -130,6 +130,22 @@ class Misuse:
     def choose(st, par, rng, m):
         v.iqueue_leave(st, 0)
         return 0
+
+
+@register_policy("writes-past", memory=4)
+class WritesPast:
+    @hook
+    def choose(st, par, rng, m):
+        if v.now(st) > 1.0:
+            st.mem[4 + par.n * 1000] = 7  # past its 4 entries: caught, nothing written
+        return 0
+
+
+@register_policy("reads-past", memory=4)
+class ReadsPast:
+    @hook
+    def choose(st, par, rng, m):
+        return 0 if st.mem[4 + par.n * 1000] >= 0 else 1
 '''
 
 
@@ -148,6 +164,9 @@ def bad_file(tmp_path_factory):
         ("untyped", "failed to compile: NameError: name 'undefined_name' is not defined"),
         ("allocates", "failed to compile at bad.py line 34: a hook allocates an array"),
         ("misuse", "a hook raised ValueError: iqueue_leave: the server is not listed"),
+        ("writes-past", "policy writes-past: a hook indexed outside an array (st.mem beyond "
+                        "its declared size, or a server outside [0, N)): IndexError"),
+        ("reads-past", "policy reads-past: a hook indexed outside an array"),
     ],
 )
 def test_a_failing_plugin_is_a_one_line_error(bad_file, name, message):
@@ -155,6 +174,29 @@ def test_a_failing_plugin_is_a_one_line_error(bad_file, name, message):
         simulate(f"{bad_file}:{name}", servers=10, r=5, load=0.5, tasks=2000, rng=1)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+def test_plugins_are_bounds_checked_unless_asked_not_to_be():
+    """The checks change no result; --unchecked compiles the kernel without them."""
+    from cloudsched.dispatch import get_policy
+
+    kw = {"servers": 200, "load": 0.9, "tasks": 50_000, "rng": 4}
+    checked = simulate(POD, **kw)
+    unchecked = simulate(POD, unchecked=True, **kw)
+    same_run(checked, simulate("pod", **kw))
+    same_run(unchecked, checked)
+    policy = get_policy(POD)
+    assert policy.kernels(False) is not policy.kernels(False, unchecked=True)
+    builtin = get_policy("pod")  # built-ins are never checked: one kernel either way
+    assert builtin.kernels(False) is builtin.kernels(False, unchecked=True)
+
+
+def test_the_cli_reports_an_out_of_bounds_write_in_one_line(bad_file):
+    bad = cli("simulate", f"{bad_file}:writes-past", "--servers", "10", "--load", "0.5",
+              "--tasks", "1000")  # fmt: skip
+    assert bad.returncode == 2
+    lines = bad.stderr.strip().splitlines()
+    assert len(lines) == 1 and "indexed outside an array" in lines[0], bad.stderr
 
 
 def other(prefix: str) -> str:
@@ -169,8 +211,8 @@ def other(prefix: str) -> str:
         ("def broken(:\n", "{path}", "line 1: SyntaxError"),
         ("import not_a_module_anywhere\n", "{path}", "loading failed: ModuleNotFoundError"),
         ("x = 1\n", "{path}", "registers no policy"),
-        (other("b"), "{path}", "the file registers 5 policies (b-raises, b-outside, b-untyped, "
-                               "b-allocates, b-misuse): add :NAME"),
+        (other("b"), "{path}", "the file registers 7 policies (b-raises, b-outside, b-untyped, "
+                               "b-allocates, b-misuse, b-writes-past, b-reads-past): add :NAME"),
         (other("c"), "{path}:nothing", "the file registers no policy 'nothing'"),
         (other("d").replace('"d-raises"', '"pod"'), "{path}:pod", "already taken by a policy of "
                                                                    "cloudsched"),

@@ -58,7 +58,8 @@ def parse_speeds(value: str) -> np.ndarray:
 
 
 def predict(
-    policy: Annotated[str, typer.Argument(help="A built-in policy (see: cloudsched policies).")],
+    policy: Annotated[str, typer.Argument(help="A built-in policy: random, round-robin, jsq, "
+                      "pod, jiq, jiq-pod, jiq-original, jiq-threshold, jiq-sq.")],
     *,
     load: Annotated[
         list[str] | None,
@@ -270,6 +271,10 @@ def simulate(
         typer.Option("--time-limit", help="Stop a run after this many seconds (an error, "
                      "exit 1; default: none). Ctrl-C stops any run at once."),
     ] = None,
+    unchecked: Annotated[
+        bool, typer.Option("--unchecked", help="Compile a plug-in without bounds checks "
+                           "(faster; an index outside an array is no longer caught)."),
+    ] = False,
     initial: Annotated[
         str,
         typer.Option(
@@ -339,14 +344,7 @@ def simulate(
 ) -> None:
     """Simulate a dispatch policy: Poisson/exp(1) by default, any laws, or a replayed trace."""
     check_outputs(out=out, inputs=[*(trace or []), speeds, *_law_files(service, arrivals)])
-    from cloudsched.cli.results import (
-        FRAME_FORMATS,
-        flat_inputs,
-        meanfield_value,
-        run_inputs,
-        simulation_table,
-        write_frame,
-    )
+    from cloudsched.cli.results import FRAME_FORMATS, emit_simulation, run_inputs
     from cloudsched.dispatch.logs import read_log
     from cloudsched.dispatch.simulation import simulate as run_simulation
     from cloudsched.dispatch.workload import MAX_LOAD
@@ -373,7 +371,7 @@ def simulate(
                 precision=precision, max_tasks=max_tasks, time_limit=time_limit, initial=initial,
                 rng=seed, progress=bar, service=service, arrivals=arrivals,
                 trace=log.trace if log else None, service_scale=service_scale, engine=engine,
-                speeds=speed,
+                speeds=speed, unchecked=unchecked,
             )  # fmt: skip
         finally:
             bar.close()
@@ -382,15 +380,7 @@ def simulate(
         sys.stderr.write(f"warning: {note}\n")
     inputs = run_inputs(service=service, arrivals=arrivals, speeds=speed, log=log,
                         service_scale=service_scale, load_given=lam is not None)  # fmt: skip
-    mf = meanfield_value(res, inputs)
-    if fmt == "table":
-        emit(simulation_table(res, inputs, mf), out)
-        return
-    import pandas as pd
-
-    row = {**res.to_row(tail), "meanfield_response_time": mf, **flat_inputs(inputs)}
-    payload = {**res.to_dict(), "meanfield_response_time": mf, "inputs": inputs}
-    write_frame(pd.DataFrame([row]), fmt, out, "", payload)
+    emit_simulation(res, inputs, fmt, out, tail)
 
 
 def register(app: typer.Typer) -> None:

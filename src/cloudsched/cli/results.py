@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FRAME_FORMATS",
+    "emit_simulation",
     "flat_inputs",
     "meanfield_value",
     "run_inputs",
@@ -144,3 +145,17 @@ def write_frame(
         emit(df.to_csv(index=False), out)
     else:
         emit(render_table(df, title), out)
+
+
+def emit_simulation(res: SimulationResult, inputs: dict[str, Any], fmt: str, out: Path | None,
+                    tail: int) -> None:  # fmt: skip
+    """Print or write one simulation's result (table, or a frame with its inputs)."""
+    mf = meanfield_value(res, inputs)
+    if fmt == "table":
+        emit(simulation_table(res, inputs, mf), out)
+        return
+    import pandas as pd
+
+    row = {**res.to_row(tail), "meanfield_response_time": mf, **flat_inputs(inputs)}
+    payload = {**res.to_dict(), "meanfield_response_time": mf, "inputs": inputs}
+    write_frame(pd.DataFrame([row]), fmt, out, "", payload)

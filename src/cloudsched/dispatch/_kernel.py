@@ -337,11 +337,14 @@ def build(
     per_dispatcher: bool,
     general: bool,
     fingerprint: str,
+    checked: bool = False,
 ) -> tuple[Callable[..., None], Callable[..., int]]:
     """Compile ``init`` and ``run`` for a policy's hooks and one engine.
 
     ``general`` (a compile-time constant, as the hooks are): the event-list engine, else the
-    Markov-chain one.
+    Markov-chain one.  ``checked``: compile with numba's bounds checking (the hooks are
+    inlined, so their indexing is checked too): an index outside an array raises
+    ``IndexError`` instead of reading or writing memory it does not own.
 
     ``init(st, mt, par, rng, init_q, init_iq, init_svc)`` sets up time 0: an empty system,
     then ``init_q[s]`` tasks at server ``s`` (int64, ``(N,)`` or empty; they arrived before
@@ -491,6 +494,7 @@ def build(
         ist[S.I_EVENTS] += done
         return status
 
-    key = f"{fingerprint}:{'general' if general else 'markov'}"
-    return specialised(init, key), specialised(run, key, _nrt=False)
+    key = f"{fingerprint}:{'general' if general else 'markov'}:{'checked' if checked else ''}"
+    return (specialised(init, key, boundscheck=checked),
+            specialised(run, key, _nrt=False, boundscheck=checked))  # fmt: skip
 

@@ -82,7 +82,7 @@ class Engine:
         self.spec, self.policy, self.n, self.m, self.rng = spec, policy, n, m, rng
         self.source = source  # the event-list engine when a task source is given
         general = source is not None
-        self._init, self._run = policy.kernels(general)
+        self._init, self._run = policy.kernels(general, spec.unchecked)
         self.st = _new_state(spec, policy, initial, speeds, general)
         self.mt = _new_meter(spec, int(self.st.cnt.size))
         self.tasks = S.Tasks(np.zeros(0), np.zeros(0))  # empty: the first event asks for one

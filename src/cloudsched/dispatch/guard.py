@@ -39,6 +39,10 @@ class TimeLimitExceeded(ExternalError):
 
 def plugin_failure(policy: Policy, exc: Exception) -> PluginError:
     """Return the one-line error of a plug-in that failed to compile or raised."""
+    if isinstance(exc, IndexError) and str(exc) == "index is out of bounds":
+        return PluginError(policy.name, "a hook indexed outside an array (st.mem beyond its "
+                           "declared size, or a server outside [0, N)): IndexError, caught by "
+                           "the bounds checks plug-ins are compiled with")  # fmt: skip
     if not isinstance(exc, numba.core.errors.NumbaError):
         return PluginError(policy.name, f"a hook raised {type(exc).__name__}: {exc}")
     text = _ANSI.sub("", str(exc))

@@ -30,10 +30,13 @@ Hooks (all but ``choose`` optional; each is compiled by numba in nopython mode):
 The simulator compiles its event loop once per policy with the hooks as compile-time
 constants and caches it on disk, so a policy runs at the speed of its own code.  A file of
 such classes is a plug-in: ``cloudsched simulate path/to/policy.py:NAME`` loads it (also in
-``compare``, sweeps and ``simulate(policy="path.py:NAME")``).  Hooks of a plug-in are
-compiled with bounds checking: an index outside an array raises an ``IndexError`` instead of
-corrupting memory; an exception raised in a hook, a server outside ``[0, N)`` or code numba
-cannot compile ends the run with a :class:`PluginError` naming the policy.
+``compare``, sweeps and ``simulate(policy="path.py:NAME")``).  A plug-in's kernel is
+compiled with bounds checking: an index outside an array (``st.mem`` beyond its size, a
+server outside ``[0, N)`` given to a view function) ends the run with a one-line
+:class:`PluginError` instead of corrupting memory.  ``unchecked=True`` (``--unchecked``)
+compiles it without the checks, at the built-ins' speed, for a plug-in already tested.  An
+exception raised in a hook, a server outside ``[0, N)`` returned by ``choose`` or code
+numba cannot compile also ends the run with a :class:`PluginError` naming the policy.
 """
 
 from __future__ import annotations
@@ -141,16 +144,20 @@ class Policy:
         size = {"dispatchers": m, "servers": n}.get(str(self.memory), self.memory)
         return max(1, int(size))
 
-    def kernels(self, general: bool) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    def kernels(self, general: bool, unchecked: bool = False,
+                ) -> tuple[Callable[..., Any], Callable[..., Any]]:  # fmt: skip
         """Return the compiled ``init`` and ``run`` of this policy for one engine.
 
-        ``general``: the event-list engine, else the Markov-chain one.  Each pair is built
-        once per process (and loaded from the disk cache when it can be).
+        ``general``: the event-list engine, else the Markov-chain one.  A plug-in's kernels
+        are compiled with bounds checking unless ``unchecked`` (the built-ins, whose indexing
+        is tested, never are).  Each pair is built once per process (and loaded from the
+        disk cache when it can be).
         """
         from cloudsched._jit import source_fingerprint
         from cloudsched.dispatch._kernel import build
 
-        key = (self.fingerprint, bool(general))
+        checked = not self.builtin and not unchecked
+        key = (self.fingerprint, bool(general), checked)
         if key not in _COMPILED:
             h = self.hooks
             # the hooks' module and everything it refers to (a plug-in's own helper files
@@ -161,12 +168,12 @@ class Policy:
             _COMPILED[key] = build(
                 h["choose"], h["on_arrival"], h["on_departure"], h["on_start"],
                 iqueues=self.iqueues, per_dispatcher=self.per_dispatcher,
-                general=bool(general), fingerprint=fingerprint,
+                general=bool(general), fingerprint=fingerprint, checked=checked,
             )  # fmt: skip
         return _COMPILED[key]
 
 
-_COMPILED: dict[tuple[str, bool], tuple[Callable[..., Any], Callable[..., Any]]] = {}
+_COMPILED: dict[tuple[str, bool, bool], tuple[Callable[..., Any], Callable[..., Any]]] = {}
 _REGISTRY: dict[str, Policy] = {}
 _PLUGIN_NAMES: dict[str, list[str]] = {}  # plug-in file -> names it registered
 _LOADING: list[str] = []  # the plug-in file being executed (set by load_plugin)

@@ -77,6 +77,7 @@ class RunSpec:
     rounded up to a power of two (0: chosen from the expected run length); ``record`` keeps
     every response time.  ``deadline``: the ``time.perf_counter()`` past which the run is
     stopped (:class:`~cloudsched.dispatch.engine.TimeLimitExceeded`; None: no limit).
+    ``unchecked``: a plug-in's kernel compiled without bounds checking.
     """
 
     policy: str | Policy
@@ -95,6 +96,7 @@ class RunSpec:
     record: bool = True
     open_end: bool = False
     deadline: float | None = None
+    unchecked: bool = False
 
     def expected_tasks(self) -> float:
         """Measured arrivals expected in the window (``inf`` when open-ended)."""

@@ -89,6 +89,7 @@ def simulate(
     engine: str = "auto",
     keep_response_times: bool = False,
     time_limit: float | None = None,
+    unchecked: bool = False,
     progress: Callable[[float, str], None] | None = None,
 ) -> SimulationResult:
     """Simulate a dispatch policy until its steady-state mean is known to ``precision``.
@@ -170,6 +171,10 @@ def simulate(
         Stop the run after this many seconds of wall time with
         :class:`~cloudsched.dispatch.guard.TimeLimitExceeded` (also a plug-in hook that
         never returns; Ctrl-C stops any run at once).
+    unchecked : bool
+        Compile a plug-in's kernel without bounds checking (its speed is then the
+        built-ins'; an index outside an array is no longer caught).  Built-ins are never
+        checked.
     progress : callable, optional
         Called as ``progress(fraction, status)`` while the run goes: ``fraction`` in [0, 1]
         is the share done (an estimate for open-ended runs; negative: no new estimate) and
@@ -187,6 +192,7 @@ def simulate(
         precision=precision, max_tasks=max_tasks, initial=initial, service=service,
         arrivals=arrivals, speeds=speeds, trace=trace, service_scale=service_scale,
         engine=engine, keep_response_times=keep_response_times, time_limit=time_limit,
+        unchecked=unchecked,
     )  # fmt: skip
     return run_simulation(spec, rng=rng, progress=progress)
 
@@ -269,6 +275,7 @@ def _run_spec(spec: SimulationSpec, relax: float) -> RunSpec:
     run = RunSpec(
         spec.model, n, spec.m, work.rate_per_server, spec.d, spec.threshold,
         spec.with_replacement, record=spec.keep_response_times, open_end=spec.open_ended,
+        unchecked=bool(spec.unchecked),
     )  # fmt: skip
     if spec.tasks is not None:
         return replace(run, warm_tasks=0, end_tasks=spec.tasks)

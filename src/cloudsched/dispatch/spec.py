@@ -102,6 +102,7 @@ class SimulationSpec:
     engine: str = "auto"
     keep_response_times: bool = False
     time_limit: float | None = None
+    unchecked: bool = False
     model: Policy = field(init=False, repr=False)
     m: int = field(init=False)
     start: str = field(init=False)
