@@ -192,3 +192,32 @@ def test_public_lists_name_real_objects(package):
     mod = importlib.import_module(package)
     for name in getattr(mod, "__all__", ()):
         assert hasattr(mod, name), f"{package}.__all__ lists {name}, which it does not define"
+
+
+@pytest.mark.parametrize(("function", "spec", "runtime"), [
+    ("cloudsched.dispatch.simulation:simulate", "cloudsched.dispatch.spec:SimulationSpec",
+     {"rng", "progress"}),
+    ("cloudsched.placement.simulation:simulate_placement",
+     "cloudsched.placement.spec:PlacementSpec", {"rng", "progress", "optimum"}),
+])  # fmt: skip
+def test_the_run_functions_and_their_specs_list_the_same_parameters(function, spec, runtime):
+    """A parameter added to one and not the other would be lost in sweeps (which build the
+    spec) or in the API (which calls the function): names and defaults must agree.  The
+    function's run-time inputs (the random stream, progress, a precomputed optimum) are not
+    part of a spec."""
+    import dataclasses
+    import inspect
+
+    def load(ref):
+        module, name = ref.split(":")
+        return getattr(importlib.import_module(module), name)
+
+    params = inspect.signature(load(function)).parameters
+    fields = {f.name: f for f in dataclasses.fields(load(spec)) if f.init}
+    assert set(params) - runtime == set(fields)
+    for name, f in fields.items():
+        default = params[name].default
+        if default is inspect.Parameter.empty:
+            assert f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        elif f.default is not dataclasses.MISSING:
+            assert default == f.default, name
