@@ -425,12 +425,33 @@ def test_bad_input(kwargs, name):
         simulate("jiq", **kwargs)
 
 
+def test_policies_with_dispatchers_default_to_r_10_in_the_api_and_the_cli():
+    """The API and the command line agree: r = min(10, N) when a policy needs dispatchers
+    and neither r nor M is given; one dispatcher for the others."""
+    kw = {"servers": 200, "load": 0.8, "tasks": 5000, "rng": 3}
+    a = simulate("jiq", **kw)
+    assert a.dispatchers == 20
+    assert a.to_dict() | {"wall_seconds": 0, "events_per_second": 0} == simulate(
+        "jiq", r=10, **kw).to_dict() | {"wall_seconds": 0, "events_per_second": 0}
+    assert simulate("jiq", servers=4, load=0.5, tasks=100, rng=1).dispatchers == 1  # r = N
+    assert simulate("pod", **kw).dispatchers == 1
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "cloudsched", "simulate", "jiq", "--servers",
+                          "200", "--load", "0.8", "--tasks", "5000", "--seed", "3",
+                          "--format", "json"], capture_output=True, text=True, check=True)
+    cli = json.loads(out.stdout)
+    assert cli["dispatchers"] == 20 and cli["mean_response_time"] == a.mean_response_time
+
+
 def test_bad_d():
     with pytest.raises(ParameterError, match=r"^d "):
         simulate("pod", servers=5, load=0.5, d=6)
     with pytest.raises(ParameterError, match=r"^d "):
         simulate("jiq-sq", servers=10, dispatchers=2, load=0.5, d=3)
     with pytest.raises(ParameterError, match=r"^dispatchers "):
-        simulate("jiq", servers=10, load=0.5)
+        simulate("jiq", servers=10, load=0.5, dispatchers=2, r=5)
     with pytest.raises(ParameterError, match=r"^initial "):
         simulate("jiq-sq", servers=10, dispatchers=2, load=0.5, initial="meanfield")

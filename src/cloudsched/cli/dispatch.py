@@ -355,8 +355,6 @@ def simulate(
                                                low_open=True)  # fmt: skip
     warm: float | str = warmup if warmup == "auto" else check_real(
         "--warmup", warmup, low=0.0, high=0.9)  # fmt: skip
-    if dispatchers is None and r is None:  # CHOICE: r = 10 as in predict (N when N < 10)
-        r = float(min(10, max(servers, 1)))
     log = read_log(trace, trace_format, unfinished=unfinished, log_format=log_format,
                    log_service=log_service) if trace else None  # fmt: skip
     speed = parse_speeds(speeds) if speeds is not None else None

@@ -115,7 +115,8 @@ def simulate(
         and a number rescales its inter-arrival times by one common factor.
     dispatchers, r : int or float
         Number of dispatchers M in [1, N], or servers per dispatcher (M = round(N / r)).
-        Needed by ``round-robin`` and the JIQ family; defaults to M = 1 for the others.
+        Neither given: r = min(10, N) for ``round-robin`` and the JIQ family (as
+        ``predict``, and as on the command line), M = 1 for the others.
     d : int
         Probes per decision (``pod``, ``jiq-pod``: 1..N; ``jiq-sq``: I-queues sampled, 1..M).
     threshold : int

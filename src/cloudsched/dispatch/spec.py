@@ -24,7 +24,7 @@ from cloudsched.errors import ParameterError, check_choice, check_int, check_rea
 from cloudsched.resources import INT_LIMIT, check_memory
 
 __all__ = ["AUTO_COUNTS_SERVERS", "DEFAULT_BATCHES", "DEFAULT_MAX_TASKS", "DEFAULT_PRECISION",
-           "MAX_REPLICATIONS", "SimulationSpec", "overload_note"]  # fmt: skip
+           "DEFAULT_R", "MAX_REPLICATIONS", "SimulationSpec", "overload_note"]  # fmt: skip
 
 #: Memory per simulated server (state, I-queue arena, probe permutation), measured: ~180 B.
 BYTES_PER_SERVER = 200
@@ -45,13 +45,18 @@ DEFAULT_MAX_TASKS = 5_000_000_000
 AUTO_COUNTS_SERVERS = 100_000
 
 
+#: Servers per dispatcher when a policy needs dispatchers and neither r nor M is given.
+DEFAULT_R = 10.0
+
+
 def _resolve_dispatchers(servers: int, dispatchers: int | None, r: float | None) -> int:
+    """M from ``dispatchers`` or ``r``; neither: r = min(DEFAULT_R, N) (as ``predict``)."""
     if dispatchers is not None and r is not None:
         raise ParameterError(
             "dispatchers", dispatchers, "given alone (use dispatchers or r, not both)"
         )
     if dispatchers is None and r is None:
-        raise ParameterError("dispatchers", None, f"an integer in [1, {servers}] (or give r)")
+        r = min(DEFAULT_R, float(servers))
     if r is not None:
         r = check_real("r", r, low=1.0, high=float(servers))
         return max(1, min(servers, round(servers / r)))  # CHOICE: M = round(N / r)
