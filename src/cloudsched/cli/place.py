@@ -10,7 +10,14 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, emit, render_table, to_json
+from cloudsched.cli.common import (
+    LazyProgress,
+    check_outputs,
+    emit,
+    render_table,
+    resolve_format,
+    to_json,
+)
 from cloudsched.cli.place_model import load_model
 from cloudsched.errors import check_choice, check_real
 
@@ -158,7 +165,8 @@ def place_simulate(
     seed: Annotated[
         int | None, typer.Option("--seed", help="Seed (default: fresh, reported).")
     ] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    fmt: Annotated[str | None, typer.Option(
+        "--format", help="table or json (default: from --out's extension).")] = None,
     out: _Out = None,
     assignments: Annotated[
         Path | None,
@@ -183,7 +191,7 @@ def place_simulate(
     from cloudsched.placement.policies import PLACEMENT_POLICIES
     from cloudsched.placement.simulation import simulate_placement
 
-    fmt = check_choice("--format", fmt, ("table", "json"))
+    fmt = resolve_format(fmt, out, ("table", "json"))
     policy = check_choice("--policy", policy, PLACEMENT_POLICIES)
     warm: float | str = warmup if warmup == "auto" else check_real(
         "--warmup", warmup, low=0.0, high=0.9)  # fmt: skip
@@ -319,14 +327,15 @@ def place_bound(
     seed: Annotated[
         int, typer.Option("--seed", help="Seed for random graphs in the workload.")
     ] = 0,
-    fmt: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    fmt: Annotated[str | None, typer.Option(
+        "--format", help="table or json (default: from --out's extension).")] = None,
     out: _Out = None,
 ) -> None:
     """Bound the static optimum: the least average cost that serves every type's load."""
     check_outputs(out=out, inputs=[workload, cluster])
     from cloudsched.placement.optimize import SOLVERS, static_optimum
 
-    fmt = check_choice("--format", fmt, ("table", "json"))
+    fmt = resolve_format(fmt, out, ("table", "json"))
     solver = check_choice("--solver", solver, SOLVERS)
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
     cl, jobs = load_model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,

@@ -8,8 +8,14 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, emit, format_frame
-from cloudsched.errors import check_choice, check_real
+from cloudsched.cli.common import (
+    LazyProgress,
+    check_outputs,
+    emit,
+    format_frame,
+    resolve_format,
+)
+from cloudsched.errors import check_real
 
 __all__ = ["place_compare"]
 
@@ -49,7 +55,8 @@ def place_compare(
         float, typer.Option("--time-limit", help="Seconds to bound the static optimum.")
     ] = 60.0,
     seed: Annotated[int, typer.Option("--seed", help="Root seed of every run.")] = 0,
-    fmt: Annotated[str, typer.Option("--format", help="table, json or csv.")] = "table",
+    fmt: Annotated[str | None, typer.Option(
+        "--format", help="table, json or csv (default: from --out's extension).")] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the table to this file.")] = None,
     plot: Annotated[
         Path | None,
@@ -61,7 +68,7 @@ def place_compare(
     from cloudsched.experiments.place_compare import DEFAULT_POLICIES, compare_placement
 
     check_outputs(out=out, plot=plot, inputs=[workload, cluster])
-    fmt = check_choice("--format", fmt, ("table", "json", "csv"))
+    fmt = resolve_format(fmt, out, ("table", "json", "csv"))
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
     cl, jobs = load_model(cluster, racks, cross_rack_cost, workload, seed,
                       flux_traffic=flux_traffic)  # fmt: skip
