@@ -82,14 +82,14 @@ def test_place_commands_take_the_format_from_out_as_simulate_does(capsys, worklo
     with the name is refused in one line."""
     base = ["place", "bound", "--cluster", "3x3", "--workload", str(workload)]
     code, out, err = run(capsys, *base, "--out", str(tmp_path / "b.json"))
-    assert code == 0, err
+    assert code == 0 and out == "", err
     assert json.loads((tmp_path / "b.json").read_text())["value"] == pytest.approx(0.5)
     code, out, err = run(capsys, *base, "--out", str(tmp_path / "c.json"), "--format", "table")
     assert code == 2 and err.count("\n") == 1 and "agrees with --format table" in err
     code, out, err = run(capsys, "place", "simulate", "--cluster", "3x3", "--workload",
                          str(workload), "--horizon", "100", "--seed", "1", "--out",
                          str(tmp_path / "s.json"))  # fmt: skip
-    assert code == 0, err
+    assert code == 0 and out == "", err
     assert json.loads((tmp_path / "s.json").read_text())["policy"] == "dgp"
 
 
