@@ -86,3 +86,21 @@ def test_nulled_values_carry_a_reason(capsys, tmp_path):
     undefined = {"arrival_rate_per_s": "infinite", "offered_work_s_per_s": "infinite"}
     assert doc["undefined"] == undefined
     assert "same time" in doc["notes"][0]
+
+
+def test_one_helper_empties_undefined_numbers_in_every_record():
+    """NaN and infinity become None (at any depth, numpy scalars too); the paths say which."""
+    import json
+
+    import numpy as np
+
+    from cloudsched.results import finite_or_none
+
+    undefined: dict[str, str] = {}
+    x = {"a": float("nan"), "b": [1.0, np.float32("inf"), (np.int64(3), np.bool_(True))],
+         "c": {"d": -np.inf, 4: 2.5}}  # fmt: skip
+    got = finite_or_none(x, undefined)
+    assert got == {"a": None, "b": [1.0, None, [3, True]], "c": {"d": None, "4": 2.5}}
+    assert undefined == {"a": "not a number", "b[1]": "infinite", "c.d": "infinite"}
+    json.dumps(got, allow_nan=False)  # standard JSON
+    assert type(got["b"][2][0]) is int and type(got["b"][2][1]) is bool

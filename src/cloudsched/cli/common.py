@@ -19,6 +19,7 @@ from rich.table import Table
 
 from cloudsched.errors import ParameterError, check_loads
 from cloudsched.io import atomic_write_text
+from cloudsched.results import finite_or_none
 
 if TYPE_CHECKING:
     import numpy as np
@@ -117,29 +118,10 @@ def to_json(payload: Any) -> str:
     field's path and what it was (``infinite`` or ``not a number``).
     """
     undefined: dict[str, str] = {}
-    clean = _finite(payload, "", undefined)
+    clean = finite_or_none(payload, undefined)
     if undefined and isinstance(clean, dict) and "undefined" not in clean:
         clean["undefined"] = undefined
     return json.dumps(clean, indent=2, allow_nan=False)
-
-
-def _finite(x: Any, path: str = "", undefined: dict[str, str] | None = None) -> Any:
-    import numpy as np
-    if isinstance(x, dict):
-        return {str(k): _finite(v, f"{path}.{k}".lstrip("."), undefined) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_finite(v, f"{path}[{i}]", undefined) for i, v in enumerate(x)]
-    if isinstance(x, float | np.floating):
-        if math.isfinite(x):
-            return float(x)
-        if undefined is not None:
-            undefined[path] = "not a number" if math.isnan(x) else "infinite"
-        return None
-    if isinstance(x, np.integer):
-        return int(x)
-    if isinstance(x, np.bool_):
-        return bool(x)
-    return x
 
 
 def emit(text: str, out: Path | None) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -24,6 +24,7 @@ from cloudsched.dispatch.measure import (
 from cloudsched.dispatch.replication import RawRun
 from cloudsched.dispatch.spec import DEFAULT_BATCHES, SimulationSpec, overload_note
 from cloudsched.errors import ParameterError
+from cloudsched.results import finite_or_none
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate
 
 __all__ = ["PERCENTILES", "SimulationResult", "summarise"]
@@ -124,8 +125,7 @@ class SimulationResult:
         out["ci95"] = list(self.ci95) if self.ci95 else None
         out["warnings"] = list(self.warnings)
         out["r"] = self.r
-        return {k: (None if isinstance(v, float) and not math.isfinite(v) else v)
-                for k, v in out.items()}  # fmt: skip
+        return cast(dict[str, Any], finite_or_none(out))
 
 
 def summarise(

@@ -13,6 +13,8 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
+from cloudsched.results import finite_or_none
+
 __all__ = ["CI_FIELDS", "PlacementResult"]
 
 #: The quantities that carry a 95% interval, ``{name}_ci95``.
@@ -119,7 +121,7 @@ class PlacementResult:
         for name in CI_FIELDS:
             ci = getattr(self, f"{name}_ci95")
             out[f"{name}_ci95"] = None if ci is None else list(ci)
-        return _finite_or_none(out)
+        return finite_or_none(out)
 
     def to_row(self) -> dict[str, Any]:
         """Flatten the result into one row for pandas or CSV.
@@ -148,13 +150,3 @@ class PlacementResult:
                 if k != "name":
                     row[f"{t['name']}.{k}"] = v
         return {k: (math.nan if v is None else v) for k, v in row.items()}
-
-
-def _finite_or_none(x: Any) -> Any:
-    if isinstance(x, float) and not math.isfinite(x):
-        return None
-    if isinstance(x, dict):
-        return {k: _finite_or_none(v) for k, v in x.items()}
-    if isinstance(x, list):
-        return [_finite_or_none(v) for v in x]
-    return x
