@@ -211,11 +211,15 @@ def test_the_sweeps_dask_cluster_admits_only_its_own_client():
             {},  # plain, no certificate
             {"security": Security.temporary()},  # TLS with a certificate of its own
         ]
+        # each intruder's Client fails to start (how it fails - a refused handshake, a
+        # timeout, distributed's own loop runner giving up - is distributed's business), and
+        # the scheduler never admits it: only its fire-and-forget client is left
         for kw in intruders:
-            with pytest.raises((OSError, TimeoutError, TypeError)):
+            with pytest.raises(Exception):  # noqa: B017
                 Client(address, timeout=3, **kw)
-        with pytest.raises((OSError, TimeoutError)):  # the same port, spoken to in clear
+        with pytest.raises(Exception):  # noqa: B017  (the same port, spoken in clear)
             Client(address.replace("tls://", "tcp://"), timeout=3)
+        assert list(cluster.scheduler.clients) == ["fire-and-forget"]
     finally:
         cluster.close()
 
