@@ -190,7 +190,10 @@ def test_a_chain_the_solver_cannot_finish_is_refused(monkeypatch):
 
 
 def test_the_exact_chain_says_what_it_is_doing():
-    said = []
-    predict_finite("pod", 3, [0.8], method="exact", progress=said.append)
+    calls = []
+    predict_finite("pod", 3, [0.8], method="exact",
+                   progress=lambda fraction, status: calls.append((fraction, status)))
+    said = [status for _, status in calls]
     assert said and said[0].startswith("exact chain: ")
     assert "states at 8 tasks per server" in said[0]
+    assert all(fraction < 0 for fraction, _ in calls)  # a search: no share done to tell

@@ -221,3 +221,26 @@ def test_the_run_functions_and_their_specs_list_the_same_parameters(function, sp
             assert f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
         elif f.default is not dataclasses.MISSING:
             assert default == f.default, name
+
+
+def test_every_progress_callback_has_the_one_shape():
+    """Every public computation that reports progress takes a ``Progress``:
+    ``progress(fraction, status)`` (cloudsched/progress.py), not a shape of its own."""
+    import inspect
+
+    from cloudsched.progress import Progress
+
+    refs = ["cloudsched.dispatch.simulation:simulate", "cloudsched.dispatch.simulation:"
+            "run_simulation", "cloudsched.dispatch.fluid:fluid_trajectory",
+            "cloudsched.dispatch.finite:predict_finite", "cloudsched.dispatch.exact:solve_exact",
+            "cloudsched.dispatch.engine:run_once",
+            "cloudsched.placement.simulation:simulate_placement",
+            "cloudsched.placement.simulation:run_placement",
+            "cloudsched.placement.optimize:static_optimum",
+            "cloudsched.experiments.compare:compare", "cloudsched.experiments.sweep:run_sweep",
+            "cloudsched.experiments.place_compare:compare_placement"]  # fmt: skip
+    for ref in refs:
+        module, name = ref.split(":")
+        fn = getattr(importlib.import_module(module), name)
+        hints = inspect.get_annotations(fn, eval_str=True)
+        assert hints["progress"] == Progress | None, (ref, hints["progress"])

@@ -148,14 +148,10 @@ def compare(
     zs = [check_int("--threshold", x, low=0, high=2**62) for x in (threshold or [1])]
     bar = LazyProgress("compare", delay=1.0)
 
-    def step(done: int, total: int, setting: dict[str, Any]) -> None:
-        if setting:
-            bar(done / total, f"{setting['policy']} load {setting['load']} ({done + 1}/{total})")
-
     try:
         pairs = run_compare(
             policies, grid, servers=servers, ds=ds, rs=rs, thresholds=zs, seed=seed,
-            progress=step,
+            progress=bar,
             exponential=service is None and arrivals is None and log is None,
             precision=precision, tasks=tasks, max_tasks=max_tasks, time_limit=time_limit,
             service=service,

@@ -11,8 +11,8 @@ import typer
 from rich.console import Console
 from rich.progress import (
     BarColumn,
-    MofNCompleteColumn,
     Progress,
+    TaskProgressColumn,
     TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
@@ -37,12 +37,13 @@ class _CountBar:
     """
 
     def __init__(self, description: str) -> None:
+        self.description = description
         self.live = sys.stderr.isatty()
         self.plain = LazyProgress(description)
         self.bar = Progress(
             TextColumn("{task.description}"),
             BarColumn(),
-            MofNCompleteColumn(),
+            TaskProgressColumn(),
             TimeElapsedColumn(),
             TimeRemainingColumn(),
             console=Console(stderr=True),
@@ -52,11 +53,13 @@ class _CountBar:
         if self.live:
             self.bar.start()
 
-    def __call__(self, done: int, total: int) -> None:
+    def __call__(self, fraction: float, status: str = "") -> None:
+        """Show the share done (a :data:`~cloudsched.progress.Progress`; ``(k of n runs)``)."""
         if self.live:
-            self.bar.update(self.task, completed=done, total=total)
-        elif total > 0:
-            self.plain(done / total, f"({done} of {total} runs)")
+            self.bar.update(self.task, completed=max(fraction, 0.0), total=1.0,
+                            description=f"{self.description} {status}")  # fmt: skip
+        else:
+            self.plain(fraction, status)
 
     def close(self) -> None:
         self.plain.close()

@@ -22,7 +22,7 @@ def finite_predict(policy: str, servers: int, loads: Any, *, r: float, d: int, r
     bar = LazyProgress(f"predict {policy} N={servers}", delay=1.0)
     try:
         preds = predict_finite(policy, servers, loads, r=r, d=d, replace=replace, method=method,
-                               z=z, progress=lambda text: bar(-1.0, text))  # fmt: skip
+                               z=z, progress=bar)  # fmt: skip
     finally:
         bar.close()
     first = preds[0]

@@ -342,10 +342,7 @@ def place_bound(
                       executors_per_slot, flux_traffic)  # fmt: skip
     bar = LazyProgress(f"place bound {cluster}")
     try:
-        def show(n: int, v: float, lo: float) -> None:
-            bar(-1.0, f"({n} columns, {lo:.4g} <= optimum <= {v:.4g})")
-
-        opt = static_optimum(cl, jobs, solver=solver, time_limit=time_limit, progress=show)
+        opt = static_optimum(cl, jobs, solver=solver, time_limit=time_limit, progress=bar)
     finally:
         bar.close()
     payload = {

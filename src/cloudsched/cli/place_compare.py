@@ -74,16 +74,11 @@ def place_compare(
                       flux_traffic=flux_traffic)  # fmt: skip
     bar = LazyProgress(f"place compare {cluster}", delay=1.0)
     names = list(policy) if policy else list(DEFAULT_POLICIES)
-    done: list[str] = []
-
-    def step(entry: str) -> None:
-        bar(len(done) / len(names), entry)
-        done.append(entry)
 
     try:
         res = compare_placement(
             cl, jobs, names, seed=seed, horizon=horizon, time_limit=time_limit,
-            progress=step, precision=precision, solver=solver,
+            progress=bar, precision=precision, solver=solver,
             frame=frame, locality=locality,
         )  # fmt: skip
     finally:

@@ -34,6 +34,7 @@ from cloudsched.dispatch.replication import (
     measured_arrivals,
     merge_pairs,
 )
+from cloudsched.progress import Progress
 
 __all__ = ["Engine", "run_once"]
 
@@ -340,7 +341,7 @@ def _new_meter(spec: RunSpec, levels: int) -> S.Meter:
 def run_once(
     spec: RunSpec,
     rng: np.random.Generator,
-    progress: Callable[[float], None] | None = None,
+    progress: Progress | None = None,
     source: TaskSource | None = None,
     speeds: np.ndarray | None = None,
     initial: InitialState | None = None,
@@ -351,7 +352,7 @@ def run_once(
     engine = Engine(spec, rng, source, speeds, initial)
     while not engine.advance(_CHUNK_EVENTS):
         if progress is not None:
-            progress(min(1.0, engine.events / engine.expected_events))
+            progress(min(1.0, engine.events / engine.expected_events), "")
     if progress is not None:
-        progress(1.0)
+        progress(1.0, "")
     return engine.result()

@@ -25,7 +25,6 @@ labelled servers (:mod:`cloudsched.testing.exact_chain`) checks it in the tests.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from math import comb
 from typing import Any
@@ -33,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from cloudsched.errors import ParameterError
+from cloudsched.progress import Progress
 
 __all__ = ["EXACT_POLICIES", "MAX_STATES", "ExactSolution", "solve_exact", "state_count"]
 
@@ -232,7 +232,7 @@ def _solve_once(policy: str, n: int, m: int, lam: float, d: int, replace: bool,
 
 def solve_exact(
     policy: str, n: int, load: float, *, m: int = 1, d: int = 2, replace: bool = False,
-    tol: float = 1e-9, cap: int | None = None, progress: Callable[[str], None] | None = None,
+    tol: float = 1e-9, cap: int | None = None, progress: Progress | None = None,
 ) -> ExactSolution:  # fmt: skip
     """Exact mean response time of ``policy`` on ``n`` servers and ``m`` dispatchers.
 
@@ -250,7 +250,10 @@ def solve_exact(
         m = 1
     if policy == "random":  # independent M/M/1 queues at every N
         return ExactSolution(1.0 / (1.0 - load), 0.0, 0, 0)
-    say = progress or (lambda _: None)
+    def say(text: str) -> None:
+        if progress is not None:
+            progress(-1.0, text)
+
     tried: list[tuple[int, float]] = []
     level = 8 if cap is None else cap
     while True:

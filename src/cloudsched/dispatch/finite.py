@@ -15,7 +15,6 @@ distinct servers unless ``replace`` (the simulator's default is the same).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,6 +22,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from cloudsched.errors import ParameterError, check_choice, check_int, check_loads, check_real
+from cloudsched.progress import Progress
 
 __all__ = ["AUTO_EXACT_STATES", "METHODS", "FinitePrediction", "as_arrays", "predict_finite"]
 
@@ -72,7 +72,7 @@ def _exact_cheap(policy: str, n: int, m: int) -> bool:
 def predict_finite(
     policy: str, servers: int, loads: ArrayLike, *, r: float = 10.0, d: int = 2,
     replace: bool = False, method: str = "auto", tol: float = 1e-6, z: int = 1,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
 ) -> list[FinitePrediction]:  # fmt: skip
     """Mean response time of ``policy`` on ``servers`` servers at each load.
 
@@ -99,7 +99,8 @@ def predict_finite(
     z : int
         Threshold of ``jiq-threshold``.
     progress : callable, optional
-        Told what the exact chain is doing (its size at each truncation level).
+        ``progress(-1, text)`` (:mod:`cloudsched.progress`): what the exact chain is doing
+        (its size at each truncation level).
     """
     from cloudsched.dispatch.exact import EXACT_POLICIES, solve_exact
     from cloudsched.dispatch.prediction import predict as mf_predict

@@ -29,6 +29,7 @@ import numpy as np
 
 from cloudsched.dispatch.meanfield import R_MIN, predict
 from cloudsched.errors import ParameterError, check_int, check_loads, check_real
+from cloudsched.progress import Progress
 
 __all__ = ["FluidTrajectory", "fluid_steady_state", "fluid_trajectory"]
 
@@ -178,7 +179,7 @@ def _validate(policy: str, load: float, r: float, d: int) -> tuple[float, float,
     return lam, r, d
 
 
-def _watched(rhs: Rhs, t0: float, t1: float, progress: Callable[[float], None]) -> Rhs:
+def _watched(rhs: Rhs, t0: float, t1: float, progress: Progress) -> Rhs:
     """``rhs`` reporting the share of ``[t0, t1]`` integrated so far (never going back)."""
     done = [0.0]
 
@@ -186,7 +187,7 @@ def _watched(rhs: Rhs, t0: float, t1: float, progress: Callable[[float], None]) 
         share = min(1.0, max(done[0], (t - t0) / (t1 - t0)))
         if share > done[0]:
             done[0] = share
-            progress(share)
+            progress(share, "")
         return rhs(t, x)
 
     return watched
@@ -202,7 +203,7 @@ def _solve(
     t_eval: np.ndarray,
     rtol: float,
     atol: float,
-    progress: Callable[[float], None] | None = None,
+    progress: Progress | None = None,
 ) -> FluidTrajectory:
     """Integrate from ``x0`` at time ``t_eval[0]`` and convert states to tails and p0."""
     j_levels = x0.size - k_levels if policy in ("jiq", "jiq-pod") else 0
@@ -257,7 +258,7 @@ def fluid_trajectory(
     initial_load: float | None = None,
     rtol: float = 1e-10,
     atol: float = 1e-13,
-    progress: Callable[[float], None] | None = None,
+    progress: Progress | None = None,
 ) -> FluidTrajectory:
     """Integrate the fluid ODE from an initial state over ``[0, horizon]``.
 

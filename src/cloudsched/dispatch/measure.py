@@ -21,7 +21,7 @@ tasks still in the system are followed until they leave, for the percentiles.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +30,7 @@ from cloudsched._quantiles import t_quantile
 from cloudsched.dispatch import state as K
 from cloudsched.dispatch.engine import Engine
 from cloudsched.dispatch.replication import RawRun
+from cloudsched.progress import Progress
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series
 
 __all__ = [
@@ -221,7 +222,7 @@ def run_until_precise(
     relaxation: float,
     precision: float,
     max_tasks: int,
-    progress: Callable[[float, str], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[list[RawRun], str]:
     """Run open-ended replications in lockstep until the stopping rule holds.
 

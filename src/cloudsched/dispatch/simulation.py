@@ -54,6 +54,7 @@ from cloudsched.dispatch.spec import (
 )
 from cloudsched.dispatch.workload import Trace
 from cloudsched.errors import ParameterError
+from cloudsched.progress import Progress
 from cloudsched.randomness import Seed, streams
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS
 
@@ -90,7 +91,7 @@ def simulate(
     keep_response_times: bool = False,
     time_limit: float | None = None,
     unchecked: bool = False,
-    progress: Callable[[float, str], None] | None = None,
+    progress: Progress | None = None,
 ) -> SimulationResult:
     """Simulate a dispatch policy until its steady-state mean is known to ``precision``.
 
@@ -202,7 +203,7 @@ def run_simulation(
     spec: SimulationSpec,
     *,
     rng: Seed = None,
-    progress: Callable[[float, str], None] | None = None,
+    progress: Progress | None = None,
 ) -> SimulationResult:
     """Run a checked :class:`~cloudsched.dispatch.spec.SimulationSpec` (see :func:`simulate`).
 
@@ -288,7 +289,7 @@ def _run_spec(spec: SimulationSpec, relax: float) -> RunSpec:
 
 
 def _fixed_runs(engines: list[Callable[[], Any]],
-                progress: Callable[[float, str], None] | None) -> list[RawRun]:  # fmt: skip
+                progress: Progress | None) -> list[RawRun]:  # fmt: skip
     """Replications of fixed length, one after the other (each engine built when it runs)."""
     out = []
     for k, make in enumerate(engines):

@@ -10,13 +10,14 @@ its 95% interval, p99 and the messages per task.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
 from cloudsched.dispatch.policies import MEANFIELD_POLICIES, get_policy
 from cloudsched.dispatch.result import SimulationResult
+from cloudsched.progress import Progress
 
 __all__ = [
     "compare",
@@ -119,15 +120,15 @@ def compare(
     thresholds: Sequence[int] = (1,),
     seed: int = 0,
     exponential: bool = True,
-    progress: Callable[[int, int, dict[str, Any]], None] | None = None,
+    progress: Progress | None = None,
     **options: Any,
 ) -> list[tuple[dict[str, Any], SimulationResult]]:
     """Simulate every setting of :func:`setting_grid`; return ``(row, result)`` pairs.
 
     ``options`` go to :func:`~cloudsched.dispatch.simulate` (precision, tasks, service,
     trace, ...); ``exponential`` says the workload is Poisson/exp(1) on equal servers, so
-    that the mean field applies.  ``progress(done, total, setting)`` is called before each
-    run.
+    that the mean field applies.  ``progress(fraction, status)``
+    (:mod:`cloudsched.progress`) is called before each run, the status naming it.
     """
     from cloudsched.dispatch.simulation import simulate
     from cloudsched.errors import SEED_LIMIT, check_int
@@ -138,7 +139,8 @@ def compare(
     out = []
     for k, (setting, stream) in enumerate(zip(grid, streams, strict=True)):
         if progress is not None:
-            progress(k, len(grid), setting)
+            progress(k / len(grid), f"{setting['policy']} load {setting['load']} "
+                                    f"({k + 1}/{len(grid)})")
         r = min(float(setting["r"]), float(servers))
         res = simulate(setting["policy"], servers=servers, load=setting["load"], r=r,
                        d=setting["d"] or 2, threshold=threshold_of(setting["threshold"]),
@@ -166,5 +168,5 @@ def compare(
         }  # fmt: skip
         out.append((row, res))
     if progress is not None:
-        progress(len(grid), len(grid), {})
+        progress(1.0, "")
     return out

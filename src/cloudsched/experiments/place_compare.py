@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +24,7 @@ from cloudsched.placement.optimize import StaticOptimum, static_optimum
 from cloudsched.placement.policies import PLACEMENT_POLICIES
 from cloudsched.placement.result import PlacementResult
 from cloudsched.placement.workload import JobType
+from cloudsched.progress import Progress
 
 __all__ = ["DEFAULT_POLICIES", "PlacementComparison", "compare_placement", "parse_entry"]
 
@@ -61,7 +62,7 @@ def compare_placement(
     horizon: float | None = None,
     time_limit: float = 60.0,
     record: bool = False,
-    progress: Callable[[str], None] | None = None,
+    progress: Progress | None = None,
     **options: Any,
 ) -> PlacementComparison:
     """Run ``policies`` on the same instance and bound the static optimum.
@@ -89,9 +90,9 @@ def compare_placement(
     results: dict[str, PlacementResult] = {}
     refused: dict[str, str] = {}
     rows = []
-    for entry, name, kw in entries:
+    for k, (entry, name, kw) in enumerate(entries):
         if progress is not None:
-            progress(entry)
+            progress(k / len(entries), entry)
         t0 = time.perf_counter()
         try:
             with warnings.catch_warnings():

@@ -33,7 +33,6 @@ import json
 import math
 import os
 import warnings
-from collections.abc import Callable
 from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 from typing import Any
@@ -45,6 +44,7 @@ from cloudsched.errors import ExternalError, ParameterError
 from cloudsched.experiments.kinds import KIND_TABLE, KINDS, PointContext
 from cloudsched.experiments.sweep_spec import Run, SweepSpec, load_spec, parse_spec
 from cloudsched.io import atomic_path
+from cloudsched.progress import Progress, counted
 
 __all__ = [
     "KINDS",
@@ -127,7 +127,7 @@ def run_sweep(
     scheduler: str | None = None,
     security: Any = None,
     resume: bool = False,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
 ) -> pd.DataFrame:
     """Run every run of ``spec`` not yet stored; return the rows of all of ``spec``'s runs.
 
@@ -158,7 +158,7 @@ def run_sweep(
     resume : bool
         Skip stored runs; without it a directory that already holds runs is refused.
     progress : callable, optional
-        Called with (done, total) as runs finish.
+        ``progress(fraction, "(k of n runs)")`` (:mod:`cloudsched.progress`) as runs finish.
     """
     from cloudsched.errors import check_choice, check_int
 
@@ -186,7 +186,7 @@ def run_sweep(
     todo = [r for r in spec.runs() if r.run_id not in done]
     total = len(todo)
     if progress is not None:
-        progress(0, total)
+        progress(*counted(0, total))
     if executor == "dask":
         _run_dask(spec, out, todo, workers, scheduler, progress, security)
     elif workers == 1:
@@ -194,7 +194,7 @@ def run_sweep(
             _store(out, spec, run, run_one(spec.kind, run.params, spec.seed, run.spawn_key,
                                           spec.base_dir))  # fmt: skip
             if progress is not None:
-                progress(k + 1, total)
+                progress(*counted(k + 1, total))
     else:
         _run_pool(spec, out, todo, workers, progress)
     df = load_results(out)
@@ -223,7 +223,7 @@ def _watch_parent() -> None:
 
 
 def _run_pool(spec: SweepSpec, out: Path, todo: list[Run], workers: int,
-              progress: Callable[[int, int], None] | None) -> None:  # fmt: skip
+              progress: Progress | None) -> None:  # fmt: skip
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -249,7 +249,7 @@ def _run_pool(spec: SweepSpec, out: Path, todo: list[Run], workers: int,
                 _store(out, spec, run, row)
                 finished += 1
                 if progress is not None:
-                    progress(finished, len(todo))
+                    progress(*counted(finished, len(todo)))
     except BaseException:
         # Ctrl-C, SIGTERM or a failed run: drop the queued runs and stop the ones in flight
         # (their results would be lost anyway; a resumed sweep recomputes them identically)
@@ -298,7 +298,7 @@ def local_cluster(workers: int) -> Any:
 
 
 def _run_dask(spec: SweepSpec, out: Path, todo: list[Run], workers: int, scheduler: str | None,
-              progress: Callable[[int, int], None] | None,
+              progress: Progress | None,
               security: Any = None) -> None:  # fmt: skip
     import time
 
@@ -356,7 +356,7 @@ def _run_dask(spec: SweepSpec, out: Path, todo: list[Run], workers: int, schedul
                 _store(out, spec, futures[fut], row)
                 finished += 1
                 if progress is not None:
-                    progress(finished, len(todo))
+                    progress(*counted(finished, len(todo)))
     finally:
         client.close()
         if cluster is not None:

@@ -16,7 +16,6 @@ at ``max_horizon``.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +24,7 @@ import numpy as np
 from cloudsched.placement import state as K
 from cloudsched.placement.engine import PlacementEngine
 from cloudsched.placement.maxweight import FrameController
+from cloudsched.progress import Progress
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series, mser
 
 __all__ = ["Estimates", "estimates", "precision_of", "run_until_precise", "summary_fields"]
@@ -121,7 +121,7 @@ def run_until_precise(
     relaxation: float,
     precision: float,
     max_horizon: float,
-    progress: Callable[[float], None] | None = None,
+    progress: Progress | None = None,
 ) -> tuple[int, str]:
     """Run an open-ended placement simulation until the stopping rule holds.
 
@@ -145,7 +145,7 @@ def run_until_precise(
         if progress is not None:
             need = MIN_BATCH_RELAXATIONS * batches * est.queue.relaxation
             grow = (rel / precision) ** 2 if math.isfinite(rel) else 4.0
-            progress(min(0.99, target / max(need, target * grow, 1e-300)))
+            progress(min(0.99, target / max(need, target * grow, 1e-300)), "")
         if certified and rel <= precision:
             return k, "precision"
         if target >= max_horizon:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -39,6 +39,7 @@ from cloudsched.placement.fastpack import Library, fast_max_weight
 from cloudsched.placement.milp import exact_max_weight
 from cloudsched.placement.topology import Topology
 from cloudsched.placement.workload import JobType
+from cloudsched.progress import Progress
 
 __all__ = [
     "SOLVERS",
@@ -284,13 +285,14 @@ def static_optimum(
     solver: str = "auto",
     time_limit: float = 60.0,
     max_columns: int = 2000,
-    progress: Callable[[int, float, float], None] | None = None,
+    progress: Progress | None = None,
 ) -> StaticOptimum:
     """Solve the static partitioning problem by column generation, with a lower bound.
 
     ``solver`` prices columns exactly (MILP) or fast (packing), ``auto`` as in the module
-    notes; ``time_limit`` (seconds) bounds the whole search.  ``progress(columns, value,
-    lower_bound)`` is called after each master LP.
+    notes; ``time_limit`` (seconds) bounds the whole search.  ``progress(-1, status)``
+    (:mod:`cloudsched.progress`) is called after each master LP, the status giving the
+    columns and the bracket ``lower <= optimum <= value``.
 
     Raises
     ------
@@ -335,7 +337,7 @@ def static_optimum(
             improves = sol.weight > sigma + 1e-9 * (1.0 + abs(sigma))
         lower = max(lower, float(prices @ rho) - max(sol.upper_bound, 0.0))
         if progress is not None:
-            progress(ncol, value, lower)
+            progress(-1.0, f"({ncol} columns, {lower:.4g} <= optimum <= {value:.4g})")
         if value - lower <= 1e-6 * max(1.0, abs(value)):
             break
         if time.perf_counter() - t0 > time_limit or ncol >= max_columns:

@@ -32,7 +32,7 @@ from __future__ import annotations
 import math
 import time
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -55,6 +55,7 @@ from cloudsched.placement.spec import (
     PlacementSpec,
 )
 from cloudsched.placement.workload import JobType
+from cloudsched.progress import Progress
 from cloudsched.randomness import Seed, streams
 
 __all__ = ["DefaultsRefused", "bound_is_cheap", "run_placement", "simulate_placement"]
@@ -98,7 +99,7 @@ def simulate_placement(
     optimum: StaticOptimum | None = None,
     target_gap: float = DEFAULT_TARGET_GAP,
     rng: Seed = None,
-    progress: Callable[[float], None] | None = None,
+    progress: Progress | None = None,
 ) -> PlacementResult:
     """Simulate one placement policy from an empty cluster.
 
@@ -221,7 +222,7 @@ def run_placement(
     spec: PlacementSpec,
     *,
     rng: Seed = None,
-    progress: Callable[[float], None] | None = None,
+    progress: Progress | None = None,
     optimum: StaticOptimum | None = None,
 ) -> PlacementResult:
     """Run a checked :class:`~cloudsched.placement.spec.PlacementSpec`.
@@ -270,13 +271,13 @@ def run_placement(
     else:
         while not eng.advance(200_000):
             if progress is not None:
-                progress(eng.now / horizon)
+                progress(eng.now / horizon, "")
         k, reason = MICRO_BATCHES, "horizon"
     if ctl is not None:
         ctl.fill_kept(eng)
     wall = time.perf_counter() - t0
     if progress is not None:
-        progress(1.0)
+        progress(1.0, "")
     fixed = spec.fixed_warmup
     est = estimates(eng, k, batches=spec.batches, relaxation=relax, warmup=fixed)
     fields = summary_fields(eng, k, est, ctl, spec.overload, fixed is not None)
