@@ -93,6 +93,24 @@ def test_place_commands_take_the_format_from_out_as_simulate_does(capsys, worklo
     assert json.loads((tmp_path / "s.json").read_text())["policy"] == "dgp"
 
 
+def test_the_policy_is_given_as_simulate_takes_it_and_the_old_option_still_works(capsys,
+                                                                                 workload):
+    base = ["--cluster", "3x3", "--workload", str(workload), "--horizon", "100", "--seed", "2",
+            "--format", "json"]  # fmt: skip
+    code, out, err = run(capsys, "place", "simulate", "greedy", *base)
+    assert code == 0, err
+    new = json.loads(out)
+    code, out, err = run(capsys, "place", "simulate", *base, "--policy", "greedy")
+    assert code == 0, err
+    old = json.loads(out)
+    assert new["policy"] == old["policy"] == "greedy"
+    assert new["mean_partition_cost"] == old["mean_partition_cost"]
+    code, out, err = run(capsys, "place", "simulate", "greedy", *base, "--policy", "dgp")
+    assert code == 2 and err.count("\n") == 1 and "--policy must be left out" in err
+    code, out, err = run(capsys, "place", "simulate", "fifo", *base)
+    assert code == 2 and err.startswith("error: POLICY must be one of")
+
+
 def test_overload_is_warned(capsys, workload):
     code, _, err = run(
         capsys, "place", "simulate", "--cluster", "1x5", "--workload", str(workload),

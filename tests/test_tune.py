@@ -91,10 +91,14 @@ def test_tune_on_a_shipped_access_log_meets_the_target(capsys):
 
 def test_tune_table_and_bad_input(capsys):
     with pytest.raises(SystemExit) as exc:
-        main(["tune", "--mean", "2", "--rate", "50", "--servers", "51:200", "--policy",
-              "jiq-pod", "--d", "2"])  # fmt: skip
+        main(["tune", "jiq-pod", "--mean", "2", "--rate", "50", "--servers", "51:200", "--d",
+              "2"])  # fmt: skip
     out = capsys.readouterr().out
     assert exc.value.code == 0 and "best" in out and "search:" in out
+    with pytest.raises(SystemExit) as exc:  # the older --policy form: the same answer
+        main(["tune", "--mean", "2", "--rate", "50", "--servers", "51:200", "--policy",
+              "jiq-pod", "--d", "2"])  # fmt: skip
+    assert exc.value.code == 0 and capsys.readouterr().out == out
     assert max(len(line) for line in out.splitlines() if not line.startswith(("how", "  "))) <= 80
     for args, name in ((["--rate", "5"], "--p99/--mean"),
                        (["--p99", "3", "--rate", "5", "--servers", "9:3"], "--servers"),

@@ -36,6 +36,7 @@ __all__ = [
     "format_frame",
     "one_line",
     "parse_loads",
+    "policies_given",
     "render_table",
     "resolve_format",
     "to_json",
@@ -44,6 +45,19 @@ __all__ = [
 
 #: Output formats an ``--out`` file's extension implies.
 EXTENSION_FORMATS = {".json": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "table"}
+
+
+def policies_given(positional: list[str] | None, option: list[str] | None,
+                   ) -> list[str] | None:  # fmt: skip
+    """Return the policies named as arguments, or with the older ``--policy`` option.
+
+    Arguments are how ``simulate`` and ``compare`` take them; ``--policy`` still works;
+    both at once are refused.
+    """
+    if positional and option:
+        raise ParameterError("--policy", option[0], "left out when the policies are given as "
+                             "arguments (the arguments are the current form)")  # fmt: skip
+    return list(positional or option or []) or None
 
 
 def resolve_format(fmt: str | None, out: Path | None, allowed: tuple[str, ...]) -> str:

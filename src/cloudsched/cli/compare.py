@@ -9,7 +9,14 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, parse_loads, render_table, wrote
+from cloudsched.cli.common import (
+    LazyProgress,
+    check_outputs,
+    parse_loads,
+    policies_given,
+    render_table,
+    wrote,
+)
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
 from cloudsched.errors import ParameterError, check_int, check_real
 
@@ -216,6 +223,11 @@ def _trace_laws(log: Any) -> tuple[Any, Any, float, float]:
 
 
 def tune(
+    policy_args: Annotated[
+        list[str] | None, typer.Argument(
+            metavar="[POLICIES]...", help="Candidate policies (default: random, pod, jiq, "
+            "jiq-pod; jsq is ideal: it reads every queue and counts no messages).")
+    ] = None,
     *,
     p99: Annotated[float | None, typer.Option("--p99", help="Target: p99 response time.")] = None,
     mean: Annotated[
@@ -238,8 +250,7 @@ def tune(
                        ] = "1:10000",
     policy: Annotated[
         list[str] | None,
-        typer.Option("--policy", help="Candidate policy; repeatable (default: random, pod, jiq, "
-                     "jiq-pod; jsq is ideal: it reads every queue and counts no messages)."),
+        typer.Option("--policy", help="Older form of POLICIES (still accepted; repeatable)."),
     ] = None,
     d: Annotated[list[int] | None, typer.Option("--d", help="d values; repeatable.")] = None,
     r: Annotated[list[float] | None, typer.Option("--r", help="r values; repeatable.")] = None,
@@ -305,7 +316,8 @@ def tune(
     try:
         res = run_tune(
             rate=rate, target=target / scale, metric=metric, servers=(lo, hi),
-            policies=policy or ("random", "pod", "jiq", "jiq-pod"), ds=d or (2, 3),
+            policies=policies_given(policy_args, policy) or ("random", "pod", "jiq", "jiq-pod"),
+            ds=d or (2, 3),
             rs=r or (10.0,), thresholds=threshold or (1,),
             max_messages=max_messages if max_messages is not None else math.inf,
             seed=seed, service=svc_law, arrivals=arr_law, precision=precision,

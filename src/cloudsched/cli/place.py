@@ -14,6 +14,7 @@ from cloudsched.cli.common import (
     LazyProgress,
     check_outputs,
     emit,
+    policies_given,
     render_table,
     resolve_format,
     to_json,
@@ -62,13 +63,16 @@ _Out = Annotated[
 
 
 def place_simulate(
+    policy_arg: Annotated[
+        str | None, typer.Argument(metavar="[POLICY]", help="storm-default, greedy, "
+                                   "resource-aware, maxweight, dgp or dgp-clock (default dgp).")
+    ] = None,
     *,
     cluster: _Cluster,
     workload: _Workload,
-    policy: Annotated[
-        str, typer.Option("--policy", help="storm-default, greedy, resource-aware, maxweight, "
-                          "dgp or dgp-clock.")
-    ] = "dgp",
+    policy_opt: Annotated[
+        str | None, typer.Option("--policy", help="Older form of POLICY (still accepted).")
+    ] = None,
     racks: _Racks = None,
     cross_rack_cost: _CrossRackCost = None,
     flux_slots: _FluxSlots = "executors",
@@ -192,7 +196,10 @@ def place_simulate(
     from cloudsched.placement.simulation import simulate_placement
 
     fmt = resolve_format(fmt, out, ("table", "json"))
-    policy = check_choice("--policy", policy, PLACEMENT_POLICIES)
+    given = policies_given([policy_arg] if policy_arg else None,
+                           [policy_opt] if policy_opt else None)  # fmt: skip
+    policy = check_choice("--policy" if policy_opt else "POLICY", given[0] if given else "dgp",
+                          PLACEMENT_POLICIES)  # fmt: skip
     warm: float | str = warmup if warmup == "auto" else check_real(
         "--warmup", warmup, low=0.0, high=0.9)  # fmt: skip
     if seed is None:

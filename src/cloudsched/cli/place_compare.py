@@ -13,22 +13,27 @@ from cloudsched.cli.common import (
     check_outputs,
     emit,
     format_frame,
+    policies_given,
     resolve_format,
 )
 from cloudsched.errors import check_real
 
 __all__ = ["place_compare"]
 
-_POLICY_HELP = ("A policy to run (repeatable): storm-default, greedy, resource-aware, maxweight, "
+_POLICY_HELP = ("Policies to run: storm-default, greedy, resource-aware, maxweight, "
                 "dgp, dgp-clock, or dgp:local / dgp-clock:local for DGP with local proposals. "
                 "Default: storm-default, greedy, resource-aware, maxweight, dgp, dgp:local.")
 
 
 def place_compare(
+    policy_args: Annotated[
+        list[str] | None, typer.Argument(metavar="[POLICIES]...", help=_POLICY_HELP)
+    ] = None,
     *,
     cluster: Annotated[str, typer.Option("--cluster", help="As for place simulate.")],
     workload: Annotated[Path, typer.Option("--workload", help="Workload YAML (job_types: ...).")],
-    policy: Annotated[list[str] | None, typer.Option("--policy", help=_POLICY_HELP)] = None,
+    policy: Annotated[list[str] | None, typer.Option(
+        "--policy", help="Older form of POLICIES (still accepted; repeatable).")] = None,
     racks: Annotated[int | None, typer.Option("--racks", help="Racks (even split; 1).")] = None,
     cross_rack_cost: Annotated[
         float | None, typer.Option("--cross-rack-cost", help="Cost across racks; 2.")
@@ -73,7 +78,7 @@ def place_compare(
     cl, jobs = load_model(cluster, racks, cross_rack_cost, workload, seed,
                       flux_traffic=flux_traffic)  # fmt: skip
     bar = LazyProgress(f"place compare {cluster}", delay=1.0)
-    names = list(policy) if policy else list(DEFAULT_POLICIES)
+    names = policies_given(policy_args, policy) or list(DEFAULT_POLICIES)
 
     try:
         res = compare_placement(
