@@ -225,7 +225,7 @@ def _trace_laws(log: Any) -> tuple[Any, Any, float, float]:
 def tune(
     policy_args: Annotated[
         list[str] | None, typer.Argument(
-            metavar="[POLICIES]...", help="Candidate policies (default: random, pod, jiq, "
+            metavar="POLICIES", help="Candidate policies (default: random, pod, jiq, "
             "jiq-pod; jsq is ideal: it reads every queue and counts no messages).")
     ] = None,
     *,

@@ -64,7 +64,7 @@ _Out = Annotated[
 
 def place_simulate(
     policy_arg: Annotated[
-        str | None, typer.Argument(metavar="[POLICY]", help="storm-default, greedy, "
+        str | None, typer.Argument(metavar="POLICY", help="storm-default, greedy, "
                                    "resource-aware, maxweight, dgp or dgp-clock (default dgp).")
     ] = None,
     *,

@@ -27,7 +27,7 @@ _POLICY_HELP = ("Policies to run: storm-default, greedy, resource-aware, maxweig
 
 def place_compare(
     policy_args: Annotated[
-        list[str] | None, typer.Argument(metavar="[POLICIES]...", help=_POLICY_HELP)
+        list[str] | None, typer.Argument(metavar="POLICIES", help=_POLICY_HELP)
     ] = None,
     *,
     cluster: Annotated[str, typer.Option("--cluster", help="As for place simulate.")],
