@@ -272,6 +272,8 @@ def test_auto_runs_counts_from_a_hundred_thousand_servers_where_it_applies():
     assert simulate("pod", servers=n, speeds=two, **kw).engine == "counts"
     assert simulate("pod", servers=n - 1, speeds=two[:-1], **kw).engine == "general"
     assert simulate("jiq", servers=n, r=10, speeds=two, **kw).engine == "general"
+    # a mean-field start with speeds: counts would start empty, so auto keeps the event list
+    assert simulate("pod", servers=n, speeds=two, initial="meanfield", **kw).engine == "general"
 
 
 def test_a_farm_too_big_for_the_servers_engine_is_pointed_to_counts(monkeypatch):

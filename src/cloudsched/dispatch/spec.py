@@ -121,6 +121,9 @@ class SimulationSpec:
         work = resolve_workload(servers, self.load, self.service, self.arrivals, self.speeds,
                                 self.trace, self.service_scale, self.engine)  # fmt: skip
         counts = _counts_engine(self.engine, pol, self.keep_response_times, servers, work)
+        if counts and self.engine == "auto" and work.speeds is not None and (
+                self.initial == "meanfield"):  # fmt: skip
+            counts = False  # speed classes start empty: the event list starts as asked
         per_server = 0 if counts else servers * BYTES_PER_SERVER
         _check_server_state(servers, per_server, pol.name,
                             work.general or self.keep_response_times)  # fmt: skip
