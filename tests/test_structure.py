@@ -33,8 +33,6 @@ LONG_FUNCTIONS = {
                                                   "scalars (time, arrivals, phase, longest "
                                                   "queue) stay in locals through it; the "
                                                   "per-event work is in inlined helpers",
-    ("dispatch/_kernel_classes.py", "run_classes"): "run_counts' event loop with speed "
-                                                    "classes, kept line for line beside it",
     ("testing/counts_mirror.py", "mirror_counts"): "the plain-Python reference of the counts "
                                                    "engines' event loop, read beside them",
     ("placement/milp.py", "exact_max_weight"): "one MILP, built row block by row block in the "

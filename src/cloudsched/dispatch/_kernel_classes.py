@@ -33,14 +33,8 @@ from __future__ import annotations
 
 from cloudsched._jit import kernel
 from cloudsched.dispatch import state as S
-from cloudsched.dispatch._kernel_counts import (
-    POD,
-    close_window,
-    erlang_time,
-    join_level,
-    open_window,
-    snapshot,
-)
+from cloudsched.dispatch._counts_window import snapshot, window_step
+from cloudsched.dispatch._kernel_counts import POD, erlang_time, join_level
 
 __all__ = ["run_classes"]
 
@@ -133,27 +127,12 @@ def run_classes(cnt, ccnt, speed, iq, ist, fst, msg, area, last, bsum, bcnt, joi
         now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        if phase == S.WARMUP:
-            if arr_end < 0 and now >= t_warm:
-                phase = S.MEASURE
-                open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals,
-                            t_warm)  # fmt: skip
-                arr_warm = arrivals
-            elif arr_end >= 0 and is_arrival and arrivals == arr_warm:
-                phase = S.MEASURE
-                open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, now)
-        if phase == S.MEASURE:
-            te = -1.0
-            if arr_end < 0 and now >= t_end:
-                te = t_end
-            elif arr_end >= 0 and is_arrival and arrivals == arr_end:
-                te = now
-            if te >= 0.0:
-                close_window(cnt, iq, ist, fst, area, last, arrivals, te)
-                phase = S.DRAIN
-                now = te if arr_end < 0 else now
-                done += 1
-                continue
+        phase, arr_warm, now = window_step(cnt, iq, ist, fst, msg, area, last, snap, snap_area,
+                                           ctl, arrivals, arr_warm, arr_end, phase, now,
+                                           is_arrival, t_warm, t_end)  # fmt: skip
+        if phase == S.DRAIN:  # the window closed at this event
+            done += 1
+            continue
         measuring = phase == S.MEASURE
         done += 1
         checkpoint = False

@@ -54,10 +54,10 @@ import numpy as np
 
 from cloudsched._jit import kernel
 from cloudsched.dispatch import state as S
+from cloudsched.dispatch._counts_window import snapshot, window_step
 
-__all__ = ["JIQ", "JIQ_POD", "JIQ_SQ", "JSQ", "POD", "RANDOM", "close_window", "erlang_time",
-           "join_level", "open_window", "run_counts", "shortest_sizes", "snapshot",
-           "uniform_sizes"]  # fmt: skip
+__all__ = ["JIQ", "JIQ_POD", "JIQ_SQ", "JSQ", "POD", "RANDOM", "erlang_time", "join_level",
+           "run_counts", "shortest_sizes", "uniform_sizes"]  # fmt: skip
 
 #: Policy codes.
 RANDOM, POD, JSQ, JIQ, JIQ_POD, JIQ_SQ = range(6)
@@ -118,17 +118,6 @@ def _level_pod(cnt, n, d, replace, v):
         if p < v or p <= 0.0:
             return k
         k += 1
-
-
-@kernel(nrt=False)
-def snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, row, t):
-    """Record the running integrals at time ``t`` in row ``row`` of the snapshot tables."""
-    snap[row, S.SN_T] = t
-    snap[row, S.SN_P0] = fst[S.F_AREA_P0] + iq[0] * (t - fst[S.F_LAST_P0])
-    for k in range(4):
-        snap[row, S.SN_MSG + k] = msg[k]
-    for i in range(snap_area.shape[1]):
-        snap_area[row, i] = area[i] + cnt[i] * (t - last[i])
 
 
 @kernel(nrt=False, inline=True)
@@ -214,34 +203,6 @@ def erlang_time(rng, j):
 
 
 @kernel(nrt=False)
-def open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, tw):
-    """Open the measurement window at time ``tw``: measured ordinals count from here."""
-    fst[S.F_TWARM] = tw
-    fst[S.F_AREA_P0] = 0.0
-    fst[S.F_LAST_P0] = tw
-    for i in range(area.shape[0]):
-        area[i] = 0.0
-        last[i] = tw
-    for k in range(4):
-        msg[k] = 0
-    snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, 0, tw)
-    ctl[S.C_ARR_WARM] = arrivals
-    ist[S.I_PHASE] = S.MEASURE
-
-
-@kernel(nrt=False)
-def close_window(cnt, iq, ist, fst, area, last, arrivals, te):
-    """Close the measurement window at time ``te`` (the run is then done)."""
-    for i in range(area.shape[0]):
-        area[i] += cnt[i] * (te - last[i])
-        last[i] = te
-    fst[S.F_AREA_P0] += iq[0] * (te - fst[S.F_LAST_P0])
-    fst[S.F_LAST_P0] = te
-    fst[S.F_TEND] = te
-    ist[S.I_ARR_CLOSE] = arrivals
-
-
-@kernel(nrt=False)
 def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_area, ctl,
                lam_n, n, m, code, d, replace, t_warm, t_end, rng):  # fmt: skip
     """Advance the chain until done or until the caller must act (a status of ``state``).
@@ -297,27 +258,12 @@ def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap
         now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        if phase == S.WARMUP:
-            if arr_end < 0 and now >= t_warm:
-                phase = S.MEASURE
-                open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals,
-                            t_warm)  # fmt: skip
-                arr_warm = arrivals
-            elif arr_end >= 0 and is_arrival and arrivals == arr_warm:
-                phase = S.MEASURE
-                open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, now)
-        if phase == S.MEASURE:
-            te = -1.0
-            if arr_end < 0 and now >= t_end:
-                te = t_end
-            elif arr_end >= 0 and is_arrival and arrivals == arr_end:
-                te = now
-            if te >= 0.0:
-                close_window(cnt, iq, ist, fst, area, last, arrivals, te)
-                phase = S.DRAIN
-                now = te if arr_end < 0 else now
-                done += 1
-                continue
+        phase, arr_warm, now = window_step(cnt, iq, ist, fst, msg, area, last, snap, snap_area,
+                                           ctl, arrivals, arr_warm, arr_end, phase, now,
+                                           is_arrival, t_warm, t_end)  # fmt: skip
+        if phase == S.DRAIN:  # the window closed at this event
+            done += 1
+            continue
         measuring = phase == S.MEASURE
         done += 1
         checkpoint = False
