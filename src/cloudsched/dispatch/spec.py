@@ -120,10 +120,8 @@ class SimulationSpec:
         servers = check_int("servers", self.servers, low=1, high=INT_LIMIT)
         work = resolve_workload(servers, self.load, self.service, self.arrivals, self.speeds,
                                 self.trace, self.service_scale, self.engine)  # fmt: skip
-        counts = _counts_engine(self.engine, pol, self.keep_response_times, servers, work)
-        if counts and self.engine == "auto" and work.speeds is not None and (
-                self.initial == "meanfield"):  # fmt: skip
-            counts = False  # speed classes start empty: the event list starts as asked
+        counts = _counts_engine(self.engine, pol, self.keep_response_times, servers, work,
+                                self.initial)  # fmt: skip
         per_server = 0 if counts else servers * BYTES_PER_SERVER
         _check_server_state(servers, per_server, pol.name,
                             work.general or self.keep_response_times)  # fmt: skip
@@ -187,13 +185,15 @@ def _check_server_state(servers: int, need: int, policy: str, no_counts: bool) -
                              "an open-ended run needs very many events)") from None
 
 
-def _counts_engine(engine: str, pol: Policy, keep: bool, servers: int, work: Workload) -> bool:
+def _counts_engine(engine: str, pol: Policy, keep: bool, servers: int, work: Workload,
+                   initial: str) -> bool:  # fmt: skip
     """Whether the occupancy-count engine runs.
 
     ``engine="counts"`` asks for it (its limits checked here); ``auto`` chooses it from
     :data:`AUTO_COUNTS_SERVERS` servers on, for a built-in policy it runs, Poisson arrivals,
     exp(1) service, equal speeds (or at most ``MAX_SPEED_CLASSES`` distinct speeds for
-    random, pod and jsq) and no per-task records.  Below that N the per-server engines run
+    random, pod and jsq; they start empty, so not with ``initial="meanfield"``) and no
+    per-task records.  Below that N the per-server engines run
     (their results are those the tests and the README's tables were measured with); above
     it the per-server state stops fitting in the CPU caches and the counts engine is 6-12
     times faster (``benchmarks/bench_counts.py``).
@@ -211,7 +211,8 @@ def _counts_engine(engine: str, pol: Policy, keep: bool, servers: int, work: Wor
     fits = (classes == 1 and work.speeds is None) or (
         pol.name in CLASS_POLICIES and classes <= MAX_SPEED_CLASSES)  # fmt: skip
     if engine == "auto":
-        return runs and laws and fits and not keep and servers >= AUTO_COUNTS_SERVERS
+        starts = work.speeds is None or initial != "meanfield"
+        return runs and laws and fits and starts and not keep and servers >= AUTO_COUNTS_SERVERS
     if engine != "counts":
         return False
     if not runs:
