@@ -127,11 +127,18 @@ def test_memory_limit_comes_from_the_environment(monkeypatch):
     from cloudsched.errors import ParameterError
     from cloudsched.resources import check_memory, memory_limit
 
+    import cloudsched.resources as resources
+
     monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "1.5G")
     assert memory_limit() == int(1.5 * 2**30)
+    # what the process holds counts under an explicit limit: fixed here, since a test
+    # process's own size depends on what ran before it
+    monkeypatch.setattr(resources, "_resident", lambda: 2**28)
     check_memory("x", 1, 2**30, "one GiB")
     with pytest.raises(ParameterError, match="x must be small enough to fit in memory: two GiB"):
         check_memory("x", 1, 2**31, "two GiB")
+    with pytest.raises(ParameterError, match="besides the 256 MiB this process holds"):
+        check_memory("x", 1, 1.3 * 2**30, "1.3 GiB")
     monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "lots")
     with pytest.raises(ParameterError, match="CLOUDSCHED_MAX_MEMORY"):
         memory_limit()
