@@ -48,8 +48,8 @@ def readers(reps: int) -> None:
     import pandas as pd
 
     from cloudsched.data import DATASETS, dataset_path
-    from cloudsched.dispatch.logs import read_log
-    from cloudsched.dispatch.traces import _read_google
+    from cloudsched.dispatch.workload.logs import read_log
+    from cloudsched.dispatch.workload.traces import _read_google
 
     google = dataset_path("google2011-sample")
 

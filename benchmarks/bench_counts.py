@@ -75,8 +75,8 @@ def _class_rate(n: int, tasks: int, seed: int, counts: bool) -> float:
     if counts:
         eng: CountsEngine | Engine = CountsEngine(spec, rng, speeds=speeds)
     else:
-        from cloudsched.dispatch.distributions import Exponential
-        from cloudsched.dispatch.workload import RenewalSource
+        from cloudsched.dispatch.workload.distributions import Exponential
+        from cloudsched.dispatch.workload.resolved import RenewalSource
 
         arr, svc = rng.spawn(2)
         source = RenewalSource(Exponential(), Exponential(), spec.rate * n, arr, svc)

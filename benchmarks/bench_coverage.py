@@ -40,7 +40,7 @@ from typing import Any
 import numpy as np
 
 from cloudsched.dispatch import simulate
-from cloudsched.dispatch.finite import predict_finite
+from cloudsched.dispatch.theory.finite import predict_finite
 
 ROOT = 20261203
 

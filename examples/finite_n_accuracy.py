@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 
 from cloudsched.dispatch import simulate
-from cloudsched.dispatch.finite import predict_finite
+from cloudsched.dispatch.theory.finite import predict_finite
 
 
 def main() -> None:

@@ -11,9 +11,9 @@ import pytest
 
 from cloudsched.cli import main
 from cloudsched.data import DATASETS, dataset_path
-from cloudsched.dispatch.accesslogs import nginx_regex, read_access_log
-from cloudsched.dispatch.logs import detect_format, read_log
-from cloudsched.dispatch.traces import TraceError
+from cloudsched.dispatch.workload.accesslogs import nginx_regex, read_access_log
+from cloudsched.dispatch.workload.logs import detect_format, read_log
+from cloudsched.dispatch.workload.traces import TraceError
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

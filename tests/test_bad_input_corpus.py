@@ -124,10 +124,9 @@ def test_huge_graphs_are_refused_before_they_are_built(capsys, monkeypatch, tmp_
 
 
 def test_memory_limit_comes_from_the_environment(monkeypatch):
+    import cloudsched.resources as resources
     from cloudsched.errors import ParameterError
     from cloudsched.resources import check_memory, memory_limit
-
-    import cloudsched.resources as resources
 
     monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "1.5G")
     assert memory_limit() == int(1.5 * 2**30)

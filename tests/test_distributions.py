@@ -3,7 +3,7 @@ import math
 import numpy as np
 import pytest
 
-from cloudsched.dispatch.distributions import (
+from cloudsched.dispatch.workload.distributions import (
     BoundedPareto,
     Deterministic,
     Empirical,

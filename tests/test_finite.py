@@ -10,12 +10,12 @@ import pytest
 
 from cloudsched.cli import main
 from cloudsched.dispatch import predict
-from cloudsched.dispatch.exact import solve_exact
-from cloudsched.dispatch.finite import predict_finite
-from cloudsched.dispatch.finite_models import population_model
-from cloudsched.dispatch.heterogeneous import predict_heterogeneous
-from cloudsched.dispatch.population import refine
-from cloudsched.dispatch.variants import round_robin_one_dispatcher, solve_variant
+from cloudsched.dispatch.theory.exact import solve_exact
+from cloudsched.dispatch.theory.finite import predict_finite
+from cloudsched.dispatch.theory.finite_models import population_model
+from cloudsched.dispatch.theory.population import refine
+from cloudsched.dispatch.theory.speeds import predict_heterogeneous
+from cloudsched.dispatch.theory.variants import round_robin_one_dispatcher, solve_variant
 from cloudsched.testing.exact_chain import solve as brute_force
 
 
@@ -159,14 +159,14 @@ def test_cli_predict_at_n_servers(capsys):
 ])  # fmt: skip
 def test_the_state_count_is_the_chain_built(policy, n, m, cap):
     """Counted before building (levels, and partitions of the idle servers into I-queues)."""
-    from cloudsched.dispatch.exact import _solve_once, state_count
+    from cloudsched.dispatch.theory.exact import _solve_once, state_count
 
     assert state_count(policy, n, m, cap) == _solve_once(policy, n, m, 0.6, 2, False, cap).states
 
 
 def test_an_exact_chain_too_large_is_refused_before_it_is_built(capsys, monkeypatch):
     """The issue's case printed nothing for minutes; now the count decides at once."""
-    import cloudsched.dispatch.exact as exact
+    import cloudsched.dispatch.theory.exact as exact
 
     built = []
     monkeypatch.setattr(exact, "_solve_once", lambda *a: built.append(a))
@@ -178,7 +178,7 @@ def test_an_exact_chain_too_large_is_refused_before_it_is_built(capsys, monkeypa
 
 
 def test_a_chain_the_solver_cannot_finish_is_refused(monkeypatch):
-    import cloudsched.dispatch.exact as exact
+    import cloudsched.dispatch.theory.exact as exact
     from cloudsched.errors import ParameterError
 
     def stuck(*args):

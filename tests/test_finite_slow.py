@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from cloudsched.dispatch import predict, simulate
-from cloudsched.dispatch.exact import solve_exact
-from cloudsched.dispatch.finite import predict_finite
-from cloudsched.dispatch.heterogeneous import predict_heterogeneous
+from cloudsched.dispatch.theory.exact import solve_exact
+from cloudsched.dispatch.theory.finite import predict_finite
+from cloudsched.dispatch.theory.speeds import predict_heterogeneous
 
 pytestmark = pytest.mark.slow
 

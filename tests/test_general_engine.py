@@ -7,9 +7,9 @@ import pytest
 from scipy import stats
 
 from cloudsched.dispatch import simulate
-from cloudsched.dispatch.distributions import Deterministic, LogNormal, Uniform
-from cloudsched.dispatch.relaxation import relaxation_time
-from cloudsched.dispatch.workload import Trace
+from cloudsched.dispatch.theory.relaxation import relaxation_time
+from cloudsched.dispatch.workload.distributions import Deterministic, LogNormal, Uniform
+from cloudsched.dispatch.workload.resolved import Trace
 from cloudsched.errors import ParameterError
 
 

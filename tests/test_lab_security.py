@@ -141,7 +141,7 @@ def test_a_hostile_sender_changes_nothing_and_is_reported(monkeypatch):
 
     monkeypatch.setattr(run, "_drive", drive)
     r = run_lab(LabSpec("jiq", servers=3, dispatchers=2, load=0.5, unit=0.01, duration=2.0,
-                        warmup=0.3, seed=3))  # fmt: skip
+                        warmup="0.3s", seed=3))  # fmt: skip
     (a,) = attackers
     assert a.done.wait(30)
     m = r.frame[r.frame["measured"]]
@@ -208,7 +208,7 @@ def test_run_files_are_private(monkeypatch, tmp_path):
     monkeypatch.setattr(run, "ProcessGroup", Spy)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     run_lab(LabSpec("random", servers=2, dispatchers=1, load=0.3, unit=0.01, duration=0.5,
-                    warmup=0.1, seed=1))  # fmt: skip
+                    warmup="0.1s", seed=1))  # fmt: skip
     (mode, env), = seen
     assert mode == 0o700 and len(env["CLOUDSCHED_LAB_KEY"]) == 64
     assert not any(Path(tmp_path).iterdir())  # removed after the run

@@ -158,9 +158,9 @@ def test_occupancy_sums_to_one():
 @pytest.mark.parametrize("policy", ["jiq-original", "jiq-threshold", "jiq-sq", "round-robin"])
 def test_policies_without_closed_form_raise_clear_error_there(policy):
     """The closed-form module refuses them; ``cloudsched.dispatch.predict`` solves them."""
-    from cloudsched.dispatch import meanfield
+    from cloudsched.dispatch.theory import meanfield
 
-    with pytest.raises(NoMeanFieldModelError, match=f"no mean-field model for {policy}"):
+    with pytest.raises(NoMeanFieldModelError, match=f"no closed-form mean field for {policy}"):
         meanfield.predict(policy, 0.5)
     pred = predict(policy, [0.5], r=10, d=2)
     assert 1.0 < pred.mean_response_time[0] <= 2.0 + 1e-12  # at most M/M/1 at load 0.5
@@ -214,7 +214,7 @@ def test_variant_mean_fields_agree_with_simulation_at_10000_servers(policy, kw, 
 
 def test_jiq_original_pair_model_keeps_its_mass_and_balances_its_messages():
     """Every server is listed or busy, and every join is undone by a take."""
-    from cloudsched.dispatch.variants import solve_variant
+    from cloudsched.dispatch.theory.variants import solve_variant
 
     for lam in (0.3, 0.9):
         s = solve_variant("jiq-original", lam, r=10)

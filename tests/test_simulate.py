@@ -8,16 +8,16 @@ from hypothesis import strategies as st
 from cloudsched.dispatch import POLICIES as BUILTIN_POLICIES
 from cloudsched.dispatch import predict, simulate
 from cloudsched.dispatch import state as K
-from cloudsched.dispatch.distributions import (
+from cloudsched.dispatch.engine import Engine, run_once
+from cloudsched.dispatch.replication import InitialState, RunSpec
+from cloudsched.dispatch.workload.distributions import (
     BoundedPareto,
     Exponential,
     HyperExponential,
     LogNormal,
     Uniform,
 )
-from cloudsched.dispatch.engine import Engine, run_once
-from cloudsched.dispatch.replication import InitialState, RunSpec
-from cloudsched.dispatch.workload import RenewalSource, Trace, TraceSource
+from cloudsched.dispatch.workload.resolved import RenewalSource, Trace, TraceSource
 from cloudsched.errors import ParameterError
 from cloudsched.testing.dispatch_mirror import mirror_run
 

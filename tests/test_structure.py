@@ -184,6 +184,27 @@ def test_no_import_cycles():
     assert not cycles, "\n".join(" -> ".join(c) for c in cycles[:10])
 
 
+#: What the theory and the workload readers may import: they stand alone, so that the
+#: simulator, the lab and the commands read them and never the other way round.
+LAYERS = {
+    "cloudsched.dispatch.theory": {"cloudsched.errors", "cloudsched.progress",
+                                   "cloudsched.resources"},
+    "cloudsched.dispatch.workload": {"cloudsched.errors", "cloudsched.progress",
+                                     "cloudsched.resources", "cloudsched.io", "cloudsched.data"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("layer", sorted(LAYERS))
+def test_theory_and_workload_stand_alone(layer):
+    graph = _graph()
+    members = [m for m in graph if m == layer or m.startswith(layer + ".")]
+    assert len(members) > 3, f"{layer}: the layout moved"
+    outside = {m: sorted(d for d in graph[m] if not d.startswith(layer)
+                         and d not in LAYERS[layer] and d != "cloudsched")
+               for m in members}  # fmt: skip
+    assert not any(outside.values()), {m: d for m, d in outside.items() if d}
+
+
 @pytest.mark.parametrize("package", ["cloudsched.dispatch", "cloudsched.placement",
                                      "cloudsched.experiments", "cloudsched.testing"])
 def test_public_lists_name_real_objects(package):
@@ -229,8 +250,9 @@ def test_every_progress_callback_has_the_one_shape():
     from cloudsched.progress import Progress
 
     refs = ["cloudsched.dispatch.simulation:simulate", "cloudsched.dispatch.simulation:"
-            "run_simulation", "cloudsched.dispatch.fluid:fluid_trajectory",
-            "cloudsched.dispatch.finite:predict_finite", "cloudsched.dispatch.exact:solve_exact",
+            "run_simulation", "cloudsched.dispatch.theory.fluid:fluid_trajectory",
+            "cloudsched.dispatch.theory.finite:predict_finite",
+            "cloudsched.dispatch.theory.exact:solve_exact",
             "cloudsched.dispatch.engine:run_once",
             "cloudsched.placement.simulation:simulate_placement",
             "cloudsched.placement.simulation:run_placement",

@@ -1,3 +1,4 @@
+import gc
 import os
 import signal
 import subprocess
@@ -194,6 +195,22 @@ def test_random_workload_graphs_are_shared_by_replications(tmp_path):
     assert len(other) == 3 and set(other["run_id"]).isdisjoint(df["run_id"])  # a new seed
 
 
+def _failing_client(client_class, address, **kw):
+    """Start a Client that is expected to fail, with the garbage collector held off.
+
+    A Client that failed to start closes itself in ``__del__``; run by a collection that
+    happens inside the next Client's start (which holds distributed's loop-runner lock), that
+    close waits for the same lock and the test hangs (seen once in a run on two processes).
+    Collecting here, while no Client is starting, finalises it safely.
+    """
+    gc.disable()
+    try:
+        client_class(address, timeout=3, **kw)
+    finally:
+        gc.enable()
+        gc.collect()
+
+
 def test_the_sweeps_dask_cluster_admits_only_its_own_client():
     """The issue's case: a second process ran code in a worker of the sweep's cluster."""
     from distributed import Client
@@ -216,9 +233,9 @@ def test_the_sweeps_dask_cluster_admits_only_its_own_client():
         # the scheduler never admits it: only its fire-and-forget client is left
         for kw in intruders:
             with pytest.raises(Exception):  # noqa: B017
-                Client(address, timeout=3, **kw)
+                _failing_client(Client, address, **kw)
         with pytest.raises(Exception):  # noqa: B017  (the same port, spoken in clear)
-            Client(address.replace("tls://", "tcp://"), timeout=3)
+            _failing_client(Client, address.replace("tls://", "tcp://"))
         assert list(cluster.scheduler.clients) == ["fire-and-forget"]
     finally:
         cluster.close()

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cloudsched.data import dataset_path
-from cloudsched.dispatch.traces import TraceError, read_trace
+from cloudsched.dispatch.workload.traces import TraceError, read_trace
 from cloudsched.errors import ParameterError
 
 TRACES = Path(__file__).resolve().parents[2] / "shared" / "traces"
@@ -214,8 +214,8 @@ def google_logs(draw):
 @given(rows=google_logs(), unfinished=st.sampled_from(["drop", "censor"]))
 def test_column_reader_equals_the_line_reader(tmp_path_factory, rows, unfinished):
     """Oracle: the line-by-line reader; the column reader must give the same log exactly."""
-    from cloudsched.dispatch.fastlogs import read_google_fast
-    from cloudsched.dispatch.traces import _read_google
+    from cloudsched.dispatch.workload.fastlogs import read_google_fast
+    from cloudsched.dispatch.workload.traces import _read_google
 
     path = tmp_path_factory.mktemp("g") / "g.csv"
     path.write_text("\n".join(rows) + "\n")
@@ -234,8 +234,8 @@ def test_column_reader_equals_the_line_reader(tmp_path_factory, rows, unfinished
 
 
 def test_column_reader_matches_on_the_shipped_part():
-    from cloudsched.dispatch.fastlogs import read_google_fast
-    from cloudsched.dispatch.traces import _read_google
+    from cloudsched.dispatch.workload.fastlogs import read_google_fast
+    from cloudsched.dispatch.workload.traces import _read_google
 
     path = dataset_path("google2011-sample")
     assert read_google_fast([path], "drop") is not None

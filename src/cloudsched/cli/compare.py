@@ -138,7 +138,7 @@ def compare(
 
     from cloudsched.cli.common import resolve_format
     from cloudsched.cli.results import FRAME_FORMATS, flat_inputs, run_inputs, write_frame
-    from cloudsched.dispatch.logs import read_log
+    from cloudsched.dispatch.workload.logs import read_log
     from cloudsched.experiments.compare import compare as run_compare
 
     fmt = resolve_format(fmt, out, FRAME_FORMATS)
@@ -211,7 +211,7 @@ def _trace_laws(log: Any) -> tuple[Any, Any, float, float]:
     """
     import numpy as np
 
-    from cloudsched.dispatch.distributions import Empirical
+    from cloudsched.dispatch.workload.distributions import Empirical
 
     s = log.trace.services
     gaps = np.diff(log.trace.arrivals)
@@ -282,7 +282,7 @@ def tune(
     check_outputs(out=out, inputs=trace or [])
     from cloudsched.cli.common import emit, resolve_format
     from cloudsched.cli.tune_output import explain, log_replay
-    from cloudsched.dispatch.logs import read_log
+    from cloudsched.dispatch.workload.logs import read_log
     from cloudsched.experiments.tune import tune as run_tune
 
     fmt = resolve_format(fmt, out, ("table", "json"))

@@ -109,7 +109,7 @@ def predict(
     the table has the mean field, the refined 1/N value and the exact chain side by side.
     """
     check_outputs(out=out, plot=plot, inputs=[speeds])
-    from cloudsched.dispatch.prediction import predict as mf_predict
+    from cloudsched.dispatch.theory.prediction import predict as mf_predict
 
     fmt = resolve_format(fmt, out, FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)
@@ -180,7 +180,7 @@ def fluid(
 ) -> None:
     """Transient mean-field (fluid ODE) trajectory, e.g. recovery after a burst."""
     check_outputs(out=out, plot=plot)
-    from cloudsched.dispatch.fluid import fluid_trajectory
+    from cloudsched.dispatch.theory.fluid import fluid_trajectory
 
     fmt = resolve_format(fmt, out, FORMATS)
     bar = LazyProgress(f"fluid {policy}")
@@ -345,9 +345,9 @@ def simulate(
     """Simulate a dispatch policy: Poisson/exp(1) by default, any laws, or a replayed trace."""
     check_outputs(out=out, inputs=[*(trace or []), speeds, *_law_files(service, arrivals)])
     from cloudsched.cli.results import FRAME_FORMATS, emit_simulation, run_inputs
-    from cloudsched.dispatch.logs import read_log
     from cloudsched.dispatch.simulation import simulate as run_simulation
-    from cloudsched.dispatch.workload import MAX_LOAD
+    from cloudsched.dispatch.workload.logs import read_log
+    from cloudsched.dispatch.workload.resolved import MAX_LOAD
 
     fmt = resolve_format(fmt, out, FRAME_FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)

@@ -17,12 +17,14 @@ def finite_predict(policy: str, servers: int, loads: Any, *, r: float, d: int, r
     import pandas as pd
 
     from cloudsched.cli.common import LazyProgress
-    from cloudsched.dispatch.finite import as_arrays, predict_finite
+    from cloudsched.dispatch.theory.finite import as_arrays
+    from cloudsched.dispatch.theory.models import get_model
+    from cloudsched.dispatch.theory.prediction import predict
 
     bar = LazyProgress(f"predict {policy} N={servers}", delay=1.0)
     try:
-        preds = predict_finite(policy, servers, loads, r=r, d=d, replace=replace, method=method,
-                               z=z, progress=bar)  # fmt: skip
+        preds = predict(policy, loads, servers=servers, r=r, d=d, replace=replace, method=method,
+                        z=z, progress=bar)  # fmt: skip
     finally:
         bar.close()
     first = preds[0]
@@ -36,7 +38,7 @@ def finite_predict(policy: str, servers: int, loads: Any, *, r: float, d: int, r
               "with_replacement": replace, "method": method}  # fmt: skip
     payload = {"policy": policy, "params": params, "points": [p.to_dict() for p in preds]}
     probes = ""
-    if policy in ("pod", "jiq-pod"):
+    if get_model(policy).probes == "d":
         probes = f", d={first.d} {'with' if replace else 'without'} replacement"
     title = f"{policy} at N={first.servers}, M={first.dispatchers}{probes}: mean response time"
     shown = df.astype(object).where(df.notna(), "-") if fmt == "table" else df
@@ -61,9 +63,9 @@ def heterogeneous_predict(policy: str, speeds: Any, loads: Any, *, r: float, d: 
     """Mean field with speed classes: T, and each class's utilisation and mean tasks."""
     import pandas as pd
 
-    from cloudsched.dispatch.heterogeneous import predict_heterogeneous
+    from cloudsched.dispatch.theory.prediction import predict
 
-    preds = [predict_heterogeneous(policy, float(x), speeds, r=r, d=d) for x in loads]
+    preds = predict(policy, loads, speeds=speeds, r=r, d=d)
     rows = []
     for p in preds:
         row: dict[str, Any] = {"load": p.load, "T": p.mean_response_time, "p0": p.p0}

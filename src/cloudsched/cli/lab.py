@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,7 +20,9 @@ D = Annotated[int, typer.Option("--d", help="Probes of pod and jiq-pod.")]
 Service = Annotated[str, typer.Option("--service", help="Service law SPEC, mean 1 unit.")]
 Unit = Annotated[str, typer.Option("--unit", help="Wall time of one unit: 20ms, 0.5s.")]
 Duration = Annotated[float, typer.Option("--duration", help="Seconds measured.")]
-Warmup = Annotated[float, typer.Option("--warmup", help="Seconds of load discarded first.")]
+Warmup = Annotated[str, typer.Option(
+    "--warmup", help="Fraction of the run discarded first, in [0, 0.9] (as in simulate), or "
+    "seconds with their unit (3s).")]
 Balancer = Annotated[str, typer.Option("--balancer", help="lab (ours), nginx or haproxy.")]
 Mode = Annotated[str, typer.Option("--mode", help="sleep, or cpu: tasks compute.")]
 Slow = Annotated[
@@ -47,6 +50,8 @@ def _spec(policy: str, **kw: Any) -> Any:
     kw["kill"] = parse_kill(kw.pop("kill") or [], servers, duration)
     kw["unit"] = parse_unit(kw["unit"])
     kw["probe_timeout"] = parse_unit(kw["probe_timeout"], "probe_timeout", low=1e-4)
+    with contextlib.suppress(ValueError):  # a bare number is a fraction; 3s is seconds
+        kw["warmup"] = float(kw["warmup"])
     return LabSpec(policy, **kw)
 
 
@@ -61,7 +66,9 @@ def _iqueue_items(rec: Any, lab: dict[str, Any]) -> list[tuple[str, str]]:
         return []
     c = lab["dispatcher_counts"]
     items = []
-    if rec.policy in ("jiq", "jiq-pod"):
+    from cloudsched.dispatch.theory.models import MODELS
+
+    if rec.policy in MODELS and MODELS[rec.policy].iqueues:
         items += [
             ("mean I-queue length", _fmt(lab["mean_iqueue"], 3)),
             ("join delay: idle to listed (ms)", _fmt(lab["join_delay_ms"], 3)),
@@ -169,7 +176,7 @@ def lab_run(
     service: Service = "exp",
     unit: Unit = "20ms",
     duration: Duration = 20.0,
-    warmup: Warmup = 3.0,
+    warmup: Warmup = "0.15",
     balancer: Balancer = "lab",
     mode: Mode = "sleep",
     slow: Slow = None,
@@ -247,7 +254,7 @@ def lab_compare(
     service: Service = "exp",
     unit: Unit = "20ms",
     duration: Duration = 20.0,
-    warmup: Warmup = 3.0,
+    warmup: Warmup = "0.15",
     balancer: Balancer = "lab",
     mode: Mode = "sleep",
     slow: Slow = None,

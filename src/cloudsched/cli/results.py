@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
     from cloudsched.dispatch.result import SimulationResult
-    from cloudsched.dispatch.traces import TraceLog
+    from cloudsched.dispatch.workload.traces import TraceLog
 
 __all__ = [
     "FRAME_FORMATS",
@@ -42,7 +42,7 @@ def run_inputs(
         out["speeds"] = {"count": int(s.size), "mean": float(s.mean()), "min": float(s.min()),
                          "max": float(s.max())}  # fmt: skip
     if log is not None:
-        from cloudsched.dispatch.logs import log_inputs
+        from cloudsched.dispatch.workload.logs import log_inputs
 
         out["service"] = out["arrivals"] = "trace"
         out["trace"] = log_inputs(log)

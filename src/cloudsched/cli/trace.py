@@ -72,8 +72,8 @@ def trace_stats(
 ) -> None:
     """Task count, time span, arrival rate and service-time statistics of a log."""
     check_outputs(out=out, plot=plot, inputs=files)
-    from cloudsched.dispatch.logs import log_inputs, read_log
-    from cloudsched.dispatch.traces import trace_summary
+    from cloudsched.dispatch.workload.logs import log_inputs, read_log
+    from cloudsched.dispatch.workload.traces import trace_summary
 
     fmt = resolve_format(fmt, out, ("table", "json"))
     log = read_log(files, trace_format, unfinished=unfinished, log_format=log_format,

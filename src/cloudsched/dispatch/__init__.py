@@ -6,14 +6,6 @@ plug-in (:func:`register_policy`, written against :mod:`cloudsched.dispatch.view
 """
 
 from cloudsched.dispatch import view
-from cloudsched.dispatch.fluid import FluidTrajectory, fluid_steady_state, fluid_trajectory
-from cloudsched.dispatch.meanfield import (
-    MeanFieldPrediction,
-    check_prediction,
-    iqueue_distribution,
-    jiq_p0,
-    tail_probabilities,
-)
 from cloudsched.dispatch.plugin import PluginError, Policy, hook, register_policy
 from cloudsched.dispatch.policies import (
     MEANFIELD_POLICIES,
@@ -22,10 +14,18 @@ from cloudsched.dispatch.policies import (
     get_policy,
     policy_table,
 )
-from cloudsched.dispatch.prediction import predict
 from cloudsched.dispatch.result import SimulationResult
 from cloudsched.dispatch.simulation import run_simulation, simulate
 from cloudsched.dispatch.spec import SimulationSpec
+from cloudsched.dispatch.theory.fluid import FluidTrajectory, fluid_steady_state, fluid_trajectory
+from cloudsched.dispatch.theory.meanfield import (
+    MeanFieldPrediction,
+    check_prediction,
+    iqueue_distribution,
+    jiq_p0,
+    tail_probabilities,
+)
+from cloudsched.dispatch.theory.prediction import predict
 
 __all__ = [
     "MEANFIELD_POLICIES",

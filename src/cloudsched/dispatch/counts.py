@@ -360,9 +360,10 @@ def meanfield_counts(policy: str, servers: int, dispatchers: int, load: float, *
     ``q_i`` given ``i >= 1`` (when the sizes add up to more than N, as in a tiny farm, N of
     the entries are kept at random and every server is idle).
     """
-    from cloudsched.dispatch.meanfield import predict
+    from cloudsched.dispatch.theory.meanfield import predict
+    from cloudsched.dispatch.theory.models import MODELS
 
-    iqueues = policy in ("jiq", "jiq-pod")
+    iqueues = MODELS[policy].iqueues
     pred = predict(policy, [load], r=r if iqueues else 1.0, d=d, tail_tol=1e-300,
                    max_tail=10_000)  # fmt: skip
     occupancy = pred.occupancy(0)

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from cloudsched.dispatch.distributions import Distribution
-from cloudsched.dispatch.meanfield import predict
 from cloudsched.dispatch.policies import MEANFIELD_POLICIES
 from cloudsched.dispatch.replication import InitialState
+from cloudsched.dispatch.theory.meanfield import predict
+from cloudsched.dispatch.theory.models import MODELS
+from cloudsched.dispatch.workload.distributions import Distribution
 
 __all__ = ["has_meanfield_start", "meanfield_state"]
 
@@ -73,7 +74,7 @@ def meanfield_state(
     pred = predict(policy, [load], r=r, d=d, tail_tol=1e-300, max_tail=10_000)
     occupancy = pred.occupancy(0)
     iqueue = _NONE
-    if policy in ("jiq", "jiq-pod"):
+    if MODELS[policy].iqueues:
         sizes = _draw(pred.iqueue(0), dispatchers, rng)
         idle = int(min(sizes.sum(), servers))
         if idle < sizes.sum():  # more listed than servers (tiny farms): trim at random

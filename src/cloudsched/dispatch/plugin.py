@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from cloudsched._jit import kernel
+from cloudsched.dispatch.theory.models import with_capability
 from cloudsched.errors import ParameterError
 
 __all__ = ["PluginError", "Policy", "hook", "load_plugin", "register_policy", "registered"]
@@ -57,8 +58,8 @@ __all__ = ["PluginError", "Policy", "hook", "load_plugin", "register_policy", "r
 _DISPATCHERS = ("required", "optional", "unused")
 _D_MEANINGS = ("servers", "dispatchers", None)
 _HOOKS = ("choose", "on_arrival", "on_departure", "on_start")
-#: Models (built-in policies with a mean field) a policy may borrow.
-MODELS = ("random", "pod", "jsq", "jiq", "jiq-pod")
+#: Models a policy may borrow: built-in policies with a closed-form mean field (the table).
+BORROWABLE = with_capability("closed_form")
 
 
 class PluginError(ParameterError):
@@ -196,8 +197,8 @@ def _check_options(name: str, options: dict[str, Any]) -> None:
         raise ValueError(f"{name}: memory must be 'dispatchers', 'servers' or an int in "
                          "[0, 2^20]")  # fmt: skip
     for key in ("meanfield", "relaxation"):
-        if options[key] is not None and options[key] not in MODELS:
-            raise ValueError(f"{name}: {key} must be one of {MODELS} or None")
+        if options[key] is not None and options[key] not in BORROWABLE:
+            raise ValueError(f"{name}: {key} must be one of {BORROWABLE} or None")
 
 
 def _fingerprint(name: str, cls: type, options: dict[str, Any]) -> str:

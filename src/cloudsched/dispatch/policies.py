@@ -11,6 +11,11 @@ from __future__ import annotations
 
 from cloudsched.dispatch import builtin_policies  # noqa: F401  (registers the built-ins)
 from cloudsched.dispatch.plugin import PluginError, Policy, load_plugin, registered
+from cloudsched.dispatch.theory.models import (
+    NoMeanFieldModelError,
+    check_meanfield_policy,
+    with_capability,
+)
 from cloudsched.errors import ParameterError
 
 __all__ = [
@@ -25,10 +30,9 @@ __all__ = [
 #: The built-in dispatch policies, in the order the paper introduces them.
 POLICIES: tuple[str, ...] = tuple(registered())
 
-#: Built-in policies with a mean-field model (design note ``dispatch-meanfield.md``).
-MEANFIELD_POLICIES: tuple[str, ...] = tuple(
-    name for name, p in registered().items() if p.meanfield == name
-)
+#: Built-in policies with a closed-form mean field, which plug-ins may borrow (the model
+#: table, :mod:`cloudsched.dispatch.theory.models`; design note ``dispatch-meanfield.md``).
+MEANFIELD_POLICIES: tuple[str, ...] = with_capability("closed_form")
 
 
 def _split(ref: str) -> tuple[str, str | None]:
@@ -80,27 +84,3 @@ def policy_table() -> list[dict[str, object]]:
          "mean_field": p.meanfield or "", "source": p.source or "built-in"}
         for p in registered().values()
     ]  # fmt: skip
-
-
-def check_meanfield_policy(policy: str) -> str:
-    """Return ``policy`` if it has a mean-field model; raise a clear error otherwise."""
-    if policy not in POLICIES:
-        raise ParameterError("policy", policy, "one of " + ", ".join(POLICIES))
-    if policy not in MEANFIELD_POLICIES:
-        raise NoMeanFieldModelError(policy)
-    return policy
-
-
-class NoMeanFieldModelError(ParameterError):
-    """The policy is known, but the toolkit has no mean-field model for it."""
-
-    def __init__(self, policy: str) -> None:
-        super().__init__("policy", policy, "one of " + ", ".join(MEANFIELD_POLICIES))
-        self.args = (
-            f"no mean-field model for {policy}; policies with a model: "
-            + ", ".join(MEANFIELD_POLICIES)
-            + " (simulate it instead: cloudsched simulate)",
-        )
-
-    def __str__(self) -> str:
-        return str(self.args[0])

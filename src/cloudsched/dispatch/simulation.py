@@ -37,12 +37,10 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from cloudsched.dispatch.counts import CountsEngine, meanfield_counts
-from cloudsched.dispatch.distributions import Distribution
 from cloudsched.dispatch.engine import Engine
 from cloudsched.dispatch.initial import meanfield_state
 from cloudsched.dispatch.measure import run_until_precise
 from cloudsched.dispatch.plugin import Policy
-from cloudsched.dispatch.relaxation import relaxation_time
 from cloudsched.dispatch.replication import InitialState, RawRun, RunSpec
 from cloudsched.dispatch.result import SimulationResult, summarise
 from cloudsched.dispatch.spec import (
@@ -52,7 +50,9 @@ from cloudsched.dispatch.spec import (
     SimulationSpec,
     overload_note,
 )
-from cloudsched.dispatch.workload import Trace
+from cloudsched.dispatch.theory.relaxation import relaxation_time
+from cloudsched.dispatch.workload.distributions import Distribution
+from cloudsched.dispatch.workload.resolved import Trace
 from cloudsched.errors import ParameterError
 from cloudsched.progress import Progress
 from cloudsched.randomness import Seed, streams

@@ -14,12 +14,12 @@ from typing import Any
 
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch.distributions import Distribution
 from cloudsched.dispatch.initial import has_meanfield_start
 from cloudsched.dispatch.plugin import Policy
 from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.replication import MICRO_BATCHES
-from cloudsched.dispatch.workload import Trace, Workload, markov_laws, resolve_workload
+from cloudsched.dispatch.workload.distributions import Distribution
+from cloudsched.dispatch.workload.resolved import Trace, Workload, markov_laws, resolve_workload
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.resources import INT_LIMIT, check_memory
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from cloudsched.dispatch.policies import MEANFIELD_POLICIES, get_policy
 from cloudsched.dispatch.result import SimulationResult
+from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.progress import Progress
 
 __all__ = [
@@ -42,9 +43,9 @@ def meanfield_mean(policy: str, load: float | None, r: float, d: int) -> float |
     """
     if policy not in MEANFIELD_POLICIES or load is None or not 0 < load < 1:
         return None
-    if policy in ("jiq", "jiq-pod") and r < 1:
+    if MODELS[policy].iqueues and r < 1:
         return None
-    from cloudsched.dispatch.meanfield import predict
+    from cloudsched.dispatch.theory.meanfield import predict
 
     return float(predict(policy, [load], r=r, d=d).mean_response_time[0])
 
@@ -60,11 +61,11 @@ def meanfield_quantile(policy: str, load: float, r: float, d: int, q: float = 0.
     """
     from scipy.stats import poisson
 
-    from cloudsched.dispatch.meanfield import predict
+    from cloudsched.dispatch.theory.meanfield import predict
 
     pred = predict(policy, [load], r=max(r, 1.0), d=d)
     tail = np.asarray(pred.tails[0], dtype=float)
-    power = 0 if policy == "jsq" else (pred.d or 1)
+    power = 0 if MODELS[policy].probes == "all" else (pred.d or 1)
     g = np.concatenate([[1.0], pred.p0[0] * tail**power if power else np.zeros(tail.size)])
     if abs(g.sum() - pred.mean_response_time[0]) > 1e-6 * pred.mean_response_time[0]:
         raise AssertionError(f"{policy}: P(K >= j) does not sum to T")  # model and law disagree

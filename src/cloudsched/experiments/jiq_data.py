@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch.meanfield import predict
 from cloudsched.dispatch.simulation import simulate
-from cloudsched.dispatch.traces import read_trace
+from cloudsched.dispatch.theory.meanfield import predict
+from cloudsched.dispatch.workload.traces import read_trace
 from cloudsched.experiments.trace_replay import TRACE_POLICIES, replay
 
 __all__ = [

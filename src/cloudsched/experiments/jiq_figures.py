@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from cloudsched.dispatch.meanfield import predict
+from cloudsched.dispatch.theory.meanfield import predict
 from cloudsched.experiments import jiq_data as d
 from cloudsched.experiments.common import CITATIONS, ci_half, run_grid, size_of
 from cloudsched.experiments.report import Report
@@ -208,8 +208,8 @@ def error_vs_n(report: Report, out_dir: Path, s: Setting) -> None:
 
 def _refined_lines(ns: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     """``100 (refined / mean field - 1)`` for jiq and jiq-pod at load 0.9 over N (r = R)."""
-    from cloudsched.dispatch.finite_models import population_model
-    from cloudsched.dispatch.population import refine
+    from cloudsched.dispatch.theory.finite_models import population_model
+    from cloudsched.dispatch.theory.population import refine
 
     grid = np.geomspace(max(float(ns.min()), R), float(ns.max()), 40)
     out = {}

@@ -121,27 +121,31 @@ def _run_simulate(
 
 # predict ----------------------------------------------------------------------------------
 def _predict() -> Callable[..., Any]:
-    from cloudsched.dispatch.meanfield import predict
+    from cloudsched.dispatch.theory.prediction import predict
 
     return predict
 
 
 def _check_predict(params: dict[str, Any], _ctx: PointContext) -> None:
-    from cloudsched.dispatch.meanfield import check_prediction
+    from cloudsched.dispatch.theory.prediction import check_predict
 
     kw = {k: v for k, v in params.items() if k != "load"}
-    check_prediction(loads=[params["load"]], **kw)
+    check_predict(loads=[params["load"]], **kw)
 
 
 def _run_predict(
     params: dict[str, Any], _rng: np.random.Generator, _model_seed: int, _ctx: PointContext
 ) -> dict[str, Any]:
-    from cloudsched.dispatch.meanfield import predict
+    from cloudsched.dispatch.theory.prediction import predict
 
     kw = {k: v for k, v in params.items() if k != "load"}
-    (row,) = predict(loads=[params["load"]], **kw).to_rows()
-    for key in ("policy", "r", "d", "load"):  # already in the row's param.* columns
-        row.pop(key)
+    out = predict(loads=[params["load"]], **kw)
+    if isinstance(out, list):  # at N servers: mean field, refined and exact
+        row = out[0].to_dict()
+    else:
+        (row,) = out.to_rows()
+    for key in ("policy", "r", "d", "load", "servers", "with_replacement"):
+        row.pop(key, None)  # already in the row's param.* columns
     return row
 
 

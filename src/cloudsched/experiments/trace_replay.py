@@ -8,7 +8,7 @@ import numpy as np
 
 from cloudsched.dispatch.result import SimulationResult
 from cloudsched.dispatch.simulation import simulate
-from cloudsched.dispatch.workload import Trace
+from cloudsched.dispatch.workload.resolved import Trace
 
 __all__ = ["TRACE_POLICIES", "replay"]
 

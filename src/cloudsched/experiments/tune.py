@@ -142,7 +142,7 @@ def service_floor(metric: str, service: Any, seed: int) -> float:
         return 1.0
     if service is None:
         return math.log(100.0)
-    from cloudsched.dispatch.distributions import parse_spec
+    from cloudsched.dispatch.workload.distributions import parse_spec
 
     law = parse_spec(service) if isinstance(service, str) else service
     sample = law.scaled(1.0).sample(np.random.default_rng([seed, 99]), 200_000)
@@ -151,7 +151,7 @@ def service_floor(metric: str, service: Any, seed: int) -> float:
 
 def _meanfield_messages(cand: dict[str, Any], rate: float, n: int) -> float:
     """Return the mean-field messages per task of a candidate on ``n`` servers."""
-    from cloudsched.dispatch.meanfield import predict
+    from cloudsched.dispatch.theory.meanfield import predict
 
     load = rate / n
     if not 0 < load < 1:

@@ -3,7 +3,7 @@
 For each policy :func:`compare_lab` runs the lab, then simulates the same farm (servers,
 dispatchers, d, service law, slow servers as speeds) at the offered load and at the load
 the servers actually carried, and asks the finite-N theory
-(:func:`cloudsched.dispatch.finite.predict_finite`, ``auto``: exact or refined mean field)
+(:func:`cloudsched.dispatch.theory.finite.predict_finite`, ``auto``: exact or refined mean field)
 where there is one (exponential service, equal speeds).  The live mean is shown as
 measured and with the fixed forwarding overhead subtracted (``live - overhead``), which is
 the number to hold against the model: the model has no network.
@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.errors import ParameterError
 from cloudsched.lab.result import LabResult
 from cloudsched.lab.run import run_lab
@@ -24,17 +25,15 @@ from cloudsched.lab.spec import LabSpec
 
 __all__ = ["compare_lab", "compare_notes"]
 
-THEORY_POLICIES = ("random", "pod", "jsq", "jiq", "jiq-pod", "round-robin")
-
-
 def _theory(spec: LabSpec) -> dict[str, Any] | None:
-    from cloudsched.dispatch.distributions import Exponential
-    from cloudsched.dispatch.finite import predict_finite
+    from cloudsched.dispatch.theory.finite import predict_finite
+    from cloudsched.dispatch.workload.distributions import Exponential
 
-    if spec.policy not in THEORY_POLICIES or spec.slow or not isinstance(spec.law, Exponential):
+    model = MODELS.get(spec.policy)
+    if model is None or spec.slow or not isinstance(spec.law, Exponential) or spec.load >= 1.0:
         return None
-    if spec.load >= 1.0 or (spec.policy == "round-robin" and spec.dispatchers > 1):
-        return None
+    if not (model.refined or model.exact_at(spec.dispatchers)):
+        return None  # only the N -> infinity limit (round-robin with several dispatchers)
     pred = predict_finite(
         spec.policy, spec.servers, [spec.load], r=spec.servers / spec.dispatchers, d=spec.d
     )[0]

@@ -37,7 +37,13 @@ import numpy as np
 
 from cloudsched.lab.auth import Signer, Verifier, http_token, key_from_env, token_ok
 from cloudsched.lab.child import die_with_parent, guard, ready
-from cloudsched.lab.protocol import read_message, request_bytes, response_bytes
+from cloudsched.lab.protocol import (
+    IQUEUE_POLICIES,
+    PROBE_POLICIES,
+    read_message,
+    request_bytes,
+    response_bytes,
+)
 
 __all__ = ["MAX_TRIES", "main"]
 
@@ -173,14 +179,14 @@ class Dispatcher:
         """Server for the next request: (server, popped from the I-queue, probe replies)."""
         live = self._alive(exclude)
         p = self.policy
-        if p in ("jiq", "jiq-pod"):
+        if p in IQUEUE_POLICIES:
             if self.iqueue:
                 self.count["from_iqueue"] += 1
                 return self.pop(), True, ""
             self.count["fallback"] += 1
             if p == "jiq":
                 return live[int(self.rng.integers(len(live)))], False, ""
-        if p in ("pod", "jiq-pod"):
+        if p in PROBE_POLICIES:
             s, probed = await self._probe(live)
             return s, False, probed
         if p == "round-robin":

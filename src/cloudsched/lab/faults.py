@@ -51,7 +51,7 @@ def _killed(
     last = last_failure - at if last_failure is not None else math.nan
     return {
         "server": s,
-        "killed_at": at - spec.warmup,
+        "killed_at": at - spec.warmup_seconds,
         "mean_latency_before": _mean(before["latency"]) / spec.unit,
         "mean_latency_after": _mean(after["latency"]) / spec.unit,
         "p99_before": float(np.percentile(before["latency"], 99)) / spec.unit

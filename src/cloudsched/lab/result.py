@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from cloudsched.dispatch.result import PERCENTILES, SimulationResult
+from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.lab.loadgen import STATUS, Load, Records
 from cloudsched.lab.spec import LabSpec
 from cloudsched.steadystate import analyse_series
@@ -70,7 +71,8 @@ def records_frame(spec: LabSpec, load: Load, rec: Records, start: float) -> pd.D
     """One row per scheduled request (times in seconds from the start of the load)."""
     sched = start + load.times
     f = rec.fields
-    measure = (load.times >= spec.warmup) & (load.times < spec.warmup + spec.duration)
+    warm = spec.warmup_seconds
+    measure = (load.times >= warm) & (load.times < warm + spec.duration)
     return pd.DataFrame(
         {
             "request": np.arange(load.times.size),
@@ -103,7 +105,7 @@ def _delta(a: dict[str, Any], b: dict[str, Any], key: str) -> float:
 
 def _model_relaxation(spec: LabSpec) -> float:
     """Estimate the relaxation time as the simulator does (a lower bound for the data's)."""
-    from cloudsched.dispatch.relaxation import relaxation_time
+    from cloudsched.dispatch.theory.relaxation import relaxation_time
 
     return relaxation_time(
         spec.policy,
@@ -121,7 +123,7 @@ def _interval(
     # micro-batches of about MICRO_BATCH_REQUESTS answered requests: coarse ones would make
     # the data's autocorrelation time (and so the steadiness verdict) a matter of their width
     k = int(np.clip(len(ok) // MICRO_BATCH_REQUESTS, 20, 5000))
-    edges = np.linspace(spec.warmup, spec.warmup + spec.duration, k + 1)
+    edges = np.linspace(spec.warmup_seconds, spec.warmup_seconds + spec.duration, k + 1)
     idx = np.clip(np.searchsorted(edges, ok["scheduled"].to_numpy(), side="right") - 1, 0, k - 1)
     lat = ok["latency"].to_numpy() / spec.unit
     sums = np.bincount(idx, weights=lat, minlength=k)
@@ -180,7 +182,7 @@ def _dispatchers_block(spec: LabSpec, a: Snapshot, b: Snapshot, window: float) -
     empty = sum(_delta(x, y, "empty_time") for x, y in pairs)
     length = sum(_delta(x, y, "length_time") for x, y in pairs)
     m = max(len(pairs), 1)
-    p0 = empty / (m * window) if pairs and spec.policy in ("jiq", "jiq-pod") else 1.0
+    p0 = empty / (m * window) if pairs and MODELS[spec.policy].iqueues else 1.0
     joins = count["join_received"]
     return {
         "count": count,
@@ -353,7 +355,7 @@ def summarise(spec: LabSpec, load: Load, out: dict[str, Any], wall: float) -> La
         steady_state=steady,
         initial="empty",
         warmup_detected=False,
-        warmup_time=spec.warmup / spec.unit,
+        warmup_time=spec.warmup_seconds / spec.unit,
         measured_time=window / spec.unit,
         relaxation_estimate=relaxation,
         precision_target=None,

@@ -50,7 +50,7 @@ CALIBRATION_GAP = 0.005
 
 def make_load(spec: LabSpec, rng: np.random.Generator) -> Load:
     """Draw the run's requests: Poisson times over ``warmup + duration``, dispatcher, work (s)."""
-    horizon = spec.warmup + spec.duration
+    horizon = spec.warmup_seconds + spec.duration
     n = int(rng.poisson(spec.rate * horizon))
     times = np.sort(rng.uniform(0.0, horizon, size=n))  # a Poisson process, given its count
     dispatcher = rng.integers(spec.dispatchers, size=n)
@@ -296,11 +296,11 @@ async def _drive(
         return go
 
     at: dict[float, Callable[[], Any]] = {
-        spec.warmup: lambda: snap("start"),
-        spec.warmup + spec.duration: lambda: snap("end"),
+        spec.warmup_seconds: lambda: snap("start"),
+        spec.warmup_seconds + spec.duration: lambda: snap("end"),
     }
     for s, t in spec.kill.items():
-        at[spec.warmup + t + 1e-9 * s] = killer(s)
+        at[spec.warmup_seconds + t + 1e-9 * s] = killer(s)
     drain = max(10.0, 500 * spec.unit)
     rec, start = await send_load(load, ports, max_inflight=spec.max_inflight, drain=drain, at=at,
                                  token=keys.token)  # fmt: skip

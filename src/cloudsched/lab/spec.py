@@ -13,7 +13,8 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from cloudsched.dispatch.distributions import Distribution, parse_spec
+from cloudsched.dispatch.theory.models import MODELS
+from cloudsched.dispatch.workload.distributions import Distribution, parse_spec
 from cloudsched.errors import ParameterError, check_int, check_real
 
 __all__ = [
@@ -93,8 +94,10 @@ class LabSpec:
     """One live run: servers, dispatchers, policy, traffic, faults and bounds.
 
     ``load`` is relative to the total capacity ``sum(1 / slow) / unit`` tasks per second;
-    ``duration`` and ``warmup`` are seconds of measured and discarded traffic; ``kill``
-    maps a server to the second of the measurement at which it is killed (SIGKILL).
+    ``duration`` is the seconds of measured traffic; ``warmup`` is, as in ``simulate`` and
+    ``place simulate``, the fraction of the run (warm-up and measurement) discarded first, in
+    [0, 0.9], or seconds written with their unit (``"3s"``); ``kill`` maps a server to the
+    second of the measurement at which it is killed (SIGKILL).
     """
 
     policy: str
@@ -105,7 +108,7 @@ class LabSpec:
     service: str = "exp"
     unit: float = 0.02
     duration: float = 20.0
-    warmup: float = 3.0
+    warmup: float | str = 0.15
     balancer: str = "lab"
     mode: str = "sleep"
     slow: dict[int, float] = field(default_factory=dict)
@@ -130,29 +133,31 @@ class LabSpec:
         check_int("servers", self.servers, low=1, high=MAX_SERVERS)
         check_int("dispatchers", self.dispatchers, low=1, high=min(self.servers, MAX_DISPATCHERS))
         check_real("load", self.load, low=0.0, high=1.5, low_open=True)
-        if self.policy in ("pod", "jiq-pod"):  # the others do not probe
+        if MODELS[self.policy].probes == "d":  # the others do not probe d servers
             check_int("d", self.d, low=1, high=self.servers)
         if self.balancer == "nginx" and self.policy == "pod" and self.d != 2:
             raise ParameterError("d", self.d, "2 with --balancer nginx (random two least_conn)")
         check_real("duration", self.duration, low=0.5, high=3600.0)
-        check_real("warmup", self.warmup, low=0.0, high=600.0)
+        self.warmup_seconds  # noqa: B018  (checks warmup)
         if self.mode not in ("sleep", "cpu"):
             raise ParameterError("mode", self.mode, "sleep or cpu")
         check_real("drop", self.drop, low=0.0, high=1.0, high_open=True)
-        if self.drop > 0 and self.policy not in ("jiq", "jiq-pod"):
-            raise ParameterError("drop", self.drop, "0 unless the policy is jiq or jiq-pod")
+        if self.drop > 0 and not MODELS[self.policy].iqueues:
+            raise ParameterError("drop", self.drop, "0 unless the policy has I-queues ("
+                                 + ", ".join(p for p in LAB_POLICIES if MODELS[p].iqueues)
+                                 + ")")  # fmt: skip
         check_int("max_inflight", self.max_inflight, low=1, high=100_000)
         check_int("max_requests", self.max_requests, low=1, high=MAX_REQUESTS)
         parse_unit(self.probe_timeout, "probe_timeout", low=1e-4)
         check_int("seed", self.seed, low=0)
         parse_unit(self.unit)
         law = self.law  # checks the spec
-        expected = self.rate * (self.duration + self.warmup)
+        expected = self.rate * (self.duration + self.warmup_seconds)
         if expected > self.max_requests:
             raise ParameterError(
                 "duration",
                 self.duration,
-                f"at most {self.max_requests / self.rate - self.warmup:.3g} s at "
+                f"at most {self.max_requests / self.rate - self.warmup_seconds:.3g} s at "
                 f"{self.rate:.4g} requests/s (--max-requests {self.max_requests})",
             )
         if self.mode == "cpu" and self.load * self.servers > (os.cpu_count() or 1):
@@ -163,6 +168,19 @@ class LabSpec:
                 "(cpu-bound tasks would compete for too few cores)",
             )
         del law
+
+    @property
+    def warmup_seconds(self) -> float:
+        """Seconds of load discarded before the measurement starts."""
+        raw = self.warmup
+        if isinstance(raw, str):
+            m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*s\s*", raw)
+            if m and float(m.group(1)) <= 600.0:
+                return float(m.group(1))
+        elif isinstance(raw, int | float) and not isinstance(raw, bool) and 0 <= raw <= 0.9:
+            return self.duration * float(raw) / (1.0 - float(raw))
+        raise ParameterError("warmup", raw, "a fraction of the run in [0, 0.9] (as in simulate), "
+                             "or seconds with their unit, up to 600s (3s)")  # fmt: skip
 
     @property
     def law(self) -> Distribution:
@@ -187,4 +205,4 @@ class LabSpec:
     @property
     def lifetime(self) -> float:
         """Seconds a child may live at most (the run's bound plus a margin)."""
-        return math.ceil(self.warmup + self.duration + 120.0)
+        return math.ceil(self.warmup_seconds + self.duration + 120.0)

@@ -1,7 +1,7 @@
-"""The mean-field drifts of the JIQ variants (:mod:`cloudsched.dispatch.variants` solves them).
+"""The mean-field drifts of the JIQ variants (:mod:`.variants` solves them).
 
 Each builder returns ``f(x)``, the time derivative of the state ``x`` of one model of the
-notes in :mod:`cloudsched.dispatch.variants`: levels ``q`` and I-queue sizes ``u`` for
+notes in :mod:`cloudsched.dispatch.theory.variants`: levels ``q`` and I-queue sizes ``u`` for
 ``jiq-sq`` and ``jiq-threshold(0)``, the (level, I-queue size) pairs of listed servers for
 ``jiq-threshold`` and ``jiq-original``.
 """

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch.policies import check_meanfield_policy
+from cloudsched.dispatch.theory.models import MODELS, check_meanfield_policy
 from cloudsched.errors import check_int, check_loads, check_real
 
 __all__ = [
@@ -247,7 +247,8 @@ class MeanFieldPrediction:
 
         Policies without I-queues return ``[1.0]`` (every I-queue is empty).
         """
-        if self.policy not in ("jiq", "jiq-pod"):
+        model = MODELS.get(self.policy)
+        if model is None or not (model.iqueues and model.closed_form):
             return np.array([1.0])
         assert self.r is not None and self.d is not None
         return iqueue_distribution(float(self.p0[index]), float(self.loads[index]), self.r, self.d)
@@ -317,7 +318,7 @@ def predict(
     ----------
     policy : str
         ``random``, ``pod``, ``jsq``, ``jiq`` or ``jiq-pod`` (the closed forms; the variants
-        are in :func:`cloudsched.dispatch.prediction.predict`); others raise
+        are in :func:`cloudsched.dispatch.theory.prediction.predict`); others raise
         ``NoMeanFieldModelError``.
     loads : float or array_like
         Arrival rate per server (the load), each in (0, 1).
@@ -347,8 +348,9 @@ def predict(
         policy, loads, r=r, d=d, tail_tol=tail_tol, max_tail=max_tail
     )
 
-    has_iqueue = policy in ("jiq", "jiq-pod")
-    d_eff = {"random": 1, "jiq": 1, "jsq": 1}.get(policy, d)
+    model = MODELS[policy]
+    has_iqueue = model.iqueues
+    d_eff = model.effective_d(d)
     p0 = jiq_p0(lam, r, d_eff) if has_iqueue else np.ones_like(lam)
     zeros = np.zeros_like(lam)
 
@@ -375,10 +377,10 @@ def predict(
     if has_iqueue:
         join = lam * (1.0 - p0 * lam_d)
         delete = lam * p0 * (1.0 - lam_d)
-        probe = d_eff * lam * p0 if policy == "jiq-pod" else zeros
+        probe = d_eff * lam * p0 if model.probes == "d" else zeros
     else:
         join, delete = zeros, zeros
-        probe = d_eff * lam if policy == "pod" else zeros
+        probe = d_eff * lam if model.probes == "d" else zeros
     return MeanFieldPrediction(
         policy,
         r if has_iqueue else None,

@@ -3,7 +3,7 @@
 :func:`read_log` takes file paths or the names of the logs that ship with the package
 (:data:`cloudsched.data.DATASETS`), finds the format when it is ``auto`` (from a shipped
 name, an ``.swf`` file name, or the first line of the first file) and calls the reader of
-:mod:`~cloudsched.dispatch.traces` or :mod:`~cloudsched.dispatch.accesslogs`.
+:mod:`~cloudsched.dispatch.workload.traces` or :mod:`~cloudsched.dispatch.workload.accesslogs`.
 :func:`log_inputs` describes what was read (names, sha256, format) for a result's record.
 """
 
@@ -15,8 +15,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cloudsched.data import DATASETS, dataset_path
-from cloudsched.dispatch.accesslogs import ACCESS_FORMATS, detect_access_format, read_access_log
-from cloudsched.dispatch.traces import FORMATS, TraceError, TraceLog, read_trace
+from cloudsched.dispatch.workload.accesslogs import (
+    ACCESS_FORMATS,
+    detect_access_format,
+    read_access_log,
+)
+from cloudsched.dispatch.workload.traces import FORMATS, TraceError, TraceLog, read_trace
 from cloudsched.errors import ParameterError
 
 __all__ = ["ALL_FORMATS", "detect_format", "log_inputs", "read_log", "resolve_files"]
@@ -95,7 +99,7 @@ def read_log(
     if log_format is not None and fmt != "nginx":
         raise ParameterError("log_format", log_format, "given only for nginx logs")
     if fmt in ACCESS_FORMATS:
-        from cloudsched.dispatch.traces import check_log_files
+        from cloudsched.dispatch.workload.traces import check_log_files
 
         check_log_files(files, fmt)
         return read_access_log(files, fmt, log_format=log_format, service=log_service)

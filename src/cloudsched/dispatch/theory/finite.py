@@ -1,9 +1,9 @@
 """Predictions at a finite number of servers: mean field, refined mean field, exact chain.
 
 ``predict_finite(policy, servers, loads)`` gives, for each load, the mean-field response
-time, the refined one (``T + V / N``: :mod:`cloudsched.dispatch.population` on the exact
-population models of :mod:`cloudsched.dispatch.finite_models`) and, where the state space is
-small enough, the exact one (:mod:`cloudsched.dispatch.exact`).  ``method`` says which of
+time, the refined one (``T + V / N``: :mod:`cloudsched.dispatch.theory.population` on the exact
+population models of :mod:`cloudsched.dispatch.theory.finite_models`) and, where the state space is
+small enough, the exact one (:mod:`cloudsched.dispatch.theory.exact`).  ``method`` says which of
 them is *the* answer (``value``): ``auto`` takes the exact chain when it is cheap (at most
 :data:`AUTO_EXACT_STATES` states at the cap the mean field suggests), else the refined
 value where the policy has one, else the mean field.
@@ -21,10 +21,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
+from cloudsched.dispatch.theory.models import Model, get_model
 from cloudsched.errors import ParameterError, check_choice, check_int, check_loads, check_real
 from cloudsched.progress import Progress
 
-__all__ = ["AUTO_EXACT_STATES", "METHODS", "FinitePrediction", "as_arrays", "predict_finite"]
+__all__ = [
+    "AUTO_EXACT_STATES", "METHODS", "FinitePrediction", "as_arrays", "check_finite",
+    "predict_finite",
+]
 
 METHODS = ("auto", "meanfield", "refined", "exact")
 #: ``auto`` solves the exact chain up to about this many states (a few seconds).
@@ -54,19 +58,49 @@ class FinitePrediction:
 
 
 def _refined(policy: str, n: int, lam: float, r: float, d: int, replace: bool) -> float | None:
-    from cloudsched.dispatch.finite_models import REFINED_POLICIES, population_model
-    from cloudsched.dispatch.population import refine
+    from cloudsched.dispatch.theory.finite_models import population_model
+    from cloudsched.dispatch.theory.population import refine
 
-    if policy not in REFINED_POLICIES:
+    if not get_model(policy).refined:
         return None
     model, pi = population_model(policy, lam, r=r, d=d, replace=replace)
     return refine(model, pi).tasks(n) / lam
 
 
 def _exact_cheap(policy: str, n: int, m: int) -> bool:
-    from cloudsched.dispatch.exact import state_count
+    from cloudsched.dispatch.theory.exact import state_count
 
     return state_count(policy, n, m, 24) <= AUTO_EXACT_STATES
+
+
+def _check_method(model: Model, method: str, m: int) -> None:
+    """Refuse a method the model table says the policy lacks, naming the ones it has."""
+    has = ["meanfield"] + (["refined"] if model.refined else []) + (
+        ["exact"] if model.exact_at(m) else [])
+    if method == "auto" or method in has:
+        return
+    why = model.why or "no such model for it"
+    if method == "exact" and model.exact == "one dispatcher":
+        why = "exact with one dispatcher: --r >= --servers"
+    raise ParameterError("method", method, f"{' or '.join(has)} for {model.policy} ({why})")
+
+
+def check_finite(
+    policy: str, servers: int, loads: ArrayLike, *, r: float, d: int, replace: bool,
+    method: str, tol: float,
+) -> tuple[int, np.ndarray, float, int, float, int]:  # fmt: skip
+    """Check the arguments of :func:`predict_finite`; return N, loads, r, d, tol and M."""
+    model = get_model(policy)
+    method = check_choice("method", method, METHODS)
+    n = check_int("servers", servers, low=1, high=10**9)
+    lam = check_loads("load", loads)
+    r = check_real("r", r, low=1e-6, high=1e8)
+    d = check_int("d", d, low=1, high=n if model.probes == "d" and not replace else 4096)
+    tol = check_real("tol", tol, low=0.0, high=0.1, low_open=True)
+    dispatched = model.iqueues or model.exact == "one dispatcher"  # M matters
+    m = max(1, round(n / r)) if dispatched else 1
+    _check_method(model, method, m)
+    return n, lam, r, d, tol, m
 
 
 def predict_finite(
@@ -102,40 +136,23 @@ def predict_finite(
         ``progress(-1, text)`` (:mod:`cloudsched.progress`): what the exact chain is doing
         (its size at each truncation level).
     """
-    from cloudsched.dispatch.exact import EXACT_POLICIES, solve_exact
-    from cloudsched.dispatch.prediction import predict as mf_predict
+    from cloudsched.dispatch.theory.exact import solve_exact
+    from cloudsched.dispatch.theory.limit import meanfield_limit
 
-    method = check_choice("method", method, METHODS)
-    n = check_int("servers", servers, low=1, high=10**9)
-    lam = check_loads("load", loads)
-    r = check_real("r", r, low=1e-6, high=1e8)
-    d = check_int("d", d, low=1, high=n if policy in ("pod", "jiq-pod") and not replace else 4096)
-    tol = check_real("tol", tol, low=0.0, high=0.1, low_open=True)
-    iq = policy in ("jiq", "jiq-pod", "round-robin")
-    m = max(1, round(n / r)) if iq else 1
-    r_eff = n / m if iq else r
-    if method == "refined" and policy not in ("random", "pod", "jiq", "jiq-pod"):
-        why = ("its drift is not smooth, so there is no 1/N expansion" if policy == "jsq"
-               else "no finite-N population model for it")
-        exact_ok = policy == "jsq" or (policy == "round-robin" and m == 1)
-        allowed = "meanfield or exact" if exact_ok else "meanfield"
-        raise ParameterError("method", method, f"{allowed} for {policy} ({why})")
-    rr_exact = policy == "round-robin" and m == 1  # E_N/M/1
-    if method == "exact" and policy not in EXACT_POLICIES and not rr_exact:
-        allowed = "meanfield or refined" if policy in ("random", "pod", "jiq", "jiq-pod") \
-            else "meanfield"
-        raise ParameterError("method", method, f"{allowed} for " + policy
-                             + (" (exact with one dispatcher: --r >= --servers)"
-                                if policy == "round-robin" else ""))  # fmt: skip
-    mf = mf_predict(policy, lam, r=r_eff, d=d, z=z).mean_response_time
+    model = get_model(policy)
+    n, lam, r, d, tol, m = check_finite(policy, servers, loads, r=r, d=d, replace=replace,
+                                        method=method, tol=tol)  # fmt: skip
+    r_eff = n / m if model.iqueues or model.exact == "one dispatcher" else r
+    rr_exact = model.exact == "one dispatcher" and m == 1  # round-robin: E_N/M/1
+    mf = meanfield_limit(policy, lam, r=r_eff, d=d, z=z).mean_response_time
     out = []
     for x, t_mf in zip(lam, mf, strict=True):
         ref = _refined(policy, n, float(x), r_eff, d, replace) if method != "meanfield" else None
         exact = trunc = None
         want_exact = method == "exact" or (
-            method == "auto" and policy in EXACT_POLICIES and _exact_cheap(policy, n, m))
+            method == "auto" and model.exact == "any" and _exact_cheap(policy, n, m))
         if rr_exact and method != "meanfield":
-            from cloudsched.dispatch.variants import round_robin_one_dispatcher
+            from cloudsched.dispatch.theory.variants import round_robin_one_dispatcher
 
             exact, trunc = round_robin_one_dispatcher(float(x), n), 0.0
         elif want_exact:

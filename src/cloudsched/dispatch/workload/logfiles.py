@@ -1,7 +1,7 @@
 """Reading log files safely: regular files, gzip or plain text, bounded lines and numbers.
 
-Shared by the workload-log readers (:mod:`cloudsched.dispatch.traces`)
-and the access-log readers (:mod:`cloudsched.dispatch.accesslogs`).
+Shared by the workload-log readers (:mod:`cloudsched.dispatch.workload.traces`)
+and the access-log readers (:mod:`cloudsched.dispatch.workload.accesslogs`).
 """
 
 from __future__ import annotations

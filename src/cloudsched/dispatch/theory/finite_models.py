@@ -21,20 +21,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from cloudsched.dispatch.meanfield import iqueue_distribution
-from cloudsched.dispatch.meanfield import predict as mf_predict
-from cloudsched.dispatch.population import PopulationModel
+from cloudsched.dispatch.theory.meanfield import iqueue_distribution
+from cloudsched.dispatch.theory.meanfield import predict as mf_predict
+from cloudsched.dispatch.theory.models import MODELS, with_capability
+from cloudsched.dispatch.theory.population import PopulationModel
 
 __all__ = ["REFINED_POLICIES", "population_model"]
 
 #: Policies with an exact population model (so a refined mean field).
-REFINED_POLICIES = ("random", "pod", "jiq", "jiq-pod")
+REFINED_POLICIES = with_capability("refined")
 _CUT = 1e-14
 
 
 def _levels(policy: str, lam: float, r: float, d: int) -> tuple[int, int, np.ndarray, np.ndarray]:
     """Return the truncation ``(K, J)`` and the mean field's ``s_1..s_K`` and ``u_0..u_J``."""
-    iq = policy in ("jiq", "jiq-pod")
+    iq = MODELS[policy].iqueues
     pred = mf_predict(policy, [lam], r=r, d=d, tail_tol=_CUT, max_tail=100_000)
     p0 = float(pred.p0[0])
     s = np.asarray(pred.tails[0], dtype=np.float64)
@@ -139,14 +140,14 @@ def population_model(
 ) -> tuple[PopulationModel, np.ndarray]:
     """Return the population model of ``policy`` at load ``lam`` and its mean-field fixed point.
 
-    The closed-form mean field (:mod:`cloudsched.dispatch.meanfield`) solves the truncated
+    The closed-form mean field (:mod:`cloudsched.dispatch.theory.meanfield`) solves the truncated
     model's fixed-point equation up to the truncation; it is polished by Newton.
     """
-    from cloudsched.dispatch.population import fixed_point
+    from cloudsched.dispatch.theory.population import fixed_point
 
-    d_eff = 1 if policy in ("random", "jiq") else d
+    d_eff = MODELS[policy].effective_d(d)
     k_levels, j_levels, s, u = _levels(policy, lam, r, d_eff)
-    if policy in ("random", "pod"):
+    if not MODELS[policy].iqueues:
         model = _pod(lam, d_eff, k_levels, replace)
         x0 = s
     else:

@@ -1,7 +1,7 @@
 """Column readers for large logs: pyarrow's streaming CSV parser and vectorised rules.
 
 :func:`read_google_fast` gives exactly what the line-by-line reader of
-:mod:`~cloudsched.dispatch.traces` gives (same tasks, same order, same counts, which
+:mod:`~cloudsched.dispatch.workload.traces` gives (same tasks, same order, same counts, which
 ``traces.finish_log`` builds into the same log; the tests check it on the shipped part and
 on generated logs), five to ten times faster.  It reads the
 four columns it needs (time, job, task, event type) in blocks, 32 bytes a row.  Anything

@@ -16,7 +16,7 @@ holding ``j`` idle servers.  Policies choose by queue length only:
   I-queue's entries are independent draws from the idle servers.  Otherwise as random / pod,
   and an idle server hit that way is deleted from its (size-biased) I-queue.
 
-The fixed point is found as for the JIQ variants (:mod:`cloudsched.dispatch.variants`): the
+The fixed point is found as for the JIQ variants (:mod:`cloudsched.dispatch.theory.variants`): the
 ODE, then Newton; the response time is accurate to about 1e-5 relative (the drift is driven
 below 1e-9, and the slowest class relaxes slowly).  A class loaded beyond its capacity
 makes the truncated state fill its top level; that is reported as instability.
@@ -29,13 +29,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from cloudsched.dispatch.theory.models import MODELS, with_capability
 from cloudsched.errors import ParameterError
 
 __all__ = [
     "HETEROGENEOUS_POLICIES", "HeterogeneousPrediction", "predict_heterogeneous", "speed_classes",
 ]
 
-HETEROGENEOUS_POLICIES = ("random", "pod", "jiq", "jiq-pod")
+#: Policies with a speed-classes mean field (the model table, :mod:`.models`).
+HETEROGENEOUS_POLICIES = with_capability("speed_classes")
 
 
 @dataclass(frozen=True)
@@ -64,8 +66,8 @@ def speed_classes(speeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _drift(policy: str, lam: float, mu: np.ndarray, r: float, d: int, k_levels: int,
            j_levels: int) -> Callable[[np.ndarray], np.ndarray]:  # fmt: skip
     nc, k1 = mu.size, k_levels + 1
-    iq = policy in ("jiq", "jiq-pod")
-    d_eff = 1 if policy in ("random", "jiq") else d
+    iq = MODELS[policy].iqueues
+    d_eff = MODELS[policy].effective_d(d)
     js = np.arange(j_levels + 1, dtype=np.float64)
 
     def f(x: np.ndarray) -> np.ndarray:
@@ -104,16 +106,16 @@ def _drift(policy: str, lam: float, mu: np.ndarray, r: float, d: int, k_levels: 
 def predict_heterogeneous(policy: str, load: float, speeds: np.ndarray, *, r: float = 10.0,
                           d: int = 2) -> HeterogeneousPrediction:  # fmt: skip
     """Mean-field steady state with speed classes (see the module notes)."""
-    from cloudsched.dispatch.meanfield import iqueue_distribution
-    from cloudsched.dispatch.meanfield import predict as mf_predict
-    from cloudsched.dispatch.variants import steady_state
+    from cloudsched.dispatch.theory.meanfield import iqueue_distribution
+    from cloudsched.dispatch.theory.meanfield import predict as mf_predict
+    from cloudsched.dispatch.theory.variants import steady_state
 
     if policy not in HETEROGENEOUS_POLICIES:
         raise ParameterError("policy", policy, "one of " + ", ".join(HETEROGENEOUS_POLICIES)
                              + " with --speeds")  # fmt: skip
     mu, alpha = speed_classes(speeds)
     lam = load * float(alpha @ mu)
-    iq = policy in ("jiq", "jiq-pod")
+    iq = MODELS[policy].iqueues
     if policy == "random" and lam >= mu.min():
         raise ParameterError("load", load, f"below {mu.min() / float(alpha @ mu):.4g} for "
                              "random with these speeds (a uniform choice overloads the "
@@ -129,7 +131,7 @@ def predict_heterogeneous(policy: str, load: float, speeds: np.ndarray, *, r: fl
     x0 = q.ravel()
     if iq:
         u = np.zeros(j_levels + 1)
-        p = iqueue_distribution(float(base.p0[0]), load, r, 1 if policy == "jiq" else d)
+        p = iqueue_distribution(float(base.p0[0]), load, r, MODELS[policy].effective_d(d))
         u[: min(p.size, j_levels + 1)] = p[: j_levels + 1]
         x0 = np.concatenate([x0, u / u.sum()])
     f = _drift(policy, lam, mu, r, d, k_levels, j_levels)

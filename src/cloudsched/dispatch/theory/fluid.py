@@ -11,7 +11,7 @@ The state is the vector of fractions of servers in each mean-field state of
 The ODE integrates the per-server transition rates of the note with the tail ``s_1(t)``
 in place of its stationary value ``lam`` (in ``kappa`` = probability weight with which a
 probing dispatcher picks a given idle server).  Its long-run limit is an independent check
-of the closed forms in :mod:`cloudsched.dispatch.meanfield`, and it answers transient
+of the closed forms in :mod:`cloudsched.dispatch.theory.meanfield`, and it answers transient
 questions (how fast does the farm recover after a burst?).
 
 CHOICE: the state is truncated at K busy levels and J I-queue sizes chosen from the
@@ -27,13 +27,15 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from cloudsched.dispatch.meanfield import R_MIN, predict
+from cloudsched.dispatch.theory.meanfield import R_MIN, predict
+from cloudsched.dispatch.theory.models import MODELS, with_capability
 from cloudsched.errors import ParameterError, check_int, check_loads, check_real
 from cloudsched.progress import Progress
 
 __all__ = ["FluidTrajectory", "fluid_steady_state", "fluid_trajectory"]
 
-FLUID_POLICIES = ("random", "pod", "jiq", "jiq-pod")
+#: Policies with a fluid ODE (the model table, :mod:`.models`).
+FLUID_POLICIES = with_capability("fluid")
 
 Rhs = Callable[[float, np.ndarray], np.ndarray]
 
@@ -89,7 +91,7 @@ def _sizes(policy: str, load: float, r: float, d: int) -> tuple[int, int]:
     """Return truncation levels (K busy levels, J I-queue sizes) with negligible mass beyond."""
     pred = predict(policy, [load], r=r, d=d, tail_tol=1e-16, max_tail=5000)
     k_levels = max(12, pred.tails[0].size + 8)
-    if policy not in ("jiq", "jiq-pod"):
+    if not MODELS[policy].iqueues:
         return k_levels, 0
     j_levels = max(12, pred.iqueue(0).size + 8, int(3 * r) + 8)
     return k_levels, j_levels
@@ -147,7 +149,7 @@ def _initial_state(
     initial_tasks: int,
     initial_load: float | None,
 ) -> np.ndarray:
-    iq = policy in ("jiq", "jiq-pod")
+    iq = MODELS[policy].iqueues
     busy = np.zeros(k_levels if iq else k_levels + 1)
     offset = 1 if iq else 0  # index of level 1 in `busy`
     y = np.zeros(j_levels)
@@ -175,7 +177,7 @@ def _validate(policy: str, load: float, r: float, d: int) -> tuple[float, float,
         raise ParameterError("policy", policy, "one of " + ", ".join(FLUID_POLICIES))
     lam = float(check_loads("load", load)[0])
     r = check_real("r", r, low=R_MIN)
-    d = 1 if policy in ("random", "jiq") else check_int("d", d, low=1, high=4096)
+    d = MODELS[policy].effective_d(check_int("d", d, low=1, high=4096))
     return lam, r, d
 
 
@@ -206,7 +208,7 @@ def _solve(
     progress: Progress | None = None,
 ) -> FluidTrajectory:
     """Integrate from ``x0`` at time ``t_eval[0]`` and convert states to tails and p0."""
-    j_levels = x0.size - k_levels if policy in ("jiq", "jiq-pod") else 0
+    j_levels = x0.size - k_levels if MODELS[policy].iqueues else 0
     rhs = _rhs_iqueue(lam, r, d, k_levels, j_levels) if j_levels else _rhs_plain(lam, d)
     if progress is not None:
         rhs = _watched(rhs, float(t_eval[0]), float(t_eval[-1]), progress)

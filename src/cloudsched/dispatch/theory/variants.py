@@ -48,11 +48,16 @@ from typing import Any
 
 import numpy as np
 
-from cloudsched.dispatch.variant_drifts import Drift, drift_iq, drift_original, drift_threshold
+from cloudsched.dispatch.theory.variant_drifts import (
+    Drift,
+    drift_iq,
+    drift_original,
+    drift_threshold,
+)
 
 __all__ = [
-    "VARIANT_POLICIES", "VariantState", "predict_variant", "round_robin_one_dispatcher",
-    "solve_variant", "steady_state",
+    "VARIANT_POLICIES", "VariantState", "check_variant", "predict_variant",
+    "round_robin_one_dispatcher", "solve_variant", "steady_state",
 ]
 
 #: Policies solved here (round-robin's mean-field limit is random's).
@@ -140,8 +145,8 @@ def steady_state(f: Drift, x0: np.ndarray, rate: float = 1.0, settle: float = 1e
 
 def _start(lam: float, r: float, k_levels: int, j_levels: int) -> tuple[np.ndarray, np.ndarray]:
     """JIQ's mean field (a close start for every variant): ``q_0..q_K`` and ``u_0..u_J``."""
-    from cloudsched.dispatch.meanfield import iqueue_distribution
-    from cloudsched.dispatch.meanfield import predict as mf_predict
+    from cloudsched.dispatch.theory.meanfield import iqueue_distribution
+    from cloudsched.dispatch.theory.meanfield import predict as mf_predict
 
     pred = mf_predict("jiq", [lam], r=r, tail_tol=1e-300, max_tail=k_levels)
     s = np.zeros(k_levels + 2)
@@ -253,18 +258,22 @@ def _solve_variant(policy: str, lam: float, r: float, d: int, z: int) -> Variant
                         float(lam * u[0] * q[z]), 0.0, 0.0)  # fmt: skip
 
 
-def predict_variant(policy: str, loads: Any, *, r: float = 10.0, d: int = 2, z: int = 1,
-                    tail_tol: float = 1e-9, max_tail: int = 1000) -> Any:  # fmt: skip
-    """:func:`cloudsched.dispatch.meanfield.predict` for the variants and round-robin."""
-    from cloudsched.dispatch.meanfield import MeanFieldPrediction
+def check_variant(loads: Any, *, r: float, d: int, z: int) -> tuple[np.ndarray, float, int, int]:
+    """Check the arguments of :func:`predict_variant`; return loads, r, d and z."""
     from cloudsched.errors import check_int, check_loads, check_real
 
-    lam = check_loads("load", loads)
-    r = check_real("r", r, low=1e-3, high=1e6)
-    d = check_int("d", d, low=1, high=4096)
-    z = check_int("threshold", z, low=0, high=50)
+    return (check_loads("load", loads), check_real("r", r, low=1e-3, high=1e6),
+            check_int("d", d, low=1, high=4096), check_int("threshold", z, low=0, high=50))
+
+
+def predict_variant(policy: str, loads: Any, *, r: float = 10.0, d: int = 2, z: int = 1,
+                    tail_tol: float = 1e-9, max_tail: int = 1000) -> Any:  # fmt: skip
+    """:func:`cloudsched.dispatch.theory.meanfield.predict` for the variants and round-robin."""
+    from cloudsched.dispatch.theory.meanfield import MeanFieldPrediction
+
+    lam, r, d, z = check_variant(loads, r=r, d=d, z=z)
     if policy == "round-robin":  # many dispatchers: Poisson arrivals at each server
-        from cloudsched.dispatch.meanfield import predict
+        from cloudsched.dispatch.theory.meanfield import predict
 
         pred = predict("random", lam, tail_tol=tail_tol, max_tail=max_tail)
         return MeanFieldPrediction("round-robin", r, None, *list(pred.__dict__.values())[3:])

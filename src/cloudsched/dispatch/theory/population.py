@@ -12,7 +12,7 @@ where ``f(pi) = 0``, ``A = Df(pi)``, ``(B:W)_i = sum_kl d2f_i/dx_k dx_l W_kl`` a
 solves the Lyapunov equation ``A W + W A^T + Q = 0`` with ``Q = L diag(beta(pi)) L^T``
 (``W / N`` is the covariance of the state).  The rmf_tool of Gast implements the same
 expansion; the test suite checks against its published value for Pod(2) (2.8045 tasks per
-server at N = 10, load 0.9) and against the exact chain (:mod:`cloudsched.dispatch.exact`).
+server at N = 10, load 0.9) and against the exact chain (:mod:`cloudsched.dispatch.theory.exact`).
 
 Derivatives are numerical but accurate to about 1e-10: the Jacobian by the complex step
 (rates must be analytic: polynomials and quotients, evaluated on complex arrays), the second

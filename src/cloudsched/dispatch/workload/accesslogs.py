@@ -3,7 +3,7 @@
 Each request of a log becomes one task: an arrival time and a service time, in seconds.
 Lines are streamed (gzip or plain text, several files read in order as one log); a line
 that matches the format but carries an unusable value stops the reader with a
-:class:`~cloudsched.dispatch.traces.TraceError` naming the file and the line.  Memory is
+:class:`~cloudsched.dispatch.workload.traces.TraceError` naming the file and the line.  Memory is
 two floats per request kept, plus the lines of one second while they are spread.
 
 What each format gives (CHOICE where the formats leave room):
@@ -45,8 +45,8 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from cloudsched.dispatch.logfiles import MAX_VALUE, TraceError, log_lines
-from cloudsched.dispatch.traces import TraceLog, finish_log
+from cloudsched.dispatch.workload.logfiles import MAX_VALUE, TraceError, log_lines
+from cloudsched.dispatch.workload.traces import TraceLog, finish_log
 from cloudsched.errors import ParameterError
 
 __all__ = [

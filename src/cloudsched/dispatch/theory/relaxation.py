@@ -4,7 +4,7 @@ The simulator uses them to decide how long a run must be (batches of several rel
 times) and to start the micro-batches at a useful width.  Estimates, in mean service times:
 
 * ``pod``, ``jiq``, ``jiq-pod``: ``1 / gap`` where ``gap`` is the smallest decay rate of the
-  fluid ODE (:mod:`cloudsched.dispatch.fluid`) linearised at its fixed point (Jacobian by
+  fluid ODE (:mod:`cloudsched.dispatch.theory.fluid`) linearised at its fixed point (Jacobian by
   central differences, the mass-conservation direction removed).  Checked against the
   integrated autocorrelation time of long simulations at N = 10,000 (JIQ, load 0.9: 12.9
   against about 14; JIQ-Pod(2): 6.2 against 6).
@@ -30,14 +30,11 @@ from functools import lru_cache
 
 import numpy as np
 
-from cloudsched.dispatch import fluid as F
+from cloudsched.dispatch.theory import fluid as F
+from cloudsched.dispatch.theory.models import MODELS
 
 __all__ = ["relaxation_time"]
 
-#: Policies whose own fluid model gives the estimate.
-_FLUID = ("pod", "jiq", "jiq-pod")
-#: Proxies for policies without a model of their own.
-_PROXY = {"round-robin": "random", "jiq-original": "jiq", "jiq-threshold": "jiq", "jiq-sq": "jiq"}
 #: Largest linearised system solved densely (larger ones are truncated more coarsely).
 _MAX_DIM = 1500
 
@@ -105,14 +102,14 @@ def relaxation_time(
     """
     if load >= 1.0:
         return math.inf
-    base = _PROXY.get(policy, policy)
+    base = MODELS[MODELS[policy].relaxation]  # its own model, or the proxy the table names
     floor = _mmn(load, servers)
-    if base == "random":
+    if base.policy == "random":
         value = 1.0 / (1.0 - math.sqrt(load)) ** 2
-    elif base in _FLUID:
-        dd = 1 if base == "jiq" else d
-        rr = 1.0 if base == "pod" else r  # pod has no I-queues: r means nothing to it
-        value = _fluid_relaxation(base, round(load, 12), round(float(rr), 12), dd)
+    elif base.fluid:
+        rr = r if base.iqueues else 1.0  # without I-queues r means nothing to it
+        value = _fluid_relaxation(base.policy, round(load, 12), round(float(rr), 12),
+                                  base.effective_d(d))  # fmt: skip
     else:  # jsq
         value = floor
     return max(value, floor) * max(variability, 1e-3) * time_unit

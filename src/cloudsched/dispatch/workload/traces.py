@@ -2,7 +2,7 @@
 
 Each reader streams its files line by line (gzip or plain text; several files are read in
 the order given, as one log) and returns a :class:`TraceLog`: the tasks as a
-:class:`~cloudsched.dispatch.workload.Trace` (arrival and service times in seconds) plus
+:class:`~cloudsched.dispatch.workload.resolved.Trace` (arrival and service times in seconds) plus
 what was read, dropped and censored.  A malformed line stops the reader with a
 :class:`TraceError` naming the file and the line.
 
@@ -33,8 +33,8 @@ from pathlib import Path
 
 import numpy as np
 
-from cloudsched.dispatch.logfiles import MAX_INT, MAX_VALUE, TraceError, log_lines
-from cloudsched.dispatch.workload import Trace
+from cloudsched.dispatch.workload.logfiles import MAX_INT, MAX_VALUE, TraceError, log_lines
+from cloudsched.dispatch.workload.resolved import Trace
 from cloudsched.errors import ParameterError
 
 __all__ = [
@@ -318,7 +318,7 @@ def read_trace(
         raise ParameterError("trace", paths, "at least one file")
     check_log_files(files, fmt)
     if fmt == "google2011":
-        from cloudsched.dispatch.fastlogs import read_google_fast  # columns, 10x faster
+        from cloudsched.dispatch.workload.fastlogs import read_google_fast  # columns, 10x faster
 
         fast = read_google_fast(files, unfinished)
         if fast is None:  # something to report with its file and line

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch.distributions import Distribution, Exponential, parse_spec
+from cloudsched.dispatch.workload.distributions import Distribution, Exponential, parse_spec
 from cloudsched.errors import ParameterError, check_choice, check_real
 
 __all__ = ["MAX_LOAD", "RenewalSource", "Trace", "TraceSource", "Workload", "markov_laws",

@@ -31,13 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from cloudsched.dispatch.theory.models import MODELS, with_capability
 from cloudsched.errors import ParameterError
 from cloudsched.progress import Progress
 
 __all__ = ["EXACT_POLICIES", "MAX_STATES", "ExactSolution", "solve_exact", "state_count"]
 
-#: Policies the lumped chain covers.
-EXACT_POLICIES = ("random", "pod", "jsq", "jiq", "jiq-pod")
+#: Policies the lumped chain covers (at any number of dispatchers: the model table).
+EXACT_POLICIES = with_capability("exact")
 #: Largest state space solved (about a minute on two cores).
 MAX_STATES = 400_000
 #: Chains up to this size are solved by sparse LU.
@@ -60,9 +61,10 @@ class ExactSolution:
 
 def _choice(policy: str, c: tuple[int, ...], n: int, d: int, replace: bool) -> list[float]:
     """Probability that a non-I-queue choice lands on a server at each level."""
-    if policy in ("random", "jiq") or (policy != "jsq" and d == 1):
+    probes = MODELS[policy].probes
+    if probes == "one" or (probes == "d" and d == 1):
         return [ck / n for ck in c]
-    if policy == "jsq":
+    if probes == "all":
         low = next(k for k, ck in enumerate(c) if ck > 0)
         return [1.0 if k == low else 0.0 for k in range(len(c))]
     at_least = np.cumsum(np.asarray(c[::-1], dtype=float))[::-1]  # servers with >= k tasks
@@ -92,7 +94,7 @@ def state_count(policy: str, n: int, m: int, cap: int) -> int:
     it exceeds :data:`MAX_STATES`).
     """
     servers = comb(n + cap, cap)
-    if policy not in ("jiq", "jiq-pod") or servers > MAX_STATES:
+    if not MODELS[policy].iqueues or servers > MAX_STATES:
         return servers
     p = _partitions(n, m)
     return sum(comb(n - idle + cap - 1, cap - 1) * p[idle] for idle in range(n + 1))
@@ -195,7 +197,7 @@ def _solve_once(policy: str, n: int, m: int, lam: float, d: int, replace: bool,
                 cap: int) -> ExactSolution:  # fmt: skip
     from scipy import sparse
 
-    iq = policy in ("jiq", "jiq-pod")
+    iq = MODELS[policy].iqueues
     e0 = [0] * (n + 1)
     if iq:  # all servers idle, spread over the dispatchers as evenly as possible
         for k in range(m):
@@ -246,7 +248,7 @@ def solve_exact(
     if policy not in EXACT_POLICIES:
         raise ParameterError("policy", policy, "one of " + ", ".join(EXACT_POLICIES)
                              + " for the exact chain")  # fmt: skip
-    if policy not in ("jiq", "jiq-pod"):
+    if not MODELS[policy].iqueues:
         m = 1
     if policy == "random":  # independent M/M/1 queues at every N
         return ExactSolution(1.0 / (1.0 - load), 0.0, 0, 0)
