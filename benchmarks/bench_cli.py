@@ -21,9 +21,19 @@ COMMANDS = {
     "--version": ["--version"],
     "predict": ["predict", "jiq", "--load", "0.9"],
     "trace list": ["trace", "list"],
-    "simulate (100k tasks)": ["simulate", "pod", "--servers", "1000", "--load", "0.9",
-                              "--tasks", "100000", "--seed", "1"],
-}  # fmt: skip
+    "simulate (100k tasks)": [
+        "simulate",
+        "pod",
+        "--servers",
+        "1000",
+        "--load",
+        "0.9",
+        "--tasks",
+        "100000",
+        "--seed",
+        "1",
+    ],
+}
 
 
 def overheads(reps: int) -> None:
@@ -68,8 +78,9 @@ def readers(reps: int) -> None:
     ours, log = best(lambda: read_log("google2011-sample"))
     print(f"{'google2011 (columns)':<34}{log.records / ours:>12.3g}{base / ours:>20.2f}")
     line, log = best(lambda: _read_google([google], "drop"))
-    print(f"{'google2011 (line reader, oracle)':<34}{log.records / line:>12.3g}"
-          f"{base / line:>20.2f}")  # fmt: skip
+    print(
+        f"{'google2011 (line reader, oracle)':<34}{log.records / line:>12.3g}{base / line:>20.2f}"
+    )
     for name in DATASETS:
         if name == "google2011-sample":
             continue

@@ -21,9 +21,9 @@ import time
 
 import numpy as np
 
-from cloudsched.dispatch.counts import CountsEngine, meanfield_counts
+from cloudsched.dispatch.counts import CountsEngine
 from cloudsched.dispatch.engine import Engine
-from cloudsched.dispatch.initial import meanfield_state
+from cloudsched.dispatch.initial import meanfield_counts, meanfield_state
 from cloudsched.dispatch.replication import RunSpec
 
 POLICIES = ("random", "pod", "jiq-pod")
@@ -54,13 +54,17 @@ def main() -> None:
     for policy in POLICIES:
         for n in (1000, 1_000_000, 100_000_000):
             ours = [_rate(policy, n, tasks, s, True) / 1e6 for s in range(3)]
-            line = (f"{policy:<9}{n:>13,}  {statistics.median(ours):>8.1f} "
-                    f"[{min(ours):5.1f}, {max(ours):5.1f}]")  # fmt: skip
+            line = (
+                f"{policy:<9}{n:>13,}  {statistics.median(ours):>8.1f} "
+                f"[{min(ours):5.1f}, {max(ours):5.1f}]"
+            )
             if n <= 1_000_000:
                 per = [_rate(policy, n, tasks, s, False) / 1e6 for s in range(3)]
                 ratio = statistics.median(ours) / statistics.median(per)
-                line += (f"  {statistics.median(per):>8.1f} [{min(per):5.1f}, {max(per):5.1f}]"
-                         f"  {ratio:5.1f}")  # fmt: skip
+                line += (
+                    f"  {statistics.median(per):>8.1f} [{min(per):5.1f}, {max(per):5.1f}]"
+                    f"  {ratio:5.1f}"
+                )
             print(line, flush=True)
     classes(tasks)
 
@@ -69,8 +73,9 @@ def _class_rate(n: int, tasks: int, seed: int, counts: bool) -> float:
     """pod(2) with a quarter of the servers twice as fast (empty start, the default with
     speeds): events per CPU second, counts engine or the event-list engine."""
     speeds = np.where(np.arange(n) % 4 == 0, 2.0, 1.0)
-    spec = RunSpec("pod", n, 1, 0.9 * speeds.sum() / n, d=2, warm_tasks=0, end_tasks=tasks,
-                   record=False)  # fmt: skip
+    spec = RunSpec(
+        "pod", n, 1, 0.9 * speeds.sum() / n, d=2, warm_tasks=0, end_tasks=tasks, record=False
+    )
     rng = np.random.default_rng(seed)
     if counts:
         eng: CountsEngine | Engine = CountsEngine(spec, rng, speeds=speeds)
@@ -99,8 +104,9 @@ def classes(tasks: int) -> None:
         if n <= 1_000_000:
             per = [_class_rate(n, tasks, s, False) / 1e6 for s in range(3)]
             ratio = statistics.median(ours) / statistics.median(per)
-            line += (f"  {statistics.median(per):>8.1f} [{min(per):5.1f}, {max(per):5.1f}]"
-                     f"  {ratio:5.1f}")  # fmt: skip
+            line += (
+                f"  {statistics.median(per):>8.1f} [{min(per):5.1f}, {max(per):5.1f}]  {ratio:5.1f}"
+            )
         print(line, flush=True)
 
 

@@ -59,8 +59,9 @@ def reference(name: str) -> float:
         return 1.0 / (1.0 - case["load"])
     if case["policy"] == "pod":
         return 5.4708  # benchmarks/reference_runs.py pod 0.99 60000 64 1000
-    (pred,) = predict_finite(case["policy"], case["servers"], case["load"], r=case["r"],
-                             d=case["d"], method="refined")  # fmt: skip
+    (pred,) = predict_finite(
+        case["policy"], case["servers"], case["load"], r=case["r"], d=case["d"], method="refined"
+    )
     return float(pred.value)
 
 
@@ -71,9 +72,16 @@ def _one(job: tuple[str, int, np.random.SeedSequence]) -> dict[str, Any]:
     t0 = time.perf_counter()
     res = simulate(policy, rng=np.random.default_rng(seq), **kwargs)
     low, high = res.ci95 if res.ci95 is not None else (math.nan, math.nan)
-    return {"case": name, "seed": k, "mean": res.mean_response_time, "low": low, "high": high,
-            "steady": res.steady_state, "stop": res.stop_reason,
-            "wall": time.perf_counter() - t0}  # fmt: skip
+    return {
+        "case": name,
+        "seed": k,
+        "mean": res.mean_response_time,
+        "low": low,
+        "high": high,
+        "steady": res.steady_state,
+        "stop": res.stop_reason,
+        "wall": time.perf_counter() - t0,
+    }
 
 
 def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -90,10 +98,18 @@ def run_case(name: str, seeds: int, workers: int) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     if path.exists():
         with path.open() as fh:
-            rows = [{**r, "seed": int(r["seed"]), "mean": float(r["mean"]),
-                     "low": float(r["low"]), "high": float(r["high"]),
-                     "steady": r["steady"] == "True", "wall": float(r["wall"])}
-                    for r in csv.DictReader(fh)]  # fmt: skip
+            rows = [
+                {
+                    **r,
+                    "seed": int(r["seed"]),
+                    "mean": float(r["mean"]),
+                    "low": float(r["low"]),
+                    "high": float(r["high"]),
+                    "steady": r["steady"] == "True",
+                    "wall": float(r["wall"]),
+                }
+                for r in csv.DictReader(fh)
+            ]
     done = {r["seed"] for r in rows}
     seqs = np.random.SeedSequence([ROOT, list(CASES).index(name)]).spawn(seeds)
     jobs = [(name, k, seq) for k, seq in enumerate(seqs) if k not in done]
@@ -116,8 +132,10 @@ def main() -> None:
     seeds = int(sys.argv[1]) if len(sys.argv) > 1 else 200
     names = sys.argv[2:] or list(CASES)
     workers = int(os.environ.get("WORKERS", 0)) or os.cpu_count() or 2
-    print(f"{'case':>14} {'reference':>9} {'covered':>9} {'coverage [95% CI]':>22} "
-          f"{'ref above':>9} {'ref below':>9} {'no CI':>5} {'half-width':>10} {'wall s':>7}")
+    print(
+        f"{'case':>14} {'reference':>9} {'covered':>9} {'coverage [95% CI]':>22} "
+        f"{'ref above':>9} {'ref below':>9} {'no CI':>5} {'half-width':>10} {'wall s':>7}"
+    )
     for name in names:
         ref = reference(name)
         rows = run_case(name, seeds, workers)
@@ -128,10 +146,12 @@ def main() -> None:
         lo, hi = wilson(covered, len(rows))
         half = float(np.mean([(r["high"] - r["low"]) / 2 for r in with_ci])) if with_ci else 0.0
         wall = float(np.mean([r["wall"] for r in rows]))
-        print(f"{name:>14} {ref:9.4f} {covered:4d}/{len(rows):<4d} "
-              f"{100 * covered / len(rows):6.1f}% [{100 * lo:4.1f}, {100 * hi:5.1f}] "
-              f"{above:9d} {below:9d} {len(rows) - len(with_ci):5d} {half:10.4f} {wall:7.1f}",
-              flush=True)  # fmt: skip
+        print(
+            f"{name:>14} {ref:9.4f} {covered:4d}/{len(rows):<4d} "
+            f"{100 * covered / len(rows):6.1f}% [{100 * lo:4.1f}, {100 * hi:5.1f}] "
+            f"{above:9d} {below:9d} {len(rows) - len(with_ci):5d} {half:10.4f} {wall:7.1f}",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

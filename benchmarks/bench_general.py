@@ -25,8 +25,16 @@ def main() -> None:
     print(f"{'policy':<10}{'lognormal, h2':>15}{'exponential':>13}")
     for policy in ("random", "pod", "jiq", "jiq-pod"):
         kw = {"r": 10} if policy.startswith("jiq") else {}
-        gen = simulate(policy, servers=N, load=LOAD, tasks=tasks, rng=1,
-                       service="lognormal:cv=2", arrivals="h2:cv=2", **kw)  # fmt: skip
+        gen = simulate(
+            policy,
+            servers=N,
+            load=LOAD,
+            tasks=tasks,
+            rng=1,
+            service="lognormal:cv=2",
+            arrivals="h2:cv=2",
+            **kw,
+        )
         exp = simulate(policy, servers=N, load=LOAD, tasks=tasks, rng=1, **kw)
         gen_rate, exp_rate = gen.events_per_second / 1e6, exp.events_per_second / 1e6
         print(f"{policy:<10}{gen_rate:>15.2f}{exp_rate:>13.2f}")

@@ -76,8 +76,11 @@ def measure(src: Path, policy: str, n: int, tasks: int, seed: int) -> float:
         policy, child, extra = policy[6:], PLACE_CHILD, [str(ROOT)]
     out = subprocess.run(
         [sys.executable, "-c", child, policy, str(n), str(tasks), str(seed), *extra],
-        capture_output=True, text=True, check=True, env=env,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=True,
+        env=env,
+    )
     row = json.loads(out.stdout.strip().splitlines()[-1])
     return row["events"] / row["cpu"]
 
@@ -109,17 +112,41 @@ def main() -> None:
     if args.baseline_src is not None:
         print(f"this tree against {args.baseline_src} (median of {reps}, events per CPU second)")
         base = str(args.baseline_src.resolve())
-        compare([(f"{p}, N = {n:,}", f"{src}|{p}", f"{base}|{p}", n, t)
-                 for p in ("pod", "jiq-pod", "jiq", "random") for n, t in sizes], reps)  # fmt: skip
+        compare(
+            [
+                (f"{p}, N = {n:,}", f"{src}|{p}", f"{base}|{p}", n, t)
+                for p in ("pod", "jiq-pod", "jiq", "random")
+                for n, t in sizes
+            ],
+            reps,
+        )
         horizon = 2000 if args.quick else 10_000
-        compare([(f"placement {p}, 50x12", f"{src}|place:{p}", f"{base}|place:{p}", 0, horizon)
-                 for p in ("dgp", "dgp-clock", "storm-default", "greedy")], reps)  # fmt: skip
+        compare(
+            [
+                (f"placement {p}, 50x12", f"{src}|place:{p}", f"{base}|place:{p}", 0, horizon)
+                for p in ("dgp", "dgp-clock", "storm-default", "greedy")
+            ],
+            reps,
+        )
         print()
-    print(f"plug-in Pod(2) against the built-in (median of {reps}, events per CPU second; "
-          "plug-ins are bounds-checked unless --unchecked)")
-    compare([(f"pod plug-in{tag} / built-in, N = {n:,}", f"{src}|{POD_PLUGIN}{tag}",
-              f"{src}|pod", n, t)
-             for tag in ("", "+unchecked") for n, t in sizes], reps)  # fmt: skip
+    print(
+        f"plug-in Pod(2) against the built-in (median of {reps}, events per CPU second; "
+        "plug-ins are bounds-checked unless --unchecked)"
+    )
+    compare(
+        [
+            (
+                f"pod plug-in{tag} / built-in, N = {n:,}",
+                f"{src}|{POD_PLUGIN}{tag}",
+                f"{src}|pod",
+                n,
+                t,
+            )
+            for tag in ("", "+unchecked")
+            for n, t in sizes
+        ],
+        reps,
+    )
 
 
 if __name__ == "__main__":

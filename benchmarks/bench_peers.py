@@ -72,19 +72,33 @@ def build(tmp: Path) -> dict[str, Path]:
     out = {}
     for name in ("c_markov", "c_eventlist", "c_counts"):
         out[name] = tmp / name
-        subprocess.run(["gcc", "-O2", "-o", str(out[name]), str(HERE / f"{name}.c"), "-lm"],
-                       check=True)  # fmt: skip
+        subprocess.run(
+            ["gcc", "-O2", "-o", str(out[name]), str(HERE / f"{name}.c"), "-lm"], check=True
+        )
     return out
 
 
-def ours(policy: str, n: int, m: int, tasks: int, seed: int, engine: str,
-         keep: bool = True) -> dict[str, float]:  # fmt: skip
+def ours(
+    policy: str, n: int, m: int, tasks: int, seed: int, engine: str, keep: bool = True
+) -> dict[str, float]:
     """One run of our engine in a fresh process."""
     out = subprocess.run(
-        [sys.executable, "-c", OURS, policy, str(n), str(m), str(tasks), str(seed), engine,
-         "1" if keep else "0"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            OURS,
+            policy,
+            str(n),
+            str(m),
+            str(tasks),
+            str(seed),
+            engine,
+            "1" if keep else "0",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     row = json.loads(out.stdout.strip().splitlines()[-1])
     row["rate"] = row["events"] / row["cpu"]
     return row
@@ -98,8 +112,12 @@ def peer(binary: Path, policy: str, n: int, m: int, tasks: int, seed: int) -> di
         args = [str(n), "0.9", str(tasks), str(C_CODES[policy]), str(seed + 1)]
     out = subprocess.run([str(binary), *args], capture_output=True, text=True, check=True)
     events, cpu, mean = out.stdout.split()
-    return {"events": int(events), "cpu": float(cpu), "rate": int(events) / float(cpu),
-            "mean": float(mean)}  # fmt: skip
+    return {
+        "events": int(events),
+        "cpu": float(cpu),
+        "rate": int(events) / float(cpu),
+        "mean": float(mean),
+    }
 
 
 def pairs(binary: Path, policy: str, n: int, tasks: int, reps: int, engine: str) -> dict:
@@ -113,18 +131,29 @@ def pairs(binary: Path, policy: str, n: int, tasks: int, reps: int, engine: str)
     return {
         "ours": statistics.median(r["rate"] for r in here),
         "peer": statistics.median(r["rate"] for r in there),
-        "ratio": statistics.median(ratios), "low": min(ratios), "high": max(ratios),
+        "ratio": statistics.median(ratios),
+        "low": min(ratios),
+        "high": max(ratios),
         "peak_mb": max(r["peak_mb"] for r in here),
         "mean_ours": statistics.mean(r["mean"] for r in here),
         "mean_peer": statistics.mean(r["mean"] for r in there),
-    }  # fmt: skip
+    }
 
 
 def startup(reps: int) -> tuple[float, float]:
     """Median wall seconds of the README's short simulate command, and of a bare python."""
     cli = Path(sys.executable).with_name("cloudsched")
-    command = [str(cli) if cli.exists() else "cloudsched", "simulate", "pod", "--servers",
-               "1000", "--load", "0.9", "--tasks", "100000"]  # fmt: skip
+    command = [
+        str(cli) if cli.exists() else "cloudsched",
+        "simulate",
+        "pod",
+        "--servers",
+        "1000",
+        "--load",
+        "0.9",
+        "--tasks",
+        "100000",
+    ]
     subprocess.run(command, capture_output=True, check=True)  # warm the cache
     walls, bare = [], []
     for _ in range(reps):
@@ -152,8 +181,13 @@ def compile_seconds(policy: str, engine: str) -> float:
 
     with tempfile.TemporaryDirectory() as cache:
         env = {**os.environ, "NUMBA_CACHE_DIR": cache}
-        out = subprocess.run([sys.executable, "-c", COMPILE, policy, engine], env=env,
-                             capture_output=True, text=True, check=True)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", COMPILE, policy, engine],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     return float(out.stdout.strip().splitlines()[-1])
 
 
@@ -161,10 +195,16 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="shorter runs, 3 pairs")
     parser.add_argument("--markdown", action="store_true", help="print the README table")
-    parser.add_argument("--memory", action="store_true",
-                        help="also show that peak memory without records is flat in run length")
-    parser.add_argument("--engines", default="markov,general,counts",
-                        help="comma-separated engines to compare (markov, general, counts)")
+    parser.add_argument(
+        "--memory",
+        action="store_true",
+        help="also show that peak memory without records is flat in run length",
+    )
+    parser.add_argument(
+        "--engines",
+        default="markov,general,counts",
+        help="comma-separated engines to compare (markov, general, counts)",
+    )
     args = parser.parse_args()
     chosen = set(args.engines.split(","))
     reps = 3 if args.quick else 5
@@ -174,39 +214,54 @@ def main() -> None:
         cases = [("markov", p, 1000, small) for p in ("random", "pod", "jiq", "jiq-pod")]
         cases += [("markov", p, 1_000_000, big) for p in ("pod", "jiq-pod")]
         cases += [("general", p, 1000, small) for p in ("random", "pod")]
-        cases += [("counts", p, n, big) for p in ("random", "pod", "jiq-pod")
-                  for n in (1000, 1_000_000, 100_000_000)]  # fmt: skip
+        cases += [
+            ("counts", p, n, big)
+            for p in ("random", "pod", "jiq-pod")
+            for n in (1000, 1_000_000, 100_000_000)
+        ]
         cases = [c for c in cases if c[0] in chosen]
         rows = []
-        print(f"{'engine':<9}{'policy':<9}{'N':>10}{'tasks':>12}{'ours M/s':>10}{'C M/s':>8}"
-              f"{'ratio':>7}{'range':>13}{'peak MB':>9}{'T ours/C':>16}")  # fmt: skip
+        print(
+            f"{'engine':<9}{'policy':<9}{'N':>10}{'tasks':>12}{'ours M/s':>10}{'C M/s':>8}"
+            f"{'ratio':>7}{'range':>13}{'peak MB':>9}{'T ours/C':>16}"
+        )
         for engine, policy, n, tasks in cases:
             binary = bins[{"markov": "c_markov", "general": "c_eventlist"}.get(engine, "c_counts")]
             r = pairs(binary, policy, n, tasks, reps, {"markov": "exponential"}.get(engine, engine))
             rows.append((engine, policy, n, tasks, r))
-            print(f"{engine:<9}{policy:<9}{n:>10,}{tasks:>12,}{r['ours'] / 1e6:>10.2f}"
-                  f"{r['peer'] / 1e6:>8.2f}{r['ratio']:>7.2f}  [{r['low']:.2f}, {r['high']:.2f}]"
-                  f"{r['peak_mb']:>9.0f}  {r['mean_ours']:.3f}/{r['mean_peer']:.3f}",
-                  flush=True)  # fmt: skip
+            print(
+                f"{engine:<9}{policy:<9}{n:>10,}{tasks:>12,}{r['ours'] / 1e6:>10.2f}"
+                f"{r['peer'] / 1e6:>8.2f}{r['ratio']:>7.2f}  [{r['low']:.2f}, {r['high']:.2f}]"
+                f"{r['peak_mb']:>9.0f}  {r['mean_ours']:.3f}/{r['mean_peer']:.3f}",
+                flush=True,
+            )
     if args.memory:
         for tasks in (big // 5, big):
             row = ours("jiq-pod", 1_000_000, 100_000, tasks, 0, "exponential", keep=False)
-            print(f"jiq-pod N = 1,000,000 without records, {tasks:,} tasks: peak "
-                  f"{row['peak_mb']:.0f} MB, {row['rate'] / 1e6:.2f} M events/s")  # fmt: skip
+            print(
+                f"jiq-pod N = 1,000,000 without records, {tasks:,} tasks: peak "
+                f"{row['peak_mb']:.0f} MB, {row['rate'] / 1e6:.2f} M events/s"
+            )
     wall, bare = startup(reps)
-    print(f"\nstart-up: 'cloudsched simulate pod --servers 1000 --load 0.9 --tasks 100000' "
-          f"{wall:.2f} s wall (median of {reps}); 'python -c pass' {bare:.2f} s")  # fmt: skip
+    print(
+        f"\nstart-up: 'cloudsched simulate pod --servers 1000 --load 0.9 --tasks 100000' "
+        f"{wall:.2f} s wall (median of {reps}); 'python -c pass' {bare:.2f} s"
+    )
     for engine in ("exponential", "general"):
         first = compile_seconds("jiq-pod", engine)
         print(f"first call with an empty cache (jiq-pod, {engine} engine): {first:.1f} s")
     if args.markdown:
-        print(f"\n| engine | policy | N | tasks | cloudsched (M events/s) | C peer (M events/s) "
-              f"| ratio: median [range of {reps} pairs] | peak memory |")  # fmt: skip
+        print(
+            f"\n| engine | policy | N | tasks | cloudsched (M events/s) | C peer (M events/s) "
+            f"| ratio: median [range of {reps} pairs] | peak memory |"
+        )
         print("|---|---|---:|---:|---:|---:|---:|---:|")
         for engine, policy, n, tasks, r in rows:
-            print(f"| {engine} | {policy} | {n:,} | {tasks:,} | {r['ours'] / 1e6:.2f} | "
-                  f"{r['peer'] / 1e6:.2f} | {r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}] "
-                  f"| {r['peak_mb']:.0f} MB |")  # fmt: skip
+            print(
+                f"| {engine} | {policy} | {n:,} | {tasks:,} | {r['ours'] / 1e6:.2f} | "
+                f"{r['peer'] / 1e6:.2f} | {r['ratio']:.2f} [{r['low']:.2f}, {r['high']:.2f}] "
+                f"| {r['peak_mb']:.0f} MB |"
+            )
 
 
 if __name__ == "__main__":

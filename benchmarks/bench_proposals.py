@@ -27,10 +27,14 @@ def main() -> None:
     cluster = parse_cluster("50x12", racks=5)
     sizes = (2, 4, 8, 16, 32, 64) if QUICK else (2, 4, 8, 16, 32, 64, 128, 300)
     horizon = 50.0 if QUICK else 200.0
-    print(f"== DGP proposals on 50x12 (5 racks), one chain type at 60% of the slots, "
-          f"{horizon:g} mean holding times")  # fmt: skip
-    print(f"{'K':>4s} {'proposal':>8s} {'success':>9s} {'placed':>7s} {'util':>6s} "
-          f"{'queue':>9s} {'final q':>8s} {'cost/job':>9s} {'least':>6s} {'wall s':>7s}")
+    print(
+        f"== DGP proposals on 50x12 (5 racks), one chain type at 60% of the slots, "
+        f"{horizon:g} mean holding times"
+    )
+    print(
+        f"{'K':>4s} {'proposal':>8s} {'success':>9s} {'placed':>7s} {'util':>6s} "
+        f"{'queue':>9s} {'final q':>8s} {'cost/job':>9s} {'least':>6s} {'wall s':>7s}"
+    )
     for k in sizes:
         top = chain(k)
         jobs = [JobType(f"chain{k}", 0.6 * cluster.total_slots / k, 1.0, top)]
@@ -39,14 +43,24 @@ def main() -> None:
             t0 = time.perf_counter()
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                r = simulate_placement("dgp", cluster, jobs, horizon=horizon, rng=2,
-                                       proposal=proposal, compare_bound=False)  # fmt: skip
+                r = simulate_placement(
+                    "dgp",
+                    cluster,
+                    jobs,
+                    horizon=horizon,
+                    rng=2,
+                    proposal=proposal,
+                    compare_bound=False,
+                )
             wall = time.perf_counter() - t0
             success = 1 - r.proposals_failed / max(r.proposals_tried, 1)
             placed = r.placed / max(r.arrived, 1)
-            print(f"{k:4d} {proposal:>8s} {success:9.2e} {placed:7.3f} {r.utilization:6.3f} "
-                  f"{r.mean_queue_length:9.1f} {r.final_queue_length:8d} "
-                  f"{r.mean_partition_cost:9.2f} {least:6.0f} {wall:7.1f}", flush=True)
+            print(
+                f"{k:4d} {proposal:>8s} {success:9.2e} {placed:7.3f} {r.utilization:6.3f} "
+                f"{r.mean_queue_length:9.1f} {r.final_queue_length:8d} "
+                f"{r.mean_partition_cost:9.2f} {least:6.0f} {wall:7.1f}",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

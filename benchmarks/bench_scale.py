@@ -37,34 +37,44 @@ def bounds() -> None:
         ("storm-cluster.yaml", big, load_workload(EXAMPLES / "storm-cluster.yaml")),
         ("word count, 30% of slots", big, [JobType("wc", 0.3 * 600 / 25 / 20, 20.0, wc)]),
         ("word count, 80% of slots", big, [JobType("wc", 0.8 * 600 / 25 / 20, 20.0, wc)]),
-        ("storm-cluster.yaml on cluster.yaml", load_cluster(EXAMPLES / "cluster.yaml"),
-         load_workload(EXAMPLES / "storm-cluster.yaml")),
-    ]  # fmt: skip
+        (
+            "storm-cluster.yaml on cluster.yaml",
+            load_cluster(EXAMPLES / "cluster.yaml"),
+            load_workload(EXAMPLES / "storm-cluster.yaml"),
+        ),
+    ]
     print(f"{'instance':36s} {'value':>9s} {'lower':>9s} {'gap':>7s} {'proven':>7s} {'s':>6s}")
     for name, cluster, jobs in cases:
         opt = static_optimum(cluster, jobs, time_limit=60.0)
-        print(f"{name:36s} {opt.value:9.4g} {opt.lower_bound:9.4g} {opt.gap:7.2%} "
-              f"{opt.proven!s:>7s} {opt.solve_time:6.2f}")  # fmt: skip
+        print(
+            f"{name:36s} {opt.value:9.4g} {opt.lower_bound:9.4g} {opt.gap:7.2%} "
+            f"{opt.proven!s:>7s} {opt.solve_time:6.2f}"
+        )
 
 
 def frame() -> None:
     print("\n== 2. one max-weight frame: fast packing vs the exact MILP (baseline)")
     tops = [load_flux(EXAMPLES / f) for f in ("exclamation.yaml", "rolling-top-words.yaml")]
-    print(f"{'cluster':8s} {'jobs':>5s} {'exact s':>8s} {'exact w':>8s} {'proven':>7s} "
-          f"{'fast s':>7s} {'fast w':>8s} {'bound':>8s} {'gap':>6s} {'speed-up':>9s}")
+    print(
+        f"{'cluster':8s} {'jobs':>5s} {'exact s':>8s} {'exact w':>8s} {'proven':>7s} "
+        f"{'fast s':>7s} {'fast w':>8s} {'bound':>8s} {'gap':>6s} {'speed-up':>9s}"
+    )
     for shape, present in (("3x12", 1), ("4x12", 2), ("6x12", 2)):
         cluster = parse_cluster(shape)
         values, caps = [20.0, 20.0], [present, present]
         t0 = time.perf_counter()
-        ex = max_weight_configuration(cluster, tops, values, caps, solver="exact",
-                                      time_limit=30.0 if QUICK else 120.0)  # fmt: skip
+        ex = max_weight_configuration(
+            cluster, tops, values, caps, solver="exact", time_limit=30.0 if QUICK else 120.0
+        )
         t_ex = time.perf_counter() - t0
         t0 = time.perf_counter()
         fa = max_weight_configuration(cluster, tops, values, caps, solver="fast")
         t_fa = time.perf_counter() - t0
-        print(f"{shape:8s} {2 * present:5d} {t_ex:8.2f} {ex.weight:8.3g} {ex.optimal!s:>7s} "
-              f"{t_fa:7.3f} {fa.weight:8.3g} {fa.upper_bound:8.3g} {fa.gap:6.1%} "
-              f"{t_ex / t_fa:9.0f}")  # fmt: skip
+        print(
+            f"{shape:8s} {2 * present:5d} {t_ex:8.2f} {ex.weight:8.3g} {ex.optimal!s:>7s} "
+            f"{t_fa:7.3f} {fa.weight:8.3g} {fa.upper_bound:8.3g} {fa.gap:6.1%} "
+            f"{t_ex / t_fa:9.0f}"
+        )
 
 
 def maxweight() -> None:
@@ -78,10 +88,12 @@ def maxweight() -> None:
         warnings.simplefilter("ignore")
         r = simulate_placement("maxweight", cluster, jobs, horizon=horizon, rng=1)
     wall = time.perf_counter() - t0
-    print(f"horizon {horizon:g}: {wall:.1f} s wall, {r.frames} frames in the window, largest "
-          f"gap {r.frame_gap_max:.3g}, {r.migrations} migrations, cost {r.cost_rate:.4g} "
-          f"{r.cost_rate_ci95}, bound {r.bound} (proven {r.bound_proven}), queue "
-          f"{r.mean_queue_length:.3g}")  # fmt: skip
+    print(
+        f"horizon {horizon:g}: {wall:.1f} s wall, {r.frames} frames in the window, largest "
+        f"gap {r.frame_gap_max:.3g}, {r.migrations} migrations, cost {r.cost_rate:.4g} "
+        f"{r.cost_rate_ci95}, bound {r.bound} (proven {r.bound_proven}), queue "
+        f"{r.mean_queue_length:.3g}"
+    )
 
 
 if __name__ == "__main__":

@@ -38,8 +38,9 @@ N, LOAD = 1000, 0.9
 
 
 def engine_rate(policy: str, tasks: int, **kw) -> float:
-    res = simulate(policy, servers=N, load=LOAD, tasks=tasks, rng=1, d=2, keep_response_times=True,
-                   **kw)  # fmt: skip
+    res = simulate(
+        policy, servers=N, load=LOAD, tasks=tasks, rng=1, d=2, keep_response_times=True, **kw
+    )
     return res.events_per_second
 
 
@@ -161,17 +162,23 @@ def main() -> None:
         kw = {"r": 10} if policy == "round-robin" or policy.startswith("jiq") else {}
         print(f"  {policy:<14}{engine_rate(policy, engine_tasks, **kw) / 1e6:6.2f} M events/s")
     big_tasks = 2_000_000 if quick else 20_000_000
-    print(f"\nN = 1,000,000 (r = 10, load 0.9, {big_tasks:,} tasks; a speed test: "
-          f"{big_tasks // 1_000_000} tasks per server is far from steady state):")
+    print(
+        f"\nN = 1,000,000 (r = 10, load 0.9, {big_tasks:,} tasks; a speed test: "
+        f"{big_tasks // 1_000_000} tasks per server is far from steady state):"
+    )
     for policy in ("jiq-pod", "random"):
         for engine in ("servers", "auto"):  # auto: the counts engine at this N
             out = subprocess.run(
                 [sys.executable, "-c", BIG.format(policy=policy, tasks=big_tasks, engine=engine)],
-                capture_output=True, text=True, check=True,
-            )  # fmt: skip
+                capture_output=True,
+                text=True,
+                check=True,
+            )
             big = json.loads(out.stdout)
-            print(f"  {policy:<8} engine={engine:<8}{big['eps'] / 1e6:7.2f} M events/s, "
-                  f"peak memory {big['peak_mb']:.0f} MB")
+            print(
+                f"  {policy:<8} engine={engine:<8}{big['eps'] / 1e6:7.2f} M events/s, "
+                f"peak memory {big['peak_mb']:.0f} MB"
+            )
 
 
 if __name__ == "__main__":

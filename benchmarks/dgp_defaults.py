@@ -19,15 +19,7 @@ import warnings
 
 import numpy as np
 
-from cloudsched.placement import (
-    Cluster,
-    JobType,
-    chain,
-    complete,
-    random_graph,
-    star,
-    tree,
-)  # fmt: skip
+from cloudsched.placement import Cluster, JobType, chain, complete, random_graph, star, tree
 from cloudsched.placement.simulation import DefaultsRefused, simulate_placement
 
 GENERATORS = {"chain": chain, "star": star, "tree": tree, "complete": complete}
@@ -56,8 +48,10 @@ def instance(seed: int) -> tuple[Cluster, list[JobType]]:
 
 def main(first: int, last: int) -> None:
     warnings.simplefilter("ignore")
-    print(f"{'seed':>4} {'slots':>5} {'bound':>7} | {'DGP served':>10} {'cost':>7} {'gap':>7} "
-          f"{'queue':>7} {'alpha':>7} {'s':>5} | {'greedy cost':>11} {'gap':>7} {'queue':>6}")
+    print(
+        f"{'seed':>4} {'slots':>5} {'bound':>7} | {'DGP served':>10} {'cost':>7} {'gap':>7} "
+        f"{'queue':>7} {'alpha':>7} {'s':>5} | {'greedy cost':>11} {'gap':>7} {'queue':>6}"
+    )
     n = passed = served_ok = cheaper_than_greedy = refused = 0
     for seed in range(first, last):
         cluster, jobs = instance(seed)
@@ -80,14 +74,18 @@ def main(first: int, last: int) -> None:
         passed += ok
         cheaper_than_greedy += dgp.cost_rate < gr.cost_rate
         gap = "inf" if dgp.bound_gap == float("inf") else f"{100 * (dgp.bound_gap or 0):.0f}%"
-        print(f"{seed:>4} {cluster.total_slots:>5} {dgp.bound:>7.3f} | "
-              f"{dgp.served_fraction:>10.4f} {dgp.cost_rate:>7.3f} {gap:>7} "
-              f"{dgp.mean_queue_length:>7.0f} {dgp.params['alpha']:>7.4f} {wall:>5.1f} | "
-              f"{gr.cost_rate:>11.3f} {100 * ggap:>6.0f}% {gr.mean_queue_length:>6.2f}",
-              flush=True)  # fmt: skip
-    print(f"\n{n} instances with a bound: default DGP serves >= 99% on {served_ok}, is within "
-          f"15% of the bound on {passed}, and is cheaper than greedy on {cheaper_than_greedy}; "
-          f"its defaults were refused (a type not served) on {refused} more.")
+        print(
+            f"{seed:>4} {cluster.total_slots:>5} {dgp.bound:>7.3f} | "
+            f"{dgp.served_fraction:>10.4f} {dgp.cost_rate:>7.3f} {gap:>7} "
+            f"{dgp.mean_queue_length:>7.0f} {dgp.params['alpha']:>7.4f} {wall:>5.1f} | "
+            f"{gr.cost_rate:>11.3f} {100 * ggap:>6.0f}% {gr.mean_queue_length:>6.2f}",
+            flush=True,
+        )
+    print(
+        f"\n{n} instances with a bound: default DGP serves >= 99% on {served_ok}, is within "
+        f"15% of the bound on {passed}, and is cheaper than greedy on {cheaper_than_greedy}; "
+        f"its defaults were refused (a type not served) on {refused} more."
+    )
 
 
 if __name__ == "__main__":

@@ -24,15 +24,33 @@ def main() -> None:
     servers = int(sys.argv[5]) if len(sys.argv) > 5 else 10_000
     t0 = time.perf_counter()
     res = simulate(
-        policy, servers=servers, r=10, load=load, d=2, initial="empty", warmup=0.2,
-        horizon=horizon, replications=reps, rng=424242,
-    )  # fmt: skip
-    print(json.dumps({
-        "policy": policy, "servers": servers, "load": load, "horizon": horizon,
-        "replications": reps,
-        "mean": res.mean_response_time, "ci95": res.ci95, "measured_time": res.measured_time,
-        "events": res.events, "wall_seconds": round(time.perf_counter() - t0, 1),
-    }))  # fmt: skip
+        policy,
+        servers=servers,
+        r=10,
+        load=load,
+        d=2,
+        initial="empty",
+        warmup=0.2,
+        horizon=horizon,
+        replications=reps,
+        rng=424242,
+    )
+    print(
+        json.dumps(
+            {
+                "policy": policy,
+                "servers": servers,
+                "load": load,
+                "horizon": horizon,
+                "replications": reps,
+                "mean": res.mean_response_time,
+                "ci95": res.ci95,
+                "measured_time": res.measured_time,
+                "events": res.events,
+                "wall_seconds": round(time.perf_counter() - t0, 1),
+            }
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -33,15 +33,26 @@ def main() -> None:
     for n in args.servers:
         for lam in args.loads:
             pred = predict_finite("pod", n, lam, d=args.d, replace=True, method="refined")[0]
-            sim = simulate("pod", servers=n, load=lam, d=args.d, with_replacement=True,
-                           precision=args.precision, replications=4, rng=args.seed + n)
+            sim = simulate(
+                "pod",
+                servers=n,
+                load=lam,
+                d=args.d,
+                with_replacement=True,
+                precision=args.precision,
+                replications=4,
+                rng=args.seed + n,
+            )
             mean = sim.mean_response_time
             half = (sim.ci95[1] - sim.ci95[0]) / 2
             assert pred.refined is not None
             ratio = abs(pred.meanfield - mean) / max(abs(pred.refined - mean), 1e-12)
             flag = "" if sim.steady_state else " (not steady)"
-            print(f"| {n} | {lam} | {pred.meanfield:.4f} | {pred.refined:.4f} | "
-                  f"{mean:.4f} ± {half:.4f}{flag} | {ratio:.1f} |", flush=True)
+            print(
+                f"| {n} | {lam} | {pred.meanfield:.4f} | {pred.refined:.4f} | "
+                f"{mean:.4f} ± {half:.4f}{flag} | {ratio:.1f} |",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -34,6 +34,7 @@ AGENTS = ("Mozilla/5.0 (X11; Linux x86_64)", "curl/8.5.0", "okhttp/4.12.0")
 
 def requests(rng: np.random.Generator) -> list[dict]:
     """Draw the requests (dicts), in the order they end."""
+
     def rate(t: np.ndarray) -> np.ndarray:
         wave = 15 + 5 * np.sin(2 * np.pi * t / 600)
         burst = ((t > 300) & (t < 360)) | ((t > 900) & (t < 960))
@@ -59,13 +60,21 @@ def requests(rng: np.random.Generator) -> list[dict]:
         aborted = rng.uniform() < 0.002
         method = "POST" if path == "/api/orders" else "GET"
         url = path.replace("{id}", str(int(rng.integers(1, 5000))))
-        out.append({
-            "start": START + float(arrival), "upstream": upstream, "total": total,
-            "status": status, "aborted": bool(aborted), "method": method, "url": url,
-            "bytes": int(rng.integers(200, 20000)), "client": f"10.0.{rng.integers(0, 8)}."
-            f"{rng.integers(2, 250)}", "agent": AGENTS[int(rng.integers(len(AGENTS)))],
-            "id": f"{rng.integers(0, 2**63):016x}",
-        })
+        out.append(
+            {
+                "start": START + float(arrival),
+                "upstream": upstream,
+                "total": total,
+                "status": status,
+                "aborted": bool(aborted),
+                "method": method,
+                "url": url,
+                "bytes": int(rng.integers(200, 20000)),
+                "client": f"10.0.{rng.integers(0, 8)}.{rng.integers(2, 250)}",
+                "agent": AGENTS[int(rng.integers(len(AGENTS)))],
+                "id": f"{rng.integers(0, 2**63):016x}",
+            }
+        )
     out.sort(key=lambda r: r["start"] + r["total"])  # written when they end
     return out
 
@@ -86,26 +95,37 @@ def iso(ts: float) -> str:
 def nginx(r: dict) -> str:
     """Write a request as an NGINX line (combined + two times)."""
     up = "-" if r["upstream"] is None else f"{r['upstream']:.3f}"
-    return (f'{r["client"]} - - [{clf(r["start"] + r["total"])}] "{r["method"]} {r["url"]} '
-            f'HTTP/1.1" {r["status"]} {r["bytes"]} "-" "{r["agent"]}" {r["total"]:.3f} {up}')
+    return (
+        f'{r["client"]} - - [{clf(r["start"] + r["total"])}] "{r["method"]} {r["url"]} '
+        f'HTTP/1.1" {r["status"]} {r["bytes"]} "-" "{r["agent"]}" {r["total"]:.3f} {up}'
+    )
 
 
 def envoy(r: dict) -> str:
     """Write a request in Envoy's default format."""
     up = "-" if r["upstream"] is None else str(round(r["upstream"] * 1000))
-    return (f'[{iso(r["start"])}] "{r["method"]} {r["url"]} HTTP/1.1" {r["status"]} - 0 '
-            f'{r["bytes"]} {round(r["total"] * 1000)} {up} "-" "{r["agent"]}" "{r["id"]}" '
-            f'"api.example.com" "10.1.0.{int(r["id"][2:4], 16) % 8 + 2}:8080"')
+    return (
+        f'[{iso(r["start"])}] "{r["method"]} {r["url"]} HTTP/1.1" {r["status"]} - 0 '
+        f'{r["bytes"]} {round(r["total"] * 1000)} {up} "-" "{r["agent"]}" "{r["id"]}" '
+        f'"api.example.com" "10.1.0.{int(r["id"][2:4], 16) % 8 + 2}:8080"'
+    )
 
 
 def envoy_json(r: dict) -> str:
     """Write a request as an Envoy JSON line."""
     up = None if r["upstream"] is None else str(round(r["upstream"] * 1000))
-    return json.dumps({
-        "start_time": iso(r["start"]), "method": r["method"], "path": r["url"],
-        "response_code": r["status"], "duration": round(r["total"] * 1000),
-        "upstream_service_time": up, "bytes_sent": r["bytes"], "x_request_id": r["id"],
-    })
+    return json.dumps(
+        {
+            "start_time": iso(r["start"]),
+            "method": r["method"],
+            "path": r["url"],
+            "response_code": r["status"],
+            "duration": round(r["total"] * 1000),
+            "upstream_service_time": up,
+            "bytes_sent": r["bytes"],
+            "x_request_id": r["id"],
+        }
+    )
 
 
 def haproxy(r: dict) -> str:
@@ -114,18 +134,23 @@ def haproxy(r: dict) -> str:
     ta = round(r["total"] * 1000)
     server = "<NOSRV>" if r["upstream"] is None else f"srv{int(r['id'][:2], 16) % 8 + 1}"
     stamp = datetime.fromtimestamp(r["start"] + r["total"], tz=UTC).strftime("%b %d %H:%M:%S")
-    return (f"{stamp} lb1 haproxy[2211]: {r['client']}:{40000 + int(r['id'][-3:], 16)} "
-            f"[{clf(r['start'], millis=True)}] http-in api/{server} 0/0/0/{tr}/{ta} "
-            f"{r['status']} {r['bytes']} - - ---- 12/12/3/1/0 0/0 "
-            f'"{r["method"]} {r["url"]} HTTP/1.1"')
+    return (
+        f"{stamp} lb1 haproxy[2211]: {r['client']}:{40000 + int(r['id'][-3:], 16)} "
+        f"[{clf(r['start'], millis=True)}] http-in api/{server} 0/0/0/{tr}/{ta} "
+        f"{r['status']} {r['bytes']} - - ---- 12/12/3/1/0 0/0 "
+        f'"{r["method"]} {r["url"]} HTTP/1.1"'
+    )
 
 
 def main() -> None:
     """Write the four logs."""
     rows = requests(np.random.default_rng(20261103))
-    for name, line in (("nginx-sample.log.gz", nginx), ("envoy-sample.log.gz", envoy),
-                       ("envoy-json-sample.log.gz", envoy_json),
-                       ("haproxy-sample.log.gz", haproxy)):
+    for name, line in (
+        ("nginx-sample.log.gz", nginx),
+        ("envoy-sample.log.gz", envoy),
+        ("envoy-json-sample.log.gz", envoy_json),
+        ("haproxy-sample.log.gz", haproxy),
+    ):
         with gzip.GzipFile(OUT / name, "wb", mtime=0) as f:  # mtime=0: same bytes every run
             f.write("".join(line(r) + "\n" for r in rows).encode())
         print(f"{OUT / name}: {len(rows)} lines")

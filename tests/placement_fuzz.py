@@ -104,14 +104,27 @@ def check_corners() -> None:
         for policy in PLACEMENT_POLICIES:
             for proposal in ("uniform", "local") if policy.startswith("dgp") else ("uniform",):
                 kw = {"frame": 5.0, "solver_time_limit": 0.2} if policy == "maxweight" else {}
-                res = simulate_placement(policy, cluster, jobs, horizon=40.0, rng=1,
-                                         compare_bound=False, proposal=proposal, **kw)  # fmt: skip
+                res = simulate_placement(
+                    policy,
+                    cluster,
+                    jobs,
+                    horizon=40.0,
+                    rng=1,
+                    compare_bound=False,
+                    proposal=proposal,
+                    **kw,
+                )
                 assert 0.0 <= res.utilization <= 1.0 + 1e-9
 
 
 def check(n: int) -> None:
-    @settings(max_examples=n, deadline=None, derandomize=True, database=None,
-              suppress_health_check=list(HealthCheck))  # fmt: skip
+    @settings(
+        max_examples=n,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(instances())
     def run(instance):
         cluster, jobs, policy, proposal, seed = instance
@@ -119,9 +132,17 @@ def check(n: int) -> None:
         # MaxWeight solves a MILP per frame: a few short frames cover its code paths
         kw = {"frame": horizon / 4, "solver_time_limit": 0.2} if policy == "maxweight" else {}
         # no bound and no DGP calibration pilots: the kernels, not the solver, are under test
-        res = simulate_placement(policy, cluster, jobs, horizon=horizon, rng=seed,
-                                 compare_bound=False, proposal=proposal,
-                                 record=seed % 3 == 0, **kw)  # fmt: skip
+        res = simulate_placement(
+            policy,
+            cluster,
+            jobs,
+            horizon=horizon,
+            rng=seed,
+            compare_bound=False,
+            proposal=proposal,
+            record=seed % 3 == 0,
+            **kw,
+        )
         assert 0.0 <= res.utilization <= res.reserved_fraction + 1e-9 <= 1.0 + 2e-9
         assert res.mean_queue_length >= 0 and res.mean_in_service >= 0
         json.dumps(res.to_dict(), allow_nan=False)  # strict JSON

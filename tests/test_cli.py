@@ -273,18 +273,43 @@ def test_simulate_bad_input_exits_2_with_one_line(capsys, args, name, allowed):
     assert name in lines[0] and allowed in lines[0]
 
 
-
-
 def test_simulate_defaults_to_r_10_like_predict_and_shows_the_mean_field(capsys):
-    code, out, _ = run(capsys, "simulate", "jiq", "--servers", "1000", "--load", "0.8",
-                       "--tasks", "200000", "--seed", "3", "--format", "json")  # fmt: skip
+    code, out, _ = run(
+        capsys,
+        "simulate",
+        "jiq",
+        "--servers",
+        "1000",
+        "--load",
+        "0.8",
+        "--tasks",
+        "200000",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    )
     doc = json.loads(out)
     assert code == 0 and doc["dispatchers"] == 100 and doc["r"] == 10
     assert doc["meanfield_response_time"] == pytest.approx(1.32209, abs=1e-5)
-    assert doc["inputs"] == {"service": "exp", "arrivals": "poisson",
-                             "time_unit": "mean service time"}  # fmt: skip
-    code, out, _ = run(capsys, "simulate", "jiq", "--servers", "4", "--load", "0.5",
-                       "--tasks", "20000", "--seed", "3")  # fmt: skip
+    assert doc["inputs"] == {
+        "service": "exp",
+        "arrivals": "poisson",
+        "time_unit": "mean service time",
+    }
+    code, out, _ = run(
+        capsys,
+        "simulate",
+        "jiq",
+        "--servers",
+        "4",
+        "--load",
+        "0.5",
+        "--tasks",
+        "20000",
+        "--seed",
+        "3",
+    )
     assert code == 0 and "4 / 1 (r = 4)" in out  # N < 10: one dispatcher
     assert max(len(line) for line in out.splitlines()) <= 80
     assert "mean field (N = inf)" in out
@@ -411,13 +436,16 @@ def test_simulate_json_is_standard_even_with_one_measured_task(capsys):
     assert doc["ci95"] is None and doc["measured_tasks"] == 1
 
 
-@pytest.mark.parametrize(("args", "name"), [
-    (["simulate", "jiq", "--servers", "10", "--load", "0.5", "--load", "0.9"], "--load"),
-    (["simulate", "jiq", "--servers", "10", "--load=0.5", "--seed", "1", "--seed=2"], "--seed"),
-    (["place", "simulate", "--policy", "greedy", "--policy", "storm-default"], "--policy"),
-    (["predict", "jiq", "--load", "0.5", "--r", "5", "--r", "6"], "--r"),
-    (["trace", "stats", "nginx-sample", "--format", "json", "--format", "table"], "--format"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("args", "name"),
+    [
+        (["simulate", "jiq", "--servers", "10", "--load", "0.5", "--load", "0.9"], "--load"),
+        (["simulate", "jiq", "--servers", "10", "--load=0.5", "--seed", "1", "--seed=2"], "--seed"),
+        (["place", "simulate", "--policy", "greedy", "--policy", "storm-default"], "--policy"),
+        (["predict", "jiq", "--load", "0.5", "--r", "5", "--r", "6"], "--r"),
+        (["trace", "stats", "nginx-sample", "--format", "json", "--format", "table"], "--format"),
+    ],
+)
 def test_an_option_given_twice_is_refused_unless_repeatable(capsys, args, name):
     code, out, err = run(capsys, *args)
     assert code == 2 and out == ""
@@ -425,8 +453,9 @@ def test_an_option_given_twice_is_refused_unless_repeatable(capsys, args, name):
 
 
 def test_repeatable_options_mean_several(capsys):
-    code, out, _ = run(capsys, "predict", "jiq", "--load", "0.5", "--load", "0.9", "--format",
-                       "csv")  # fmt: skip
+    code, out, _ = run(
+        capsys, "predict", "jiq", "--load", "0.5", "--load", "0.9", "--format", "csv"
+    )
     assert code == 0 and len(out.strip().splitlines()) == 3
 
 
@@ -437,11 +466,14 @@ def test_version(capsys):
     assert code == 0 and out == f"cloudsched {__version__}\n"
 
 
-@pytest.mark.parametrize(("name", "check"), [
-    ("p.csv", lambda t: t.startswith("load,p0,")),
-    ("p.json", lambda t: json.loads(t)["policy"] == "jiq"),
-    ("p.txt", lambda t: "mean field: jiq" in t),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("name", "check"),
+    [
+        ("p.csv", lambda t: t.startswith("load,p0,")),
+        ("p.json", lambda t: json.loads(t)["policy"] == "jiq"),
+        ("p.txt", lambda t: "mean field: jiq" in t),
+    ],
+)
 def test_out_infers_the_format_from_its_extension(capsys, tmp_path, name, check):
     path = tmp_path / name
     code, out, err = run(capsys, "predict", "jiq", "--load", "0.5", "--out", str(path))
@@ -450,8 +482,17 @@ def test_out_infers_the_format_from_its_extension(capsys, tmp_path, name, check)
 
 
 def test_out_extension_and_format_that_disagree_are_refused(capsys, tmp_path):
-    code, _, err = run(capsys, "predict", "jiq", "--load", "0.5", "--format", "json", "--out",
-                       str(tmp_path / "p.csv"))  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "predict",
+        "jiq",
+        "--load",
+        "0.5",
+        "--format",
+        "json",
+        "--out",
+        str(tmp_path / "p.csv"),
+    )
     assert code == 2 and err.startswith("error: --out") and not (tmp_path / "p.csv").exists()
     code, _, err = run(capsys, "trace", "stats", "kth-sp2", "--out", str(tmp_path / "s.csv"))
     assert code == 2 and "extension is one of .json, .txt" in err
@@ -459,19 +500,60 @@ def test_out_extension_and_format_that_disagree_are_refused(capsys, tmp_path):
 
 def test_compare_prints_one_table_of_theory_beside_simulation(capsys, tmp_path):
     png, pq = tmp_path / "c.png", tmp_path / "c.parquet"
-    code, out, err = run(capsys, "compare", "jiq", "pod", "random", "--servers", "200",
-                         "--load", "0.5", "--load", "0.8", "--d", "2", "--d", "3",
-                         "--tasks", "60000", "--seed", "4", "--plot", str(png))  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "compare",
+        "jiq",
+        "pod",
+        "random",
+        "--servers",
+        "200",
+        "--load",
+        "0.5",
+        "--load",
+        "0.8",
+        "--d",
+        "2",
+        "--d",
+        "3",
+        "--tasks",
+        "60000",
+        "--seed",
+        "4",
+        "--plot",
+        str(png),
+    )
     assert code == 0 and f"wrote {png}" in err and png.stat().st_size > 1000
     lines = out.splitlines()
     assert max(len(line) for line in lines) <= 80
     # jiq and random have no d: one row per load; pod has d = 2 and 3
-    body = [line.split() for line in lines if line.strip().split()[:1] in (["jiq"], ["pod"],
-                                                                           ["random"])]  # fmt: skip
+    body = [
+        line.split() for line in lines if line.strip().split()[:1] in (["jiq"], ["pod"], ["random"])
+    ]
     assert [row[0] for row in body].count("pod") == 4 and len(body) == 8
-    code, _, _ = run(capsys, "compare", "jiq", "pod", "random", "--servers", "200",
-                     "--load", "0.5", "--load", "0.8", "--d", "2", "--d", "3",
-                     "--tasks", "60000", "--seed", "4", "--out", str(pq))  # fmt: skip
+    code, _, _ = run(
+        capsys,
+        "compare",
+        "jiq",
+        "pod",
+        "random",
+        "--servers",
+        "200",
+        "--load",
+        "0.5",
+        "--load",
+        "0.8",
+        "--d",
+        "2",
+        "--d",
+        "3",
+        "--tasks",
+        "60000",
+        "--seed",
+        "4",
+        "--out",
+        str(pq),
+    )
     import pandas as pd
 
     df = pd.read_parquet(pq)
@@ -487,8 +569,20 @@ def test_compare_prints_one_table_of_theory_beside_simulation(capsys, tmp_path):
 def test_compare_says_when_a_precision_is_not_reached(capsys):
     """The issue's case: --precision 1e-9 stopped at --max-tasks with no word of it."""
     with pytest.raises(SystemExit) as exc:
-        main(["compare", "jiq", "--servers", "100", "--load", "0.5", "--precision", "1e-9",
-              "--max-tasks", "200000"])  # fmt: skip
+        main(
+            [
+                "compare",
+                "jiq",
+                "--servers",
+                "100",
+                "--load",
+                "0.5",
+                "--precision",
+                "1e-9",
+                "--max-tasks",
+                "200000",
+            ]
+        )
     out, err = capsys.readouterr()
     assert exc.value.code == 0
     assert "~" in out and "before --precision 1e-09 held" in out

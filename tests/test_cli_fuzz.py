@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from cli_fuzz import BASES, hostile_argv, run_contract
 from cloudsched.cli import main
 
-SETTINGS = dict(deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+SETTINGS = dict(
+    deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 
 @settings(max_examples=40, **SETTINGS)

@@ -36,13 +36,27 @@ def workload(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("policy", ["storm-default", "greedy", "resource-aware", "dgp",
-                                    "dgp-clock", "maxweight"])
+@pytest.mark.parametrize(
+    "policy", ["storm-default", "greedy", "resource-aware", "dgp", "dgp-clock", "maxweight"]
+)
 def test_place_simulate_json(capsys, workload, policy):
     code, out, err = run(
-        capsys, "place", "simulate", "--cluster", "3x3", "--workload", str(workload),
-        "--policy", policy, "--horizon", "300", "--seed", "4", "--format", "json",
-    )  # fmt: skip
+        capsys,
+        "place",
+        "simulate",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--policy",
+        policy,
+        "--horizon",
+        "300",
+        "--seed",
+        "4",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     doc = json.loads(out)
     for key in ("mean_queue_length", "mean_partition_cost", "utilization", "migrations"):
@@ -57,9 +71,20 @@ def test_place_simulate_json(capsys, workload, policy):
 def test_place_simulate_table_and_out_file(capsys, workload, tmp_path):
     out_file = tmp_path / "res.txt"
     code, out, _ = run(
-        capsys, "place", "simulate", "--cluster", "3x3", "--workload", str(workload),
-        "--horizon", "100", "--seed", "1", "--out", str(out_file),
-    )  # fmt: skip
+        capsys,
+        "place",
+        "simulate",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--horizon",
+        "100",
+        "--seed",
+        "1",
+        "--out",
+        str(out_file),
+    )
     assert code == 0 and out == ""
     text = out_file.read_text()
     assert "mean_partition_cost" in text and "per job type" in text
@@ -67,9 +92,16 @@ def test_place_simulate_table_and_out_file(capsys, workload, tmp_path):
 
 def test_place_bound(capsys, workload):
     code, out, _ = run(
-        capsys, "place", "bound", "--cluster", "3x3", "--workload", str(workload), "--format",
+        capsys,
+        "place",
+        "bound",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--format",
         "json",
-    )  # fmt: skip
+    )
     assert code == 0
     doc = json.loads(out)
     assert doc["value"] == pytest.approx(0.5) and doc["lower_bound"] == pytest.approx(0.5)
@@ -86,17 +118,38 @@ def test_place_commands_take_the_format_from_out_as_simulate_does(capsys, worklo
     assert json.loads((tmp_path / "b.json").read_text())["value"] == pytest.approx(0.5)
     code, out, err = run(capsys, *base, "--out", str(tmp_path / "c.json"), "--format", "table")
     assert code == 2 and err.count("\n") == 1 and "agrees with --format table" in err
-    code, out, err = run(capsys, "place", "simulate", "--cluster", "3x3", "--workload",
-                         str(workload), "--horizon", "100", "--seed", "1", "--out",
-                         str(tmp_path / "s.json"))  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "place",
+        "simulate",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--horizon",
+        "100",
+        "--seed",
+        "1",
+        "--out",
+        str(tmp_path / "s.json"),
+    )
     assert code == 0 and out == "", err
     assert json.loads((tmp_path / "s.json").read_text())["policy"] == "dgp"
 
 
-def test_the_policy_is_given_as_simulate_takes_it_and_the_old_option_still_works(capsys,
-                                                                                 workload):
-    base = ["--cluster", "3x3", "--workload", str(workload), "--horizon", "100", "--seed", "2",
-            "--format", "json"]  # fmt: skip
+def test_the_policy_is_given_as_simulate_takes_it_and_the_old_option_still_works(capsys, workload):
+    base = [
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--horizon",
+        "100",
+        "--seed",
+        "2",
+        "--format",
+        "json",
+    ]
     code, out, err = run(capsys, "place", "simulate", "greedy", *base)
     assert code == 0, err
     new = json.loads(out)
@@ -113,9 +166,18 @@ def test_the_policy_is_given_as_simulate_takes_it_and_the_old_option_still_works
 
 def test_overload_is_warned(capsys, workload):
     code, _, err = run(
-        capsys, "place", "simulate", "--cluster", "1x5", "--workload", str(workload),
-        "--horizon", "50", "--seed", "1",
-    )  # fmt: skip
+        capsys,
+        "place",
+        "simulate",
+        "--cluster",
+        "1x5",
+        "--workload",
+        str(workload),
+        "--horizon",
+        "50",
+        "--seed",
+        "1",
+    )
     assert code == 0
     assert err.startswith("warning: the workload asks for 5 slots on average")
     assert "no policy can keep the queues bounded" in err
@@ -159,7 +221,7 @@ def test_bad_place_input_exits_2_with_one_line(capsys, workload, args, fragment)
         (ONE.format(rate=1, dur=0, top=CHAIN), "a.mean_duration must be"),
         (ONE.format(rate=1, dur=1, top="{flux: missing.yaml}"), "missing.yaml"),
     ],
-)  # fmt: skip
+)
 def test_malformed_workloads_exit_2(capsys, tmp_path, text, fragment):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -186,13 +248,28 @@ def test_unknown_grouping_exits_2(capsys, tmp_path):
 def test_place_simulate_writes_placements_frames_and_a_snapshot(capsys, workload, tmp_path):
     import pandas as pd
 
-    files = {k: tmp_path / f"{k}.{ext}" for k, ext in (("assignments", "parquet"),
-                                                        ("frames", "parquet"), ("plot", "png"))}
+    files = {
+        k: tmp_path / f"{k}.{ext}"
+        for k, ext in (("assignments", "parquet"), ("frames", "parquet"), ("plot", "png"))
+    }
     code, out, err = run(
-        capsys, "place", "simulate", "--cluster", "2x4,1x3", "--workload", str(workload),
-        "--policy", "maxweight", "--solver", "fast", "--horizon", "60", "--seed", "2",
+        capsys,
+        "place",
+        "simulate",
+        "--cluster",
+        "2x4,1x3",
+        "--workload",
+        str(workload),
+        "--policy",
+        "maxweight",
+        "--solver",
+        "fast",
+        "--horizon",
+        "60",
+        "--seed",
+        "2",
         *[x for k, p in files.items() for x in (f"--{k}", str(p))],
-    )  # fmt: skip
+    )
     assert code == 0, err
     placed = pd.read_parquet(files["assignments"])
     assert {"job", "type", "node", "machine", "slot", "start", "end"} <= set(placed.columns)
@@ -203,67 +280,178 @@ def test_place_simulate_writes_placements_frames_and_a_snapshot(capsys, workload
     assert "frames: " in out and "optimality gap" in out
 
 
-def test_frames_of_a_policy_without_frames_are_refused_in_one_warning(capsys, workload,
-                                                                      tmp_path):  # fmt: skip
+def test_frames_of_a_policy_without_frames_are_refused_in_one_warning(capsys, workload, tmp_path):
     path = tmp_path / "f.parquet"
-    code, _, err = run(capsys, "place", "simulate", "--cluster", "3x3", "--workload",
-                       str(workload), "--policy", "greedy", "--horizon", "20", "--frames",
-                       str(path))  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "place",
+        "simulate",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--policy",
+        "greedy",
+        "--horizon",
+        "20",
+        "--frames",
+        str(path),
+    )
     assert code == 0 and not path.exists()
     assert "warning: no frames to write" in err
 
 
 def test_resource_aware_on_a_cluster_file(capsys, workload, tmp_path):
     cluster = tmp_path / "c.yaml"
-    cluster.write_text("machines:\n  - {count: 2, slots: 4, cpu: 400, rack: 0}\n"
-                       "  - {count: 2, slots: 3, cpu: 300, rack: 1}\n")  # fmt: skip
-    code, out, err = run(capsys, "place", "simulate", "--cluster", str(cluster), "--workload",
-                         str(workload), "--policy", "resource-aware", "--horizon", "200",
-                         "--seed", "1", "--format", "json")  # fmt: skip
+    cluster.write_text(
+        "machines:\n  - {count: 2, slots: 4, cpu: 400, rack: 0}\n"
+        "  - {count: 2, slots: 3, cpu: 300, rack: 1}\n"
+    )
+    code, out, err = run(
+        capsys,
+        "place",
+        "simulate",
+        "--cluster",
+        str(cluster),
+        "--workload",
+        str(workload),
+        "--policy",
+        "resource-aware",
+        "--horizon",
+        "200",
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["racks"] == 2 and doc["served_fraction"] > 0.9
-    code, _, err = run(capsys, "place", "simulate", "--cluster", str(cluster), "--racks", "2",
-                       "--workload", str(workload))  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "place",
+        "simulate",
+        "--cluster",
+        str(cluster),
+        "--racks",
+        "2",
+        "--workload",
+        str(workload),
+    )
     assert code == 2 and "--racks must be not given with a cluster file" in err
 
 
 def test_place_bound_fast_with_a_time_limit(capsys, workload):
-    code, out, err = run(capsys, "place", "bound", "--cluster", "6x4", "--workload",
-                         str(workload), "--solver", "fast", "--time-limit", "20", "--format",
-                         "json")  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "place",
+        "bound",
+        "--cluster",
+        "6x4",
+        "--workload",
+        str(workload),
+        "--solver",
+        "fast",
+        "--time-limit",
+        "20",
+        "--format",
+        "json",
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert doc["solver"] == "fast" and doc["lower_bound"] <= doc["value"] + 1e-9
     assert doc["gap"] == 0 or doc["note"]
-    code, _, err = run(capsys, "place", "bound", "--cluster", "3x3", "--workload",
-                       str(workload), "--time-limit", "0")  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "place",
+        "bound",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--time-limit",
+        "0",
+    )
     assert code == 2 and "--time-limit must be" in err
 
 
 def test_place_compare_puts_policies_beside_the_bound(capsys, workload, tmp_path):
     plot = tmp_path / "s.png"
-    code, out, err = run(capsys, "place", "compare", "--cluster", "3x3", "--workload",
-                         str(workload), "--policy", "greedy", "--policy", "dgp:local",
-                         "--policy", "storm-default", "--horizon", "400", "--seed", "3",
-                         "--format", "json", "--plot", str(plot))  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "place",
+        "compare",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--policy",
+        "greedy",
+        "--policy",
+        "dgp:local",
+        "--policy",
+        "storm-default",
+        "--horizon",
+        "400",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+        "--plot",
+        str(plot),
+    )
     assert code == 0, err
     doc = json.loads(out)
     assert list(doc["policies"]) == ["greedy", "dgp:local", "storm-default"]
     assert doc["bound"]["proven"] and doc["bound"]["value"] == pytest.approx(0.5)
     assert doc["policies"]["dgp:local"]["params"]["proposal"] == "local"
     # the same seed as place simulate gives the same run
-    code, single, _ = run(capsys, "place", "simulate", "--cluster", "3x3", "--workload",
-                          str(workload), "--policy", "greedy", "--horizon", "400", "--seed",
-                          "3", "--format", "json")  # fmt: skip
+    code, single, _ = run(
+        capsys,
+        "place",
+        "simulate",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--policy",
+        "greedy",
+        "--horizon",
+        "400",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    )
     assert json.loads(single)["cost_rate"] == doc["policies"]["greedy"]["cost_rate"]
     assert plot.stat().st_size > 1000
-    code, csv, _ = run(capsys, "place", "compare", "--cluster", "3x3", "--workload",
-                       str(workload), "--policy", "greedy", "--horizon", "100", "--format",
-                       "csv")  # fmt: skip
+    code, csv, _ = run(
+        capsys,
+        "place",
+        "compare",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--policy",
+        "greedy",
+        "--horizon",
+        "100",
+        "--format",
+        "csv",
+    )
     assert code == 0 and csv.splitlines()[0].startswith("policy,cost_rate,cost_ci95,gap")
-    code, _, err = run(capsys, "place", "compare", "--cluster", "3x3", "--workload",
-                       str(workload), "--policy", "greedy:local")  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "place",
+        "compare",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(workload),
+        "--policy",
+        "greedy:local",
+    )
     assert code == 2 and "dgp:local" in err and err.count("\n") == 1
 
 
@@ -275,13 +463,20 @@ def test_place_compare_bounds_the_optimum_once_for_all_policies(monkeypatch, wor
 
     calls = []
     real = optimize.static_optimum
-    monkeypatch.setattr(optimize, "static_optimum",
-                        lambda *a, **k: calls.append(1) or real(*a, **k))  # fmt: skip
-    res = compare_placement(parse_cluster("3x3"), load_workload(workload, rng=1),
-                            ["greedy", "storm-default"], seed=2, horizon=300)  # fmt: skip
+    monkeypatch.setattr(
+        optimize, "static_optimum", lambda *a, **k: calls.append(1) or real(*a, **k)
+    )
+    res = compare_placement(
+        parse_cluster("3x3"),
+        load_workload(workload, rng=1),
+        ["greedy", "storm-default"],
+        seed=2,
+        horizon=300,
+    )
     assert calls == []  # the runs reuse compare's bound (computed through its own import)
     for entry, r in res.results.items():
         assert r.bound == res.bound.lower_bound and r.bound_proven == res.bound.proven
         row = res.table.set_index("policy").loc[entry]
-        assert row["gap"] == pytest.approx(r.bound_gap if r.bound_gap is not None else math.nan,
-                                           nan_ok=True)  # fmt: skip
+        assert row["gap"] == pytest.approx(
+            r.bound_gap if r.bound_gap is not None else math.nan, nan_ok=True
+        )

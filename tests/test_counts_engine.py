@@ -10,15 +10,26 @@ from scipy import stats
 
 from cloudsched.dispatch import predict, simulate
 from cloudsched.dispatch import state as K
-from cloudsched.dispatch.counts import CountsEngine, erlang_histogram
+from cloudsched.dispatch.counts import CountsEngine
+from cloudsched.dispatch.erlang import erlang_histogram
 from cloudsched.dispatch.measure import histogram_percentiles
 from cloudsched.dispatch.replication import RunSpec
 from cloudsched.errors import ParameterError
 from cloudsched.testing.counts_mirror import mirror_counts
 
-CASES = [("pod", 2, False), ("pod", 2, True), ("pod", 3, False), ("pod", 3, True),
-         ("random", 1, False), ("jsq", 1, False), ("jiq", 1, False), ("jiq-pod", 2, False),
-         ("jiq-pod", 3, True), ("jiq-sq", 2, False), ("jiq-sq", 3, False)]  # fmt: skip
+CASES = [
+    ("pod", 2, False),
+    ("pod", 2, True),
+    ("pod", 3, False),
+    ("pod", 3, True),
+    ("random", 1, False),
+    ("jsq", 1, False),
+    ("jiq", 1, False),
+    ("jiq-pod", 2, False),
+    ("jiq-pod", 3, True),
+    ("jiq-sq", 2, False),
+    ("jiq-sq", 3, False),
+]
 
 
 def _initial(n, m, rng):
@@ -34,11 +45,13 @@ def test_the_kernel_makes_the_mirrors_draws_and_bookkeeping(policy, d, replace, 
     n, m = 9, 3
     queues, sizes = _initial(n, m, np.random.default_rng(5))
     if timed:
-        spec = RunSpec(policy, n, m, 0.8, d=d, replace=replace, t_warm=20.0, t_end=400.0,
-                       record=False)  # fmt: skip
+        spec = RunSpec(
+            policy, n, m, 0.8, d=d, replace=replace, t_warm=20.0, t_end=400.0, record=False
+        )
     else:
-        spec = RunSpec(policy, n, m, 0.8, d=d, replace=replace, warm_tasks=100,
-                       end_tasks=2000, record=False)  # fmt: skip
+        spec = RunSpec(
+            policy, n, m, 0.8, d=d, replace=replace, warm_tasks=100, end_tasks=2000, record=False
+        )
     iq = np.bincount(sizes) if policy.startswith("jiq") else None
     eng = CountsEngine(spec, np.random.default_rng(11), np.bincount(queues), iq)
     while not eng.advance(1000):  # small budgets: resuming changes nothing
@@ -60,8 +73,7 @@ def test_the_kernel_makes_the_mirrors_draws_and_bookkeeping(policy, d, replace, 
     final = np.repeat(np.arange(eng.cnt.size), (eng.cnt - np.append(eng.cnt[1:], 0)).astype(int))
     assert list(final) == ref["queues"]
     top = min(raw.tail_area.size, ref["tail_area"].size)
-    np.testing.assert_allclose(raw.tail_area[:top], ref["tail_area"][:top], rtol=1e-9,
-                               atol=1e-9)  # fmt: skip
+    np.testing.assert_allclose(raw.tail_area[:top], ref["tail_area"][:top], rtol=1e-9, atol=1e-9)
 
 
 CLASS_CASES = [("pod", 2, False), ("pod", 3, True), ("random", 1, False), ("jsq", 1, False)]
@@ -74,11 +86,13 @@ def test_speed_classes_make_the_mirrors_draws_and_bookkeeping(policy, d, replace
     n = len(speeds)
     rate = 0.4 if policy == "random" else 1.1  # random: below the slowest server's speed
     if timed:
-        spec = RunSpec(policy, n, 1, rate, d=d, replace=replace, t_warm=20.0, t_end=300.0,
-                       record=False)  # fmt: skip
+        spec = RunSpec(
+            policy, n, 1, rate, d=d, replace=replace, t_warm=20.0, t_end=300.0, record=False
+        )
     else:
-        spec = RunSpec(policy, n, 1, rate, d=d, replace=replace, warm_tasks=100,
-                       end_tasks=2000, record=False)  # fmt: skip
+        spec = RunSpec(
+            policy, n, 1, rate, d=d, replace=replace, warm_tasks=100, end_tasks=2000, record=False
+        )
     eng = CountsEngine(spec, np.random.default_rng(11), speeds=np.array(speeds))
     while not eng.advance(1000):
         pass
@@ -92,13 +106,13 @@ def test_speed_classes_make_the_mirrors_draws_and_bookkeeping(policy, d, replace
     assert eng.joins.sum() == raw.measured
     for c, mine in enumerate(ref["class_queues"]):
         at_least = eng.ccnt[c]
-        final = np.repeat(np.arange(at_least.size),
-                          (at_least - np.append(at_least[1:], 0)).astype(int))  # fmt: skip
+        final = np.repeat(
+            np.arange(at_least.size), (at_least - np.append(at_least[1:], 0)).astype(int)
+        )
         assert list(final) == mine, c
     np.testing.assert_array_equal(eng.cnt, eng.ccnt.sum(axis=0))
     top = min(raw.tail_area.size, ref["tail_area"].size)
-    np.testing.assert_allclose(raw.tail_area[:top], ref["tail_area"][:top], rtol=1e-9,
-                               atol=1e-9)  # fmt: skip
+    np.testing.assert_allclose(raw.tail_area[:top], ref["tail_area"][:top], rtol=1e-9, atol=1e-9)
 
 
 @pytest.mark.parametrize(("policy", "kw"), [("pod", {"d": 2}), ("random", {}), ("jsq", {})])
@@ -109,14 +123,26 @@ def test_speed_classes_have_the_event_list_engines_law(policy, kw):
     n = 60
     speeds = [2.0] * (n // 3) + [1.0] * (n - n // 3)
     load = 0.6 if policy == "random" else 0.85  # random: 0.8 per slow server
-    runs = {eng: [simulate(policy, servers=n, load=load, speeds=speeds, engine=eng,
-                           tasks=40_000, warmup=0.2, rng=seed + (100 if eng == "general" else 0),
-                           **kw) for seed in range(12)]
-            for eng in ("counts", "general")}  # fmt: skip
+    runs = {
+        eng: [
+            simulate(
+                policy,
+                servers=n,
+                load=load,
+                speeds=speeds,
+                engine=eng,
+                tasks=40_000,
+                warmup=0.2,
+                rng=seed + (100 if eng == "general" else 0),
+                **kw,
+            )
+            for seed in range(12)
+        ]
+        for eng in ("counts", "general")
+    }
     counts, events = runs["counts"], runs["general"]
     assert {r.engine for r in counts} == {"counts"} and {r.engine for r in events} == {"general"}
-    _agree([r.mean_response_time for r in counts], [r.mean_response_time for r in events],
-           "mean")  # fmt: skip
+    _agree([r.mean_response_time for r in counts], [r.mean_response_time for r in events], "mean")
     _agree([r.percentiles["p99"] for r in counts], [r.percentiles["p99"] for r in events], "p99")
     _agree([r.tail[0] for r in counts], [r.tail[0] for r in events], "s_1")
     if policy == "random":  # independent M/M/1 queues: exact, and it depends on the speeds
@@ -142,23 +168,48 @@ def test_class_percentiles_are_the_scaled_erlang_quantiles():
 def test_speed_classes_are_refused_where_they_do_not_apply():
     two = [1.0, 2.0] * 50
     with pytest.raises(ParameterError, match="at most 16 distinct speeds"):
-        simulate("pod", servers=100, load=0.5, speeds=list(np.linspace(1, 2, 100)),
-                 engine="counts", tasks=1000)  # fmt: skip
+        simulate(
+            "pod",
+            servers=100,
+            load=0.5,
+            speeds=list(np.linspace(1, 2, 100)),
+            engine="counts",
+            tasks=1000,
+        )
     with pytest.raises(ParameterError, match="random, pod, jsq"):
         simulate("jiq", servers=100, r=10, load=0.5, speeds=two, engine="counts", tasks=1000)
     with pytest.raises(ParameterError, match="Poisson"):
-        simulate("pod", servers=100, load=0.5, speeds=two, service="det", engine="counts",
-                 tasks=1000)  # fmt: skip
+        simulate(
+            "pod", servers=100, load=0.5, speeds=two, service="det", engine="counts", tasks=1000
+        )
     with pytest.raises(ParameterError, match="starts empty"):
-        simulate("pod", servers=100, load=0.5, speeds=two, engine="counts", tasks=1000,
-                 initial="meanfield")  # fmt: skip
+        simulate(
+            "pod",
+            servers=100,
+            load=0.5,
+            speeds=two,
+            engine="counts",
+            tasks=1000,
+            initial="meanfield",
+        )
     with pytest.raises(ParameterError, match="'general', 'auto' or 'counts'"):
         simulate("pod", servers=100, load=0.5, speeds=two, engine="exponential", tasks=1000)
 
 
 def _runs(engine, policy, n, seeds, **kw):
-    return [simulate(policy, servers=n, load=0.9, engine=engine, tasks=60 * n + 20_000,
-                     warmup=0.2, rng=seed, **kw) for seed in seeds]  # fmt: skip
+    return [
+        simulate(
+            policy,
+            servers=n,
+            load=0.9,
+            engine=engine,
+            tasks=60 * n + 20_000,
+            warmup=0.2,
+            rng=seed,
+            **kw,
+        )
+        for seed in seeds
+    ]
 
 
 def _agree(a, b, what):
@@ -169,22 +220,32 @@ def _agree(a, b, what):
 
 
 @pytest.mark.parametrize("n", [50, 1000])
-@pytest.mark.parametrize(("policy", "kw"), [
-    ("pod", {"d": 2}), ("random", {}), ("jsq", {}), ("pod", {"d": 3, "with_replacement": True}),
-    ("jiq", {"r": 10}), ("jiq-pod", {"r": 10, "d": 2}), ("jiq-pod", {"r": 5, "d": 3}),
-    ("jiq-sq", {"r": 10, "d": 2}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "kw"),
+    [
+        ("pod", {"d": 2}),
+        ("random", {}),
+        ("jsq", {}),
+        ("pod", {"d": 3, "with_replacement": True}),
+        ("jiq", {"r": 10}),
+        ("jiq-pod", {"r": 10, "d": 2}),
+        ("jiq-pod", {"r": 5, "d": 3}),
+        ("jiq-sq", {"r": 10, "d": 2}),
+    ],
+)
 def test_the_same_law_as_the_per_server_engine(n, policy, kw):
     """Means, p99, tails, p0 and message rates of 12 independent runs of each engine agree."""
     counts = _runs("counts", policy, n, range(12), **kw)
     servers = _runs("exponential", policy, n, range(100, 112), **kw)
     assert all(r.engine == "counts" for r in counts)
-    _agree([r.mean_response_time for r in counts], [r.mean_response_time for r in servers],
-           "mean")  # fmt: skip
+    _agree([r.mean_response_time for r in counts], [r.mean_response_time for r in servers], "mean")
     _agree([r.percentiles["p99"] for r in counts], [r.percentiles["p99"] for r in servers], "p99")
     for k in range(3):
-        _agree([r.tail[k] if len(r.tail) > k else 0.0 for r in counts],
-               [r.tail[k] if len(r.tail) > k else 0.0 for r in servers], f"s_{k + 1}")  # fmt: skip
+        _agree(
+            [r.tail[k] if len(r.tail) > k else 0.0 for r in counts],
+            [r.tail[k] if len(r.tail) > k else 0.0 for r in servers],
+            f"s_{k + 1}",
+        )
     for kind in ("join", "delete", "probe"):
         _agree([r.messages[kind] for r in counts], [r.messages[kind] for r in servers], kind)
     _agree([r.p0 for r in counts], [r.p0 for r in servers], "p0")
@@ -195,8 +256,9 @@ def test_a_wrong_level_law_is_caught():
     counts = _runs("counts", "pod", 1000, range(12), d=2)
     servers = _runs("exponential", "pod", 1000, range(100, 112), d=3)
     with pytest.raises(AssertionError):
-        _agree([r.mean_response_time for r in counts],
-               [r.mean_response_time for r in servers], "mean")  # fmt: skip
+        _agree(
+            [r.mean_response_time for r in counts], [r.mean_response_time for r in servers], "mean"
+        )
 
 
 @pytest.mark.parametrize("level", [0, 3, 40])
@@ -222,8 +284,9 @@ def test_a_billion_servers_cost_what_a_thousand_cost():
     """State O(longest queue): a run at N = 10^9 holds no per-server array, and agrees with
     the mean field (exact at this N) to the precision of its tasks."""
     tracemalloc.start()
-    res = simulate("pod", servers=10**9, load=0.9, d=2, engine="counts", tasks=200_000,
-                   warmup=0.2, rng=3)  # fmt: skip
+    res = simulate(
+        "pod", servers=10**9, load=0.9, d=2, engine="counts", tasks=200_000, warmup=0.2, rng=3
+    )
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     assert peak < 80e6, peak
@@ -234,12 +297,15 @@ def test_a_billion_servers_cost_what_a_thousand_cost():
     assert abs(res.mean_response_time - mf) <= 4 * 3.0 / math.sqrt(res.measured_tasks)
 
 
-@pytest.mark.parametrize(("kw", "needs"), [
-    ({"policy": "jiq-threshold"}, "for jiq-threshold"),
-    ({"keep_response_times": True}, "keep_response_times"),
-    ({"speeds": [1.0, 2.0, 1.0, 1.0], "policy": "jiq", "r": 2}, "random, pod, jsq"),
-    ({"service": "det"}, "Poisson"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kw", "needs"),
+    [
+        ({"policy": "jiq-threshold"}, "for jiq-threshold"),
+        ({"keep_response_times": True}, "keep_response_times"),
+        ({"speeds": [1.0, 2.0, 1.0, 1.0], "policy": "jiq", "r": 2}, "random, pod, jsq"),
+        ({"service": "det"}, "Poisson"),
+    ],
+)
 def test_the_counts_engine_refuses_what_it_cannot_run(kw, needs):
     args = {"policy": "pod", "servers": 4, "load": 0.5, "engine": "counts", **kw}
     with pytest.raises(ParameterError, match="engine") as exc:
@@ -260,8 +326,9 @@ def test_auto_runs_counts_from_a_hundred_thousand_servers_where_it_applies():
     asked = simulate("pod", servers=n, engine="counts", **kw)
     timing = ("wall_seconds", "events_per_second")
     assert auto.engine == "counts"
-    assert {k: v for k, v in auto.to_dict().items() if k not in timing} == \
-        {k: v for k, v in asked.to_dict().items() if k not in timing}
+    assert {k: v for k, v in auto.to_dict().items() if k not in timing} == {
+        k: v for k, v in asked.to_dict().items() if k not in timing
+    }
     assert simulate("jiq-pod", servers=n, r=10, **kw).engine == "counts"
     assert simulate("jiq-threshold", servers=n, r=10, **kw).engine == "exponential"
     assert simulate("round-robin", servers=n, r=10, **kw).engine == "exponential"

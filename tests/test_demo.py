@@ -12,15 +12,28 @@ def test_demo_writes_report(tmp_path):
     out = tmp_path / "report"
     exe = shutil.which("cloudsched")
     cmd = [exe] if exe else [sys.executable, "-m", "cloudsched"]
-    proc = subprocess.run([*cmd, "demo", "--out", str(out)], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=1200)  # fmt: skip
+    proc = subprocess.run(
+        [*cmd, "demo", "--out", str(out)],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert (out / "report.md").stat().st_size > 0
     report = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
-    for name in ("figure4.png", "figure5.png", "figure6.png", "figure7.png", "figure8.png",
-                 "error_vs_n.png", "placement_tradeoff.png", "maxweight_frames.png",
-                 "placement_snapshot.png"):  # fmt: skip
+    for name in (
+        "figure4.png",
+        "figure5.png",
+        "figure6.png",
+        "figure7.png",
+        "figure8.png",
+        "error_vs_n.png",
+        "placement_tradeoff.png",
+        "maxweight_frames.png",
+        "placement_snapshot.png",
+    ):
         assert name in report  # report.md links the files; report.html embeds them
         assert (out / name).stat().st_size > 1000
     assert html.count('src="data:image/png;base64,') == report.count("![")
@@ -46,7 +59,13 @@ def test_demo_writes_report(tmp_path):
     storm = place.loc[place["policy"] == "storm-default", "cost_rate"].iloc[0]
     assert place["cost_rate"].max() == storm
     every = pd.read_csv(out / "placement_policies.csv")
-    assert list(every["policy"]) == ["storm-default", "greedy", "resource-aware", "maxweight",
-                                     "dgp", "dgp:local"]  # fmt: skip
+    assert list(every["policy"]) == [
+        "storm-default",
+        "greedy",
+        "resource-aware",
+        "maxweight",
+        "dgp",
+        "dgp:local",
+    ]
     assert every.loc[every.policy == "storm-default", "gap"].iloc[0] > 1  # far above optimum
     assert not list(out.glob(".*.tmp"))

@@ -16,32 +16,72 @@ from hypothesis import strategies as st
 from cli_fuzz import DEMO, run_contract
 from cloudsched.cli import main
 
-SETTINGS = dict(deadline=None, derandomize=True,
-                suppress_health_check=[HealthCheck.function_scoped_fixture])  # fmt: skip
+SETTINGS = dict(
+    deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 
 ODD = st.one_of(
-    st.sampled_from([0, -1, 1, 2, 3, 1e-320, 1e308, float("nan"), float("inf"), -0.5, 10**30,
-                     "", "x", None, [], {}, True, "1e3", 0.5]),
-    st.integers(-(2**40), 2**40), st.floats(allow_nan=True), st.text(max_size=8),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            0,
+            -1,
+            1,
+            2,
+            3,
+            1e-320,
+            1e308,
+            float("nan"),
+            float("inf"),
+            -0.5,
+            10**30,
+            "",
+            "x",
+            None,
+            [],
+            {},
+            True,
+            "1e3",
+            0.5,
+        ]
+    ),
+    st.integers(-(2**40), 2**40),
+    st.floats(allow_nan=True),
+    st.text(max_size=8),
+)
 TOPOLOGY = st.one_of(
-    st.fixed_dictionaries({"generator": st.sampled_from(["chain", "star", "tree", "complete",
-                                                          "random", "ring", 3]),
-                           "nodes": ODD}, optional={"p": ODD, "branching": ODD}),
-    st.fixed_dictionaries({"nodes": st.one_of(ODD, st.lists(ODD, max_size=4)),
-                           "edges": st.lists(st.lists(ODD, max_size=3), max_size=4)}),
-    st.fixed_dictionaries({"flux": st.sampled_from(["wordcount.yaml", "nope.yaml", "", "/dev/null",
-                                                    "/"])}),
+    st.fixed_dictionaries(
+        {
+            "generator": st.sampled_from(
+                ["chain", "star", "tree", "complete", "random", "ring", 3]
+            ),
+            "nodes": ODD,
+        },
+        optional={"p": ODD, "branching": ODD},
+    ),
+    st.fixed_dictionaries(
+        {
+            "nodes": st.one_of(ODD, st.lists(ODD, max_size=4)),
+            "edges": st.lists(st.lists(ODD, max_size=3), max_size=4),
+        }
+    ),
+    st.fixed_dictionaries(
+        {"flux": st.sampled_from(["wordcount.yaml", "nope.yaml", "", "/dev/null", "/"])}
+    ),
     ODD,
-)  # fmt: skip
+)
 JOB = st.fixed_dictionaries(
-    {"name": st.one_of(st.text(max_size=6), ODD), "arrival_rate": ODD, "mean_duration": ODD,
-     "topology": TOPOLOGY},
-)  # fmt: skip
+    {
+        "name": st.one_of(st.text(max_size=6), ODD),
+        "arrival_rate": ODD,
+        "mean_duration": ODD,
+        "topology": TOPOLOGY,
+    }
+)
 WORKLOAD = st.one_of(
     st.fixed_dictionaries({"job_types": st.lists(JOB, min_size=0, max_size=3)}),
     st.dictionaries(st.text(max_size=5), ODD, max_size=3),
-    st.lists(ODD, max_size=3), ODD,
+    st.lists(ODD, max_size=3),
+    ODD,
 )
 
 
@@ -52,32 +92,55 @@ def _workload_argv(tmp_path, doc):
     path = tmp_path / "w.yaml"
     text = yaml.safe_dump(doc, allow_unicode=True)
     path.write_text(text.replace("wordcount.yaml", str(examples / "wordcount.yaml")))
-    return ["place", "simulate", "--cluster", "3x3", "--workload", str(path), "--policy",
-            "greedy", "--horizon", "20", "--seed", "1", "--no-compare-bound", "--format", "json"]
+    return [
+        "place",
+        "simulate",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(path),
+        "--policy",
+        "greedy",
+        "--horizon",
+        "20",
+        "--seed",
+        "1",
+        "--no-compare-bound",
+        "--format",
+        "json",
+    ]
 
 
-CSV_FIELD = st.one_of(st.sampled_from(["0", "1", "-1", "nan", "inf", "1e309", "", "x", "1e-320",
-                                       "2.5", " 3 ", '"4"']), st.text(max_size=5))  # fmt: skip
+CSV_FIELD = st.one_of(
+    st.sampled_from(
+        ["0", "1", "-1", "nan", "inf", "1e309", "", "x", "1e-320", "2.5", " 3 ", '"4"']
+    ),
+    st.text(max_size=5),
+)
 CSV = st.tuples(
-    st.sampled_from(["arrival,service", "service,arrival", "arrival", "a,b", "",
-                     "arrival,service,x"]),
+    st.sampled_from(
+        ["arrival,service", "service,arrival", "arrival", "a,b", "", "arrival,service,x"]
+    ),
     st.lists(st.lists(CSV_FIELD, min_size=0, max_size=3).map(",".join), max_size=6),
-).map(lambda hr: "\n".join([hr[0], *hr[1]]) + "\n")  # fmt: skip
+).map(lambda hr: "\n".join([hr[0], *hr[1]]) + "\n")
 
 
-SWF_FIELD = st.one_of(st.sampled_from(["-1", "0", "1", "5", "60", "1e309", "nan", "x", "",
-                                       "99999999999999999999"]), st.integers(-5, 10**6).map(str))
+SWF_FIELD = st.one_of(
+    st.sampled_from(["-1", "0", "1", "5", "60", "1e309", "nan", "x", "", "99999999999999999999"]),
+    st.integers(-5, 10**6).map(str),
+)
 SWF = st.lists(
     st.one_of(st.just("; MaxJobs: 3"), st.lists(SWF_FIELD, min_size=0, max_size=20).map(" ".join)),
     max_size=8,
-).map(lambda lines: "\n".join(lines) + "\n")  # fmt: skip
+).map(lambda lines: "\n".join(lines) + "\n")
 
 
 def _check_swf(capfd, tmp_path, text):
     path = tmp_path / "log.swf"
     path.write_text(text)
-    run_contract(main, capfd, ["trace", "stats", str(path), "--trace-format", "swf",
-                                "--format", "json"])  # fmt: skip
+    run_contract(
+        main, capfd, ["trace", "stats", str(path), "--trace-format", "swf", "--format", "json"]
+    )
 
 
 def _check_workload(capfd, tmp_path, doc):
@@ -87,14 +150,19 @@ def _check_workload(capfd, tmp_path, doc):
 def _check_csv(capfd, tmp_path, text):
     path = tmp_path / "log.csv"
     path.write_text(text)
-    run_contract(main, capfd, ["trace", "stats", str(path), "--trace-format", "csv",
-                                "--format", "json"])  # fmt: skip
+    run_contract(
+        main, capfd, ["trace", "stats", str(path), "--trace-format", "csv", "--format", "json"]
+    )
 
 
 def test_the_base_commands_accept_valid_files(capfd, tmp_path):
     """Without this, a broken base command (exit 2 on every input) would pass the fuzz."""
-    job = {"name": "a", "arrival_rate": 1.0, "mean_duration": 1.0,
-           "topology": {"generator": "chain", "nodes": 3}}  # fmt: skip
+    job = {
+        "name": "a",
+        "arrival_rate": 1.0,
+        "mean_duration": 1.0,
+        "topology": {"generator": "chain", "nodes": 3},
+    }
     with pytest.raises(SystemExit) as exc:
         main(_workload_argv(tmp_path, {"job_types": [job]}))
     assert exc.value.code == 0, capfd.readouterr().err
@@ -104,9 +172,13 @@ def test_the_base_commands_accept_valid_files(capfd, tmp_path):
         main(["trace", "stats", str(path), "--trace-format", "csv", "--format", "json"])
     assert exc.value.code == 0, capfd.readouterr().err
     swf = tmp_path / "log.swf"
-    swf.write_text("; MaxJobs: 40\n" + "".join(
-        f"{k} {k * 10} 0 {5 + k % 4} 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n" for k in range(1, 41)
-    ))  # fmt: skip
+    swf.write_text(
+        "; MaxJobs: 40\n"
+        + "".join(
+            f"{k} {k * 10} 0 {5 + k % 4} 1 -1 -1 1 60 -1 1 1 1 -1 -1 -1 -1 -1\n"
+            for k in range(1, 41)
+        )
+    )
     with pytest.raises(SystemExit) as exc:
         main(["trace", "stats", str(swf), "--trace-format", "swf", "--format", "json"])
     assert exc.value.code == 0, capfd.readouterr().err
@@ -185,21 +257,42 @@ def mutated(draw, base, values=ODD, most=2):
             del parent[path[-1]]
         elif isinstance(parent, dict):
             parent[draw(st.sampled_from(["x", "parallelism", "grouping", "id", "tasks"]))] = draw(
-                values)  # fmt: skip
+                values
+            )
         else:
             parent.append(draw(values))
     return doc
 
 
 GOOGLE_FIELD = st.one_of(
-    st.sampled_from(["0", "1", "2", "4", "5", "8", "9", "-1", "", "x", "1e6", "nan",
-                     "99999999999999999999", "3.5"]),
+    st.sampled_from(
+        [
+            "0",
+            "1",
+            "2",
+            "4",
+            "5",
+            "8",
+            "9",
+            "-1",
+            "",
+            "x",
+            "1e6",
+            "nan",
+            "99999999999999999999",
+            "3.5",
+        ]
+    ),
     st.integers(0, 10**13).map(str),
-)  # fmt: skip
+)
 #: A task's life: submit time, delays to its schedule and to its end, and how it ends
 #: (FINISH, or KILL/FAIL/EVICT/LOST, or never).
-GOOGLE_TASK = st.tuples(st.integers(0, 10**7), st.integers(0, 10**6), st.integers(0, 10**6),
-                        st.sampled_from([4, 4, 4, 5, 3, 2, 6, None]))  # fmt: skip
+GOOGLE_TASK = st.tuples(
+    st.integers(0, 10**7),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.sampled_from([4, 4, 4, 5, 3, 2, 6, None]),
+)
 
 
 @st.composite
@@ -212,13 +305,16 @@ def google_logs(draw):
         if end is not None:
             events.append((t + wait + run, job, index, end))
     events.sort()
-    lines = [[str(t), "", str(j), str(k), "", str(e), "u", "0", "0", "0.1", "0.1", "0", "0"]
-             for t, j, k, e in events]  # fmt: skip
+    lines = [
+        [str(t), "", str(j), str(k), "", str(e), "u", "0", "0", "0.1", "0.1", "0", "0"]
+        for t, j, k, e in events
+    ]
     for _ in range(draw(st.integers(0, 2))):
         action = draw(st.sampled_from(["field", "field", "drop", "swap", "line"]))
         if action == "line" or not lines:
-            lines.insert(draw(st.integers(0, len(lines))),
-                         draw(st.lists(GOOGLE_FIELD, max_size=14)))  # fmt: skip
+            lines.insert(
+                draw(st.integers(0, len(lines))), draw(st.lists(GOOGLE_FIELD, max_size=14))
+            )
             continue
         i = draw(st.integers(0, len(lines) - 1))
         if action == "field" and lines[i]:
@@ -237,8 +333,21 @@ GOOGLE = google_logs()
 def _check_google(capfd, tmp_path, text, unfinished):
     path = tmp_path / "part-00000-of-00500.csv"
     path.write_text(text)
-    run_contract(main, capfd, ["trace", "stats", str(path), "--trace-format", "google2011",
-                                "--unfinished", unfinished, "--format", "json"])  # fmt: skip
+    run_contract(
+        main,
+        capfd,
+        [
+            "trace",
+            "stats",
+            str(path),
+            "--trace-format",
+            "google2011",
+            "--unfinished",
+            unfinished,
+            "--format",
+            "json",
+        ],
+    )
 
 
 @st.composite
@@ -249,20 +358,30 @@ def flux_files(draw):
     doc = {
         "name": "t",
         "spouts": [{"id": "s", "className": "S", "parallelism": draw(st.integers(1, 3))}],
-        "bolts": [{"id": b, "className": "B", "parallelism": draw(st.integers(1, 3))}
-                  for b in ids[1:]],
-        "streams": [{"from": ids[k], "to": ids[k + 1], "grouping": {"type": draw(
-                         st.sampled_from(["SHUFFLE", "GLOBAL", "FIELDS", "ALL", "DIRECT"]))}}
-                    for k in range(bolts)],
-    }  # fmt: skip
+        "bolts": [
+            {"id": b, "className": "B", "parallelism": draw(st.integers(1, 3))} for b in ids[1:]
+        ],
+        "streams": [
+            {
+                "from": ids[k],
+                "to": ids[k + 1],
+                "grouping": {
+                    "type": draw(st.sampled_from(["SHUFFLE", "GLOBAL", "FIELDS", "ALL", "DIRECT"]))
+                },
+            }
+            for k in range(bolts)
+        ],
+    }
     if draw(st.booleans()):
         doc["config"] = {"topology.workers": draw(st.integers(1, 4))}
     return doc
 
 
 FLUX = mutated(flux_files())
-SLOTS = mutated(st.sampled_from([{}, {"slots": "executors"}, {"slots": "workers"},
-                                 {"executors_per_slot": 2}]), most=1)  # fmt: skip
+SLOTS = mutated(
+    st.sampled_from([{}, {"slots": "executors"}, {"slots": "workers"}, {"executors_per_slot": 2}]),
+    most=1,
+)
 
 
 def _flux_argv(tmp_path, doc, slots):
@@ -279,12 +398,15 @@ def _check_flux(capfd, tmp_path, doc, slots):
     run_contract(main, capfd, _flux_argv(tmp_path, doc, slots))
 
 
-EMPIRICAL_LINE = st.one_of(CSV_FIELD, st.floats(allow_nan=True, allow_infinity=True).map(repr),
-                           st.sampled_from(["# comment", "1 2 3", "1,2", "\t", "1e-320"]))
+EMPIRICAL_LINE = st.one_of(
+    CSV_FIELD,
+    st.floats(allow_nan=True, allow_infinity=True).map(repr),
+    st.sampled_from(["# comment", "1 2 3", "1,2", "\t", "1e-320"]),
+)
 EMPIRICAL = st.tuples(
     st.lists(st.floats(0.01, 100).map(repr), min_size=1, max_size=8),
     st.lists(st.tuples(st.integers(0, 8), EMPIRICAL_LINE), max_size=2),
-).map(lambda a: "\n".join(_insert(a[0], a[1])) + "\n")  # fmt: skip
+).map(lambda a: "\n".join(_insert(a[0], a[1])) + "\n")
 
 
 def _insert(lines, changes):
@@ -297,27 +419,79 @@ def _insert(lines, changes):
 def _check_empirical(capfd, tmp_path, text):
     path = tmp_path / "sample.txt"
     path.write_text(text)
-    run_contract(main, capfd, ["simulate", "jiq-pod", "--servers", "20", "--load", "0.5", "--r",
-                                "5", "--tasks", "3000", "--seed", "1", "--service",
-                                f"empirical:{path}", "--format", "json"])  # fmt: skip
+    run_contract(
+        main,
+        capfd,
+        [
+            "simulate",
+            "jiq-pod",
+            "--servers",
+            "20",
+            "--load",
+            "0.5",
+            "--r",
+            "5",
+            "--tasks",
+            "3000",
+            "--seed",
+            "1",
+            "--service",
+            f"empirical:{path}",
+            "--format",
+            "json",
+        ],
+    )
 
 
 SWEEP_BASES = [
-    {"kind": "simulate", "seed": 3, "fixed": {"servers": 20, "r": 5, "load": 0.5, "tasks": 3000},
-     "grid": {"policy": ["jiq", "pod"], "d": [2, 3]}},
+    {
+        "kind": "simulate",
+        "seed": 3,
+        "fixed": {"servers": 20, "r": 5, "load": 0.5, "tasks": 3000},
+        "grid": {"policy": ["jiq", "pod"], "d": [2, 3]},
+    },
     {"kind": "predict", "fixed": {"r": 5, "load": 0.5}, "grid": {"policy": ["jiq", "jiq-pod"]}},
-    {"kind": "place", "replications": 2,
-     "fixed": {"cluster": "3x3", "workload": DEMO, "horizon": 30, "policy": "greedy"},
-     "grid": {"beta": [0.1, 0.2]}},
-]  # fmt: skip
+    {
+        "kind": "place",
+        "replications": 2,
+        "fixed": {"cluster": "3x3", "workload": DEMO, "horizon": 30, "policy": "greedy"},
+        "grid": {"beta": [0.1, 0.2]},
+    },
+]
 #: Sweep values: the hostile ones, with integers kept small enough that a run length or a
 #: replication count drawn here stays short (huge integers are refused before any run).
 SWEEP_ODD = st.one_of(
-    st.sampled_from([0, -1, 1, 2, 3, 1e-320, 1e308, float("nan"), float("inf"), -0.5, 10**30,
-                     2**63, "", "x", None, [], {}, True, "1e3", 0.5, "jiq", "pareto:alpha=0"]),
-    st.integers(-5, 3000), st.floats(allow_nan=True), st.text(max_size=8),
+    st.sampled_from(
+        [
+            0,
+            -1,
+            1,
+            2,
+            3,
+            1e-320,
+            1e308,
+            float("nan"),
+            float("inf"),
+            -0.5,
+            10**30,
+            2**63,
+            "",
+            "x",
+            None,
+            [],
+            {},
+            True,
+            "1e3",
+            0.5,
+            "jiq",
+            "pareto:alpha=0",
+        ]
+    ),
+    st.integers(-5, 3000),
+    st.floats(allow_nan=True),
+    st.text(max_size=8),
     st.lists(st.integers(-2, 5), max_size=3),
-)  # fmt: skip
+)
 SWEEP = mutated(st.sampled_from(SWEEP_BASES), values=SWEEP_ODD)
 
 
@@ -333,21 +507,37 @@ def _check_sweep(capfd, tmp_path, doc):
 
 def test_the_other_readers_accept_valid_files(capfd, tmp_path):
     """The base cases of the fuzzers below succeed (so refusing everything would fail)."""
-    good_google = "".join(f"{t},,{j},0,,{k},u,0,0,0.1,0.1,0,0\n"
-                          for j in range(1, 6) for t, k in ((10 * j, 0), (10 * j + 2, 1),
-                                                            (10 * j + 9, 4)))  # fmt: skip
+    good_google = "".join(
+        f"{t},,{j},0,,{k},u,0,0,0.1,0.1,0,0\n"
+        for j in range(1, 6)
+        for t, k in ((10 * j, 0), (10 * j + 2, 1), (10 * j + 9, 4))
+    )
     good_google = "".join(sorted(good_google.splitlines(True), key=lambda s: int(s.split(",")[0])))
     for unfinished in ("drop", "censor"):
         path = tmp_path / "g.csv"
         path.write_text(good_google)
         with pytest.raises(SystemExit) as exc:
-            main(["trace", "stats", str(path), "--trace-format", "google2011", "--unfinished",
-                  unfinished, "--format", "json"])  # fmt: skip
+            main(
+                [
+                    "trace",
+                    "stats",
+                    str(path),
+                    "--trace-format",
+                    "google2011",
+                    "--unfinished",
+                    unfinished,
+                    "--format",
+                    "json",
+                ]
+            )
         assert exc.value.code == 0, capfd.readouterr().err
         assert '"tasks_used": 5' in capfd.readouterr().out
-    flux = {"name": "t", "spouts": [{"id": "s", "className": "X", "parallelism": 2}],
-            "bolts": [{"id": "b", "className": "Y", "parallelism": 2}],
-            "streams": [{"from": "s", "to": "b", "grouping": {"type": "SHUFFLE"}}]}  # fmt: skip
+    flux = {
+        "name": "t",
+        "spouts": [{"id": "s", "className": "X", "parallelism": 2}],
+        "bolts": [{"id": "b", "className": "Y", "parallelism": 2}],
+        "streams": [{"from": "s", "to": "b", "grouping": {"type": "SHUFFLE"}}],
+    }
     for slots in ({}, {"slots": "executors"}, {"slots": "workers"}, {"executors_per_slot": 2}):
         with pytest.raises(SystemExit) as exc:
             main(_flux_argv(tmp_path, flux, slots))
@@ -356,8 +546,26 @@ def test_the_other_readers_accept_valid_files(capfd, tmp_path):
     sample = tmp_path / "sample.txt"
     sample.write_text("1\n2\n3.5\n")
     with pytest.raises(SystemExit) as exc:
-        main(["simulate", "jiq-pod", "--servers", "20", "--load", "0.5", "--r", "5", "--tasks",
-              "3000", "--seed", "1", "--service", f"empirical:{sample}", "--format", "json"])
+        main(
+            [
+                "simulate",
+                "jiq-pod",
+                "--servers",
+                "20",
+                "--load",
+                "0.5",
+                "--r",
+                "5",
+                "--tasks",
+                "3000",
+                "--seed",
+                "1",
+                "--service",
+                f"empirical:{sample}",
+                "--format",
+                "json",
+            ]
+        )
     assert exc.value.code == 0, capfd.readouterr().err
     capfd.readouterr()
     for k, (doc, runs) in enumerate(zip(SWEEP_BASES, (4, 2, 4), strict=True)):

@@ -19,10 +19,19 @@ from cloudsched.dispatch.theory.variants import round_robin_one_dispatcher, solv
 from cloudsched.testing.exact_chain import solve as brute_force
 
 
-@pytest.mark.parametrize(("policy", "n", "m", "replace"), [
-    ("pod", 3, 1, True), ("pod", 3, 1, False), ("jsq", 3, 1, False), ("jiq", 3, 2, False),
-    ("jiq-pod", 3, 2, False), ("jiq-pod", 3, 3, True), ("jiq", 3, 3, False), ("pod", 2, 1, True),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "n", "m", "replace"),
+    [
+        ("pod", 3, 1, True),
+        ("pod", 3, 1, False),
+        ("jsq", 3, 1, False),
+        ("jiq", 3, 2, False),
+        ("jiq-pod", 3, 2, False),
+        ("jiq-pod", 3, 3, True),
+        ("jiq", 3, 3, False),
+        ("pod", 2, 1, True),
+    ],
+)
 @pytest.mark.parametrize("load", [0.45, 0.8])
 def test_lumped_chain_equals_the_labelled_chain(policy, n, m, replace, load):
     lumped = solve_exact(policy, n, load, m=m, d=2, replace=replace, cap=9)
@@ -43,17 +52,28 @@ def _slope(policy, load, replace, r, sizes):
     ref = refine(model, pi)
     v = ref.tasks(1) - ref.tasks()
     m_of = (lambda n: round(n / r)) if policy.startswith("jiq") else (lambda n: 1)
-    a = [n * (solve_exact(policy, n, load, m=m_of(n), d=2, replace=replace,
-                          tol=1e-11).mean_response_time * load - ref.tasks())
-         for n in sizes]  # fmt: skip
+    a = [
+        n
+        * (
+            solve_exact(
+                policy, n, load, m=m_of(n), d=2, replace=replace, tol=1e-11
+            ).mean_response_time
+            * load
+            - ref.tasks()
+        )
+        for n in sizes
+    ]
     return np.array(a), v
 
 
-@pytest.mark.parametrize(("policy", "replace", "r", "sizes", "tol"), [
-    ("pod", True, 10.0, (3, 4), 2e-4),
-    ("pod", False, 10.0, (4, 6), 1.5e-2),
-    ("jiq-pod", True, 1.0, (3, 4), 1e-2),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "replace", "r", "sizes", "tol"),
+    [
+        ("pod", True, 10.0, (3, 4), 2e-4),
+        ("pod", False, 10.0, (4, 6), 1.5e-2),
+        ("jiq-pod", True, 1.0, (3, 4), 1e-2),
+    ],
+)
 def test_refined_coefficient_is_the_exact_chains_1_over_n_slope(policy, replace, r, sizes, tol):
     """E_N = MF + V/N + C/N^2: N (E_N - MF) -> V with an error ~ 1/N, so Richardson on two
     sizes must land on V (with and without replacement: the rate correction matters)."""
@@ -113,7 +133,8 @@ def test_round_robin_one_dispatcher_is_e_n_m_1():
 def test_equal_speeds_reproduce_the_homogeneous_mean_field(policy):
     het = predict_heterogeneous(policy, 0.85, np.array([2.0, 2.0, 2.0]))
     assert het.mean_response_time * 2.0 == pytest.approx(
-        predict(policy, [0.85]).mean_response_time[0], rel=1e-7)
+        predict(policy, [0.85]).mean_response_time[0], rel=1e-7
+    )
     assert het.utilisation == pytest.approx([0.85], rel=1e-7)
 
 
@@ -131,8 +152,18 @@ def _cli(capsys, *args):
 
 
 def test_cli_predict_at_n_servers(capsys):
-    code, out, _ = _cli(capsys, "predict", "pod", "--servers", "3", "--load", "0.6",
-                        "--with-replacement", "--format", "json")  # fmt: skip
+    code, out, _ = _cli(
+        capsys,
+        "predict",
+        "pod",
+        "--servers",
+        "3",
+        "--load",
+        "0.6",
+        "--with-replacement",
+        "--format",
+        "json",
+    )
     assert code == 0
     doc = json.loads(out)
     point = doc["points"][0]
@@ -140,23 +171,32 @@ def test_cli_predict_at_n_servers(capsys):
     assert doc["params"]["with_replacement"] is True
     code, out, _ = _cli(capsys, "predict", "jsq", "--servers", "40", "--load", "0.6")
     assert code == 0 and "N -> infinity limit" in out
-    code, _, err = _cli(capsys, "predict", "jiq-sq", "--servers", "40", "--load", "0.6",
-                        "--method", "refined")  # fmt: skip
+    code, _, err = _cli(
+        capsys, "predict", "jiq-sq", "--servers", "40", "--load", "0.6", "--method", "refined"
+    )
     assert code == 2 and "--method" in err
     code, _, err = _cli(capsys, "predict", "pod", "--load", "0.6", "--method", "exact")
     assert code == 2 and "--servers" in err
-    code, out, _ = _cli(capsys, "predict", "jiq-pod", "--speeds", "1,3", "--load", "0.7",
-                        "--format", "csv")  # fmt: skip
+    code, out, _ = _cli(
+        capsys, "predict", "jiq-pod", "--speeds", "1,3", "--load", "0.7", "--format", "csv"
+    )
     header = out.splitlines()[0]
     assert code == 0 and "busy@1" in header and "busy@3" in header
     code, _, err = _cli(capsys, "predict", "random", "--speeds", "1,3", "--load", "0.7")
     assert code == 2 and "slowest class" in err
 
 
-@pytest.mark.parametrize(("policy", "n", "m", "cap"), [
-    ("pod", 4, 1, 5), ("jsq", 3, 1, 7), ("jiq", 3, 3, 4), ("jiq", 4, 2, 3), ("jiq-pod", 5, 2, 3),
-    ("jiq-pod", 3, 1, 6),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "n", "m", "cap"),
+    [
+        ("pod", 4, 1, 5),
+        ("jsq", 3, 1, 7),
+        ("jiq", 3, 3, 4),
+        ("jiq", 4, 2, 3),
+        ("jiq-pod", 5, 2, 3),
+        ("jiq-pod", 3, 1, 6),
+    ],
+)
 def test_the_state_count_is_the_chain_built(policy, n, m, cap):
     """Counted before building (levels, and partitions of the idle servers into I-queues)."""
     from cloudsched.dispatch.theory.exact import _solve_once, state_count
@@ -170,8 +210,9 @@ def test_an_exact_chain_too_large_is_refused_before_it_is_built(capsys, monkeypa
 
     built = []
     monkeypatch.setattr(exact, "_solve_once", lambda *a: built.append(a))
-    code, out, err = _cli(capsys, "predict", "pod", "--servers", "20", "--load", "0.9",
-                          "--method", "exact")  # fmt: skip
+    code, out, err = _cli(
+        capsys, "predict", "pod", "--servers", "20", "--load", "0.9", "--method", "exact"
+    )
     assert code == 2 and err.count("\n") == 1 and not out
     assert "at 8 tasks per server it has 3,108,105" in err and "refined" in err
     assert built == []
@@ -191,8 +232,13 @@ def test_a_chain_the_solver_cannot_finish_is_refused(monkeypatch):
 
 def test_the_exact_chain_says_what_it_is_doing():
     calls = []
-    predict_finite("pod", 3, [0.8], method="exact",
-                   progress=lambda fraction, status: calls.append((fraction, status)))
+    predict_finite(
+        "pod",
+        3,
+        [0.8],
+        method="exact",
+        progress=lambda fraction, status: calls.append((fraction, status)),
+    )
     said = [status for _, status in calls]
     assert said and said[0].startswith("exact chain: ")
     assert "states at 8 tasks per server" in said[0]

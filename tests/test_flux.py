@@ -65,8 +65,10 @@ def test_word_count_takes_three_slots_as_in_storm():
 def test_executors_per_slot_groups_consecutive_executors(k):
     full = load_flux(EXAMPLES / "wordcount.yaml")
     packed = load_flux(EXAMPLES / "wordcount.yaml", executors_per_slot=k)
-    order = sorted(full.graph.nodes, key=lambda v: (full.graph.nodes[v]["component"],
-                                                     full.graph.nodes[v]["index"]))  # fmt: skip
+    order = sorted(
+        full.graph.nodes,
+        key=lambda v: (full.graph.nodes[v]["component"], full.graph.nodes[v]["index"]),
+    )
     group = {v: i // k for i, v in enumerate(order)}
     expected = nx.quotient_graph(full.graph, lambda u, v: group[u] == group[v])
     assert packed.nodes == -(-full.nodes // k)
@@ -79,7 +81,10 @@ def test_workers_fewer_than_executors_never_make_empty_slots(tmp_path):
 
 
 def test_includes_merge_as_flux_parser_does(tmp_path):
-    _write(tmp_path, "extra.yaml", """
+    _write(
+        tmp_path,
+        "extra.yaml",
+        """
 name: "renamed"
 config: {topology.workers: 5, topology.debug: true}
 bolts:
@@ -87,7 +92,8 @@ bolts:
   - {id: "c", className: "org.example.Sink", parallelism: 1}
 streams:
   - {from: "b", to: "c", grouping: {type: GLOBAL}}
-""")
+""",
+    )
     keep = BASE + "includes:\n  - {file: extra.yaml, override: false}\n"
     topo = load_flux(_write(tmp_path, "keep.yaml", keep))
     # name and b kept (override false), c and its stream added: 3 + 2 + 1 nodes
@@ -101,7 +107,8 @@ streams:
 def test_property_and_environment_substitution(tmp_path, monkeypatch):
     _write(tmp_path, "dev.properties", "# comment\nspout.parallelism = 4\nbolt.p: 2\n")
     text = BASE.replace("parallelism: 3", "parallelism: ${spout.parallelism}").replace(
-        "parallelism: 2", "parallelism: ${ENV-BOLT_P}")
+        "parallelism: 2", "parallelism: ${ENV-BOLT_P}"
+    )
     path = _write(tmp_path, "t.yaml", text)
     monkeypatch.setenv("BOLT_P", "6")
     topo = load_flux(path, properties=read_properties(tmp_path / "dev.properties"))

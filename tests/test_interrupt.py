@@ -12,14 +12,42 @@ from pathlib import Path
 import pytest
 
 LONG_RUNS = {
-    "simulate": ["simulate", "jiq", "--servers", "100", "--r", "10", "--load", "0.9",
-                 "--tasks", "10000000000", "--seed", "1"],
-    "open-ended": ["simulate", "pod", "--servers", "50", "--load", "0.95",
-                   "--precision", "0.00001", "--seed", "2"],
+    "simulate": [
+        "simulate",
+        "jiq",
+        "--servers",
+        "100",
+        "--r",
+        "10",
+        "--load",
+        "0.9",
+        "--tasks",
+        "10000000000",
+        "--seed",
+        "1",
+    ],
+    "open-ended": [
+        "simulate",
+        "pod",
+        "--servers",
+        "50",
+        "--load",
+        "0.95",
+        "--precision",
+        "0.00001",
+        "--seed",
+        "2",
+    ],
     # one HiGHS solve holds the main thread here: progress and Ctrl-C must still get through
-    "bound": ["place", "bound", "--cluster", "400x16", "--workload",
-              str(Path(__file__).resolve().parents[1] / "examples" / "demo-placement.yaml")],
-}  # fmt: skip
+    "bound": [
+        "place",
+        "bound",
+        "--cluster",
+        "400x16",
+        "--workload",
+        str(Path(__file__).resolve().parents[1] / "examples" / "demo-placement.yaml"),
+    ],
+}
 
 
 def _ctrl_c(argv, ready, **popen):
@@ -27,8 +55,14 @@ def _ctrl_c(argv, ready, **popen):
 
     Returns the exit code and the rest of standard error; the command is always ended.
     """
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True, **popen)  # fmt: skip
+    proc = subprocess.Popen(
+        argv,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        **popen,
+    )
     try:
         for _ in range(1000):
             line = proc.stderr.readline()
@@ -48,8 +82,16 @@ def _ctrl_c(argv, ready, **popen):
 def test_a_long_run_reports_progress_and_stops_on_ctrl_c(tmp_path, name):
     out = tmp_path / "result.json"
     env = dict(os.environ, CLOUDSCHED_PROGRESS_SECONDS="0.2")
-    argv = [sys.executable, "-c", "from cloudsched.cli import main; main()",
-            *LONG_RUNS[name], "--format", "json", "--out", str(out)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "from cloudsched.cli import main; main()",
+        *LONG_RUNS[name],
+        "--format",
+        "json",
+        "--out",
+        str(out),
+    ]
 
     def ready(line):  # the first lines may come before the first estimate
         assert line.endswith(" left (Ctrl-C stops)\n") or "left unknown" in line, line
@@ -94,8 +136,12 @@ def _spin_argv(tmp_path, command):
 def test_ctrl_c_stops_a_plugin_hook_that_never_returns(tmp_path, command):
     """The issue's case: a looping hook held the process; Ctrl-C did nothing."""
     env = dict(os.environ, CLOUDSCHED_PROGRESS_SECONDS="0.2")
-    argv = [sys.executable, "-c", "from cloudsched.cli import main; main()",
-            *_spin_argv(tmp_path, command)]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "from cloudsched.cli import main; main()",
+        *_spin_argv(tmp_path, command),
+    ]
     seen = []
 
     def ready(line):  # three lines: the hook is running (compiled, called, not returning)
@@ -110,8 +156,14 @@ def test_ctrl_c_stops_a_plugin_hook_that_never_returns(tmp_path, command):
 @pytest.mark.parametrize("command", ["simulate", "compare"])
 def test_a_time_limit_stops_a_plugin_hook_that_never_returns(tmp_path, command):
     """In a process of its own: the abandoned hook spins until its process ends."""
-    argv = [sys.executable, "-c", "from cloudsched.cli import main; main()",
-            *_spin_argv(tmp_path, command), "--time-limit", "2"]  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "from cloudsched.cli import main; main()",
+        *_spin_argv(tmp_path, command),
+        "--time-limit",
+        "2",
+    ]
     proc = subprocess.run(argv, capture_output=True, text=True, cwd=tmp_path, timeout=300)
     assert proc.returncode == 1 and proc.stderr.count("\n") == 1, proc.stderr
     assert f"stopped at its time limit, inside one call of spin-{command}'s compiled" in proc.stderr

@@ -95,12 +95,21 @@ def _twice(tmp_path, child: str) -> list[list[str]]:
     import subprocess
     import sys
 
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
-           "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]),
+    }
 
     def run() -> list[str]:
-        out = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True,
-                             env=env, check=True, timeout=600)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", child],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=600,
+        )
         return out.stdout.split()
 
     return [run(), run()]
@@ -170,10 +179,19 @@ def _tiny(tmp_path, files):
     pkg.mkdir(parents=True, exist_ok=True)
     for name, text in files.items():
         (pkg / name).write_text(text)
-    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
-           "PYTHONPATH": str(tmp_path / "src")}  # fmt: skip
-    out = subprocess.run([sys.executable, "-c", RUN], capture_output=True, text=True,
-                         env=env, check=True, timeout=300)  # fmt: skip
+    env = {
+        **os.environ,
+        "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
+        "PYTHONPATH": str(tmp_path / "src"),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", RUN],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+        timeout=300,
+    )
     return out.stdout.split()
 
 
@@ -198,11 +216,16 @@ def test_the_placement_and_dispatch_kernels_are_keyed_on_their_helpers():
         return {m.__name__ for m in source_modules(root)}
 
     placement = names("cloudsched.placement._kernel")
-    assert {"cloudsched.placement._kernel_slots", "cloudsched.placement._kernel_propose",
-            "cloudsched.placement.state", "cloudsched.placement.policies",
-            "cloudsched._jit"} <= placement  # fmt: skip
+    assert {
+        "cloudsched.placement._kernel_slots",
+        "cloudsched.placement._kernel_propose",
+        "cloudsched.placement.state",
+        "cloudsched.placement.policies",
+        "cloudsched._jit",
+    } <= placement
     assert {"cloudsched.dispatch.view", "cloudsched.dispatch.state"} <= names(
-        "cloudsched.dispatch._kernel")  # fmt: skip
+        "cloudsched.dispatch._kernel"
+    )
     # a built-in policy's kernel also follows its hooks' module
     assert "cloudsched.dispatch.builtin_policies" in names("cloudsched.dispatch.builtin_policies")
     # installed libraries are versioned, not hashed
@@ -215,8 +238,11 @@ def _imports_by_full_walk(module):
 
     with open(module.__file__, "rb") as fh:
         tree = ast.parse(fh.read())
-    package = module.__name__ if module.__file__.endswith("__init__.py") else \
-        module.__name__.rpartition(".")[0]
+    package = (
+        module.__name__
+        if module.__file__.endswith("__init__.py")
+        else module.__name__.rpartition(".")[0]
+    )
     pairs = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -255,8 +281,11 @@ def test_the_statement_walk_finds_every_import_a_full_walk_finds(tmp_path):
     found = _jit._import_pairs(fake)
     assert {name for name, _ in found} == set("abcefghijklnopq"), found
     assert found == _imports_by_full_walk(fake)
-    mods = [m for n, m in sorted(sys.modules.items())
-            if n.startswith("cloudsched") and getattr(m, "__file__", "").endswith(".py")]
+    mods = [
+        m
+        for n, m in sorted(sys.modules.items())
+        if n.startswith("cloudsched") and getattr(m, "__file__", "").endswith(".py")
+    ]
     assert len(mods) > 50
     for module in mods:
         assert _jit._import_pairs(module) == _imports_by_full_walk(module), module.__name__
@@ -364,13 +393,23 @@ def test_a_planted_bug_in_a_real_kernel_helper_is_compiled_in(tmp_path):
     import cloudsched
 
     src = tmp_path / "src"
-    shutil.copytree(Path(cloudsched.__file__).parent, src / "cloudsched",
-                    ignore=shutil.ignore_patterns("__pycache__"))  # fmt: skip
+    shutil.copytree(
+        Path(cloudsched.__file__).parent,
+        src / "cloudsched",
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(src)}
 
     def run():
-        out = subprocess.run([sys.executable, "-c", GREEDY], capture_output=True, text=True,
-                             env=env, check=True, timeout=900, cwd=tmp_path)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-c", GREEDY],
+            capture_output=True,
+            text=True,
+            env=env,
+            check=True,
+            timeout=900,
+            cwd=tmp_path,
+        )
         return float(out.stdout.split()[-1])
 
     assert run() == 1.0

@@ -31,27 +31,54 @@ def run_json(capfd, *args):
 @pytest.mark.parametrize("policy", PLACEMENT_POLICIES)
 def test_place_simulate_json_for_every_policy(capfd, policy):
     doc = run_json(
-        capfd, "place", "simulate", "--cluster", "3x3", "--workload",
-        str(EXAMPLES / "demo-placement.yaml"), "--policy", policy, "--horizon", "60",
-        "--seed", "1",
-    )  # fmt: skip
+        capfd,
+        "place",
+        "simulate",
+        "--cluster",
+        "3x3",
+        "--workload",
+        str(EXAMPLES / "demo-placement.yaml"),
+        "--policy",
+        policy,
+        "--horizon",
+        "60",
+        "--seed",
+        "1",
+    )
     assert doc["policy"] == policy and "steady_state" in doc
 
 
 def test_place_simulate_json_when_the_solver_runs_out_of_time(capfd):
     doc = run_json(
-        capfd, "place", "simulate", "--cluster", "4x4", "--workload",
-        str(EXAMPLES / "demo-placement.yaml"), "--policy", "maxweight", "--horizon", "10",
-        "--solver-time-limit", "0.001", "--seed", "1",
-    )  # fmt: skip
+        capfd,
+        "place",
+        "simulate",
+        "--cluster",
+        "4x4",
+        "--workload",
+        str(EXAMPLES / "demo-placement.yaml"),
+        "--policy",
+        "maxweight",
+        "--horizon",
+        "10",
+        "--solver-time-limit",
+        "0.001",
+        "--seed",
+        "1",
+    )
     assert doc["frames_not_optimal"] >= 0
 
 
 def test_place_bound_json(capfd):
     doc = run_json(
-        capfd, "place", "bound", "--cluster", "3x3", "--workload",
+        capfd,
+        "place",
+        "bound",
+        "--cluster",
+        "3x3",
+        "--workload",
         str(EXAMPLES / "demo-placement.yaml"),
-    )  # fmt: skip
+    )
     assert doc["value"] > 0 and doc["lower_bound"] <= doc["value"]
 
 
@@ -61,11 +88,10 @@ def test_place_bound_json(capfd):
         ("predict", "jiq-pod", "--load", "0.9"),
         ("fluid", "jiq", "--load", "0.9", "--horizon", "5"),
         ("simulate", "jiq-pod", "--servers", "50", "--r", "5", "--load", "0.8", "--seed", "1"),
-        ("simulate", "random", "--servers", "3", "--load", "1.2", "--tasks", "500",
-         "--seed", "1"),
+        ("simulate", "random", "--servers", "3", "--load", "1.2", "--tasks", "500", "--seed", "1"),
     ],
     ids=["predict", "fluid", "simulate", "simulate-overload"],
-)  # fmt: skip
+)
 def test_dispatch_json(capfd, args):
     assert isinstance(run_json(capfd, *args), dict)
 
@@ -97,8 +123,11 @@ def test_one_helper_empties_undefined_numbers_in_every_record():
     from cloudsched.results import finite_or_none
 
     undefined: dict[str, str] = {}
-    x = {"a": float("nan"), "b": [1.0, np.float32("inf"), (np.int64(3), np.bool_(True))],
-         "c": {"d": -np.inf, 4: 2.5}}  # fmt: skip
+    x = {
+        "a": float("nan"),
+        "b": [1.0, np.float32("inf"), (np.int64(3), np.bool_(True))],
+        "c": {"d": -np.inf, 4: 2.5},
+    }
     got = finite_or_none(x, undefined)
     assert got == {"a": None, "b": [1.0, None, [3, True]], "c": {"d": None, "4": 2.5}}
     assert undefined == {"a": "not a number", "b[1]": "infinite", "c.d": "infinite"}

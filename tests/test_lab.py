@@ -23,8 +23,15 @@ from cloudsched.lab import LabSpec, run_lab
 from cloudsched.lab.proxies import binary, haproxy_config, nginx_config
 from cloudsched.lab.run import make_load
 
-SMALL = {"servers": 3, "dispatchers": 2, "load": 0.6, "unit": 0.01, "duration": 1.5,
-         "warmup": "0.3s", "seed": 7}  # fmt: skip
+SMALL = {
+    "servers": 3,
+    "dispatchers": 2,
+    "load": 0.6,
+    "unit": 0.01,
+    "duration": 1.5,
+    "warmup": "0.3s",
+    "seed": 7,
+}
 
 
 @pytest.fixture(scope="module")
@@ -140,28 +147,34 @@ def test_generated_configurations(tmp_path):
         nginx_config(tmp_path, 0, 18000, [18001], "pod", 'x"; return 200; #')
     if binary("nginx"):
         (tmp_path / "n.conf").write_text(text)
-        ok = subprocess.run([binary("nginx"), "-t", "-p", str(tmp_path), "-c",
-                             str(tmp_path / "n.conf")], capture_output=True)  # fmt: skip
+        ok = subprocess.run(
+            [binary("nginx"), "-t", "-p", str(tmp_path), "-c", str(tmp_path / "n.conf")],
+            capture_output=True,
+        )
         assert ok.returncode == 0, ok.stderr
     if binary("haproxy"):
         (tmp_path / "h.cfg").write_text(cfg)
-        ok = subprocess.run([binary("haproxy"), "-c", "-f", str(tmp_path / "h.cfg")],
-                            capture_output=True)  # fmt: skip
+        ok = subprocess.run(
+            [binary("haproxy"), "-c", "-f", str(tmp_path / "h.cfg")], capture_output=True
+        )
         assert ok.returncode == 0, ok.stderr
 
 
-@pytest.mark.parametrize("argv", [
-    ["lab", "run", "jiq", "--balancer", "nginx"],
-    ["lab", "run", "jiq", "--servers", "3", "--slow", "9:5x"],
-    ["lab", "run", "jiq", "--unit", "0ms"],
-    ["lab", "run", "pod", "--drop", "0.1"],
-    ["lab", "run", "jiq", "--kill", "1@99", "--duration", "2"],
-    ["lab", "run", "pod", "--balancer", "nginx", "--d", "3"],
-    ["lab", "run", "jiq", "--servers", "65"],
-    ["lab", "run", "jiq", "--dispatchers", "9", "--servers", "8"],
-    ["lab", "compare", "jiq", "jiq"],
-    ["lab", "run", "jiq", "--duration", "3000", "--max-requests", "1000"],
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["lab", "run", "jiq", "--balancer", "nginx"],
+        ["lab", "run", "jiq", "--servers", "3", "--slow", "9:5x"],
+        ["lab", "run", "jiq", "--unit", "0ms"],
+        ["lab", "run", "pod", "--drop", "0.1"],
+        ["lab", "run", "jiq", "--kill", "1@99", "--duration", "2"],
+        ["lab", "run", "pod", "--balancer", "nginx", "--d", "3"],
+        ["lab", "run", "jiq", "--servers", "65"],
+        ["lab", "run", "jiq", "--dispatchers", "9", "--servers", "8"],
+        ["lab", "compare", "jiq", "jiq"],
+        ["lab", "run", "jiq", "--duration", "3000", "--max-requests", "1000"],
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(argv, tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         main([*argv, "--out", str(tmp_path / "o")])
@@ -210,11 +223,27 @@ def test_no_process_outlives_the_run(tmp_path, how, balancer):
     os.makedirs(token)
     env = dict(os.environ, TMPDIR=token)
     policy = "jiq" if balancer == "lab" else "pod"
-    argv = [sys.executable, "-c", "from cloudsched.cli import main; main()", "lab", "run",
-            policy, "--servers", "3", "--dispatchers", "2", "--duration", "60",
-            "--balancer", balancer, "--out", str(tmp_path / "out")]  # fmt: skip
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)  # fmt: skip
+    argv = [
+        sys.executable,
+        "-c",
+        "from cloudsched.cli import main; main()",
+        "lab",
+        "run",
+        policy,
+        "--servers",
+        "3",
+        "--dispatchers",
+        "2",
+        "--duration",
+        "60",
+        "--balancer",
+        balancer,
+        "--out",
+        str(tmp_path / "out"),
+    ]
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         _wait_for(lambda: len(_ours(token)) >= 5, "the five processes of the run")
         proc.send_signal(getattr(signal, how))
@@ -235,16 +264,40 @@ def test_no_process_outlives_the_run(tmp_path, how, balancer):
 def test_random_servers_are_mm1_queues_live():
     # under random dispatch each live server is an M/M/1 queue: its own sojourn mean is
     # 1 / (1 - rho) at the load it carried (measured inside the servers, no network in it)
-    r = run_lab(LabSpec("random", servers=4, dispatchers=2, load=0.6, unit=0.01,
-                        duration=30.0, warmup="2s", seed=11))  # fmt: skip
+    r = run_lab(
+        LabSpec(
+            "random",
+            servers=4,
+            dispatchers=2,
+            load=0.6,
+            unit=0.01,
+            duration=30.0,
+            warmup="2s",
+            seed=11,
+        )
+    )
     rho = r.lab["achieved_load"]
     half = (r.record.ci95[1] - r.record.ci95[0]) / 2
     assert abs(r.lab["backend_sojourn_mean"] - 1 / (1 - rho)) < 2 * half
     assert abs(r.lab["net_mean_response_time"] - r.lab["backend_sojourn_mean"]) < 0.05
 
 
-CLI_SMALL = ["--servers", "3", "--dispatchers", "2", "--load", "0.6", "--unit", "10ms",
-             "--duration", "1.5", "--warmup", "0.3s", "--seed", "3"]  # fmt: skip
+CLI_SMALL = [
+    "--servers",
+    "3",
+    "--dispatchers",
+    "2",
+    "--load",
+    "0.6",
+    "--unit",
+    "10ms",
+    "--duration",
+    "1.5",
+    "--warmup",
+    "0.3s",
+    "--seed",
+    "3",
+]
 
 
 def test_lab_run_writes_records_result_and_figure(tmp_path, capsys):

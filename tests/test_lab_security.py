@@ -104,8 +104,13 @@ class Attacker(threading.Thread):
         forged = Signer(bytes(32), "s0")
         for _ in range(300):
             for d in self.dispatchers:
-                for data in (b"J 0 0.0", forged.seal("J 1 0.0"), b"D 2",
-                             forged.seal("R 1 0 0"), b"\xff" * 40):  # fmt: skip
+                for data in (
+                    b"J 0 0.0",
+                    forged.seal("J 1 0.0"),
+                    b"D 2",
+                    forged.seal("R 1 0 0"),
+                    b"\xff" * 40,
+                ):
                     udp.sendto(data, ("127.0.0.1", d.ports[1]))
                     self.sent["datagrams"] += 1
         for s in self.servers:
@@ -140,8 +145,18 @@ def test_a_hostile_sender_changes_nothing_and_is_reported(monkeypatch):
         return await real(spec, group, load, servers, dispatchers, keys)
 
     monkeypatch.setattr(run, "_drive", drive)
-    r = run_lab(LabSpec("jiq", servers=3, dispatchers=2, load=0.5, unit=0.01, duration=2.0,
-                        warmup="0.3s", seed=3))  # fmt: skip
+    r = run_lab(
+        LabSpec(
+            "jiq",
+            servers=3,
+            dispatchers=2,
+            load=0.5,
+            unit=0.01,
+            duration=2.0,
+            warmup="0.3s",
+            seed=3,
+        )
+    )
     (a,) = attackers
     assert a.done.wait(30)
     m = r.frame[r.frame["measured"]]
@@ -151,8 +166,7 @@ def test_a_hostile_sender_changes_nothing_and_is_reported(monkeypatch):
     assert refused["datagrams"] >= a.sent["datagrams"]
     assert refused["requests"] >= a.sent["requests"]
     assert refused["bad_requests"] >= a.sent["bad_requests"]
-    assert any("refused" in w and "something else on this machine" in w
-               for w in r.record.warnings)
+    assert any("refused" in w and "something else on this machine" in w for w in r.record.warnings)
     # no forged join was listed: joins received are the joins the servers sent
     counts = r.lab["dispatcher_counts"]
     sent = r.record.messages["join"] * 3 * r.lab["window_seconds"] / 0.01
@@ -168,8 +182,9 @@ def test_the_backend_sends_from_loopback(monkeypatch):
     from cloudsched.lab.auth import KEY_ENV
 
     monkeypatch.setenv(KEY_ENV, KEY.hex())
-    args = argparse.Namespace(index=0, policy="jiq", slow=1.0, drop=0.0, seed=1, mode="sleep",
-                              max_work=10.0)  # fmt: skip
+    args = argparse.Namespace(
+        index=0, policy="jiq", slow=1.0, drop=0.0, seed=1, mode="sleep", max_work=10.0
+    )
     server = backend.Server(args)
     try:
         assert server.tx.getsockname()[0] == "127.0.0.1"
@@ -184,9 +199,26 @@ def test_a_lab_process_without_the_key_refuses_to_start(tmp_path):
     from cloudsched.lab.auth import KEY_ENV
 
     env = {k: v for k, v in os.environ.items() if k != KEY_ENV}
-    out = subprocess.run([sys.executable, "-m", "cloudsched.lab.backend", "--index", "0",
-                          "--policy", "jiq", "--seed", "1", "--lifetime", "5"], env=env,
-                         capture_output=True, text=True, timeout=60, cwd=tmp_path)  # fmt: skip
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cloudsched.lab.backend",
+            "--index",
+            "0",
+            "--policy",
+            "jiq",
+            "--seed",
+            "1",
+            "--lifetime",
+            "5",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=tmp_path,
+    )
     assert out.returncode != 0 and "holds no key" in out.stderr
 
 
@@ -207,9 +239,19 @@ def test_run_files_are_private(monkeypatch, tmp_path):
 
     monkeypatch.setattr(run, "ProcessGroup", Spy)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    run_lab(LabSpec("random", servers=2, dispatchers=1, load=0.3, unit=0.01, duration=0.5,
-                    warmup="0.1s", seed=1))  # fmt: skip
-    (mode, env), = seen
+    run_lab(
+        LabSpec(
+            "random",
+            servers=2,
+            dispatchers=1,
+            load=0.3,
+            unit=0.01,
+            duration=0.5,
+            warmup="0.1s",
+            seed=1,
+        )
+    )
+    ((mode, env),) = seen
     assert mode == 0o700 and len(env["CLOUDSCHED_LAB_KEY"]) == 64
     assert not any(Path(tmp_path).iterdir())  # removed after the run
     _ = json, np

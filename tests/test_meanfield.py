@@ -46,11 +46,7 @@ def test_iqueue_distribution_identities(r, d):
         assert (j * p).sum() == pytest.approx(r * (1 - lam), rel=1e-8)
 
 
-@given(
-    lam=st.floats(0.01, 0.99),
-    r=st.floats(0.05, 200.0),
-    d=st.integers(1, 6),
-)
+@given(lam=st.floats(0.01, 0.99), r=st.floats(0.05, 200.0), d=st.integers(1, 6))
 def test_jiq_response_time_identity_and_tail(lam, r, d):
     pred = predict("jiq", lam, r=r)
     assert pred.mean_response_time[0] == pytest.approx(1 / (1 - lam * pred.p0[0]), rel=1e-12)

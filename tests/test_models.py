@@ -35,8 +35,7 @@ def test_every_builtin_policy_has_a_row_and_the_registry_agrees():
         assert policy.relaxation == model.relaxation, name
         assert MODELS[model.relaxation].relaxation == model.relaxation  # a proxy has its own
         assert (policy.d == "servers") == (model.probes == "d"), name
-        lacks = not (model.fluid and model.refined and model.speed_classes
-                     and model.exact == "any")  # fmt: skip
+        lacks = not (model.fluid and model.refined and model.speed_classes and model.exact == "any")
         assert bool(model.why) == lacks, f"{name}: say why a model is missing, and only then"
 
 
@@ -113,10 +112,12 @@ def _membership_lists(tree: ast.AST) -> list[tuple[int, list[str]]]:
         if not isinstance(node, ast.Compare):
             continue
         for op, right in zip(node.ops, node.comparators, strict=True):
-            if isinstance(op, ast.In | ast.NotIn) and isinstance(right, ast.Tuple | ast.List |
-                                                                 ast.Set):  # fmt: skip
-                names = [e.value for e in right.elts
-                         if isinstance(e, ast.Constant) and e.value in MODELS]  # fmt: skip
+            if isinstance(op, ast.In | ast.NotIn) and isinstance(
+                right, ast.Tuple | ast.List | ast.Set
+            ):
+                names = [
+                    e.value for e in right.elts if isinstance(e, ast.Constant) and e.value in MODELS
+                ]
                 if len(names) >= 2:
                     out.append((node.lineno, names))
     return out
@@ -143,15 +144,17 @@ def test_sweep_predict_kind_covers_every_row(tmp_path):
     from cloudsched.experiments.sweep_spec import load_spec
 
     path = tmp_path / "p.yaml"
-    path.write_text("kind: predict\nfixed: {load: 0.8, r: 5.0}\n"
-                    f"grid: {{policy: [{', '.join(MODELS)}]}}\n")  # fmt: skip
+    path.write_text(
+        f"kind: predict\nfixed: {{load: 0.8, r: 5.0}}\ngrid: {{policy: [{', '.join(MODELS)}]}}\n"
+    )
     df = run_sweep(load_spec(path), tmp_path / "s").set_index("param.policy")
     assert sorted(df.index) == sorted(MODELS)
     for name in MODELS:
         want = predict(name, [0.8], r=5.0).mean_response_time[0]
         assert df.loc[name, "mean_response_time"] == pytest.approx(want, rel=1e-12)
-    path.write_text("kind: predict\nfixed: {load: 0.8, servers: 3, r: 3.0}\n"
-                    "grid: {policy: [jiq, jsq]}\n")  # fmt: skip
+    path.write_text(
+        "kind: predict\nfixed: {load: 0.8, servers: 3, r: 3.0}\ngrid: {policy: [jiq, jsq]}\n"
+    )
     df = run_sweep(load_spec(path), tmp_path / "f").set_index("param.policy")
     assert set(df["source"]) == {"exact"}
     assert df.loc["jiq", "value"] == pytest.approx(predict("jiq", [0.8], servers=3, r=3.0)[0].value)

@@ -51,8 +51,17 @@ def test_out_in_an_unwritable_place_fails_before_the_work(capsys, tmp_path, monk
     monkeypatch.setattr(sim, "simulate", never)
     blocker = tmp_path / "file"
     blocker.write_text("x")
-    code, _, err = run(capsys, "simulate", "random", "--servers", "10", "--load", "0.5",
-                       "--out", str(blocker / "sub" / "r.json"))  # fmt: skip
+    code, _, err = run(
+        capsys,
+        "simulate",
+        "random",
+        "--servers",
+        "10",
+        "--load",
+        "0.5",
+        "--out",
+        str(blocker / "sub" / "r.json"),
+    )
     one_line_error(code, err, "--out must be a path in a writable folder")
     assert blocker.read_text() == "x"
 
@@ -83,12 +92,14 @@ def test_atomic_write_never_replaces_a_directory(tmp_path):
         atomic_write_text(tmp_path, "x")
 
 
-@pytest.mark.parametrize(("ext", "magic"), [("png", b"\x89PNG"), ("pdf", b"%PDF"),
-                                             ("svg", b"<?xml")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("ext", "magic"), [("png", b"\x89PNG"), ("pdf", b"%PDF"), ("svg", b"<?xml")]
+)
 def test_plot_format_follows_the_extension(capsys, tmp_path, ext, magic):
     path = tmp_path / f"t.{ext}"
-    code, _, err = run(capsys, "predict", "jiq", "--r", "10", "--loads", "0.3:0.6:4",
-                       "--plot", str(path))  # fmt: skip
+    code, _, err = run(
+        capsys, "predict", "jiq", "--r", "10", "--loads", "0.3:0.6:4", "--plot", str(path)
+    )
     assert code == 0, err
     assert path.read_bytes().startswith(magic)
 
@@ -109,10 +120,23 @@ def test_report_out_onto_a_file_is_refused(capsys, tmp_path):
 def test_json_is_strict_even_with_undefined_values(capsys):
     import json
 
-    code, out, err = run(capsys, "place", "simulate", "--cluster", "2x2", "--workload",
-                         str(Path(__file__).parent.parent / "examples" / "demo-placement.yaml"),
-                         "--policy", "greedy", "--horizon", "5", "--seed", "1",
-                         "--format", "json")  # fmt: skip
+    code, out, err = run(
+        capsys,
+        "place",
+        "simulate",
+        "--cluster",
+        "2x2",
+        "--workload",
+        str(Path(__file__).parent.parent / "examples" / "demo-placement.yaml"),
+        "--policy",
+        "greedy",
+        "--horizon",
+        "5",
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
     assert code in (0, 2), err
     if code == 0:
         json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard constant {c}"))

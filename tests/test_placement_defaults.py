@@ -38,8 +38,15 @@ def test_epsilon_floor_applies_only_to_types_with_waiting_jobs(qlen, j, expected
     wpar[1] = 1.0  # h_j
     got = K.queue_weight(j, np.array(qlen, dtype=np.int64), _par(), wpar)
     assert got == pytest.approx(expected)
-    ref = ReferencePlacement(parse_cluster("2x2"), [JobType("a", 1, 1, chain(2))] * 2, "dgp",
-                             np.random.default_rng(0), alpha=1.0, h=1.0, f="identity")  # fmt: skip
+    ref = ReferencePlacement(
+        parse_cluster("2x2"),
+        [JobType("a", 1, 1, chain(2))] * 2,
+        "dgp",
+        np.random.default_rng(0),
+        alpha=1.0,
+        h=1.0,
+        f="identity",
+    )
     ref.queues = [list(range(n)) for n in qlen]
     assert ref._weight(j) == pytest.approx(expected)
 
@@ -58,9 +65,19 @@ def test_no_starvation_by_empty_templates_of_another_type():
     With the floor applied to empty types too, every empty chain template stayed alive while
     the star queue grew (98,649 waiting); now both types are served.
     """
-    res = simulate_placement("dgp", parse_cluster("3x3"), SMALL, horizon=2000, alpha=1.0,
-                             beta=0.05, h=0.0, f="log", epsilon=0.5, compare_bound=False,
-                             rng=4)  # fmt: skip
+    res = simulate_placement(
+        "dgp",
+        parse_cluster("3x3"),
+        SMALL,
+        horizon=2000,
+        alpha=1.0,
+        beta=0.05,
+        h=0.0,
+        f="log",
+        epsilon=0.5,
+        compare_bound=False,
+        rng=4,
+    )
     star4 = res.per_type[1]
     assert star4["served_fraction"] > 0.95
     assert star4["mean_queue_length"] < 100
@@ -95,8 +112,7 @@ def test_default_dgp_is_stable_and_near_the_optimum_on_the_demo(spec):
 
 
 def test_a_gap_above_the_target_is_flagged():
-    res = simulate_placement("dgp", parse_cluster("3x3"), SMALL, horizon=3000, alpha=0.05,
-                             rng=2)  # fmt: skip
+    res = simulate_placement("dgp", parse_cluster("3x3"), SMALL, horizon=3000, alpha=0.05, rng=2)
     assert res.bound_gap is not None and res.bound_gap > 0.15
     assert any("above the static optimum" in w for w in res.warnings)
     assert res.to_dict()["bound"] == pytest.approx(0.5)
@@ -149,9 +165,18 @@ def test_maxweight_places_a_template_only_when_its_weight_is_positive(solver):
     each and both fit.  Weighting by Q_j + 1 would place the lone star.
     """
     jobs = [JobType("star4", 0.3, 1.0, star(4))]
-    res = simulate_placement("maxweight", parse_cluster("3x3"), jobs, horizon=400.0,
-                             alpha=0.8, f="identity", frame=0.25, solver=solver,
-                             compare_bound=False, rng=2)  # fmt: skip
+    res = simulate_placement(
+        "maxweight",
+        parse_cluster("3x3"),
+        jobs,
+        horizon=400.0,
+        alpha=0.8,
+        f="identity",
+        frame=0.25,
+        solver=solver,
+        compare_bound=False,
+        rng=2,
+    )
     t = res.frame_table
     alone, pair = t[t["present.star4"] == 1], t[t["present.star4"] == 2]
     assert len(alone) >= 20 and len(pair) >= 20
@@ -178,10 +203,14 @@ def test_default_local_dgp_serves_every_type_on_the_demo(spec, seed):
     assert res.steady_state
     # the bias follows the alpha used: (H_j + margin) / alpha, the margin the pilots chose
     base = dgp_defaults(cluster, jobs, "local")["bias_base"]
-    (chosen,) = [p for p in res.params["pilots"] if p["alpha"] == res.params["alpha"]
-                 and tuple(p["h"]) == tuple(res.params["h"])]  # fmt: skip
-    assert res.params["h"] == pytest.approx(tuple((b + chosen["margin"]) / chosen["alpha"]
-                                                  for b in base))  # fmt: skip
+    (chosen,) = [
+        p
+        for p in res.params["pilots"]
+        if p["alpha"] == res.params["alpha"] and tuple(p["h"]) == tuple(res.params["h"])
+    ]
+    assert res.params["h"] == pytest.approx(
+        tuple((b + chosen["margin"]) / chosen["alpha"] for b in base)
+    )
     assert res.bound_gap is not None and res.bound_gap <= 0.15
 
 
@@ -216,12 +245,23 @@ def sticky_local_bias(monkeypatch):
 def test_defaults_that_do_not_serve_are_refused(sticky_local_bias):
     from cloudsched.placement import DefaultsRefused
 
-    with pytest.raises(DefaultsRefused, match=r"dgp:local's default parameters do not serve "
-                       r"this workload: .*'star4' was served .*set --alpha and --h"):
+    with pytest.raises(
+        DefaultsRefused,
+        match=r"dgp:local's default parameters do not serve "
+        r"this workload: .*'star4' was served .*set --alpha and --h",
+    ):
         simulate_placement("dgp", parse_cluster("3x3"), SMALL, proposal="local", rng=1)
     # parameters given by the user are theirs: the same run is not refused
-    res = simulate_placement("dgp", parse_cluster("3x3"), SMALL, proposal="local", rng=1,
-                             alpha=0.04, horizon=2000.0, compare_bound=False)  # fmt: skip
+    res = simulate_placement(
+        "dgp",
+        parse_cluster("3x3"),
+        SMALL,
+        proposal="local",
+        rng=1,
+        alpha=0.04,
+        horizon=2000.0,
+        compare_bound=False,
+    )
     assert res.params["chosen"] == "given"
 
 
@@ -232,10 +272,10 @@ def test_an_open_ended_default_run_that_starves_a_type_is_refused():
     from cloudsched.placement.calibration import check_served
 
     spec = PlacementSpec("greedy", parse_cluster("3x3"), SMALL)
-    res = simulate_placement("greedy", parse_cluster("3x3"), SMALL, horizon=200.0, rng=1,
-                             compare_bound=False)  # fmt: skip
-    starved = replace(res, per_type=[res.per_type[0], {**res.per_type[1],
-                                                       "served_fraction": 0.5}])  # fmt: skip
+    res = simulate_placement(
+        "greedy", parse_cluster("3x3"), SMALL, horizon=200.0, rng=1, compare_bound=False
+    )
+    starved = replace(res, per_type=[res.per_type[0], {**res.per_type[1], "served_fraction": 0.5}])
     check_served(spec, starved)  # a baseline has no parameters to refuse
     dgp = PlacementSpec("dgp", parse_cluster("3x3"), SMALL)
     with pytest.raises(DefaultsRefused, match="'star4' was served 50% of its jobs") as info:
@@ -248,8 +288,9 @@ def test_an_open_ended_default_run_that_starves_a_type_is_refused():
 def test_place_compare_shows_a_refused_policy(sticky_local_bias):
     from cloudsched.experiments.place_compare import compare_placement
 
-    out = compare_placement(parse_cluster("3x3"), SMALL, ["greedy", "dgp:local"], seed=1,
-                            horizon=None)  # fmt: skip
+    out = compare_placement(
+        parse_cluster("3x3"), SMALL, ["greedy", "dgp:local"], seed=1, horizon=None
+    )
     assert set(out.refused) == {"dgp:local"}
     row = out.table.set_index("policy").loc["dgp:local"]
     assert math.isnan(row["cost_rate"]) and not row["steady_state"]

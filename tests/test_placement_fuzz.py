@@ -29,8 +29,11 @@ def _run(n: int) -> None:
     env = {**os.environ, "NUMBA_BOUNDSCHECK": "1", "NUMBA_CACHE_DIR": _checked_cache()}
     proc = subprocess.run(
         [sys.executable, str(HERE / "placement_fuzz.py"), str(n)],
-        env=env, capture_output=True, text=True, timeout=1800,
-    )  # fmt: skip
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.strip().endswith("ok")
 

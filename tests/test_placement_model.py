@@ -39,9 +39,11 @@ def test_groups_of_machines_and_their_racks():
 
 def test_a_cluster_file_gives_slots_limits_and_racks(tmp_path):
     path = tmp_path / "c.yaml"
-    path.write_text("cross_rack_cost: 3\nmachines:\n"
-                    "  - {count: 2, slots: 4, cpu: 400, memory: 8192, rack: 1}\n"
-                    "  - {count: 1, slots: 8, rack: 0}\n")  # fmt: skip
+    path.write_text(
+        "cross_rack_cost: 3\nmachines:\n"
+        "  - {count: 2, slots: 4, cpu: 400, memory: 8192, rack: 1}\n"
+        "  - {count: 1, slots: 8, rack: 0}\n"
+    )
     cl = load_cluster(path)
     assert cl.slots.tolist() == [4, 4, 8] and cl.rack.tolist() == [1, 1, 0]
     assert cl.capacity[:, 0].tolist() == [400, 400, np.inf] and cl.has_resources
@@ -51,15 +53,18 @@ def test_a_cluster_file_gives_slots_limits_and_racks(tmp_path):
         cluster_from_text(str(path), racks=2)
 
 
-@pytest.mark.parametrize(("text", "fragment"), [
-    ("machines: []", "non-empty list 'machines'"),
-    ("machines: [{count: 2, slots: 3, rack: 0}, {count: 1, slots: 2}]", "for every group"),
-    ("machines: [{count: 2, slots: 3, cores: 4}]", "keys from"),
-    ("machines: [{count: 2, slots: 0}]", "machines[0].slots must be"),
-    ("machines: [{count: 1, slots: 2, cpu: -1}]", "machines[0].cpu must be"),
-    ("racks: 2\nmachines: [{count: 1, slots: 2, rack: 0}]", "either 'racks'"),
-    ("machines: [{count: 2, slots: 2, rack: 1}]", "ids 0..R-1"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("machines: []", "non-empty list 'machines'"),
+        ("machines: [{count: 2, slots: 3, rack: 0}, {count: 1, slots: 2}]", "for every group"),
+        ("machines: [{count: 2, slots: 3, cores: 4}]", "keys from"),
+        ("machines: [{count: 2, slots: 0}]", "machines[0].slots must be"),
+        ("machines: [{count: 1, slots: 2, cpu: -1}]", "machines[0].cpu must be"),
+        ("racks: 2\nmachines: [{count: 1, slots: 2, rack: 0}]", "either 'racks'"),
+        ("machines: [{count: 2, slots: 2, rack: 1}]", "ids 0..R-1"),
+    ],
+)
 def test_bad_cluster_files_are_one_line_errors(tmp_path, text, fragment):
     path = tmp_path / "c.yaml"
     path.write_text(text)
@@ -87,8 +92,11 @@ def test_flux_traffic_from_groupings_and_demands_from_loads(tmp_path):
 
 def test_workers_sum_their_executors_demands_and_traffic(tmp_path):
     path = tmp_path / "t.yaml"
-    path.write_text(FLUX.replace("name: t\n", "name: t\n").replace(
-        "config: {", "config: {topology.workers: 2, "))  # fmt: skip
+    path.write_text(
+        FLUX.replace("name: t\n", "name: t\n").replace(
+            "config: {", "config: {topology.workers: 2, "
+        )
+    )
     top = load_flux(path, slots="workers", traffic="grouping")
     execs = load_flux(path, traffic="grouping")
     assert top.nodes == 2
@@ -98,9 +106,11 @@ def test_workers_sum_their_executors_demands_and_traffic(tmp_path):
 
 def test_workload_edges_carry_traffic_and_nodes_resources(tmp_path):
     path = tmp_path / "w.yaml"
-    path.write_text("job_types:\n  - {name: t, arrival_rate: 1, mean_duration: 1, resources: "
-                    "{cpu: 30, memory: 64}, topology: {nodes: [a, b, c], edges: [[a, b, 2.5], "
-                    "[b, c], [a, b, 0.5]]}}\n")  # fmt: skip
+    path.write_text(
+        "job_types:\n  - {name: t, arrival_rate: 1, mean_duration: 1, resources: "
+        "{cpu: 30, memory: 64}, topology: {nodes: [a, b, c], edges: [[a, b, 2.5], "
+        "[b, c], [a, b, 0.5]]}}\n"
+    )
     (jt,) = load_workload(path)
     assert jt.topology.graph.edges[0, 1]["weight"] == pytest.approx(3.0)  # listed twice
     assert jt.topology.total_traffic == pytest.approx(4.0)
@@ -111,8 +121,10 @@ def test_workload_edges_carry_traffic_and_nodes_resources(tmp_path):
 
 def test_a_flux_topology_takes_no_workload_resources(tmp_path):
     path = tmp_path / "w.yaml"
-    path.write_text("job_types:\n  - {name: t, arrival_rate: 1, mean_duration: 1, resources: "
-                    f"{{cpu: 1}}, topology: {{flux: {EXAMPLES / 'wordcount.yaml'}}}}}\n")
+    path.write_text(
+        "job_types:\n  - {name: t, arrival_rate: 1, mean_duration: 1, resources: "
+        f"{{cpu: 1}}, topology: {{flux: {EXAMPLES / 'wordcount.yaml'}}}}}\n"
+    )
     with pytest.raises(InputError, match="cpuLoad"):
         load_workload(path)
 
@@ -152,8 +164,9 @@ def test_every_policy_respects_cpu_limits():
     top = chain(3).with_demands(40.0, 0.0)
     jobs = [JobType("c", 0.8, 1.0, top)]
     for policy in ("storm-default", "greedy", "resource-aware", "dgp", "maxweight"):
-        res = simulate_placement(policy, cl, jobs, horizon=300, rng=2, record=True,
-                                 compare_bound=False)  # fmt: skip
+        res = simulate_placement(
+            policy, cl, jobs, horizon=300, rng=2, record=True, compare_bound=False
+        )
         tab = res.assignments
         for t in np.linspace(1, 299, 60):
             now = tab[(tab.start <= t) & (tab.end.fillna(np.inf) > t)]

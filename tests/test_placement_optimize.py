@@ -9,7 +9,8 @@ from scipy.optimize import linprog
 
 from cloudsched.errors import ParameterError
 from cloudsched.placement import Cluster, JobType, chain, complete, parse_cluster, star
-from cloudsched.placement.optimize import max_weight_configuration, static_optimum
+from cloudsched.placement.configuration import max_weight_configuration
+from cloudsched.placement.optimize import static_optimum
 from cloudsched.testing.placement_oracles import brute_force_max_weight
 
 GRAPHS = {"chain2": chain(2), "chain3": chain(3), "star3": star(3), "tri": complete(3)}

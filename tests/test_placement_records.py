@@ -19,14 +19,29 @@ def _running(table, t):
     return table[(table.start <= t) & (table.end.fillna(np.inf) > t)]
 
 
-@pytest.mark.parametrize(("policy", "kw"), [("greedy", {}), ("dgp", {"proposal": "local"}),
-                                             ("maxweight", {"frame": 0.3}),
-                                             ("resource-aware", {})])  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "kw"),
+    [
+        ("greedy", {}),
+        ("dgp", {"proposal": "local"}),
+        ("maxweight", {"frame": 0.3}),
+        ("resource-aware", {}),
+    ],
+)
 def test_the_placement_log_agrees_with_the_run(policy, kw):
     cluster = parse_cluster("3x3,1x2", racks=2)
     horizon = 400.0
-    res = simulate_placement(policy, cluster, SMALL, horizon=horizon, warmup=0.0, record=True,
-                             compare_bound=False, rng=6, **kw)  # fmt: skip
+    res = simulate_placement(
+        policy,
+        cluster,
+        SMALL,
+        horizon=horizon,
+        warmup=0.0,
+        record=True,
+        compare_bound=False,
+        rng=6,
+        **kw,
+    )
     tab = res.assignments
     assert len(tab) and set(tab.columns) >= {"job", "machine", "slot", "start", "end", "cost"}
     for t in np.linspace(0.5, horizon - 0.5, 80):
@@ -46,8 +61,18 @@ def test_the_placement_log_agrees_with_the_run(policy, kw):
 
 
 def test_a_moved_job_keeps_its_number():
-    res = simulate_placement("maxweight", parse_cluster("3x3"), SMALL, horizon=300, frame=0.2,
-                             alpha=1.0, f="log", record=True, warmup=0.0, rng=3)  # fmt: skip
+    res = simulate_placement(
+        "maxweight",
+        parse_cluster("3x3"),
+        SMALL,
+        horizon=300,
+        frame=0.2,
+        alpha=1.0,
+        f="log",
+        record=True,
+        warmup=0.0,
+        rng=3,
+    )
     assert res.migrations > 0
     tab = res.assignments
     moved = tab.groupby("job")["start"].nunique()
@@ -83,8 +108,16 @@ def test_frames_kept_by_the_kernel_change_nothing():
 
 
 def test_maxweight_records_every_frame_with_its_gap():
-    res = simulate_placement("maxweight", parse_cluster("4x4"), SMALL, horizon=200, frame=0.5,
-                             solver="fast", warmup=0.0, rng=1)  # fmt: skip
+    res = simulate_placement(
+        "maxweight",
+        parse_cluster("4x4"),
+        SMALL,
+        horizon=200,
+        frame=0.5,
+        solver="fast",
+        warmup=0.0,
+        rng=1,
+    )
     tab = res.frame_table
     assert len(tab) == 399 and np.allclose(np.diff(tab.time), 0.5)
     assert np.all(tab.upper_bound >= tab.weight - 1e-9)
@@ -95,8 +128,17 @@ def test_maxweight_records_every_frame_with_its_gap():
 
 def test_the_final_placement_is_the_log_at_the_end():
     # alpha 0.5: templates are kept eagerly, so jobs run at the end
-    res = simulate_placement("dgp", parse_cluster("4x3"), SMALL, horizon=300, proposal="local",
-                             alpha=0.5, record=True, compare_bound=False, rng=8)  # fmt: skip
+    res = simulate_placement(
+        "dgp",
+        parse_cluster("4x3"),
+        SMALL,
+        horizon=300,
+        proposal="local",
+        alpha=0.5,
+        record=True,
+        compare_bound=False,
+        rng=8,
+    )
     from cloudsched.placement.assignments import snapshot
 
     cols = ["job", "type", "node", "machine", "slot", "cost"]

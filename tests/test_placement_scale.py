@@ -23,9 +23,10 @@ from cloudsched.placement import (
     star,
     tree,
 )
+from cloudsched.placement.configuration import max_weight_configuration
 from cloudsched.placement.fastpack import Library
 from cloudsched.placement.graphcuts import forest_split
-from cloudsched.placement.optimize import max_weight_configuration, static_optimum
+from cloudsched.placement.optimize import static_optimum
 from cloudsched.placement.relaxation import Relaxation, part_cuts
 from cloudsched.placement.shapes import least_cost_template, twin_classes
 from cloudsched.testing.placement_oracles import brute_force_max_weight
@@ -47,9 +48,13 @@ def _bipartite(a, b, c=0, weight=1.0):
 
 
 GRAPHS = {
-    "chain4": chain(4), "star5": star(5), "tree6": tree(6), "k4": complete(4),
-    "bi23": _bipartite(2, 3), "bi212": _bipartite(2, 1, 2, weight=0.5),
-}  # fmt: skip
+    "chain4": chain(4),
+    "star5": star(5),
+    "tree6": tree(6),
+    "k4": complete(4),
+    "bi23": _bipartite(2, 3),
+    "bi212": _bipartite(2, 1, 2, weight=0.5),
+}
 
 
 def _exact_least(cluster, top):
@@ -59,9 +64,12 @@ def _exact_least(cluster, top):
 
 
 @settings(max_examples=25, deadline=None)
-@given(name=st.sampled_from(sorted(GRAPHS)),
-       shape=st.sampled_from(["2x3", "3x2", "2x4", "3x3", "1x2,2x3"]),
-       racks=st.integers(1, 3), cross=st.sampled_from([1.0, 3.0]))  # fmt: skip
+@given(
+    name=st.sampled_from(sorted(GRAPHS)),
+    shape=st.sampled_from(["2x3", "3x2", "2x4", "3x3", "1x2,2x3"]),
+    racks=st.integers(1, 3),
+    cross=st.sampled_from([1.0, 3.0]),
+)
 def test_least_cost_template_brackets_the_exact_one(name, shape, racks, cross):
     base = parse_cluster(shape)
     cluster = Cluster(base.slots, racks=min(racks, base.machines), cross_rack_cost=cross)
@@ -117,11 +125,14 @@ def test_forest_split_matches_brute_force(top, s):
 
 
 @settings(max_examples=12, deadline=None)
-@given(names=st.lists(st.sampled_from(["chain4", "star5", "bi23", "k4"]), min_size=1,
-                      max_size=2, unique=True),
-       shape=st.sampled_from(["2x3", "3x3", "2x4"]),
-       values=st.lists(st.floats(0.5, 12.0), min_size=2, max_size=2),
-       caps=st.lists(st.integers(0, 3), min_size=2, max_size=2))  # fmt: skip
+@given(
+    names=st.lists(
+        st.sampled_from(["chain4", "star5", "bi23", "k4"]), min_size=1, max_size=2, unique=True
+    ),
+    shape=st.sampled_from(["2x3", "3x3", "2x4"]),
+    values=st.lists(st.floats(0.5, 12.0), min_size=2, max_size=2),
+    caps=st.lists(st.integers(0, 3), min_size=2, max_size=2),
+)
 def test_fast_max_weight_is_feasible_and_its_bound_holds(names, shape, values, caps):
     cluster = parse_cluster(shape)
     tops = [GRAPHS[n] for n in names]
@@ -168,15 +179,21 @@ def test_part_cuts_are_the_least_traffic_leaving_g_nodes():
     top = GRAPHS["bi212"]
     cuts = part_cuts(top, top.nodes)
     for g in range(1, top.nodes):
-        brute = min(sum(top.edge_weights()[i] for i, (u, v) in enumerate(top.edge_array())
-                        if (u in s) != (v in s))
-                    for s in map(set, itertools.combinations(range(top.nodes), g)))  # fmt: skip
+        brute = min(
+            sum(
+                top.edge_weights()[i]
+                for i, (u, v) in enumerate(top.edge_array())
+                if (u in s) != (v in s)
+            )
+            for s in map(set, itertools.combinations(range(top.nodes), g))
+        )
         assert cuts[g] == pytest.approx(brute)
     assert cuts[top.nodes] == 0.0
 
 
-@pytest.mark.parametrize(("shape", "load"), [("3x3", 0.5), ("3x3", 0.85), ("4x2", 0.6),
-                                             ("2x4", 0.8)])  # fmt: skip
+@pytest.mark.parametrize(
+    ("shape", "load"), [("3x3", 0.5), ("3x3", 0.85), ("4x2", 0.6), ("2x4", 0.8)]
+)
 def test_fast_static_bound_brackets_the_proven_optimum(shape, load):
     cluster = parse_cluster(shape)
     s = cluster.total_slots * load

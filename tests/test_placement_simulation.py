@@ -49,18 +49,29 @@ def _weighted_chain(k, traffic, cpu):
     cpu=st.sampled_from([None, 1.0, 2.0]),
     seed=st.integers(0, 2**32 - 1),
 )
-def test_kernel_matches_reference(groups, policy, sizes, beta, f, vclock, proposal, traffic, cpu,
-                                  seed):  # fmt: skip
+def test_kernel_matches_reference(
+    groups, policy, sizes, beta, f, vclock, proposal, traffic, cpu, seed
+):
     """Every policy, uniform and local proposals, weighted edges, CPU limits, mixed machines."""
     shape = ",".join(f"{n}x{k}" for n, k in groups)
     base = parse_cluster(shape)
     cap = None if cpu is None else [3.0 + (m % 3) for m in range(base.machines)]
     cluster = Cluster(base.slots, racks=min(2, base.machines), cpu=cap)
     sizes = [min(k, cluster.total_slots) for k in sizes]
-    jobs = [JobType(f"t{i}", 0.3 + 0.4 * i, 1.0 + i, _weighted_chain(k, traffic, cpu or 0.0))
-            for i, k in enumerate(sizes)]  # fmt: skip
-    kw = dict(beta=beta, alpha=0.5, h=1.0, epsilon=0.5, f=f, virtual_clock=vclock,
-              proposal=proposal, locality=0.7)  # fmt: skip
+    jobs = [
+        JobType(f"t{i}", 0.3 + 0.4 * i, 1.0 + i, _weighted_chain(k, traffic, cpu or 0.0))
+        for i, k in enumerate(sizes)
+    ]
+    kw = dict(
+        beta=beta,
+        alpha=0.5,
+        h=1.0,
+        epsilon=0.5,
+        f=f,
+        virtual_clock=vclock,
+        proposal=proposal,
+        locality=0.7,
+    )
     eng = _engine(cluster, jobs, policy, 60.0, seed, **kw)
     eng.advance(10**7)
     ref = ReferencePlacement(cluster, jobs, policy, np.random.default_rng(seed), horizon=60.0, **kw)
@@ -181,8 +192,9 @@ def test_frozen_weights_give_the_product_form(policy, proposal):
 def test_local_proposals_keep_the_product_form_across_racks():
     """Four one-slot machines in two racks: the rack step of the local proposal counts too."""
     cluster = parse_cluster("4x1", racks=2, cross_rack_cost=2.0)
-    _product_form_check("dgp", batches=12, steps=8000, tv_limit=0.06, cluster=cluster,
-                        proposal="local")  # fmt: skip
+    _product_form_check(
+        "dgp", batches=12, steps=8000, tv_limit=0.06, cluster=cluster, proposal="local"
+    )
 
 
 def test_the_product_form_check_catches_local_proposals_without_their_correction():
@@ -198,9 +210,10 @@ def test_frozen_weights_give_the_product_form_closely(policy, proposal):
     _product_form_check(policy, batches=20, steps=40_000, tv_limit=0.025, proposal=proposal)
 
 
-@pytest.mark.parametrize(("policy", "clock", "proposal"),
-                         [("dgp", None, "uniform"), ("dgp-clock", 2.0, "uniform"),
-                          ("dgp", None, "local")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("policy", "clock", "proposal"),
+    [("dgp", None, "uniform"), ("dgp-clock", 2.0, "uniform"), ("dgp", None, "local")],
+)
 def test_kernel_template_counts_match_the_product_form(policy, clock, proposal):
     cluster = parse_cluster("2x2")
     jobs = [JobType("pair", 1.0, 1.0, chain(2)), JobType("single", 0.5, 2.0, chain(1))]
@@ -240,8 +253,17 @@ def test_dgp_cost_falls_towards_the_optimum_with_finite_queues():
     opt = static_optimum(cluster, SMALL).cost_rate
     costs = []
     for beta in (0.4, 0.2, 0.1):
-        r = simulate_placement("dgp", cluster, SMALL, horizon=200_000, beta=beta, alpha=0.002,
-                               h=0.0, f="identity", rng=5)  # fmt: skip
+        r = simulate_placement(
+            "dgp",
+            cluster,
+            SMALL,
+            horizon=200_000,
+            beta=beta,
+            alpha=0.002,
+            h=0.0,
+            f="identity",
+            rng=5,
+        )
         costs.append(r.cost_rate)
         served = sum(t["departed"] for t in r.per_type) / sum(t["arrived"] for t in r.per_type)
         assert served > 0.97
@@ -270,8 +292,9 @@ def test_an_unseeded_run_records_the_seed_that_regenerates_it():
     assert isinstance(first.seed, int)
     again = simulate_placement("dgp", cluster, SMALL, horizon=500, rng=first.seed)
     assert (again.cost_rate, again.events) == (first.cost_rate, first.events)
-    given = simulate_placement("dgp", cluster, SMALL, horizon=500,
-                               rng=np.random.default_rng(first.seed))  # fmt: skip
+    given = simulate_placement(
+        "dgp", cluster, SMALL, horizon=500, rng=np.random.default_rng(first.seed)
+    )
     assert given.seed is None and given.cost_rate == first.cost_rate
 
 
@@ -346,9 +369,8 @@ def test_a_stable_policy_reports_a_detected_warmup_and_certified_intervals():
 def test_a_growing_queue_is_flagged_not_steady_with_no_intervals():
     """DGP with log weights and no bias: the star waits for ~e^(1/alpha) jobs, the queue grows."""
     res = simulate_placement(
-        "dgp", parse_cluster("3x3"), SMALL, horizon=2000, alpha=0.2, beta=0.1, h=0.0, f="log",
-        rng=1,
-    )  # fmt: skip
+        "dgp", parse_cluster("3x3"), SMALL, horizon=2000, alpha=0.2, beta=0.1, h=0.0, f="log", rng=1
+    )
     assert not res.steady_state
     assert res.cost_rate_ci95 is None and res.mean_queue_length_ci95 is None
     doc = res.to_dict()
@@ -359,7 +381,7 @@ def test_a_growing_queue_is_flagged_not_steady_with_no_intervals():
 
 def test_a_cost_interval_below_the_static_optimum_is_flagged():
     """Nothing serving all the load beats the static optimum: an interval below it is too short."""
-    from cloudsched.cli.place import _bound_line
+    from cloudsched.cli.place_output import bound_line
     from cloudsched.placement.beside_bound import below_bound, gap, short_of
 
     assert below_bound((0.30, 0.45), 0.5, True).startswith("cost interval [0.3, 0.45] lies below")
@@ -368,10 +390,10 @@ def test_a_cost_interval_below_the_static_optimum_is_flagged():
     assert below_bound(None, 0.5, True) is None  # no interval: withheld, warned elsewhere
     assert not short_of(0.48, 0.5, (0.45, 0.55)) and gap(0.48, 0.5) == 0.0
     assert not short_of(0.6, 0.5, None) and gap(0.6, 0.5) == pytest.approx(0.2)
-    assert "gap 0.0%" in _bound_line(0.48, (0.45, 0.55), 0.5, 0.0, True)
+    assert "gap 0.0%" in bound_line(0.48, (0.45, 0.55), 0.5, 0.0, True)
     for ci in [(0.30, 0.45), None]:
         assert short_of(0.4, 0.5, ci)
-        assert "gap n/a (the cost is below it" in _bound_line(0.4, ci, 0.5, None, True)
+        assert "gap n/a (the cost is below it" in bound_line(0.4, ci, 0.5, None, True)
 
 
 def test_the_warmup_cut_removes_a_start_up_transient():
@@ -385,10 +407,19 @@ def test_the_warmup_cut_removes_a_start_up_transient():
     assert auto.measured_time < none.measured_time
 
 
-@pytest.mark.parametrize("kw", [dict(h="x"), dict(h=[1.0, 2.0, 3.0]), dict(h=[1.0, "a"]),
-                                dict(clock_rate="x"), dict(clock_rate=[[1.0]]),
-                                dict(frozen_weights="ab"), dict(frozen_weights=5),
-                                dict(frozen_weights=[1.0])])  # fmt: skip
+@pytest.mark.parametrize(
+    "kw",
+    [
+        dict(h="x"),
+        dict(h=[1.0, 2.0, 3.0]),
+        dict(h=[1.0, "a"]),
+        dict(clock_rate="x"),
+        dict(clock_rate=[[1.0]]),
+        dict(frozen_weights="ab"),
+        dict(frozen_weights=5),
+        dict(frozen_weights=[1.0]),
+    ],
+)
 def test_per_type_arguments_are_checked_before_the_run(kw):
     """Sweep specs hand these over from YAML: a wrong shape or type is a ParameterError."""
     from cloudsched.placement import PlacementSpec
@@ -396,6 +427,7 @@ def test_per_type_arguments_are_checked_before_the_run(kw):
     jobs = [JobType("a", 1.0, 1.0, chain(2)), JobType("b", 0.5, 1.0, star(3))]
     with pytest.raises(ParameterError, match=next(iter(kw))):
         PlacementSpec("dgp", parse_cluster("3x3"), jobs, **kw)
-    plan = PlacementSpec("dgp", parse_cluster("3x3"), jobs, h=[1.0, 2.0], clock_rate=0.5,
-                         frozen_weights=[1.0, 2.0])  # fmt: skip
+    plan = PlacementSpec(
+        "dgp", parse_cluster("3x3"), jobs, h=[1.0, 2.0], clock_rate=0.5, frozen_weights=[1.0, 2.0]
+    )
     assert plan.h == (1.0, 2.0) and plan.rates == (0.5, 0.5) and plan.frozen == (1.0, 2.0)

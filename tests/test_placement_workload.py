@@ -34,8 +34,10 @@ BAD = {
     "yaml": ("job_types: [{name: a", "malformed YAML"),
     "flux": (f"job_types: [{job(topology='topology: {flux: nope.yaml}')}]", "cannot open"),
     "names": (f"job_types: [{job()}, {job()}]", "distinct"),
-    "flux file as workload": ("spouts: [{id: s, className: S, parallelism: 1}]",
-                              "this is a Storm Flux file"),
+    "flux file as workload": (
+        "spouts: [{id: s, className: S, parallelism: 1}]",
+        "this is a Storm Flux file",
+    ),
 }
 
 
@@ -49,9 +51,16 @@ def test_bad_workloads_give_one_line(tmp_path, case):
     assert fragment in str(exc.value) and "\n" not in str(exc.value)
 
 
-@pytest.mark.parametrize("field,value", [("arrival_rate", -1.0), ("arrival_rate", 0.0),
-                                         ("mean_duration", 1e300), ("arrival_rate", math.nan),
-                                         ("mean_duration", "x")])  # fmt: skip
+@pytest.mark.parametrize(
+    "field,value",
+    [
+        ("arrival_rate", -1.0),
+        ("arrival_rate", 0.0),
+        ("mean_duration", 1e300),
+        ("arrival_rate", math.nan),
+        ("mean_duration", "x"),
+    ],
+)
 def test_a_job_type_checks_itself_when_built(field, value):
     """JobType(rate=-1) used to be accepted and fail later inside the kernel."""
     from cloudsched.errors import ParameterError

@@ -52,14 +52,26 @@ def assert_matches(res, exact: float) -> None:
 
 @pytest.mark.parametrize(
     ("n", "m", "d", "replace", "load", "cap"),
-    [(3, 1, 1, True, 0.7, 14), (3, 1, 2, False, 0.8, 14), (2, 2, 1, True, 0.6, 16),
-     (2, 1, 1, False, 0.7, 20)],
+    [
+        (3, 1, 1, True, 0.7, 14),
+        (3, 1, 2, False, 0.8, 14),
+        (2, 2, 1, True, 0.6, 16),
+        (2, 1, 1, False, 0.7, 20),
+    ],
 )
 def test_pod_memory_matches_the_exact_chain(n, m, d, replace, load, cap):
     exact, blocked = exact_chain.solve("pod-memory", n, load, m=m, d=d, replace=replace, cap=cap)
     assert blocked < 1e-4
-    res = simulate(MEMORY, servers=n, dispatchers=m, d=d, with_replacement=replace, load=load,
-                   precision=0.005, rng=11)  # fmt: skip
+    res = simulate(
+        MEMORY,
+        servers=n,
+        dispatchers=m,
+        d=d,
+        with_replacement=replace,
+        load=load,
+        precision=0.005,
+        rng=11,
+    )
     assert_matches(res, exact)
 
 
@@ -68,8 +80,7 @@ def test_memory_changes_the_answer_the_chain_tells_apart():
     with_memory, _ = exact_chain.solve("pod-memory", 3, 0.7, d=1, replace=True, cap=14)
     without, _ = exact_chain.solve("pod", 3, 0.7, d=1, replace=True, cap=14)
     assert with_memory < 0.8 * without
-    res = simulate(MEMORY, servers=3, d=1, with_replacement=True, load=0.7, precision=0.005,
-                   rng=3)  # fmt: skip
+    res = simulate(MEMORY, servers=3, d=1, with_replacement=True, load=0.7, precision=0.005, rng=3)
     assert res.ci95 is not None and res.ci95[1] < without
 
 
@@ -87,7 +98,7 @@ def test_plugins_are_listed_with_their_needs():
     assert rows["jiq"]["source"] == "built-in" and rows["jiq"]["iqueues"]
 
 
-BAD = '''
+BAD = """
 import numpy as np
 from cloudsched.dispatch import hook, register_policy
 from cloudsched.dispatch import view as v
@@ -146,7 +157,7 @@ class ReadsPast:
     @hook
     def choose(st, par, rng, m):
         return 0 if st.mem[4 + par.n * 1000] >= 0 else 1
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -164,8 +175,11 @@ def bad_file(tmp_path_factory):
         ("untyped", "failed to compile: NameError: name 'undefined_name' is not defined"),
         ("allocates", "failed to compile at bad.py line 34: a hook allocates an array"),
         ("misuse", "a hook raised ValueError: iqueue_leave: the server is not listed"),
-        ("writes-past", "policy writes-past: a hook indexed outside an array (st.mem beyond "
-                        "its declared size, or a server outside [0, N)): IndexError"),
+        (
+            "writes-past",
+            "policy writes-past: a hook indexed outside an array (st.mem beyond "
+            "its declared size, or a server outside [0, N)): IndexError",
+        ),
         ("reads-past", "policy reads-past: a hook indexed outside an array"),
     ],
 )
@@ -192,8 +206,9 @@ def test_plugins_are_bounds_checked_unless_asked_not_to_be():
 
 
 def test_the_cli_reports_an_out_of_bounds_write_in_one_line(bad_file):
-    bad = cli("simulate", f"{bad_file}:writes-past", "--servers", "10", "--load", "0.5",
-              "--tasks", "1000")  # fmt: skip
+    bad = cli(
+        "simulate", f"{bad_file}:writes-past", "--servers", "10", "--load", "0.5", "--tasks", "1000"
+    )
     assert bad.returncode == 2
     lines = bad.stderr.strip().splitlines()
     assert len(lines) == 1 and "indexed outside an array" in lines[0], bad.stderr
@@ -204,18 +219,24 @@ def other(prefix: str) -> str:
     return BAD.replace('register_policy("', f'register_policy("{prefix}-')
 
 
-
 @pytest.mark.parametrize(
     ("text", "ref", "message"),
     [
         ("def broken(:\n", "{path}", "line 1: SyntaxError"),
         ("import not_a_module_anywhere\n", "{path}", "loading failed: ModuleNotFoundError"),
         ("x = 1\n", "{path}", "registers no policy"),
-        (other("b"), "{path}", "the file registers 7 policies (b-raises, b-outside, b-untyped, "
-                               "b-allocates, b-misuse, b-writes-past, b-reads-past): add :NAME"),
+        (
+            other("b"),
+            "{path}",
+            "the file registers 7 policies (b-raises, b-outside, b-untyped, "
+            "b-allocates, b-misuse, b-writes-past, b-reads-past): add :NAME",
+        ),
         (other("c"), "{path}:nothing", "the file registers no policy 'nothing'"),
-        (other("d").replace('"d-raises"', '"pod"'), "{path}:pod", "already taken by a policy of "
-                                                                   "cloudsched"),
+        (
+            other("d").replace('"d-raises"', '"pod"'),
+            "{path}:pod",
+            "already taken by a policy of cloudsched",
+        ),
         ("", "{path}.missing.py", "no such file"),
     ],
     ids=["syntax", "import", "no-policy", "several", "unknown-name", "taken-name", "missing"],
@@ -229,17 +250,31 @@ def test_a_plugin_file_that_cannot_load_is_a_one_line_error(tmp_path, text, ref,
 
 
 def cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "cloudsched", *args], capture_output=True,
-                          text=True, timeout=300)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "cloudsched", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def test_the_cli_runs_a_plugin_and_fails_cleanly(bad_file):
-    ok = cli("simulate", POD, "--servers", "100", "--load", "0.8", "--tasks", "20000",
-             "--seed", "3", "--format", "json")  # fmt: skip
+    ok = cli(
+        "simulate",
+        POD,
+        "--servers",
+        "100",
+        "--load",
+        "0.8",
+        "--tasks",
+        "20000",
+        "--seed",
+        "3",
+        "--format",
+        "json",
+    )
     assert ok.returncode == 0, ok.stderr
     assert '"policy": "pod-plugin"' in ok.stdout
-    bad = cli("simulate", f"{bad_file}:outside", "--servers", "10", "--load", "0.5",
-              "--tasks", "1000")  # fmt: skip
+    bad = cli(
+        "simulate", f"{bad_file}:outside", "--servers", "10", "--load", "0.5", "--tasks", "1000"
+    )
     assert bad.returncode == 2
     assert bad.stderr.strip().splitlines() == [
         "error: policy outside: choose returned server 10, outside [0, 9]"
@@ -253,8 +288,10 @@ def test_a_sweep_runs_a_plugin_next_to_its_spec(tmp_path):
     text = (PLUGINS / "pod.py").read_text().replace('"pod-plugin"', '"pod-copy"')
     (tmp_path / "pod.py").write_text(text)
     spec = tmp_path / "spec.yaml"
-    spec.write_text("kind: simulate\nseed: 4\nfixed: {servers: 50, load: 0.7, tasks: 20000}\n"
-                    "grid: {policy: [pod, 'pod.py:pod-copy']}\n")  # fmt: skip
+    spec.write_text(
+        "kind: simulate\nseed: 4\nfixed: {servers: 50, load: 0.7, tasks: 20000}\n"
+        "grid: {policy: [pod, 'pod.py:pod-copy']}\n"
+    )
     df = run_sweep(load_spec(spec), tmp_path / "out", workers=2)
     assert len(df) == 2
     by = df.set_index("policy")

@@ -56,9 +56,16 @@ def test_tiny_systems_match_the_exact_chain(policy, n, m, d, z, replace):
     exact, blocked = exact_chain.solve(policy, n, load, m=m, d=d, z=z, replace=replace, cap=16)
     assert blocked < 1e-4
     res = simulate(
-        policy, servers=n, dispatchers=m, load=load, d=d, threshold=z,
-        with_replacement=replace, precision=0.005, rng=20261201,
-    )  # fmt: skip
+        policy,
+        servers=n,
+        dispatchers=m,
+        load=load,
+        d=d,
+        threshold=z,
+        with_replacement=replace,
+        precision=0.005,
+        rng=20261201,
+    )
     assert res.steady_state and res.stop_reason == "precision"
     # the truncated chain drops a fraction `blocked` of arrivals: allow that much bias
     assert_matches(res, exact, slack=10 * blocked * exact)
@@ -93,8 +100,9 @@ def test_random_is_m_m_1():
 
 
 def test_jiq_threshold_with_z_0_is_jiq_exactly():
-    common = dict(servers=40, r=4, load=0.8, tasks=30_000, initial="empty", rng=5,
-                  keep_response_times=True)  # fmt: skip
+    common = dict(
+        servers=40, r=4, load=0.8, tasks=30_000, initial="empty", rng=5, keep_response_times=True
+    )
     a = simulate("jiq-threshold", threshold=0, **common)
     b = simulate("jiq", **common)
     assert np.array_equal(a.response_times, b.response_times)

@@ -48,10 +48,21 @@ def render(page_html, tmp_path):
     """Load a page in headless Chromium; return (images, broken images, shown tables)."""
     probe = tmp_path / "probe.html"
     probe.write_text(page_html.replace("</body>", PROBE + "</body>"))
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-           "--no-first-run", "--disable-background-networking", "--disable-component-update",
-           "--disable-sync", f"--user-data-dir={tmp_path / 'profile'}",
-           "--virtual-time-budget=10000", "--dump-dom", probe.as_uri()]  # fmt: skip
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={tmp_path / 'profile'}",
+        "--virtual-time-budget=10000",
+        "--dump-dom",
+        probe.as_uri(),
+    ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
     found = re.search(r"<title>PROBE (\d+) (\d+) (\d+)</title>", done.stdout)
     assert found, done.stderr[-2000:]
@@ -76,8 +87,13 @@ def test_demo_report_displays_every_figure_and_table_in_chromium(tmp_path):
 def test_missing_values_show_as_a_dash_in_both_tables():
     from cloudsched.experiments.report import html_table, markdown_table
 
-    df = pd.DataFrame({"cost": [21.7, 3.75], "ci": pd.Series([None, 0.5], dtype=object),
-                       "gap": [float("nan"), 0.25]})
+    df = pd.DataFrame(
+        {
+            "cost": [21.7, 3.75],
+            "ci": pd.Series([None, 0.5], dtype=object),
+            "gap": [float("nan"), 0.25],
+        }
+    )
     md = markdown_table(df)
     assert md.splitlines()[2] == "| 21.7 | - | - |" and "nan" not in md and "None" not in md
     assert "<td>-</td>" in html_table(df) and "nan" not in html_table(df)

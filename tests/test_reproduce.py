@@ -4,8 +4,14 @@ import pytest
 
 from cloudsched.cli import main
 
-JIQ_FIGURES = {"figure4.png", "figure5.png", "figure6.png", "figure7.png", "figure8.png",
-               "error_vs_n.png"}  # fmt: skip
+JIQ_FIGURES = {
+    "figure4.png",
+    "figure5.png",
+    "figure6.png",
+    "figure7.png",
+    "figure8.png",
+    "error_vs_n.png",
+}
 DGP_FIGURES = {"placement_tradeoff.png", "maxweight_frames.png", "placement_snapshot.png"}
 
 
@@ -45,31 +51,46 @@ def test_captions_follow_the_numbers():
 
     from cloudsched.experiments.dgp_figures import maxweight_caption, tradeoff_caption
 
-    dgp = pd.DataFrame({"alpha": [0.002] * 3, "beta": [0.8, 0.2, 0.05],
-                        "cost_rate": [1.8, 0.7, 0.5], "mean_queue_length": [4000, 1500, 800]})
+    dgp = pd.DataFrame(
+        {
+            "alpha": [0.002] * 3,
+            "beta": [0.8, 0.2, 0.05],
+            "cost_rate": [1.8, 0.7, 0.5],
+            "mean_queue_length": [4000, 1500, 800],
+        }
+    )
     text = tradeoff_caption(dgp, {"greedy": (0.9, 0.501)}, 0.5)
     assert "the cost falls from 1.8 to 0.5 and the queue falls from 4e+03 to 800 (together)" in text
     assert "greedy: cost 0.501, queue 0.9" in text
     dgp["mean_queue_length"] = [800, 1500, 4000]
     text = tradeoff_caption(dgp, {}, 0.5)
     assert "queue rises from 800 to 4e+03 (in opposite directions)" in text
-    mw = pd.DataFrame({"frame": [0.2, 5.0], "migrations_per_unit_time": [0.84, 0.02],
-                       "preemptions_per_unit_time": [0.7, 0.116], "cost_rate": [0.53, 0.57],
-                       "mean_queue_length": [2.5, 4.8]})
+    mw = pd.DataFrame(
+        {
+            "frame": [0.2, 5.0],
+            "migrations_per_unit_time": [0.84, 0.02],
+            "preemptions_per_unit_time": [0.7, 0.116],
+            "cost_rate": [0.53, 0.57],
+            "mean_queue_length": [2.5, 4.8],
+        }
+    )
     text = maxweight_caption(mw, 0.5)
     assert "preemptions from 0.7 to 0.116" in text
     from types import SimpleNamespace
 
     from cloudsched.experiments.dgp_figures import snapshot_caption
 
-    runs = pd.DataFrame({"policy": ["greedy", "dgp", "maxweight", "dgp:local"],
-                         "cost_rate": [30.0, 9.0, 21.7, 23.0],
-                         "cost_ci95": [None, None, None, 1.5],  # 23 +- 1.5 holds 24: no flag
-                         "mean_queue_length": [0.1, 180.0, 0.4, 30.0],
-                         "served_fraction": [1.0, 0.9, 1.0, 1.0],
-                         "steady_state": [True, False, True, True]})  # fmt: skip
-    snap = snapshot_caption(runs, SimpleNamespace(value=24.0, proven=True, lower_bound=24.0),
-                            400.0)  # fmt: skip
+    runs = pd.DataFrame(
+        {
+            "policy": ["greedy", "dgp", "maxweight", "dgp:local"],
+            "cost_rate": [30.0, 9.0, 21.7, 23.0],
+            "cost_ci95": [None, None, None, 1.5],  # 23 +- 1.5 holds 24: no flag
+            "mean_queue_length": [0.1, 180.0, 0.4, 30.0],
+            "served_fraction": [1.0, 0.9, 1.0, 1.0],
+            "steady_state": [True, False, True, True],
+        }
+    )
+    snap = snapshot_caption(runs, SimpleNamespace(value=24.0, proven=True, lower_bound=24.0), 400.0)
     assert "Static optimum 24 (proven)" in snap
     assert "dgp 9 (not steady), maxweight 21.7, dgp:local 23, greedy 30" in snap
     assert "Jobs wait under dgp (mean queue 180)" in snap

@@ -76,9 +76,8 @@ def small_systems(draw, general=False):
 def run_spec(system) -> RunSpec:
     policy, n, m, load, d, z, replace, (warm, end, t_warm, t_end), _, (micro, width, _), _ = system
     return RunSpec(
-        policy, n, m, load, d, z, replace, warm, end, t_warm, t_end,
-        width=width, micro=micro,
-    )  # fmt: skip
+        policy, n, m, load, d, z, replace, warm, end, t_warm, t_end, width=width, micro=micro
+    )
 
 
 def make_source(system):
@@ -239,8 +238,9 @@ def test_default_intervals_cover_m_m_1(n, load, precision):
     covered = 0
     runs = 100
     for seq in np.random.SeedSequence(99).spawn(runs):
-        res = simulate("random", servers=n, load=load, precision=precision,
-                       rng=np.random.default_rng(seq))  # fmt: skip
+        res = simulate(
+            "random", servers=n, load=load, precision=precision, rng=np.random.default_rng(seq)
+        )
         assert res.ci95 is not None
         covered += res.ci95[0] <= truth <= res.ci95[1]
     assert covered >= 90
@@ -333,8 +333,9 @@ def test_replications_are_each_warmed_up_and_give_the_interval():
 
 
 def test_percentiles_from_the_histogram_are_within_a_tenth_of_a_percent():
-    res = simulate("pod", servers=100, load=0.9, tasks=300_000, warmup=0.0, rng=6,
-                   keep_response_times=True)  # fmt: skip
+    res = simulate(
+        "pod", servers=100, load=0.9, tasks=300_000, warmup=0.0, rng=6, keep_response_times=True
+    )
     exact = np.percentile(res.response_times, [50, 90, 99, 99.9], method="inverted_cdf")
     got = np.array(list(res.percentiles.values()))
     assert np.allclose(got, exact, rtol=1e-3)
@@ -360,7 +361,9 @@ def test_same_seed_same_result_and_replications_are_independent():
     a = simulate("jiq-sq", servers=100, r=5, load=0.8, tasks=50_000, rng=7)
     b = simulate("jiq-sq", servers=100, r=5, load=0.8, tasks=50_000, rng=7)
     assert a.to_dict() | {"wall_seconds": 0, "events_per_second": 0} == b.to_dict() | {
-        "wall_seconds": 0, "events_per_second": 0}  # fmt: skip
+        "wall_seconds": 0,
+        "events_per_second": 0,
+    }
     assert a.seed == 7
     reps = simulate("jiq-sq", servers=100, r=5, load=0.8, tasks=50_000, rng=7, replications=3)
     assert reps.replications == 3 and reps.measured_tasks > 2 * a.measured_tasks
@@ -432,16 +435,36 @@ def test_policies_with_dispatchers_default_to_r_10_in_the_api_and_the_cli():
     a = simulate("jiq", **kw)
     assert a.dispatchers == 20
     assert a.to_dict() | {"wall_seconds": 0, "events_per_second": 0} == simulate(
-        "jiq", r=10, **kw).to_dict() | {"wall_seconds": 0, "events_per_second": 0}
+        "jiq", r=10, **kw
+    ).to_dict() | {"wall_seconds": 0, "events_per_second": 0}
     assert simulate("jiq", servers=4, load=0.5, tasks=100, rng=1).dispatchers == 1  # r = N
     assert simulate("pod", **kw).dispatchers == 1
     import json
     import subprocess
     import sys
 
-    out = subprocess.run([sys.executable, "-m", "cloudsched", "simulate", "jiq", "--servers",
-                          "200", "--load", "0.8", "--tasks", "5000", "--seed", "3",
-                          "--format", "json"], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cloudsched",
+            "simulate",
+            "jiq",
+            "--servers",
+            "200",
+            "--load",
+            "0.8",
+            "--tasks",
+            "5000",
+            "--seed",
+            "3",
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     cli = json.loads(out.stdout)
     assert cli["dispatchers"] == 20 and cli["mean_response_time"] == a.mean_response_time
 

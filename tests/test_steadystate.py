@@ -65,8 +65,9 @@ def _interval_coverage(phi, micro, per_batch, reps=400, relaxation=0.0):
         x = ar1(rng, micro * per_batch, phi)
         sums = x.reshape(micro, per_batch).sum(axis=1)
         times = np.arange(micro + 1, dtype=float) * per_batch
-        est = analyse_series(sums, np.full(micro, float(per_batch)), times,
-                             relaxation=relaxation, truncation=0)  # fmt: skip
+        est = analyse_series(
+            sums, np.full(micro, float(per_batch)), times, relaxation=relaxation, truncation=0
+        )
         hits += abs(est.mean) <= est.half_width
         certified += est.certified
     return hits / reps, certified / reps
@@ -87,8 +88,9 @@ def test_the_coarse_look_widens_iid_intervals_only_a_little():
     widths, hits = [], 0
     for _ in range(400):
         x = rng.normal(size=2048)
-        est = analyse_series(x.reshape(512, 4).sum(axis=1), np.full(512, 4.0),
-                             np.arange(513.0) * 4, truncation=0)  # fmt: skip
+        est = analyse_series(
+            x.reshape(512, 4).sum(axis=1), np.full(512, 4.0), np.arange(513.0) * 4, truncation=0
+        )
         widths.append(est.half_width)
         hits += abs(est.mean) <= est.half_width
     plain = 2.093 * 1 / math.sqrt(2048)  # t(19) times the true standard error

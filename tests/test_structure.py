@@ -18,28 +18,40 @@ MAX_FUNCTION_LINES = 80
 
 #: Modules allowed above MAX_FILE_LINES, and why.
 LONG_FILES = {
-    "dispatch/_kernel.py": "the compiled event loop and its per-event helpers are one closure "
-                           "(numba compiles a policy's hooks into it as constants)",
-    "placement/_kernel.py": "the compiled placement kernel: its helpers are inlined into one "
-                            "event loop, so they live beside it",
-}  # fmt: skip
+    "dispatch/_kernel.py": (
+        "the compiled event loop and its per-event helpers are one closure (numba compiles "
+        "a policy's hooks into it as constants)"
+    ),
+    "placement/_kernel.py": (
+        "the compiled placement kernel: its helpers are inlined into one event loop, so they "
+        "live beside it"
+    ),
+}
 #: Functions allowed above MAX_FUNCTION_LINES (code lines, docstring excluded), and why.
 LONG_FUNCTIONS = {
     ("dispatch/_kernel.py", "build"): "the closure that defines the compiled kernel's helpers",
-    ("dispatch/_kernel.py", "run"): "the event loop: the per-event work is in helpers; what is "
-                                    "left is the choice of the next event and the batch "
-                                    "bookkeeping, read top to bottom",
-    ("dispatch/_kernel_counts.py", "run_counts"): "the counts engine's event loop: its hot "
-                                                  "scalars (time, arrivals, phase, longest "
-                                                  "queue) stay in locals through it; the "
-                                                  "per-event work is in inlined helpers",
-    ("testing/counts_mirror.py", "mirror_counts"): "the plain-Python reference of the counts "
-                                                   "engines' event loop, read beside them",
-    ("placement/milp.py", "exact_max_weight"): "one MILP, built row block by row block in the "
-                                               "order of its formula",
-    ("testing/dispatch_mirror.py", "mirror_run"): "the plain-Python reference of the event "
-                                                  "loop, written to be read beside it",
-}  # fmt: skip
+    ("dispatch/_kernel.py", "run"): (
+        "the event loop: the per-event work is in helpers; what is left is the choice of the "
+        "next event and the batch bookkeeping, read top to bottom"
+    ),
+    ("dispatch/_kernel_counts.py", "run_counts"): (
+        "the counts engine's event loop: its hot scalars (time, arrivals, phase, longest "
+        "queue) stay in locals through it; the per-event work is in inlined helpers"
+    ),
+    ("dispatch/_kernel_classes.py", "run_classes"): (
+        "the speed-class counts engine's event loop: its hot scalars stay in locals through "
+        "it, as in run_counts; the per-event work is in inlined helpers"
+    ),
+    ("testing/counts_mirror.py", "mirror_counts"): (
+        "the plain-Python reference of the counts engines' event loop, read beside them"
+    ),
+    ("placement/milp.py", "exact_max_weight"): (
+        "one MILP, built row block by row block in the order of its formula"
+    ),
+    ("testing/dispatch_mirror.py", "mirror_run"): (
+        "the plain-Python reference of the event loop, written to be read beside it"
+    ),
+}
 
 
 def _modules() -> list[Path]:
@@ -57,8 +69,11 @@ def _name(path: Path) -> str:
 def _code_lines(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> int:
     body = node.body
     first = body[0]
-    if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(
-            first.value.value, str):  # fmt: skip
+    if (
+        isinstance(first, ast.Expr)
+        and isinstance(first.value, ast.Constant)
+        and isinstance(first.value.value, str)
+    ):
         body = body[1:]
     seen = {n for b in body for n in range(b.lineno, (b.end_lineno or b.lineno) + 1)}
     return sum(1 for n in seen if lines[n - 1].strip() and not lines[n - 1].strip().startswith("#"))
@@ -94,8 +109,9 @@ def test_documented_exceptions_are_still_needed():
         assert len((SRC / rel).read_text().splitlines()) > MAX_FILE_LINES, rel
     for rel, fn in LONG_FUNCTIONS:
         text = (SRC / rel).read_text()
-        nodes = [n for n in ast.walk(ast.parse(text))
-                 if isinstance(n, ast.FunctionDef) and n.name == fn]  # fmt: skip
+        nodes = [
+            n for n in ast.walk(ast.parse(text)) if isinstance(n, ast.FunctionDef) and n.name == fn
+        ]
         assert any(_code_lines(n, text.splitlines()) > MAX_FUNCTION_LINES for n in nodes), fn
 
 
@@ -103,8 +119,12 @@ def _imports(path: Path) -> list[tuple[str, list[str]]]:
     """(module, names) of every ``from cloudsched... import names``, at any depth."""
     out = []
     for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and (
-                node.module == "cloudsched" or node.module.startswith("cloudsched.")):  # fmt: skip
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.module
+            and node.level == 0
+            and (node.module == "cloudsched" or node.module.startswith("cloudsched."))
+        ):
             out.append((node.module, [a.name for a in node.names]))
         elif isinstance(node, ast.Import):
             out.extend((a.name, []) for a in node.names if a.name.startswith("cloudsched."))
@@ -121,7 +141,8 @@ def test_every_name_taken_from_another_module_is_in_its_public_list():
             for name in names:
                 sub = f"{module}.{name}"
                 if (SRC.parent / sub.replace(".", "/")).with_suffix(".py").exists() or (
-                        SRC.parent / sub.replace(".", "/")).is_dir():  # fmt: skip
+                    SRC.parent / sub.replace(".", "/")
+                ).is_dir():
                     continue  # a submodule
                 if module == here:
                     continue
@@ -133,11 +154,24 @@ def test_every_name_taken_from_another_module_is_in_its_public_list():
 def test_subpackages_export_what_their_functions_accept():
     from cloudsched import dispatch, placement
 
-    for name in ("SimulationSpec", "SimulationResult", "Policy", "MeanFieldPrediction",
-                 "FluidTrajectory"):  # fmt: skip
+    for name in (
+        "SimulationSpec",
+        "SimulationResult",
+        "Policy",
+        "MeanFieldPrediction",
+        "FluidTrajectory",
+    ):
         assert name in dispatch.__all__, name
-    for name in ("Cluster", "JobType", "Topology", "PlacementSpec", "PlacementResult",
-                 "PlacementPolicy", "StaticOptimum", "MaxWeightSolution"):  # fmt: skip
+    for name in (
+        "Cluster",
+        "JobType",
+        "Topology",
+        "PlacementSpec",
+        "PlacementResult",
+        "PlacementPolicy",
+        "StaticOptimum",
+        "MaxWeightSolution",
+    ):
         assert name in placement.__all__, name
 
 
@@ -172,7 +206,7 @@ def test_no_import_cycles():
         stack.append(u)
         for v in sorted(graph.get(u, ())):
             if state.get(v) == 1:
-                cycles.append([*stack[stack.index(v):], v])
+                cycles.append([*stack[stack.index(v) :], v])
             elif v not in state:
                 visit(v)
         stack.pop()
@@ -187,11 +221,19 @@ def test_no_import_cycles():
 #: What the theory and the workload readers may import: they stand alone, so that the
 #: simulator, the lab and the commands read them and never the other way round.
 LAYERS = {
-    "cloudsched.dispatch.theory": {"cloudsched.errors", "cloudsched.progress",
-                                   "cloudsched.resources"},
-    "cloudsched.dispatch.workload": {"cloudsched.errors", "cloudsched.progress",
-                                     "cloudsched.resources", "cloudsched.io", "cloudsched.data"},
-}  # fmt: skip
+    "cloudsched.dispatch.theory": {
+        "cloudsched.errors",
+        "cloudsched.progress",
+        "cloudsched.resources",
+    },
+    "cloudsched.dispatch.workload": {
+        "cloudsched.errors",
+        "cloudsched.progress",
+        "cloudsched.resources",
+        "cloudsched.io",
+        "cloudsched.data",
+    },
+}
 
 
 @pytest.mark.parametrize("layer", sorted(LAYERS))
@@ -199,26 +241,42 @@ def test_theory_and_workload_stand_alone(layer):
     graph = _graph()
     members = [m for m in graph if m == layer or m.startswith(layer + ".")]
     assert len(members) > 3, f"{layer}: the layout moved"
-    outside = {m: sorted(d for d in graph[m] if not d.startswith(layer)
-                         and d not in LAYERS[layer] and d != "cloudsched")
-               for m in members}  # fmt: skip
+    outside = {
+        m: sorted(
+            d
+            for d in graph[m]
+            if not d.startswith(layer) and d not in LAYERS[layer] and d != "cloudsched"
+        )
+        for m in members
+    }
     assert not any(outside.values()), {m: d for m, d in outside.items() if d}
 
 
-@pytest.mark.parametrize("package", ["cloudsched.dispatch", "cloudsched.placement",
-                                     "cloudsched.experiments", "cloudsched.testing"])
+@pytest.mark.parametrize(
+    "package",
+    ["cloudsched.dispatch", "cloudsched.placement", "cloudsched.experiments", "cloudsched.testing"],
+)
 def test_public_lists_name_real_objects(package):
     mod = importlib.import_module(package)
     for name in getattr(mod, "__all__", ()):
         assert hasattr(mod, name), f"{package}.__all__ lists {name}, which it does not define"
 
 
-@pytest.mark.parametrize(("function", "spec", "runtime"), [
-    ("cloudsched.dispatch.simulation:simulate", "cloudsched.dispatch.spec:SimulationSpec",
-     {"rng", "progress"}),
-    ("cloudsched.placement.simulation:simulate_placement",
-     "cloudsched.placement.spec:PlacementSpec", {"rng", "progress", "optimum"}),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("function", "spec", "runtime"),
+    [
+        (
+            "cloudsched.dispatch.simulation:simulate",
+            "cloudsched.dispatch.spec:SimulationSpec",
+            {"rng", "progress"},
+        ),
+        (
+            "cloudsched.placement.simulation:simulate_placement",
+            "cloudsched.placement.spec:PlacementSpec",
+            {"rng", "progress", "optimum"},
+        ),
+    ],
+)
 def test_the_run_functions_and_their_specs_list_the_same_parameters(function, spec, runtime):
     """A parameter added to one and not the other would be lost in sweeps (which build the
     spec) or in the API (which calls the function): names and defaults must agree.  The
@@ -249,16 +307,20 @@ def test_every_progress_callback_has_the_one_shape():
 
     from cloudsched.progress import Progress
 
-    refs = ["cloudsched.dispatch.simulation:simulate", "cloudsched.dispatch.simulation:"
-            "run_simulation", "cloudsched.dispatch.theory.fluid:fluid_trajectory",
-            "cloudsched.dispatch.theory.finite:predict_finite",
-            "cloudsched.dispatch.theory.exact:solve_exact",
-            "cloudsched.dispatch.engine:run_once",
-            "cloudsched.placement.simulation:simulate_placement",
-            "cloudsched.placement.simulation:run_placement",
-            "cloudsched.placement.optimize:static_optimum",
-            "cloudsched.experiments.compare:compare", "cloudsched.experiments.sweep:run_sweep",
-            "cloudsched.experiments.place_compare:compare_placement"]  # fmt: skip
+    refs = [
+        "cloudsched.dispatch.simulation:simulate",
+        "cloudsched.dispatch.simulation:run_simulation",
+        "cloudsched.dispatch.theory.fluid:fluid_trajectory",
+        "cloudsched.dispatch.theory.finite:predict_finite",
+        "cloudsched.dispatch.theory.exact:solve_exact",
+        "cloudsched.dispatch.engine:run_once",
+        "cloudsched.placement.simulation:simulate_placement",
+        "cloudsched.placement.simulation:run_placement",
+        "cloudsched.placement.optimize:static_optimum",
+        "cloudsched.experiments.compare:compare",
+        "cloudsched.experiments.sweep:run_sweep",
+        "cloudsched.experiments.place_compare:compare_placement",
+    ]
     for ref in refs:
         module, name = ref.split(":")
         fn = getattr(importlib.import_module(module), name)

@@ -88,8 +88,9 @@ def test_a_killed_sweep_resumes_to_the_same_rows(tmp_path):
     path.write_text(longer.replace("[0.5, 0.9]", "[0.3, 0.5, 0.7, 0.9]"))
     out = tmp_path / "killed"
     cmd = [sys.executable, "-m", "cloudsched", "sweep", str(path), "--out", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)  # fmt: skip
+    proc = subprocess.Popen(
+        cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     deadline = time.time() + 120
     while time.time() < deadline and len(list((out / "runs").glob("*.parquet"))) < 3:
         time.sleep(0.05)
@@ -131,7 +132,7 @@ def test_a_stored_sweep_is_not_overwritten_without_resume(spec, tmp_path, capsys
         ("kind: place\ngrid: {beta: [0.1]}\n", "a place sweep needs 'cluster'"),
         ("kind: [", "malformed YAML"),
     ],
-)  # fmt: skip
+)
 def test_malformed_specs_fail_before_any_run(tmp_path, capsys, text, fragment):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -216,7 +217,7 @@ def test_the_sweeps_dask_cluster_admits_only_its_own_client():
     from distributed import Client
     from distributed.security import Security
 
-    from cloudsched.experiments.sweep import local_cluster
+    from cloudsched.experiments.sweep_dask import local_cluster
 
     cluster = local_cluster(1)
     try:
@@ -246,9 +247,10 @@ def test_tls_files_are_for_an_external_scheduler(spec, tmp_path, capsys):
 
     path = tmp_path / "spec.yaml"
     path.write_text("kind: predict\nfixed: {policy: jiq}\ngrid: {load: [0.5]}\n")
-    for argv, name in ((["--tls-ca", str(path)], "--tls-ca"),
-                       (["--scheduler", "tls://127.0.0.1:1", "--tls-ca", str(path)],
-                        "--tls-cert")):  # fmt: skip
+    for argv, name in (
+        (["--tls-ca", str(path)], "--tls-ca"),
+        (["--scheduler", "tls://127.0.0.1:1", "--tls-ca", str(path)], "--tls-cert"),
+    ):
         with pytest.raises(SystemExit) as exc:
             main(["sweep", str(path), "--out", str(tmp_path / "o"), *argv])
         err = capsys.readouterr().err

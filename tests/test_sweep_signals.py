@@ -20,10 +20,21 @@ grid: {load: [0.5, 0.6, 0.7, 0.8, 0.85, 0.9]}
 def _start(tmp_path, out, *extra):
     spec = tmp_path / "s.yaml"
     spec.write_text(SPEC)
-    cmd = [sys.executable, "-c", "from cloudsched.cli import main; main()", "sweep", str(spec),
-           "--out", str(out), "--workers", "2", *extra]  # fmt: skip
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-c",
+        "from cloudsched.cli import main; main()",
+        "sweep",
+        str(spec),
+        "--out",
+        str(out),
+        "--workers",
+        "2",
+        *extra,
+    ]
+    return subprocess.Popen(
+        cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
 
 
 def _wait_for_runs(out, n, proc, limit=300.0):
@@ -71,8 +82,9 @@ def test_sigterm_stops_workers_and_resume_completes(tmp_path):
     assert fresh.returncode == 0, err
     full = pd.concat([pd.read_parquet(p) for p in sorted((fresh_out / "runs").glob("*.parquet"))])
     cols = ["run_id", "mean_response_time"]
-    pd.testing.assert_frame_equal(resumed[cols].reset_index(drop=True),
-                                  full[cols].reset_index(drop=True))  # fmt: skip
+    pd.testing.assert_frame_equal(
+        resumed[cols].reset_index(drop=True), full[cols].reset_index(drop=True)
+    )
 
 
 def test_sigkill_of_the_sweep_ends_its_workers(tmp_path):

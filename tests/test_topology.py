@@ -86,7 +86,8 @@ BAD_FLUX = {
     "not a mapping": ("- 1\n- 2\n", "a Flux file is a mapping"),
     "no className": ("spouts: [{id: s, parallelism: 2}]\n", "needs a 'className'"),
     "component without className": (
-        "components: [{id: k}]\nspouts: [{id: s, className: C}]\n", "components entry 'k'"
+        "components: [{id: k}]\nspouts: [{id: s, className: C}]\n",
+        "components entry 'k'",
     ),
     "unknown ref": (
         "spouts: [{id: s, className: C, constructorArgs: [{ref: nope}]}]\n",

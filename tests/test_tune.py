@@ -16,7 +16,8 @@ from cloudsched.experiments.tune import metric_interval, tune
 def test_meanfield_p99_is_exact_where_the_law_is_known(load):
     # random routing: M/M/1 per server, response time Exp(1 - load)
     assert meanfield_quantile("random", load, 10, 1) == pytest.approx(
-        math.log(100) / (1 - load), rel=1e-9)  # fmt: skip
+        math.log(100) / (1 - load), rel=1e-9
+    )
     # JSQ in the limit never queues: the response time is the service time, Exp(1)
     assert meanfield_quantile("jsq", load, 10, 2) == pytest.approx(math.log(100), rel=1e-9)
     # JIQ with r -> infinity would be JSQ; with r = 10 its p99 lies between JSQ and random
@@ -46,8 +47,9 @@ def test_tune_finds_the_exact_answer_for_random_routing():
     smallest N meeting the target is known; the search must find it or just above it."""
     rate, target = 400.0, 12.0
     exact = math.ceil(rate / (1 - math.log(100) / target))
-    res = tune(rate=rate, target=target, servers=(401, 2000), policies=["random"], seed=1,
-               precision=0.02)  # fmt: skip
+    res = tune(
+        rate=rate, target=target, servers=(401, 2000), policies=["random"], seed=1, precision=0.02
+    )
     (best,) = res.certified
     assert best["servers"] >= exact and best["high"] <= target
     # certified, not wasteful: the true p99 there is within three half-widths of the target
@@ -59,8 +61,16 @@ def test_tune_finds_the_exact_answer_for_random_routing():
 
 
 def test_tune_respects_the_message_limit():
-    res = tune(rate=90.0, target=3.0, metric="mean", servers=(91, 400),
-               policies=["pod", "jiq"], ds=[2], max_messages=1.0, seed=2)  # fmt: skip
+    res = tune(
+        rate=90.0,
+        target=3.0,
+        metric="mean",
+        servers=(91, 400),
+        policies=["pod", "jiq"],
+        ds=[2],
+        max_messages=1.0,
+        seed=2,
+    )
     assert [c["policy"] for c in res.certified] == ["jiq"]
     pod = next(c for c in res.candidates if c["policy"] == "pod")
     assert pod["status"].startswith("pruned: mean field sends 2")
@@ -69,8 +79,16 @@ def test_tune_respects_the_message_limit():
 def test_a_message_limit_met_only_on_more_servers_is_searched_for():
     """jiq-pod sends fewer probes per task on more servers (more idle ones): a limit it
     misses at its mean-field bound but meets further up is found by stepping up."""
-    res = tune(rate=90.0, target=3.0, metric="mean", servers=(91, 400), policies=["jiq-pod"],
-               ds=[2], max_messages=1.5, seed=2)  # fmt: skip
+    res = tune(
+        rate=90.0,
+        target=3.0,
+        metric="mean",
+        servers=(91, 400),
+        policies=["jiq-pod"],
+        ds=[2],
+        max_messages=1.5,
+        seed=2,
+    )
     (best,) = res.certified
     assert best["messages_per_task"] <= 1.5
     assert any("messages per task" in line for line in res.log)  # it did fail lower down
@@ -78,9 +96,29 @@ def test_a_message_limit_met_only_on_more_servers_is_searched_for():
 
 def test_tune_on_a_shipped_access_log_meets_the_target(capsys):
     with pytest.raises(SystemExit) as exc:
-        main(["tune", "--trace", "haproxy-sample", "--p99", "300", "--unit", "ms", "--rate",
-              "200", "--servers", "1:100", "--policy", "jiq-pod", "--policy", "pod", "--d", "2",
-              "--format", "json"])  # fmt: skip
+        main(
+            [
+                "tune",
+                "--trace",
+                "haproxy-sample",
+                "--p99",
+                "300",
+                "--unit",
+                "ms",
+                "--rate",
+                "200",
+                "--servers",
+                "1:100",
+                "--policy",
+                "jiq-pod",
+                "--policy",
+                "pod",
+                "--d",
+                "2",
+                "--format",
+                "json",
+            ]
+        )
     doc = json.loads(capsys.readouterr().out)
     assert exc.value.code == 0 and doc["unit"] == "ms" and doc["target"] == 300
     assert [c["policy"] for c in doc["certified"]] == ["jiq-pod", "pod"]
@@ -91,18 +129,32 @@ def test_tune_on_a_shipped_access_log_meets_the_target(capsys):
 
 def test_tune_table_and_bad_input(capsys):
     with pytest.raises(SystemExit) as exc:
-        main(["tune", "jiq-pod", "--mean", "2", "--rate", "50", "--servers", "51:200", "--d",
-              "2"])  # fmt: skip
+        main(["tune", "jiq-pod", "--mean", "2", "--rate", "50", "--servers", "51:200", "--d", "2"])
     out = capsys.readouterr().out
     assert exc.value.code == 0 and "best" in out and "search:" in out
     with pytest.raises(SystemExit) as exc:  # the older --policy form: the same answer
-        main(["tune", "--mean", "2", "--rate", "50", "--servers", "51:200", "--policy",
-              "jiq-pod", "--d", "2"])  # fmt: skip
+        main(
+            [
+                "tune",
+                "--mean",
+                "2",
+                "--rate",
+                "50",
+                "--servers",
+                "51:200",
+                "--policy",
+                "jiq-pod",
+                "--d",
+                "2",
+            ]
+        )
     assert exc.value.code == 0 and capsys.readouterr().out == out
     assert max(len(line) for line in out.splitlines() if not line.startswith(("how", "  "))) <= 80
-    for args, name in ((["--rate", "5"], "--p99/--mean"),
-                       (["--p99", "3", "--rate", "5", "--servers", "9:3"], "--servers"),
-                       (["--p99", "3", "--rate", "5", "--unit", "ms"], "--unit")):  # fmt: skip
+    for args, name in (
+        (["--rate", "5"], "--p99/--mean"),
+        (["--p99", "3", "--rate", "5", "--servers", "9:3"], "--servers"),
+        (["--p99", "3", "--rate", "5", "--unit", "ms"], "--unit"),
+    ):
         with pytest.raises(SystemExit) as exc:
             main(["tune", *args])
         err = capsys.readouterr().err
@@ -112,16 +164,24 @@ def test_tune_table_and_bad_input(capsys):
 def test_a_setting_gets_the_same_numbers_whatever_else_is_searched():
     kw = {"rate": 90.0, "target": 2.0, "metric": "mean", "servers": (91, 300), "seed": 3}
     alone = tune(policies=["jiq-pod"], ds=[2], **kw).certified[0]
-    among = next(c for c in tune(policies=["pod", "jiq-pod"], ds=[3, 2], **kw).certified
-                 if c["candidate"] == "jiq-pod d=2")  # fmt: skip
+    among = next(
+        c
+        for c in tune(policies=["pod", "jiq-pod"], ds=[3, 2], **kw).certified
+        if c["candidate"] == "jiq-pod d=2"
+    )
     assert (alone["servers"], alone["estimate"]) == (among["servers"], among["estimate"])
 
 
 def test_setting_grid_varies_each_parameter_only_where_it_means_something():
     from cloudsched.experiments.compare import setting_grid
 
-    grid = setting_grid(["jiq-threshold", "pod", "random", "jiq"], [0.5], ds=[2, 3],
-                        rs=[5.0, 10.0], thresholds=[0, 2])  # fmt: skip
+    grid = setting_grid(
+        ["jiq-threshold", "pod", "random", "jiq"],
+        [0.5],
+        ds=[2, 3],
+        rs=[5.0, 10.0],
+        thresholds=[0, 2],
+    )
     by = {}
     for g in grid:
         by.setdefault(g["policy"], []).append((g["d"], g["threshold"], g["r"]))
@@ -135,16 +195,16 @@ def test_a_threshold_of_zero_is_run_as_zero():
     """z = 0 is a threshold (servers report only when empty), not 'no threshold'."""
     from cloudsched.experiments.compare import compare
 
-    pairs = compare(["jiq-threshold"], [0.7], servers=50, thresholds=[0, 2], tasks=20_000,
-                    seed=1)  # fmt: skip
+    pairs = compare(["jiq-threshold"], [0.7], servers=50, thresholds=[0, 2], tasks=20_000, seed=1)
     assert [res.threshold for _, res in pairs] == [0, 2]
     assert [row["threshold"] for row, _ in pairs] == [0, 2]
 
 
 def test_a_small_farm_skips_a_d_that_does_not_fit_yet():
     """The issue's case: --rate 1.5 starts at N = 2, where d = 3 cannot probe 3 servers."""
-    res = tune(rate=1.5, target=10.0, servers=(1, 50), policies=("pod", "jiq-pod"), ds=(2, 3),
-               seed=1)  # fmt: skip
+    res = tune(
+        rate=1.5, target=10.0, servers=(1, 50), policies=("pod", "jiq-pod"), ds=(2, 3), seed=1
+    )
     names = {(c["policy"], c["d"]): c for c in res.certified}
     assert ("pod", 3) in names and ("jiq-pod", 3) in names
     assert names[("pod", 3)]["servers"] >= 3

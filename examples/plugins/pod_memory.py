@@ -22,8 +22,9 @@ from cloudsched.dispatch import hook, register_policy
 from cloudsched.dispatch import view as v
 
 
-@register_policy("pod-memory", d="servers", with_replacement=True, dispatchers="optional",
-                 memory="dispatchers")
+@register_policy(
+    "pod-memory", d="servers", with_replacement=True, dispatchers="optional", memory="dispatchers"
+)
 class PodWithMemory:
     """Pod(d) with memory: d probes plus the least loaded server of the last decision."""
 

@@ -108,8 +108,9 @@ def _import_pairs(module: ModuleType) -> frozenset[tuple[str, str]]:
                 tree = ast.parse(fh.read(), filename=file)
         except (OSError, SyntaxError, ValueError):
             return frozenset()
-        package = module.__name__ if file.endswith("__init__.py") else module.__name__.rpartition(
-            ".")[0]  # fmt: skip
+        package = (
+            module.__name__ if file.endswith("__init__.py") else module.__name__.rpartition(".")[0]
+        )
         pairs: set[tuple[str, str]] = set()
         for node in _statements(tree.body):
             if isinstance(node, ast.Import):
@@ -241,10 +242,11 @@ def private_folder(base: str | None = None) -> str:
     with contextlib.suppress(FileExistsError):
         os.mkdir(folder, 0o700)
     st = os.lstat(folder)
-    if (not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid()
-            or st.st_mode & 0o077):  # fmt: skip
-        raise PermissionError(f"{folder} is not a private folder of this user (owner "
-                              f"{st.st_uid}, mode {stat.filemode(st.st_mode)})")  # fmt: skip
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        raise PermissionError(
+            f"{folder} is not a private folder of this user (owner "
+            f"{st.st_uid}, mode {stat.filemode(st.st_mode)})"
+        )
     return folder
 
 
@@ -311,8 +313,10 @@ def _with_cache(make: Callable[[], F]) -> F | None:
         if isinstance(exc, RuntimeError) and not _cannot_cache(exc):
             raise
         _state["cache"] = False
-        _warn(f"{refused}, and no private folder for numba's cache ({exc}): kernels are "
-              "compiled at every start")  # fmt: skip
+        _warn(
+            f"{refused}, and no private folder for numba's cache ({exc}): kernels are "
+            "compiled at every start"
+        )
     return None
 
 

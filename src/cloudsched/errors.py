@@ -102,6 +102,7 @@ def check_real(
 def check_int(name: str, value: Any, *, low: int | None = None, high: int | None = None) -> int:
     """Return ``value`` as an int inside ``[low, high]``, or raise :class:`ParameterError`."""
     import numpy as np
+
     allowed = _interval(low, high, False, False)
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         if isinstance(value, float | np.floating) and float(value).is_integer():
@@ -122,6 +123,7 @@ SEED_LIMIT = 2**128
 def check_seed(name: str, value: Any) -> Any:
     """Return ``value`` unchanged if it is None, a Generator, or an int in [0, 2**128)."""
     import numpy as np
+
     if value is None or isinstance(value, np.random.Generator):
         return value
     return check_int(name, value, low=0, high=SEED_LIMIT - 1)
@@ -130,6 +132,7 @@ def check_seed(name: str, value: Any) -> Any:
 def check_loads(name: str, loads: Any, *, high: float = 1.0, high_open: bool = True) -> np.ndarray:
     """Validate a scalar or sequence of loads in ``(0, high)`` and return a 1-d float array."""
     import numpy as np
+
     arr = np.atleast_1d(np.asarray(loads, dtype=object))
     if arr.ndim != 1 or arr.size == 0:
         raise ParameterError(name, loads, "a non-empty 1-d sequence of numbers")

@@ -227,8 +227,10 @@ def read_yaml_text(text: str, where: str) -> Any:
 
     try:
         if len(text) > YAML_MAX_BYTES:
-            raise InputError(where, f"too large for a YAML input ({len(text)} characters; "
-                             f"at most {YAML_MAX_BYTES})")  # fmt: skip
+            raise InputError(
+                where,
+                f"too large for a YAML input ({len(text)} characters; at most {YAML_MAX_BYTES})",
+            )
         # per open collection: nodes and characters inside it, aliases expanded
         counts: list[list[int]] = [[0, 0]]
         anchors: list[str | None] = [None]
@@ -238,8 +240,9 @@ def read_yaml_text(text: str, where: str) -> Any:
                 counts.append([0, 0])
                 anchors.append(event.anchor)
                 if len(counts) - 1 > YAML_MAX_DEPTH:
-                    raise InputError(where + _line(event),
-                                     f"nested deeper than {YAML_MAX_DEPTH} levels")  # fmt: skip
+                    raise InputError(
+                        where + _line(event), f"nested deeper than {YAML_MAX_DEPTH} levels"
+                    )
                 continue
             if isinstance(event, yaml.CollectionEndEvent):
                 (n, chars), name = counts.pop(), anchors.pop()
@@ -258,9 +261,10 @@ def read_yaml_text(text: str, where: str) -> Any:
             counts[-1][1] += chars
             if counts[-1][0] > YAML_MAX_NODES or counts[-1][1] > YAML_MAX_EXPANDED:
                 raise InputError(
-                    where + _line(event), f"expands to more than {YAML_MAX_NODES} values or "
+                    where + _line(event),
+                    f"expands to more than {YAML_MAX_NODES} values or "
                     f"{YAML_MAX_EXPANDED} characters (aliases of aliases?): refused",
-                )  # fmt: skip
+                )
         return yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)

@@ -89,7 +89,9 @@ def check_memory(name: str, value: object, need: float, what: str) -> None:
     if need + held > limit:
         also = f" besides the {_human(held)} this process holds" if held else ""
         raise ParameterError(
-            name, value, f"small enough to fit in memory: {what} needs about {_human(need)}"
+            name,
+            value,
+            f"small enough to fit in memory: {what} needs about {_human(need)}"
             f"{also}, {_human(limit)} allowed (--max-memory or CLOUDSCHED_MAX_MEMORY changes "
             "the limit)",
-        )  # fmt: skip
+        )

@@ -20,7 +20,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli import compare, dispatch, experiments, lab, place, trace
+from cloudsched.cli import compare, dispatch, experiments, lab, place, theory, trace, tune
 from cloudsched.cli.common import one_line
 from cloudsched.errors import ExternalError, InputError, ParameterError
 
@@ -49,8 +49,9 @@ def _options(
     *,
     version: Annotated[
         bool,
-        typer.Option("--version", help="Print the version and exit.", is_eager=True,
-                     callback=_show_version),
+        typer.Option(
+            "--version", help="Print the version and exit.", is_eager=True, callback=_show_version
+        ),
     ] = False,
     max_memory: Annotated[
         str | None,
@@ -68,7 +69,7 @@ def _options(
         os.environ["CLOUDSCHED_MAX_MEMORY"] = str(parse_memory(max_memory, "--max-memory"))
 
 
-for _group in (dispatch, compare, experiments, trace, place, lab):
+for _group in (theory, dispatch, compare, tune, experiments, trace, place, lab):
     _group.register(app)
 
 
@@ -112,8 +113,10 @@ def _exit(code: int, quick: bool) -> None:
 
 
 #: Where a repeated option's error points a user who wanted several values.
-_SEVERAL = {"--load": "use cloudsched compare for several loads",
-            "--policy": "run one policy per command, or a sweep for several"}  # fmt: skip
+_SEVERAL = {
+    "--load": "use cloudsched compare for several loads",
+    "--policy": "run one policy per command, or a sweep for several",
+}
 
 
 def _reject_repeats(root: Any, args: Sequence[str]) -> None:
@@ -135,21 +138,29 @@ def _reject_repeats(root: Any, args: Sequence[str]) -> None:
     if "--" in rest:
         rest = rest[: rest.index("--")]
     for param in getattr(command, "params", []):
-        if not getattr(param, "opts", None) or getattr(param, "multiple", False) \
-                or param.param_type_name != "option":  # fmt: skip
+        if (
+            not getattr(param, "opts", None)
+            or getattr(param, "multiple", False)
+            or param.param_type_name != "option"
+        ):
             continue
         names = [*param.opts, *getattr(param, "secondary_opts", [])]
-        at = [i for i, w in enumerate(rest)
-              if w in names or any(w.startswith(n + "=") for n in names)]  # fmt: skip
+        at = [
+            i for i, w in enumerate(rest) if w in names or any(w.startswith(n + "=") for n in names)
+        ]
         if len(at) > 1:
             name = param.opts[0]
-            values = [rest[i].partition("=")[2] if "=" in rest[i] else
-                      (rest[i + 1] if i + 1 < len(rest) and not param.is_flag else "")
-                      for i in at]  # fmt: skip
+            values = [
+                rest[i].partition("=")[2]
+                if "=" in rest[i]
+                else (rest[i + 1] if i + 1 < len(rest) and not param.is_flag else "")
+                for i in at
+            ]
             shown = ", ".join(v for v in values if v)
             hint = _SEVERAL.get(name, "this option takes one value")
-            raise InputError(name, f"given {len(at)} times{f' ({shown})' if shown else ''}, "
-                             f"allowed once: {hint}")  # fmt: skip
+            raise InputError(
+                name, f"given {len(at)} times{f' ({shown})' if shown else ''}, allowed once: {hint}"
+            )
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -47,16 +47,19 @@ __all__ = [
 EXTENSION_FORMATS = {".json": "json", ".csv": "csv", ".parquet": "parquet", ".txt": "table"}
 
 
-def policies_given(positional: list[str] | None, option: list[str] | None,
-                   ) -> list[str] | None:  # fmt: skip
+def policies_given(positional: list[str] | None, option: list[str] | None) -> list[str] | None:
     """Return the policies named as arguments, or with the older ``--policy`` option.
 
     Arguments are how ``simulate`` and ``compare`` take them; ``--policy`` still works;
     both at once are refused.
     """
     if positional and option:
-        raise ParameterError("--policy", option[0], "left out when the policies are given as "
-                             "arguments (the arguments are the current form)")  # fmt: skip
+        raise ParameterError(
+            "--policy",
+            option[0],
+            "left out when the policies are given as "
+            "arguments (the arguments are the current form)",
+        )
     return list(positional or option or []) or None
 
 
@@ -72,13 +75,20 @@ def resolve_format(fmt: str | None, out: Path | None, allowed: tuple[str, ...]) 
     inferred = EXTENSION_FORMATS.get(out.suffix.lower()) if out is not None else None
     if fmt is None:
         if inferred is not None and inferred not in allowed:
-            raise ParameterError("--out", str(out), "a file whose extension is one of " + ", ".join(
-                e for e, f in EXTENSION_FORMATS.items() if f in allowed))  # fmt: skip
+            raise ParameterError(
+                "--out",
+                str(out),
+                "a file whose extension is one of "
+                + ", ".join(e for e, f in EXTENSION_FORMATS.items() if f in allowed),
+            )
         return inferred or "table"
     fmt = check_choice("--format", fmt, allowed)
     if inferred is not None and inferred != fmt:
-        raise ParameterError("--out", str(out), f"a file whose extension agrees with --format "
-                             f"{fmt} (the name says {inferred})")  # fmt: skip
+        raise ParameterError(
+            "--out",
+            str(out),
+            f"a file whose extension agrees with --format {fmt} (the name says {inferred})",
+        )
     return fmt
 
 
@@ -88,9 +98,11 @@ def wrote(path: Path | str, what: str = "") -> None:
 
 
 def check_outputs(
-    out: Path | None = None, plot: Path | None = None, out_dir: str | Path | None = None,
+    out: Path | None = None,
+    plot: Path | None = None,
+    out_dir: str | Path | None = None,
     inputs: Sequence[Any] = (),
-) -> None:  # fmt: skip
+) -> None:
     """Check ``--out`` (a file or, for reports and sweeps, a folder) and ``--plot`` first.
 
     Run at the start of every command, so that a bad path fails before the work, not after.
@@ -112,8 +124,11 @@ def check_outputs(
 def check_not_input(option: str, path: Path | None, inputs: Sequence[Any]) -> None:
     """Refuse an output ``path`` that is one of ``inputs`` (the same file, by any name)."""
     if path is not None and any(_same_file(path, x) for x in inputs if x is not None):
-        raise ParameterError(option, str(path), "a file other than the command's inputs "
-                             "(it would overwrite what it reads)")  # fmt: skip
+        raise ParameterError(
+            option,
+            str(path),
+            "a file other than the command's inputs (it would overwrite what it reads)",
+        )
 
 
 def _same_file(a: Any, b: Any) -> bool:
@@ -208,8 +223,7 @@ class LazyProgress:
         if not self.console.is_terminal:
             with contextlib.suppress(OSError):
                 self.fd = os.dup(2)
-                threading.Thread(target=self._beat, name="cloudsched progress",
-                                 daemon=True).start()  # fmt: skip
+                threading.Thread(target=self._beat, name="cloudsched progress", daemon=True).start()
 
     def __call__(self, fraction: float, status: str = "") -> None:
         """Record progress (``fraction`` done, or < 0 for unknown) and a status text."""
@@ -305,13 +319,15 @@ MAX_LOADS = 100_000
 def parse_loads(load: Sequence[str] | None, loads: str | None) -> np.ndarray:
     """Combine ``--load`` values and a ``--loads START:STOP:COUNT`` range."""
     import numpy as np
+
     if load and loads:
         raise ParameterError(
             "--load/--loads", loads, "given alone: use --load or --loads, not both"
         )
     if loads is not None:
-        allowed = (f"START:STOP:COUNT with 0 < START <= STOP < 1 and an integer COUNT in "
-                   f"[1, {MAX_LOADS}]")  # fmt: skip
+        allowed = (
+            f"START:STOP:COUNT with 0 < START <= STOP < 1 and an integer COUNT in [1, {MAX_LOADS}]"
+        )
         parts = loads.split(":")
         try:
             start, stop, count = float(parts[0]), float(parts[1]), int(parts[2])

@@ -1,4 +1,4 @@
-"""Task-dispatch commands: ``predict``, ``fluid`` and ``simulate``."""
+"""The task-dispatch simulator's command: ``simulate`` (the theory's are in :mod:`.theory`)."""
 
 from __future__ import annotations
 
@@ -9,22 +9,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cloudsched.cli.common import (
-    LazyProgress,
-    check_outputs,
-    emit,
-    format_frame,
-    one_line,
-    parse_loads,
-    resolve_format,
-    wrote,
-)
+from cloudsched.cli.common import LazyProgress, check_outputs, one_line, resolve_format
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
-from cloudsched.errors import (
-    ParameterError,
-    check_int,
-    check_real,
-)
+from cloudsched.errors import ParameterError, check_int, check_real
 
 if TYPE_CHECKING:  # numpy takes 0.1 s to import: functions import it when they run
     import numpy as np
@@ -36,13 +23,17 @@ FORMATS = ("table", "csv", "json")
 
 def _law_files(*specs: str | None) -> list[str]:
     """Return the files ``empirical:FILE`` laws read (inputs no output may overwrite)."""
-    return [spec.partition(":")[2].partition(",")[0] for spec in specs
-            if spec and spec.strip().lower().startswith("empirical:")]  # fmt: skip
+    return [
+        spec.partition(":")[2].partition(",")[0]
+        for spec in specs
+        if spec and spec.strip().lower().startswith("empirical:")
+    ]
 
 
 def parse_speeds(value: str) -> np.ndarray:
     """``--speeds``: a comma-separated list, or the name of a file of numbers."""
     import numpy as np
+
     looks_like_list = "," in value or value.replace(".", "", 1).strip().isdigit()
     path = Path(value)
     try:
@@ -55,158 +46,6 @@ def parse_speeds(value: str) -> np.ndarray:
         raise ParameterError(
             "--speeds", value, "positive numbers separated by commas, or a file of numbers"
         ) from None
-
-
-def predict(
-    policy: Annotated[str, typer.Argument(help="A built-in policy: random, round-robin, jsq, "
-                      "pod, jiq, jiq-pod, jiq-original, jiq-threshold, jiq-sq.")],
-    *,
-    load: Annotated[
-        list[str] | None,
-        typer.Option("--load", help="Load (arrival rate per server) in (0, 1); repeatable."),
-    ] = None,
-    servers: Annotated[
-        int | None,
-        typer.Option("--servers", help="Predict at N servers: mean field, refined, exact."),
-    ] = None,
-    method: Annotated[
-        str, typer.Option("--method", help="With --servers: auto, meanfield, refined or exact.")
-    ] = "auto",
-    with_replacement: Annotated[
-        bool, typer.Option("--with-replacement", help="With --servers: probe with replacement.")
-    ] = False,
-    threshold: Annotated[
-        int, typer.Option("--threshold", help="jiq-threshold: listed while <= z tasks.")
-    ] = 1,
-    speeds: Annotated[
-        str | None,
-        typer.Option("--speeds", help="Server speeds (a list or file); classes by frequency."),
-    ] = None,
-    loads: Annotated[
-        str | None, typer.Option("--loads", help="A load range START:STOP:COUNT (evenly spaced).")
-    ] = None,
-    r: Annotated[float, typer.Option("--r", help="Servers per dispatcher, N/M (> 0).")] = 10.0,
-    d: Annotated[
-        int, typer.Option("--d", help="Servers probed per decision (pod, jiq-pod; >= 1).")
-    ] = 2,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="table, csv or json (default: from --out).")
-    ] = None,
-    tail: Annotated[
-        int, typer.Option("--tail", help="Tail columns s_1..s_K shown in table/csv output.")
-    ] = 4,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
-    ] = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="Also plot T against load to this file (.png, .pdf or .svg)."),
-    ] = None,
-) -> None:
-    """Predict a dispatch policy: mean field, or at --servers N also refined and exact.
-
-    The mean field gives p0, the response time, the tail and message rates; at N servers
-    the table has the mean field, the refined 1/N value and the exact chain side by side.
-    """
-    check_outputs(out=out, plot=plot, inputs=[speeds])
-    from cloudsched.dispatch.theory.prediction import predict as mf_predict
-
-    fmt = resolve_format(fmt, out, FORMATS)
-    tail = check_int("--tail", tail, low=0, high=1000)
-    grid = parse_loads(load, loads)
-    if speeds is not None:
-        from cloudsched.cli.finite_output import heterogeneous_predict
-
-        heterogeneous_predict(policy, parse_speeds(speeds), grid, r=r, d=d, fmt=fmt, out=out)
-        return
-    if servers is not None:
-        from cloudsched.cli.finite_output import finite_predict
-
-        finite_predict(policy, servers, grid, r=r, d=d, replace=with_replacement,
-                       method=method, fmt=fmt, out=out, plot=plot, z=threshold)  # fmt: skip
-        return
-    if method != "auto" or with_replacement:
-        raise ParameterError("--method" if method != "auto" else "--with-replacement",
-                             method if method != "auto" else True, "given with --servers N")
-    pred = mf_predict(policy, grid, r=r, d=d, z=check_int("--threshold", threshold, low=0))
-    points = pred.to_dicts()
-    import pandas as pd
-
-    df = pd.DataFrame(pred.to_rows(tail=tail)).drop(columns=["policy", "r", "d"])
-    payload = {"policy": policy, "params": {"r": pred.r, "d": pred.d}, "points": points}
-    title = f"mean field: {policy} (r={pred.r}, d={pred.d})"
-    if policy == "jiq-threshold":
-        title = f"mean field: {policy} (r={pred.r}, z={threshold})"
-    if fmt == "table":  # short headers: the table fits 80 columns
-        df = df.rename(columns={"mean_response_time": "T", "join_rate": "join",
-                                "delete_rate": "delete", "probe_rate": "probe"})  # fmt: skip
-    emit(format_frame(df, fmt, title, payload), out)
-    if plot is not None:
-        from cloudsched.plotting import plot_response_time
-
-        plot_response_time({policy: (pred.loads, pred.mean_response_time)}, plot, title=title)
-        wrote(plot)
-
-
-def fluid(
-    policy: Annotated[str, typer.Argument(help="random, pod, jiq or jiq-pod.")],
-    *,
-    load: Annotated[float, typer.Option("--load", help="Load after time 0, in (0, 1).")],
-    r: Annotated[float, typer.Option("--r", help="Servers per dispatcher, N/M (> 0).")] = 10.0,
-    d: Annotated[int, typer.Option("--d", help="Servers probed per decision (pod, jiq-pod).")] = 2,
-    horizon: Annotated[
-        float, typer.Option("--horizon", help="End time, in mean service times.")
-    ] = 50.0,
-    points: Annotated[int, typer.Option("--points", help="Number of output times.")] = 51,
-    initial_tasks: Annotated[
-        int, typer.Option("--initial-tasks", help="Every server starts with this many tasks.")
-    ] = 0,
-    initial_load: Annotated[
-        float | None,
-        typer.Option("--initial-load", help="Start from the steady state at this load."),
-    ] = None,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="table, csv or json (default: from --out).")
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
-    ] = None,
-    plot: Annotated[
-        Path | None,
-        typer.Option(
-            "--plot", help="Also plot mean tasks per server against time (.png, .pdf, .svg)."
-        ),
-    ] = None,
-) -> None:
-    """Transient mean-field (fluid ODE) trajectory, e.g. recovery after a burst."""
-    check_outputs(out=out, plot=plot)
-    from cloudsched.dispatch.theory.fluid import fluid_trajectory
-
-    fmt = resolve_format(fmt, out, FORMATS)
-    bar = LazyProgress(f"fluid {policy}")
-    try:
-        traj = fluid_trajectory(
-            policy, load, r=r, d=d, horizon=horizon, num_points=points,
-            initial_tasks=initial_tasks, initial_load=initial_load, progress=bar,
-        )  # fmt: skip
-    finally:
-        bar.close()
-    import pandas as pd
-
-    df = pd.DataFrame({"t": traj.t, "p0": traj.p0, "mean_tasks": traj.mean_tasks})
-    for i in range(min(3, traj.tail.shape[1])):
-        df[f"s_{i + 1}"] = traj.tail[:, i]
-    payload = {
-        "policy": policy,
-        "params": {"load": traj.load, "r": traj.r, "d": traj.d},
-        "points": df.to_dict(orient="records"),
-    }
-    emit(format_frame(df, fmt, f"fluid ODE: {policy}", payload), out)
-    if plot is not None:
-        from cloudsched.plotting.dispatch import plot_trajectory
-
-        plot_trajectory(traj.t, traj.mean_tasks, plot, title=f"fluid ODE: {policy}, load {load:g}")
-        wrote(plot)
 
 
 def simulate(
@@ -268,12 +107,19 @@ def simulate(
     ] = 5_000_000_000,
     time_limit: Annotated[
         float | None,
-        typer.Option("--time-limit", help="Stop a run after this many seconds (an error, "
-                     "exit 1; default: none). Ctrl-C stops any run at once."),
+        typer.Option(
+            "--time-limit",
+            help="Stop a run after this many seconds (an error, "
+            "exit 1; default: none). Ctrl-C stops any run at once.",
+        ),
     ] = None,
     unchecked: Annotated[
-        bool, typer.Option("--unchecked", help="Compile a plug-in without bounds checks "
-                           "(faster; an index outside an array is no longer caught)."),
+        bool,
+        typer.Option(
+            "--unchecked",
+            help="Compile a plug-in without bounds checks "
+            "(faster; an index outside an array is no longer caught).",
+        ),
     ] = False,
     initial: Annotated[
         str,
@@ -328,8 +174,11 @@ def simulate(
     ] = 1.0,
     engine: Annotated[
         str,
-        typer.Option("--engine", help="auto, servers (= exponential), counts (occupancy "
-                     "counts; auto from N = 100,000), general (event list). See README Speed."),
+        typer.Option(
+            "--engine",
+            help="auto, servers (= exponential), counts (occupancy "
+            "counts; auto from N = 100,000), general (event list). See README Speed.",
+        ),
     ] = "auto",
     speeds: Annotated[
         str | None,
@@ -351,38 +200,72 @@ def simulate(
 
     fmt = resolve_format(fmt, out, FRAME_FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)
-    lam = None if load is None else check_real("--load", load, low=0.0, high=MAX_LOAD,
-                                               low_open=True)  # fmt: skip
-    warm: float | str = warmup if warmup == "auto" else check_real(
-        "--warmup", warmup, low=0.0, high=0.9)  # fmt: skip
-    log = read_log(trace, trace_format, unfinished=unfinished, log_format=log_format,
-                   log_service=log_service) if trace else None  # fmt: skip
+    lam = (
+        None if load is None else check_real("--load", load, low=0.0, high=MAX_LOAD, low_open=True)
+    )
+    warm: float | str = (
+        warmup if warmup == "auto" else check_real("--warmup", warmup, low=0.0, high=0.9)
+    )
+    log = (
+        read_log(
+            trace,
+            trace_format,
+            unfinished=unfinished,
+            log_format=log_format,
+            log_service=log_service,
+        )
+        if trace
+        else None
+    )
     speed = parse_speeds(speeds) if speeds is not None else None
     bar = LazyProgress(f"{policy} N={servers}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:
             res = run_simulation(
-                policy, servers=servers, load=lam, dispatchers=dispatchers, r=r, d=d,
-                threshold=threshold, with_replacement=with_replacement, tasks=tasks,
-                horizon=horizon, warmup=warm, replications=replications, batches=batches,
-                precision=precision, max_tasks=max_tasks, time_limit=time_limit, initial=initial,
-                rng=seed, progress=bar, service=service, arrivals=arrivals,
-                trace=log.trace if log else None, service_scale=service_scale, engine=engine,
-                speeds=speed, unchecked=unchecked,
-            )  # fmt: skip
+                policy,
+                servers=servers,
+                load=lam,
+                dispatchers=dispatchers,
+                r=r,
+                d=d,
+                threshold=threshold,
+                with_replacement=with_replacement,
+                tasks=tasks,
+                horizon=horizon,
+                warmup=warm,
+                replications=replications,
+                batches=batches,
+                precision=precision,
+                max_tasks=max_tasks,
+                time_limit=time_limit,
+                initial=initial,
+                rng=seed,
+                progress=bar,
+                service=service,
+                arrivals=arrivals,
+                trace=log.trace if log else None,
+                service_scale=service_scale,
+                engine=engine,
+                speeds=speed,
+                unchecked=unchecked,
+            )
         finally:
             bar.close()
     shown = {one_line(str(w.message)) for w in caught}
     for note in [*shown, *(n for n in res.warnings if n not in shown)]:
         sys.stderr.write(f"warning: {note}\n")
-    inputs = run_inputs(service=service, arrivals=arrivals, speeds=speed, log=log,
-                        service_scale=service_scale, load_given=lam is not None)  # fmt: skip
+    inputs = run_inputs(
+        service=service,
+        arrivals=arrivals,
+        speeds=speed,
+        log=log,
+        service_scale=service_scale,
+        load_given=lam is not None,
+    )
     emit_simulation(res, inputs, fmt, out, tail)
 
 
 def register(app: typer.Typer) -> None:
     """Add the task-dispatch commands to ``app``."""
-    app.command()(predict)
-    app.command()(fluid)
     app.command()(simulate)

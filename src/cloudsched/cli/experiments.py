@@ -56,8 +56,12 @@ class _CountBar:
     def __call__(self, fraction: float, status: str = "") -> None:
         """Show the share done (a :data:`~cloudsched.progress.Progress`; ``(k of n runs)``)."""
         if self.live:
-            self.bar.update(self.task, completed=max(fraction, 0.0), total=1.0,
-                            description=f"{self.description} {status}")  # fmt: skip
+            self.bar.update(
+                self.task,
+                completed=max(fraction, 0.0),
+                total=1.0,
+                description=f"{self.description} {status}",
+            )
         else:
             self.plain(fraction, status)
 
@@ -68,8 +72,7 @@ class _CountBar:
             self.live = False
 
 
-def _security(scheduler: str | None, ca: Path | None, cert: Path | None,
-              key: Path | None) -> Any:  # fmt: skip
+def _security(scheduler: str | None, ca: Path | None, cert: Path | None, key: Path | None) -> Any:
     """Return the TLS settings to reach an external scheduler (None: Dask's own config)."""
     from cloudsched.errors import ParameterError
 
@@ -80,12 +83,17 @@ def _security(scheduler: str | None, ca: Path | None, cert: Path | None,
         raise ParameterError("--tls-ca", str(ca or cert or key), "given with --scheduler")
     for name, path in given.items():
         if path is None or not path.is_file():
-            raise ParameterError(name, str(path), "a readable file (give all three: "
-                                 "--tls-ca, --tls-cert, --tls-key)")  # fmt: skip
+            raise ParameterError(
+                name, str(path), "a readable file (give all three: --tls-ca, --tls-cert, --tls-key)"
+            )
     from distributed.security import Security
 
-    return Security(tls_ca_file=str(ca), tls_client_cert=str(cert), tls_client_key=str(key),
-                    require_encryption=True)
+    return Security(
+        tls_ca_file=str(ca),
+        tls_client_cert=str(cert),
+        tls_client_key=str(key),
+        require_encryption=True,
+    )
 
 
 def sweep(
@@ -98,8 +106,9 @@ def sweep(
     workers: Annotated[int, typer.Option("--workers", help="Worker processes (>= 1).")] = 1,
     scheduler: Annotated[
         str | None,
-        typer.Option("--scheduler", help="Dask scheduler address, tls://host:port (implies "
-                     "--executor dask)."),
+        typer.Option(
+            "--scheduler", help="Dask scheduler address, tls://host:port (implies --executor dask)."
+        ),
     ] = None,
     tls_ca: Annotated[
         Path | None, typer.Option("--tls-ca", help="With --scheduler: its CA certificate.")
@@ -125,16 +134,23 @@ def sweep(
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         df = run_sweep(
-            parsed, out, executor=executor, workers=workers, scheduler=scheduler,
-            security=security, resume=resume, progress=bar,
-        )  # fmt: skip
+            parsed,
+            out,
+            executor=executor,
+            workers=workers,
+            scheduler=scheduler,
+            security=security,
+            resume=resume,
+            progress=bar,
+        )
     except KeyboardInterrupt:
         bar.close()
         from cloudsched.experiments.sweep import stored_ids
 
         kept = len(stored_ids(out)) if out.is_dir() else 0
-        sys.stderr.write(f"interrupted: {kept} runs stored in {out / 'runs'}; rerun with "
-                         "--resume to finish\n")  # fmt: skip
+        sys.stderr.write(
+            f"interrupted: {kept} runs stored in {out / 'runs'}; rerun with --resume to finish\n"
+        )
         raise SystemExit(130) from None  # not typer.Exit: main() would add its own line
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -147,6 +163,7 @@ def sweep(
 def _warning_summary(df: Any) -> list[str]:
     """One line per distinct run warning: how many runs have it (the rows keep them all)."""
     import numpy as np
+
     if "warnings" not in df.columns:
         return []
     counts: dict[str, int] = {}
@@ -186,14 +203,19 @@ def reproduce(
     seed = check_int("--seed", seed, low=0, high=2**62)  # stored as int64, plus small offsets
     workers = check_int("--workers", workers, low=1, high=1024)
     console = Console(stderr=True)
-    path = run(which, out, quick=quick, workers=workers, seed=seed,
-               log=lambda line: console.print(f"[dim]{line}[/dim]"))  # fmt: skip
+    path = run(
+        which,
+        out,
+        quick=quick,
+        workers=workers,
+        seed=seed,
+        log=lambda line: console.print(f"[dim]{line}[/dim]"),
+    )
     console.print(f"report written to {path}")
 
 
 def demo(
-    *,
-    out_arg: Annotated[str, typer.Option("--out", help="Report folder.")] = "cloudsched-report",
+    *, out_arg: Annotated[str, typer.Option("--out", help="Report folder.")] = "cloudsched-report"
 ) -> None:
     """Write a short report with figures and tables on built-in defaults."""
     check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')
@@ -201,12 +223,16 @@ def demo(
     from cloudsched.experiments.demo import run_demo
 
     console = Console(stderr=True)
-    console.print(f"cloudsched demo: writing a short report to {out}/ (measured on 2 cores: "
-                  "about 90 s the first time, most of it compiling the simulator, which is "
-                  "cached on disk; about 15 s after that)")  # fmt: skip
+    console.print(
+        f"cloudsched demo: writing a short report to {out}/ (measured on 2 cores: "
+        "about 90 s the first time, most of it compiling the simulator, which is "
+        "cached on disk; about 15 s after that)"
+    )
     path = run_demo(out, log=lambda line: console.print(f"[dim]{line}[/dim]"))
-    console.print(f"report written to {path} and {path.with_suffix('.html')} "
-                  "(self-contained: open it in any browser)")  # fmt: skip
+    console.print(
+        f"report written to {path} and {path.with_suffix('.html')} "
+        "(self-contained: open it in any browser)"
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -10,9 +10,20 @@ from cloudsched.cli.common import emit, format_frame, wrote
 __all__ = ["finite_predict", "heterogeneous_predict"]
 
 
-def finite_predict(policy: str, servers: int, loads: Any, *, r: float, d: int, replace: bool,
-                   method: str, fmt: str, out: Path | None, plot: Path | None,
-                   z: int = 1) -> None:  # fmt: skip
+def finite_predict(
+    policy: str,
+    servers: int,
+    loads: Any,
+    *,
+    r: float,
+    d: int,
+    replace: bool,
+    method: str,
+    fmt: str,
+    out: Path | None,
+    plot: Path | None,
+    z: int = 1,
+) -> None:
     """Print (or write) mean field, refined and exact values at ``servers`` servers."""
     import pandas as pd
 
@@ -23,19 +34,39 @@ def finite_predict(policy: str, servers: int, loads: Any, *, r: float, d: int, r
 
     bar = LazyProgress(f"predict {policy} N={servers}", delay=1.0)
     try:
-        preds = predict(policy, loads, servers=servers, r=r, d=d, replace=replace, method=method,
-                        z=z, progress=bar)  # fmt: skip
+        preds = predict(
+            policy,
+            loads,
+            servers=servers,
+            r=r,
+            d=d,
+            replace=replace,
+            method=method,
+            z=z,
+            progress=bar,
+        )
     finally:
         bar.close()
     first = preds[0]
     cols = as_arrays(preds)
-    df = pd.DataFrame({
-        "load": cols["load"], "meanfield": cols["meanfield"], "refined": cols["refined"],
-        "exact": cols["exact"], "truncation": cols["truncation"],
-        "T": cols["value"], "from": [p.source for p in preds],
-    })  # fmt: skip
-    params = {"servers": first.servers, "dispatchers": first.dispatchers, "d": first.d,
-              "with_replacement": replace, "method": method}  # fmt: skip
+    df = pd.DataFrame(
+        {
+            "load": cols["load"],
+            "meanfield": cols["meanfield"],
+            "refined": cols["refined"],
+            "exact": cols["exact"],
+            "truncation": cols["truncation"],
+            "T": cols["value"],
+            "from": [p.source for p in preds],
+        }
+    )
+    params = {
+        "servers": first.servers,
+        "dispatchers": first.dispatchers,
+        "d": first.d,
+        "with_replacement": replace,
+        "method": method,
+    }
     payload = {"policy": policy, "params": params, "points": [p.to_dict() for p in preds]}
     probes = ""
     if get_model(policy).probes == "d":
@@ -45,21 +76,26 @@ def finite_predict(policy: str, servers: int, loads: Any, *, r: float, d: int, r
     emit(format_frame(shown, fmt, title, payload), out)
     limits = sorted({p.load for p in preds if p.source == "meanfield"})
     if limits and fmt == "table" and out is None:
-        print(f"note: T is the N -> infinity limit at load {', '.join(map(str, limits))}: "
-              f"{policy} has no refined model and its exact chain at N={servers} is too large "
-              "(--method exact tries it)")
+        print(
+            f"note: T is the N -> infinity limit at load {', '.join(map(str, limits))}: "
+            f"{policy} has no refined model and its exact chain at N={servers} is too large "
+            "(--method exact tries it)"
+        )
     if plot is not None:
         from cloudsched.plotting import plot_response_time
 
-        series = {f"{name}": (cols["load"], cols[name]) for name in ("meanfield", "refined",
-                                                                     "exact")
-                  if not all(v != v for v in cols[name])}  # fmt: skip
+        series = {
+            f"{name}": (cols["load"], cols[name])
+            for name in ("meanfield", "refined", "exact")
+            if not all(v != v for v in cols[name])
+        }
         plot_response_time(series, plot, title=title)
         wrote(plot)
 
 
-def heterogeneous_predict(policy: str, speeds: Any, loads: Any, *, r: float, d: int, fmt: str,
-                          out: Path | None) -> None:  # fmt: skip
+def heterogeneous_predict(
+    policy: str, speeds: Any, loads: Any, *, r: float, d: int, fmt: str, out: Path | None
+) -> None:
     """Mean field with speed classes: T, and each class's utilisation and mean tasks."""
     import pandas as pd
 
@@ -73,11 +109,20 @@ def heterogeneous_predict(policy: str, speeds: Any, loads: Any, *, r: float, d: 
             row[f"busy@{mu:g}"] = util
             row[f"tasks@{mu:g}"] = tasks
         rows.append(row)
-    shares = ", ".join(f"{a:.3g} at speed {mu:g}" for mu, a in zip(preds[0].speeds,
-                                                                  preds[0].shares, strict=True))
+    shares = ", ".join(
+        f"{a:.3g} at speed {mu:g}" for mu, a in zip(preds[0].speeds, preds[0].shares, strict=True)
+    )
     title = f"mean field: {policy} with speed classes ({shares}; r={r:g}, d={d})"
-    payload = {"policy": policy, "params": {"r": r, "d": d,
-               "classes": [{"speed": float(mu), "share": float(a)} for mu, a in
-                           zip(preds[0].speeds, preds[0].shares, strict=True)]},
-               "points": rows}  # fmt: skip
+    payload = {
+        "policy": policy,
+        "params": {
+            "r": r,
+            "d": d,
+            "classes": [
+                {"speed": float(mu), "share": float(a)}
+                for mu, a in zip(preds[0].speeds, preds[0].shares, strict=True)
+            ],
+        },
+        "points": rows,
+    }
     emit(format_frame(pd.DataFrame(rows), fmt, title, payload), out)

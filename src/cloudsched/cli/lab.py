@@ -20,9 +20,14 @@ D = Annotated[int, typer.Option("--d", help="Probes of pod and jiq-pod.")]
 Service = Annotated[str, typer.Option("--service", help="Service law SPEC, mean 1 unit.")]
 Unit = Annotated[str, typer.Option("--unit", help="Wall time of one unit: 20ms, 0.5s.")]
 Duration = Annotated[float, typer.Option("--duration", help="Seconds measured.")]
-Warmup = Annotated[str, typer.Option(
-    "--warmup", help="Fraction of the run discarded first, in [0, 0.9] (as in simulate), or "
-    "seconds with their unit (3s).")]
+Warmup = Annotated[
+    str,
+    typer.Option(
+        "--warmup",
+        help="Fraction of the run discarded first, in [0, 0.9] (as in simulate), or "
+        "seconds with their unit (3s).",
+    ),
+]
 Balancer = Annotated[str, typer.Option("--balancer", help="lab (ours), nginx or haproxy.")]
 Mode = Annotated[str, typer.Option("--mode", help="sleep, or cpu: tasks compute.")]
 Slow = Annotated[

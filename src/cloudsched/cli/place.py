@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sys
 import warnings
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -20,18 +19,16 @@ from cloudsched.cli.common import (
     to_json,
 )
 from cloudsched.cli.place_model import load_model
+from cloudsched.cli.place_output import check_tables, plot_end, simulate_text, write_tables
 from cloudsched.errors import check_choice, check_real
 
 __all__ = ["register"]
 
 
-_CLUSTER_HELP = ("MACHINESxSLOTS (50x12), groups of machines (10x4,5x8), or a cluster file "
-                 "(.yaml: slots, cpu, memory and rack per group).")
-_PER_TYPE = [
-    "name", "nodes", "edges", "load", "mean_queue_length", "final_queue_length",
-    "mean_in_service", "mean_virtual_templates", "mean_partition_cost", "cost_rate",
-    "mean_wait", "proposal_success_rate",
-]  # fmt: skip
+_CLUSTER_HELP = (
+    "MACHINESxSLOTS (50x12), groups of machines (10x4,5x8), or a cluster file "
+    "(.yaml: slots, cpu, memory and rack per group)."
+)
 
 
 _FLUX_SLOTS_HELP = (
@@ -52,9 +49,12 @@ _CrossRackCost = Annotated[
 ]
 _FluxTraffic = Annotated[
     str,
-    typer.Option("--flux-traffic", help="Traffic of a Flux topology's edges: edges (1 each) or "
-                 "grouping (from the groupings and parallelism)."),
-]  # fmt: skip
+    typer.Option(
+        "--flux-traffic",
+        help="Traffic of a Flux topology's edges: edges (1 each) or "
+        "grouping (from the groupings and parallelism).",
+    ),
+]
 _FluxSlots = Annotated[str, typer.Option("--flux-slots", help=_FLUX_SLOTS_HELP)]
 _PerSlot = Annotated[int | None, typer.Option("--executors-per-slot", help=_PER_SLOT_HELP)]
 _Out = Annotated[
@@ -64,8 +64,12 @@ _Out = Annotated[
 
 def place_simulate(
     policy_arg: Annotated[
-        str | None, typer.Argument(metavar="POLICY", help="storm-default, greedy, "
-                                   "resource-aware, maxweight, dgp or dgp-clock (default dgp).")
+        str | None,
+        typer.Argument(
+            metavar="POLICY",
+            help="storm-default, greedy, "
+            "resource-aware, maxweight, dgp or dgp-clock (default dgp).",
+        ),
     ] = None,
     *,
     cluster: _Cluster,
@@ -122,19 +126,28 @@ def place_simulate(
     ] = None,
     proposal: Annotated[
         str,
-        typer.Option("--proposal", help="DGP: uniform (the paper's Random Partition Procedure) "
-                     "or local (machine by machine, corrected to keep the product form)."),
+        typer.Option(
+            "--proposal",
+            help="DGP: uniform (the paper's Random Partition Procedure) "
+            "or local (machine by machine, corrected to keep the product form).",
+        ),
     ] = "uniform",
     locality: Annotated[
         float,
-        typer.Option("--locality", help="DGP local proposals: chance in [0, 1] that a node "
-                     "goes next to the one before it."),
+        typer.Option(
+            "--locality",
+            help="DGP local proposals: chance in [0, 1] that a node "
+            "goes next to the one before it.",
+        ),
     ] = 0.9,
     frame: Annotated[float, typer.Option("--frame", help="MaxWeight frame length T (> 0).")] = 1.0,
     solver: Annotated[
         str,
-        typer.Option("--solver", help="MaxWeight: exact (MILP), fast (packing with a bound) or "
-                     "auto (exact up to 32 slots and 8-node graphs)."),
+        typer.Option(
+            "--solver",
+            help="MaxWeight: exact (MILP), fast (packing with a bound) or "
+            "auto (exact up to 32 slots and 8-node graphs).",
+        ),
     ] = "auto",
     solver_time_limit: Annotated[
         float, typer.Option("--solver-time-limit", help="MaxWeight: seconds per frame for HiGHS.")
@@ -169,148 +182,101 @@ def place_simulate(
     seed: Annotated[
         int | None, typer.Option("--seed", help="Seed (default: fresh, reported).")
     ] = None,
-    fmt: Annotated[str | None, typer.Option(
-        "--format", help="table or json (default: from --out's extension).")] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="table or json (default: from --out's extension)."),
+    ] = None,
     out: _Out = None,
     assignments: Annotated[
         Path | None,
-        typer.Option("--assignments", help="Write which slot each node of each job held, and "
-                     "when (.parquet)."),
+        typer.Option(
+            "--assignments",
+            help="Write which slot each node of each job held, and when (.parquet).",
+        ),
     ] = None,
     frames: Annotated[
         Path | None,
-        typer.Option("--frames", help="MaxWeight: write each frame's weight, bound and gap "
-                     "(.parquet)."),
+        typer.Option(
+            "--frames", help="MaxWeight: write each frame's weight, bound and gap (.parquet)."
+        ),
     ] = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Draw which job holds each slot at the end of the run "
-                     "(.png)."),
+        typer.Option("--plot", help="Draw which job holds each slot at the end of the run (.png)."),
     ] = None,
 ) -> None:
     """Simulate one placement policy on a cluster and workload."""
     import numpy as np
+
     check_outputs(out=out, plot=plot, inputs=[workload, cluster])
-    _check_tables([workload, cluster], assignments=assignments, frames=frames)
+    check_tables([workload, cluster], assignments=assignments, frames=frames)
     from cloudsched.placement.policies import PLACEMENT_POLICIES
     from cloudsched.placement.simulation import simulate_placement
 
     fmt = resolve_format(fmt, out, ("table", "json"))
-    given = policies_given([policy_arg] if policy_arg else None,
-                           [policy_opt] if policy_opt else None)  # fmt: skip
-    policy = check_choice("--policy" if policy_opt else "POLICY", given[0] if given else "dgp",
-                          PLACEMENT_POLICIES)  # fmt: skip
-    warm: float | str = warmup if warmup == "auto" else check_real(
-        "--warmup", warmup, low=0.0, high=0.9)  # fmt: skip
+    given = policies_given(
+        [policy_arg] if policy_arg else None, [policy_opt] if policy_opt else None
+    )
+    policy = check_choice(
+        "--policy" if policy_opt else "POLICY", given[0] if given else "dgp", PLACEMENT_POLICIES
+    )
+    warm: float | str = (
+        warmup if warmup == "auto" else check_real("--warmup", warmup, low=0.0, high=0.9)
+    )
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0])
-    cl, jobs = load_model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
-                      executors_per_slot, flux_traffic)  # fmt: skip
+    cl, jobs = load_model(
+        cluster,
+        racks,
+        cross_rack_cost,
+        workload,
+        seed,
+        flux_slots,
+        executors_per_slot,
+        flux_traffic,
+    )
     bar = LazyProgress(f"place {policy} {cluster}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
         try:
             res = simulate_placement(
-                policy, cl, jobs, horizon=horizon, warmup=warm, beta=beta, alpha=alpha, h=h,
-                epsilon=epsilon, f=f, virtual_clock=virtual_clock, clock_rate=clock_rate,
-                frame=frame, solver_time_limit=solver_time_limit, solver=solver,
-                proposal=proposal, locality=locality, record=assignments is not None,
-                precision=precision, compare_bound=compare_bound,
-                target_gap=target_gap, rng=seed, progress=bar,
-            )  # fmt: skip
+                policy,
+                cl,
+                jobs,
+                horizon=horizon,
+                warmup=warm,
+                beta=beta,
+                alpha=alpha,
+                h=h,
+                epsilon=epsilon,
+                f=f,
+                virtual_clock=virtual_clock,
+                clock_rate=clock_rate,
+                frame=frame,
+                solver_time_limit=solver_time_limit,
+                solver=solver,
+                proposal=proposal,
+                locality=locality,
+                record=assignments is not None,
+                precision=precision,
+                compare_bound=compare_bound,
+                target_gap=target_gap,
+                rng=seed,
+                progress=bar,
+            )
         finally:
             bar.close()
-    _write_tables(res, assignments, frames)
+    write_tables(res, assignments, frames)
     if plot is not None:
-        _plot_end(res, cl, plot, f"{policy} on {cluster}")
+        plot_end(res, cl, plot, f"{policy} on {cluster}")
     shown = {str(w.message) for w in caught}
     for note in [*shown, *(n for n in res.warnings if n not in shown)]:
         sys.stderr.write(f"warning: {note}\n")
-    payload = {"cluster": cluster, "racks": cl.racks, "workload": str(workload),
-               **res.to_dict()}  # fmt: skip
+    payload = {"cluster": cluster, "racks": cl.racks, "workload": str(workload), **res.to_dict()}
     if fmt == "json":
         emit(to_json(payload), out)
         return
-    summary = {k: v for k, v in payload.items() if k not in ("per_type", "params", "warnings")}
-    summary["params"] = json.dumps({k: v for k, v in res.params.items() if k != "pilots"})
-    import pandas as pd
-
-    rows = pd.DataFrame({"field": list(summary), "value": list(summary.values())})
-    title = f"placement: {policy} on {cluster}"
-    if not res.steady_state:
-        title += " — NOT STEADY: no intervals"
-    text = render_table(rows, title)
-    per = pd.DataFrame(res.per_type)[_PER_TYPE]
-    # one column per job type (the table fits 80 columns for a few types; JSON has it all)
-    by_type: dict[str, list[Any]] = {"field": _PER_TYPE[1:]}
-    by_type.update({str(r["name"]): [r[k] for k in _PER_TYPE[1:]] for _, r in per.iterrows()})
-    text += render_table(by_type, "per job type")
-    if res.frames:
-        text += (f"frames: {res.frames} ({res.params.get('solver')} solver), optimality gap "
-                 f"mean {res.frame_gap_mean:.3g}, largest {res.frame_gap_max:.3g}\n")  # fmt: skip
-    if res.bound is not None:
-        text += _bound_line(res.cost_rate, res.cost_rate_ci95, res.bound, res.bound_gap,
-                            bool(res.bound_proven))  # fmt: skip
-    elif res.bound_note:
-        text += f"static optimum not available: {res.bound_note}\n"
-    else:
-        text += "static optimum not computed (--no-compare-bound)\n"
-    text += "".join(f"WARNING: {note}\n" for note in res.warnings)
-    emit(text, out)
-
-
-def _bound_line(
-    cost: float, ci: tuple[float, float] | None, bound: float, gap: float | None, proven: bool
-) -> str:
-    """``cost 0.531 [0.52, 0.54], optimum 0.5, gap 6%`` (the gap is relative to the bound)."""
-    pm = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci is not None else " (no interval)"
-    if gap is None and cost < bound:
-        rel = "n/a (the cost is below it: not yet a long-run rate, run longer)"
-    elif gap is None:
-        rel = "n/a"
-    elif gap == float("inf"):
-        rel = f"{cost - bound:.3g} above a zero bound"
-    else:
-        rel = f"{100 * gap:.1f}%"
-    what = "optimum" if proven else "lower bound of the optimum (not proven)"
-    return f"cost {cost:.4g}{pm}, {what} {bound:.4g}, gap {rel}\n"
-
-
-def _check_tables(inputs: list[Any], **paths: Path | None) -> None:
-    """Refuse, before any work, a Parquet output that cannot be written (or is an input)."""
-    from cloudsched.cli.common import check_not_input
-    from cloudsched.io import check_output_file
-
-    for name, path in paths.items():
-        if path is not None:
-            check_output_file(path, f"--{name}", ("parquet",))
-            check_not_input(f"--{name}", path, inputs)
-
-
-def _write_tables(res: Any, assignments: Path | None, frames: Path | None) -> None:
-    """Write the placement log and MaxWeight's frames as Parquet (atomically)."""
-    from cloudsched.io import atomic_path
-
-    for path, table, what in ((assignments, res.assignments, "placements"),
-                              (frames, res.frame_table, "frames")):  # fmt: skip
-        if path is None:
-            continue
-        if table is None:
-            sys.stderr.write(f"warning: no {what} to write ({res.policy} has no frames); "
-                             f"{path} not written\n")  # fmt: skip
-            continue
-        with atomic_path(path) as tmp:
-            table.to_parquet(tmp, index=False)
-
-
-def _plot_end(res: Any, cluster: Any, path: Path, label: str) -> None:
-    """Draw the slots' jobs at the end of a recorded run."""
-    from cloudsched.plotting.placement import plot_snapshots
-
-    end = float(res.warmup_time + res.measured_time)
-    plot_snapshots({label: (res.final_placement, end)}, cluster.slots, cluster.rack,
-                   path, title="placement at the end of the run (machines as rows, slots "
-                   "coloured by job type, one shade per job)")  # fmt: skip
+    emit(simulate_text(res, payload, f"placement: {policy} on {cluster}"), out)
 
 
 def place_bound(
@@ -324,9 +290,12 @@ def place_bound(
     flux_traffic: _FluxTraffic = "edges",
     solver: Annotated[
         str,
-        typer.Option("--solver", help="exact (MILP pricing, proves the optimum at small sizes), "
-                     "fast (packing pricing with bounds) or auto (exact up to 32 slots and "
-                     "8-node graphs)."),
+        typer.Option(
+            "--solver",
+            help="exact (MILP pricing, proves the optimum at small sizes), "
+            "fast (packing pricing with bounds) or auto (exact up to 32 slots and "
+            "8-node graphs).",
+        ),
     ] = "auto",
     time_limit: Annotated[
         float, typer.Option("--time-limit", help="Seconds for the whole search (> 0).")
@@ -334,19 +303,30 @@ def place_bound(
     seed: Annotated[
         int, typer.Option("--seed", help="Seed for random graphs in the workload.")
     ] = 0,
-    fmt: Annotated[str | None, typer.Option(
-        "--format", help="table or json (default: from --out's extension).")] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="table or json (default: from --out's extension)."),
+    ] = None,
     out: _Out = None,
 ) -> None:
     """Bound the static optimum: the least average cost that serves every type's load."""
     check_outputs(out=out, inputs=[workload, cluster])
-    from cloudsched.placement.optimize import SOLVERS, static_optimum
+    from cloudsched.placement.configuration import SOLVERS
+    from cloudsched.placement.optimize import static_optimum
 
     fmt = resolve_format(fmt, out, ("table", "json"))
     solver = check_choice("--solver", solver, SOLVERS)
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
-    cl, jobs = load_model(cluster, racks, cross_rack_cost, workload, seed, flux_slots,
-                      executors_per_slot, flux_traffic)  # fmt: skip
+    cl, jobs = load_model(
+        cluster,
+        racks,
+        cross_rack_cost,
+        workload,
+        seed,
+        flux_slots,
+        executors_per_slot,
+        flux_traffic,
+    )
     bar = LazyProgress(f"place bound {cluster}")
     try:
         opt = static_optimum(cl, jobs, solver=solver, time_limit=time_limit, progress=bar)
@@ -363,8 +343,17 @@ def place_bound(
     if fmt == "json":
         emit(to_json(payload), out)
         return
-    fields = ["value", "lower_bound", "gap", "proven", "hit_time_limit", "solver",
-              "cost_per_job", "columns", "solve_time"]  # fmt: skip
+    fields = [
+        "value",
+        "lower_bound",
+        "gap",
+        "proven",
+        "hit_time_limit",
+        "solver",
+        "cost_per_job",
+        "columns",
+        "solve_time",
+    ]
     import pandas as pd
 
     head = pd.DataFrame({"field": fields, "value": [payload[k] for k in fields]})

@@ -20,9 +20,11 @@ from cloudsched.errors import check_real
 
 __all__ = ["place_compare"]
 
-_POLICY_HELP = ("Policies to run: storm-default, greedy, resource-aware, maxweight, "
-                "dgp, dgp-clock, or dgp:local / dgp-clock:local for DGP with local proposals. "
-                "Default: storm-default, greedy, resource-aware, maxweight, dgp, dgp:local.")
+_POLICY_HELP = (
+    "Policies to run: storm-default, greedy, resource-aware, maxweight, "
+    "dgp, dgp-clock, or dgp:local / dgp-clock:local for DGP with local proposals. "
+    "Default: storm-default, greedy, resource-aware, maxweight, dgp, dgp:local."
+)
 
 
 def place_compare(
@@ -32,8 +34,10 @@ def place_compare(
     *,
     cluster: Annotated[str, typer.Option("--cluster", help="As for place simulate.")],
     workload: Annotated[Path, typer.Option("--workload", help="Workload YAML (job_types: ...).")],
-    policy: Annotated[list[str] | None, typer.Option(
-        "--policy", help="Older form of POLICIES (still accepted; repeatable).")] = None,
+    policy: Annotated[
+        list[str] | None,
+        typer.Option("--policy", help="Older form of POLICIES (still accepted; repeatable)."),
+    ] = None,
     racks: Annotated[int | None, typer.Option("--racks", help="Racks (even split; 1).")] = None,
     cross_rack_cost: Annotated[
         float | None, typer.Option("--cross-rack-cost", help="Cost across racks; 2.")
@@ -43,8 +47,11 @@ def place_compare(
     ] = "edges",
     horizon: Annotated[
         float | None,
-        typer.Option("--horizon", help="Simulated time of every run (default: each runs until "
-                     "its intervals reach --precision)."),
+        typer.Option(
+            "--horizon",
+            help="Simulated time of every run (default: each runs until "
+            "its intervals reach --precision).",
+        ),
     ] = None,
     precision: Annotated[
         float, typer.Option("--precision", help="Relative 95% half-width that ends a run.")
@@ -60,8 +67,10 @@ def place_compare(
         float, typer.Option("--time-limit", help="Seconds to bound the static optimum.")
     ] = 60.0,
     seed: Annotated[int, typer.Option("--seed", help="Root seed of every run.")] = 0,
-    fmt: Annotated[str | None, typer.Option(
-        "--format", help="table, json or csv (default: from --out's extension).")] = None,
+    fmt: Annotated[
+        str | None,
+        typer.Option("--format", help="table, json or csv (default: from --out's extension)."),
+    ] = None,
     out: Annotated[Path | None, typer.Option("--out", help="Write the table to this file.")] = None,
     plot: Annotated[
         Path | None,
@@ -75,17 +84,26 @@ def place_compare(
     check_outputs(out=out, plot=plot, inputs=[workload, cluster])
     fmt = resolve_format(fmt, out, ("table", "json", "csv"))
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
-    cl, jobs = load_model(cluster, racks, cross_rack_cost, workload, seed,
-                      flux_traffic=flux_traffic)  # fmt: skip
+    cl, jobs = load_model(
+        cluster, racks, cross_rack_cost, workload, seed, flux_traffic=flux_traffic
+    )
     bar = LazyProgress(f"place compare {cluster}", delay=1.0)
     names = policies_given(policy_args, policy) or list(DEFAULT_POLICIES)
 
     try:
         res = compare_placement(
-            cl, jobs, names, seed=seed, horizon=horizon, time_limit=time_limit,
-            progress=bar, precision=precision, solver=solver,
-            frame=frame, locality=locality,
-        )  # fmt: skip
+            cl,
+            jobs,
+            names,
+            seed=seed,
+            horizon=horizon,
+            time_limit=time_limit,
+            progress=bar,
+            precision=precision,
+            solver=solver,
+            frame=frame,
+            locality=locality,
+        )
     finally:
         bar.close()
     for entry, r in res.results.items():
@@ -102,12 +120,13 @@ def place_compare(
 def _format(res: Any, cl: Any, cluster: str, fmt: str) -> str:
     bound = res.bound
     payload = {
-        "cluster": cluster, "racks": cl.racks,
+        "cluster": cluster,
+        "racks": cl.racks,
         "bound": None if bound is None else bound.to_dict(),
         "bound_note": res.bound_note,
         "policies": {k: r.to_dict() for k, r in res.results.items()},
         "refused": res.refused,
-    }  # fmt: skip
+    }
     table = res.table
     shown = table if fmt != "table" else _display(table)
     text = format_frame(shown, fmt, f"placement policies on {cluster}", payload)
@@ -118,20 +137,25 @@ def _format(res: Any, cl: Any, cluster: str, fmt: str) -> str:
     elif bound.proven:
         text += f"static optimum {bound.value:.6g} (proven; gap = cost above it)\n"
     else:
-        text += (f"static optimum between {bound.lower_bound:.6g} and {bound.value:.6g} "
-                 f"(not proven: gap = cost above the lower bound)\n")  # fmt: skip
+        text += (
+            f"static optimum between {bound.lower_bound:.6g} and {bound.value:.6g} "
+            f"(not proven: gap = cost above the lower bound)\n"
+        )
     if bound is not None:
-        below = table.loc[table["gap"].isna() & (table["cost_rate"] < bound.lower_bound),
-                          "policy"].tolist()  # fmt: skip
+        below = table.loc[
+            table["gap"].isna() & (table["cost_rate"] < bound.lower_bound), "policy"
+        ].tolist()
         if below:
-            text += ("gap -: cost below the bound, not a long-run rate (run longer): "
-                     + ", ".join(below) + "\n")  # fmt: skip
+            text += (
+                "gap -: cost below the bound, not a long-run rate (run longer): "
+                + ", ".join(below)
+                + "\n"
+            )
     for entry, why in res.refused.items():
         text += f"REFUSED {entry}: {why}\n"
     unsteady = [p for p in table.loc[~table["steady_state"], "policy"] if p not in res.refused]
     if unsteady:
-        text += ("NOT STEADY (no interval; the cost may still drift): "
-                 + ", ".join(unsteady) + "\n")  # fmt: skip
+        text += "NOT STEADY (no interval; the cost may still drift): " + ", ".join(unsteady) + "\n"
     return text
 
 
@@ -145,20 +169,23 @@ def _display(table: Any) -> Any:
     import pandas as pd
 
     def num(x: Any, spec: str) -> str:
-        return "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(
-            x, spec)  # fmt: skip
+        return (
+            "-" if x is None or (isinstance(x, float) and not math.isfinite(x)) else format(x, spec)
+        )
 
-    return pd.DataFrame({
-        "policy": table["policy"],
-        "cost": [num(x, ".4g") for x in table["cost_rate"]],
-        "±95%": [num(x, ".2g") for x in table["cost_ci95"]],
-        "gap": [num(100 * x, ".1f") + "%" if math.isfinite(x) else "-" for x in table["gap"]],
-        "queue": [num(x, ".3g") for x in table["mean_queue_length"]],
-        "served": [num(x, ".3f") for x in table["served_fraction"]],
-        "moves": table["migrations"],
-        "steady": ["yes" if s else "NO" for s in table["steady_state"]],
-        "wall s": [num(x, ".1f") for x in table["wall_seconds"]],
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "policy": table["policy"],
+            "cost": [num(x, ".4g") for x in table["cost_rate"]],
+            "±95%": [num(x, ".2g") for x in table["cost_ci95"]],
+            "gap": [num(100 * x, ".1f") + "%" if math.isfinite(x) else "-" for x in table["gap"]],
+            "queue": [num(x, ".3g") for x in table["mean_queue_length"]],
+            "served": [num(x, ".3f") for x in table["served_fraction"]],
+            "moves": table["migrations"],
+            "steady": ["yes" if s else "NO" for s in table["steady_state"]],
+            "wall s": [num(x, ".1f") for x in table["wall_seconds"]],
+        }
+    )
 
 
 def _plot(res: Any, cl: Any, path: Path, cluster: str) -> None:
@@ -169,6 +196,11 @@ def _plot(res: Any, cl: Any, path: Path, cluster: str) -> None:
     for entry, r in res.results.items():
         end = float(r.warmup_time + r.measured_time)
         panels[f"{entry}: cost rate {r.cost_rate:.4g}"] = (r.final_placement, end)
-    plot_snapshots(panels, cl.slots, cl.rack, path,
-                   title=f"{cluster}: slots at the end of each run (machines as rows, coloured "
-                   "by job type, one shade per job)")  # fmt: skip
+    plot_snapshots(
+        panels,
+        cl.slots,
+        cl.rack,
+        path,
+        title=f"{cluster}: slots at the end of each run (machines as rows, coloured "
+        "by job type, one shade per job)",
+    )

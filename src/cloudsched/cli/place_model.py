@@ -11,10 +11,15 @@ __all__ = ["load_model"]
 
 
 def load_model(
-    cluster: str, racks: int | None, cross_rack_cost: float | None, workload: Path,
-    seed: int | None, flux_slots: str = "executors", executors_per_slot: int | None = None,
+    cluster: str,
+    racks: int | None,
+    cross_rack_cost: float | None,
+    workload: Path,
+    seed: int | None,
+    flux_slots: str = "executors",
+    executors_per_slot: int | None = None,
     flux_traffic: str = "edges",
-) -> tuple[Any, Any]:  # fmt: skip
+) -> tuple[Any, Any]:
     """Return the cluster and job types of ``place`` commands (graphs checked to fit)."""
     from cloudsched.placement import load_workload
     from cloudsched.placement.cluster import cluster_from_text
@@ -28,8 +33,7 @@ def load_model(
     flux_traffic = check_choice("--flux-traffic", flux_traffic, TRAFFIC_MODELS)
     if executors_per_slot is not None:
         executors_per_slot = check_int("--executors-per-slot", executors_per_slot, low=1)
-    flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot,
-            "traffic": flux_traffic}  # fmt: skip
+    flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot, "traffic": flux_traffic}
     jobs = load_workload(workload, rng=seed, flux=flux)
     for jt in jobs:
         cl.check_fits(jt.topology, name="--workload")

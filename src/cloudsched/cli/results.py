@@ -30,17 +30,26 @@ FRAME_FORMATS = ("table", "csv", "json", "parquet")
 
 
 def run_inputs(
-    *, service: str | None, arrivals: str | None, speeds: Any, log: TraceLog | None,
-    service_scale: float, load_given: bool,
-) -> dict[str, Any]:  # fmt: skip
+    *,
+    service: str | None,
+    arrivals: str | None,
+    speeds: Any,
+    log: TraceLog | None,
+    service_scale: float,
+    load_given: bool,
+) -> dict[str, Any]:
     """Describe a run's inputs for its record: laws, speeds, trace, rescaling, time unit."""
     import numpy as np
 
     out: dict[str, Any] = {"service": service or "exp", "arrivals": arrivals or "poisson"}
     if speeds is not None:
         s = np.asarray(speeds, dtype=float)
-        out["speeds"] = {"count": int(s.size), "mean": float(s.mean()), "min": float(s.min()),
-                         "max": float(s.max())}  # fmt: skip
+        out["speeds"] = {
+            "count": int(s.size),
+            "mean": float(s.mean()),
+            "min": float(s.min()),
+            "max": float(s.max()),
+        }
     if log is not None:
         from cloudsched.dispatch.workload.logs import log_inputs
 
@@ -56,11 +65,15 @@ def run_inputs(
 
 def flat_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
     """Return the inputs as flat columns (``input_service``, ``input_trace_sha256``, ...)."""
-    row: dict[str, Any] = {"input_service": inputs["service"], "input_arrivals": inputs["arrivals"],
-                           "input_time_unit": inputs["time_unit"]}  # fmt: skip
+    row: dict[str, Any] = {
+        "input_service": inputs["service"],
+        "input_arrivals": inputs["arrivals"],
+        "input_time_unit": inputs["time_unit"],
+    }
     if "speeds" in inputs:
         row["input_speeds"] = "count={count} mean={mean:g} min={min:g} max={max:g}".format(
-            **inputs["speeds"])  # fmt: skip
+            **inputs["speeds"]
+        )
     if "trace" in inputs:
         files = inputs["trace"]["files"]
         row["input_trace"] = ";".join(f["file"] for f in files)
@@ -75,8 +88,12 @@ def meanfield_value(res: SimulationResult, inputs: dict[str, Any]) -> float | No
     """Return the mean-field response time of a simulated setting, where a model covers it."""
     from cloudsched.experiments.compare import meanfield_mean
 
-    if (res.plugin or inputs["service"] != "exp" or inputs["arrivals"] != "poisson"
-            or "speeds" in inputs):  # fmt: skip
+    if (
+        res.plugin
+        or inputs["service"] != "exp"
+        or inputs["arrivals"] != "poisson"
+        or "speeds" in inputs
+    ):
         return None
     return meanfield_mean(res.policy, res.load, res.servers / res.dispatchers, res.d)
 
@@ -93,18 +110,24 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
     ci = f"[{res.ci95[0]:.4g}, {res.ci95[1]:.4g}]" if res.ci95 else "none (see warnings)"
     rows: list[tuple[str, str]] = [
         ("policy", res.policy + (f" ({res.plugin})" if res.plugin else "")),
-        ("servers N / dispatchers M", f"{res.servers} / {res.dispatchers}"
-         f" (r = {res.servers / res.dispatchers:g})"),
+        (
+            "servers N / dispatchers M",
+            f"{res.servers} / {res.dispatchers} (r = {res.servers / res.dispatchers:g})",
+        ),
         ("load", _num(res.load)),
         ("d / threshold", f"{res.d} / {res.threshold}"),
         ("mean response time", _num(res.mean_response_time)),
         ("95% interval", ci),
         ("mean field (N = inf)", _num(mf) if mf is not None else "no model for this setting"),
-        ("p50 / p90 / p99", " / ".join(_num(res.percentiles.get(k)) for k in
-                                       ("p50", "p90", "p99"))),
+        (
+            "p50 / p90 / p99",
+            " / ".join(_num(res.percentiles.get(k)) for k in ("p50", "p90", "p99")),
+        ),
         ("p0 (empty I-queues)", _num(res.p0)),
-        ("messages join/delete/probe", " / ".join(_num(m.get(k)) for k in
-                                                  ("join", "delete", "probe"))),
+        (
+            "messages join/delete/probe",
+            " / ".join(_num(m.get(k)) for k in ("join", "delete", "probe")),
+        ),
         ("steady state", "yes" if res.steady_state else "NO"),
         ("warm-up / measured time", f"{_num(res.warmup_time)} / {_num(res.measured_time)}"),
         ("measured tasks", str(res.measured_tasks)),
@@ -113,7 +136,7 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
         ("seed", str(res.seed)),
         ("service / arrivals", f"{inputs['service']} / {inputs['arrivals']}"),
         ("time unit", inputs["time_unit"]),
-    ]  # fmt: skip
+    ]
     if "trace" in inputs:
         rows.append(("trace", ", ".join(f["file"] for f in inputs["trace"]["files"])))
     title = f"simulation: {res.policy}"
@@ -147,8 +170,9 @@ def write_frame(
         emit(render_table(df, title), out)
 
 
-def emit_simulation(res: SimulationResult, inputs: dict[str, Any], fmt: str, out: Path | None,
-                    tail: int) -> None:  # fmt: skip
+def emit_simulation(
+    res: SimulationResult, inputs: dict[str, Any], fmt: str, out: Path | None, tail: int
+) -> None:
     """Print or write one simulation's result (table, or a frame with its inputs)."""
     mf = meanfield_value(res, inputs)
     if fmt == "table":

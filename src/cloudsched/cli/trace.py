@@ -7,14 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cloudsched.cli.common import (
-    check_outputs,
-    emit,
-    render_table,
-    resolve_format,
-    to_json,
-    wrote,
-)
+from cloudsched.cli.common import check_outputs, emit, render_table, resolve_format, to_json, wrote
 
 __all__ = ["LogFormat", "LogService", "TraceFormat", "Unfinished", "register"]
 
@@ -76,8 +69,9 @@ def trace_stats(
     from cloudsched.dispatch.workload.traces import trace_summary
 
     fmt = resolve_format(fmt, out, ("table", "json"))
-    log = read_log(files, trace_format, unfinished=unfinished, log_format=log_format,
-                   log_service=log_service)  # fmt: skip
+    log = read_log(
+        files, trace_format, unfinished=unfinished, log_format=log_format, log_service=log_service
+    )
     summary = trace_summary(log)
     summary["inputs"] = log_inputs(log)
     if fmt == "json":
@@ -87,14 +81,19 @@ def trace_stats(
         rows = {"field": list(shown), "value": [_short(v) for v in shown.values()]}
         text = render_table(rows, f"trace: {', '.join(map(str, files))}")
         text += "".join(f"NOTE: {note}\n" for note in summary["notes"])  # type: ignore[attr-defined]
-        text += "".join(f"read as: {k} = {v}\n" for k, v in log.header.items()
-                        if log.format not in ("swf",))  # fmt: skip
+        text += "".join(
+            f"read as: {k} = {v}\n" for k, v in log.header.items() if log.format not in ("swf",)
+        )
     emit(text, out)
     if plot is not None:
         from cloudsched.plotting.dispatch import plot_histogram
 
-        plot_histogram(log.trace.services, plot, xlabel="service time (s)",
-                       title=", ".join(Path(str(f)).name for f in files))  # fmt: skip
+        plot_histogram(
+            log.trace.services,
+            plot,
+            xlabel="service time (s)",
+            title=", ".join(Path(str(f)).name for f in files),
+        )
         wrote(plot)
 
 
@@ -106,8 +105,11 @@ def trace_list() -> None:
     """List the workload logs that ship with the package (usable as --trace NAME)."""
     from cloudsched.data import DATASETS
 
-    rows = {"name": list(DATASETS), "format": [v[1] for v in DATASETS.values()],
-            "what": [v[3] for v in DATASETS.values()]}  # fmt: skip
+    rows = {
+        "name": list(DATASETS),
+        "format": [v[1] for v in DATASETS.values()],
+        "what": [v[3] for v in DATASETS.values()],
+    }
     emit(render_table(rows, "shipped logs (sources and licences: cloudsched/data/README.md)"), None)
 
 

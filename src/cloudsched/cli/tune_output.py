@@ -23,11 +23,20 @@ def log_replay(log: Any, metric: str) -> Any:
     mean_s = float(log.trace.services.mean())
 
     def replay(cand: dict[str, Any], n: int, load: float, rng: Any) -> float:
-        run = simulate(cand["policy"], servers=n, load=load, r=min(cand["r"], n),
-                       d=cand["d"] or 2, threshold=threshold_of(cand["threshold"]), trace=log.trace,
-                       warmup=0.0, rng=rng)  # fmt: skip
-        value = run.percentiles.get("p99", math.nan) if metric == "p99" else (
-            run.mean_response_time)  # fmt: skip
+        run = simulate(
+            cand["policy"],
+            servers=n,
+            load=load,
+            r=min(cand["r"], n),
+            d=cand["d"] or 2,
+            threshold=threshold_of(cand["threshold"]),
+            trace=log.trace,
+            warmup=0.0,
+            rng=rng,
+        )
+        value = (
+            run.percentiles.get("p99", math.nan) if metric == "p99" else (run.mean_response_time)
+        )
         return float(value) / mean_s
 
     return replay
@@ -41,23 +50,46 @@ def explain(res: Any, scale: float, unit: str, fmt: str, trace: list[str] | None
     """Render the answer (table with the search log, or JSON); ``scale``: units per time."""
     if fmt == "json":
         conv = {k: v * scale for k, v in (("target", res.target),)}
-        return to_json({"metric": res.metric, **conv, "unit": unit,
-                        "rate_per_mean_service_time": res.rate,
-                        "certified": [{**c, "estimate": c["estimate"] * scale,
-                                       "low": c["low"] * scale, "high": c["high"] * scale,
-                                       "mean_response_time": c["mean_response_time"] * scale,
-                                       "replay": c["replay"] * scale}
-                                      for c in res.certified],
-                        "candidates": [{k: v for k, v in c.items() if k in (
-                            "candidate", "status", "servers")} for c in res.candidates],
-                        "search": res.log, "trace": trace})  # fmt: skip
+        return to_json(
+            {
+                "metric": res.metric,
+                **conv,
+                "unit": unit,
+                "rate_per_mean_service_time": res.rate,
+                "certified": [
+                    {
+                        **c,
+                        "estimate": c["estimate"] * scale,
+                        "low": c["low"] * scale,
+                        "high": c["high"] * scale,
+                        "mean_response_time": c["mean_response_time"] * scale,
+                        "replay": c["replay"] * scale,
+                    }
+                    for c in res.certified
+                ],
+                "candidates": [
+                    {k: v for k, v in c.items() if k in ("candidate", "status", "servers")}
+                    for c in res.candidates
+                ],
+                "search": res.log,
+                "trace": trace,
+            }
+        )
     shown_unit = "mean service times" if unit == "service" else unit
     what = f"{res.metric} <= {res.target * scale:g} {shown_unit}"
     if not res.certified:
         text = f"tune: no candidate was certified to meet {what}\n"
     else:
-        names = ["", "policy", "N", "load", res.metric, "± 95%",
-                 *(["mean"] if res.metric != "mean" else []), "msg/task"]  # fmt: skip
+        names = [
+            "",
+            "policy",
+            "N",
+            "load",
+            res.metric,
+            "± 95%",
+            *(["mean"] if res.metric != "mean" else []),
+            "msg/task",
+        ]
         cols: dict[str, list[str]] = {k: [] for k in names + (["log replay"] if trace else [])}
         for i, c in enumerate(res.certified):
             cols[""].append("best" if i == 0 else f"#{i + 1}")
@@ -76,16 +108,22 @@ def explain(res: Any, scale: float, unit: str, fmt: str, trace: list[str] | None
     text += "".join(f"not kept: {c['candidate']}: {c['status']}\n" for c in others)
     notes = []
     if trace:
-        notes.append("certified on the log's laws (i.i.d. inter-arrival and service times "
-                     "resampled from it), and checked on the log itself replayed as it is "
-                     "(log replay: every request, one sample path, no interval)")  # fmt: skip
+        notes.append(
+            "certified on the log's laws (i.i.d. inter-arrival and service times "
+            "resampled from it), and checked on the log itself replayed as it is "
+            "(log replay: every request, one sample path, no interval)"
+        )
     if any(c["policy"] == "jsq" for c in res.certified):
-        notes.append("jsq is the ideal: it reads every queue length for free (no messages "
-                     "counted), which no real dispatcher does")  # fmt: skip
-    notes.append("how: the mean field gives a lower bound on N where a model applies; "
-                 "simulations then step up N until the upper end of the 95% interval meets "
-                 "the target, and bisect back; cheapest = fewest servers, then fewest "
-                 "messages per task")  # fmt: skip
+        notes.append(
+            "jsq is the ideal: it reads every queue length for free (no messages "
+            "counted), which no real dispatcher does"
+        )
+    notes.append(
+        "how: the mean field gives a lower bound on N where a model applies; "
+        "simulations then step up N until the upper end of the 95% interval meets "
+        "the target, and bisect back; cheapest = fewest servers, then fewest "
+        "messages per task"
+    )
     text += "".join(textwrap.fill(n, 80, subsequent_indent="  ") + "\n" for n in notes)
     text += "search:\n"
     return text + "".join(f"  {line}\n" for line in res.log)

@@ -14,32 +14,38 @@ __all__ = ["DATASETS", "dataset_path", "flux_path"]
 #: name -> (file in this package, format, sha256 of the file, what it is)
 DATASETS: dict[str, tuple[str, str, str, str]] = {
     "google2011-sample": (
-        "google2011-part-00000-of-00500.csv.gz", "google2011",
+        "google2011-part-00000-of-00500.csv.gz",
+        "google2011",
         "eae977d521bc6ed5d8deef56f1e06009d41844d4eb9a7e308e610d68e1b10f18",
         "Google cluster trace 2011, task_events part 0 of 500 (CC BY 4.0)",
     ),
     "kth-sp2": (
-        "KTH-SP2-1996-2.1-cln.swf.gz", "swf",
+        "KTH-SP2-1996-2.1-cln.swf.gz",
+        "swf",
         "3e152f201fd2e96808a735bced6ea6eb0bb07fdc447689cafb0750d87b264c0b",
         "Parallel Workloads Archive, KTH IBM SP2 1996-97 (SWF)",
     ),
     "nginx-sample": (
-        "nginx-sample.log.gz", "nginx",
+        "nginx-sample.log.gz",
+        "nginx",
         "aaaa81c45db8726e4a2aad7a87a8c83a3a32f7b63e11baba4ab6ed94ede9f6d9",
         "synthetic NGINX access log, combined + $request_time $upstream_response_time",
     ),
     "envoy-sample": (
-        "envoy-sample.log.gz", "envoy",
+        "envoy-sample.log.gz",
+        "envoy",
         "1b102bffa0245c462f54d978c3e05ad5292ed81ab9fae00ccec889884663ed96",
         "synthetic Envoy access log, default format",
     ),
     "envoy-json-sample": (
-        "envoy-json-sample.log.gz", "envoy-json",
+        "envoy-json-sample.log.gz",
+        "envoy-json",
         "5fe356e5fd302e4b281fa83df49a17faeaf25fb1673d3c284d6f60bffd1ea697",
         "synthetic Envoy access log, JSON",
     ),
     "haproxy-sample": (
-        "haproxy-sample.log.gz", "haproxy",
+        "haproxy-sample.log.gz",
+        "haproxy",
         "d1eb6627305702186597d56539ca3149b00ef8a35afd09b22528995e1268bd68",
         "synthetic HAProxy HTTP log (option httplog)",
     ),

@@ -25,6 +25,7 @@ def snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, row, t):
     for i in range(snap_area.shape[1]):
         snap_area[row, i] = area[i] + cnt[i] * (t - last[i])
 
+
 @kernel(nrt=False)
 def open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, tw):
     """Open the measurement window at time ``tw``: measured ordinals count from here."""
@@ -40,6 +41,7 @@ def open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arriva
     ctl[S.C_ARR_WARM] = arrivals
     ist[S.I_PHASE] = S.MEASURE
 
+
 @kernel(nrt=False)
 def close_window(cnt, iq, ist, fst, area, last, arrivals, te):
     """Close the measurement window at time ``te`` (the run is then done)."""
@@ -51,9 +53,28 @@ def close_window(cnt, iq, ist, fst, area, last, arrivals, te):
     fst[S.F_TEND] = te
     ist[S.I_ARR_CLOSE] = arrivals
 
+
 @kernel(nrt=False, inline=True)
-def window_step(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, arr_warm,
-                arr_end, phase, now, is_arrival, t_warm, t_end):  # fmt: skip
+def window_step(
+    cnt,
+    iq,
+    ist,
+    fst,
+    msg,
+    area,
+    last,
+    snap,
+    snap_area,
+    ctl,
+    arrivals,
+    arr_warm,
+    arr_end,
+    phase,
+    now,
+    is_arrival,
+    t_warm,
+    t_end,
+):
     """Open or close the measurement window at the event just drawn (time ``now``).
 
     The window opens at arrival ``arr_warm`` (or time ``t_warm``) and closes at arrival
@@ -63,8 +84,7 @@ def window_step(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arriva
     if phase == S.WARMUP:
         if arr_end < 0 and now >= t_warm:
             phase = S.MEASURE
-            open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals,
-                        t_warm)  # fmt: skip
+            open_window(cnt, iq, ist, fst, msg, area, last, snap, snap_area, ctl, arrivals, t_warm)
             arr_warm = arrivals
         elif arr_end >= 0 and is_arrival and arrivals == arr_warm:
             phase = S.MEASURE

@@ -485,8 +485,9 @@ def build(
                     if k >= ist[S.I_NBUSY]:
                         k = ist[S.I_NBUSY] - 1
                     s = st.busy[k]
-                _remove_task(st, mt, s, now, measuring, general, wshift, segshift,
-                             par.record, scratch)  # fmt: skip
+                _remove_task(
+                    st, mt, s, now, measuring, general, wshift, segshift, par.record, scratch
+                )
                 on_departure(st, par, rng, s)
             if checkpoint:
                 status = S.CHECKPOINT
@@ -495,6 +496,7 @@ def build(
         return status
 
     key = f"{fingerprint}:{'general' if general else 'markov'}:{'checked' if checked else ''}"
-    return (specialised(init, key, boundscheck=checked),
-            specialised(run, key, _nrt=False, boundscheck=checked))  # fmt: skip
-
+    return (
+        specialised(init, key, boundscheck=checked),
+        specialised(run, key, _nrt=False, boundscheck=checked),
+    )

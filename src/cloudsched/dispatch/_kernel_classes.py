@@ -20,7 +20,7 @@ measurements read it).  The policies here choose by queue length alone (``random
   are uniform among all servers at level ``k`` (one more ``random`` when K > 1).
 * Its response time is Erlang(``k + 1``) / ``speed[c]`` (FCFS, exponential work of mean 1),
   drawn at joining; ``joins[segment, c, k]`` counts the (class, level) pairs joined, from
-  which :func:`cloudsched.dispatch.counts.erlang_histogram` gives the exact distribution.
+  which :func:`cloudsched.dispatch.erlang.erlang_histogram` gives the exact distribution.
 
 Random draws, in order, per event: ``standard_exponential`` (time step), ``random`` (event
 type, and for a departure its class and level); for an arrival one ``random`` for the level
@@ -87,8 +87,31 @@ def _arrival_class(ccnt, cnt, k, rng):
 
 
 @kernel(nrt=False)
-def run_classes(cnt, ccnt, speed, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap,
-                snap_area, ctl, lam_n, n, code, d, replace, t_warm, t_end, rng):  # fmt: skip
+def run_classes(
+    cnt,
+    ccnt,
+    speed,
+    iq,
+    ist,
+    fst,
+    msg,
+    area,
+    last,
+    bsum,
+    bcnt,
+    joins,
+    snap,
+    snap_area,
+    ctl,
+    lam_n,
+    n,
+    code,
+    d,
+    replace,
+    t_warm,
+    t_end,
+    rng,
+):
     """Advance the chain until done or until the caller must act (a status of ``state``).
 
     As :func:`cloudsched.dispatch._kernel_counts.run_counts`, with ``ccnt`` (float64,
@@ -127,9 +150,26 @@ def run_classes(cnt, ccnt, speed, iq, ist, fst, msg, area, last, bsum, bcnt, joi
         now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        phase, arr_warm, now = window_step(cnt, iq, ist, fst, msg, area, last, snap, snap_area,
-                                           ctl, arrivals, arr_warm, arr_end, phase, now,
-                                           is_arrival, t_warm, t_end)  # fmt: skip
+        phase, arr_warm, now = window_step(
+            cnt,
+            iq,
+            ist,
+            fst,
+            msg,
+            area,
+            last,
+            snap,
+            snap_area,
+            ctl,
+            arrivals,
+            arr_warm,
+            arr_end,
+            phase,
+            now,
+            is_arrival,
+            t_warm,
+            t_end,
+        )
         if phase == S.DRAIN:  # the window closed at this event
             done += 1
             continue

@@ -56,8 +56,19 @@ from cloudsched._jit import kernel
 from cloudsched.dispatch import state as S
 from cloudsched.dispatch._counts_window import snapshot, window_step
 
-__all__ = ["JIQ", "JIQ_POD", "JIQ_SQ", "JSQ", "POD", "RANDOM", "erlang_time", "join_level",
-           "run_counts", "shortest_sizes", "uniform_sizes"]  # fmt: skip
+__all__ = [
+    "JIQ",
+    "JIQ_POD",
+    "JIQ_SQ",
+    "JSQ",
+    "POD",
+    "RANDOM",
+    "erlang_time",
+    "join_level",
+    "run_counts",
+    "shortest_sizes",
+    "uniform_sizes",
+]
 
 #: Policy codes.
 RANDOM, POD, JSQ, JIQ, JIQ_POD, JIQ_SQ = range(6)
@@ -203,8 +214,30 @@ def erlang_time(rng, j):
 
 
 @kernel(nrt=False)
-def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap_area, ctl,
-               lam_n, n, m, code, d, replace, t_warm, t_end, rng):  # fmt: skip
+def run_counts(
+    cnt,
+    iq,
+    ist,
+    fst,
+    msg,
+    area,
+    last,
+    bsum,
+    bcnt,
+    joins,
+    snap,
+    snap_area,
+    ctl,
+    lam_n,
+    n,
+    m,
+    code,
+    d,
+    replace,
+    t_warm,
+    t_end,
+    rng,
+):
     """Advance the chain until done or until the caller must act (a status of ``state``).
 
     ``cnt`` (float64, ``(L,)``): servers with at least i tasks; ``iq`` (float64, ``(J,)``):
@@ -258,9 +291,26 @@ def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap
         now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        phase, arr_warm, now = window_step(cnt, iq, ist, fst, msg, area, last, snap, snap_area,
-                                           ctl, arrivals, arr_warm, arr_end, phase, now,
-                                           is_arrival, t_warm, t_end)  # fmt: skip
+        phase, arr_warm, now = window_step(
+            cnt,
+            iq,
+            ist,
+            fst,
+            msg,
+            area,
+            last,
+            snap,
+            snap_area,
+            ctl,
+            arrivals,
+            arr_warm,
+            arr_end,
+            phase,
+            now,
+            is_arrival,
+            t_warm,
+            t_end,
+        )
         if phase == S.DRAIN:  # the window closed at this event
             done += 1
             continue
@@ -334,4 +384,3 @@ def run_counts(cnt, iq, ist, fst, msg, area, last, bsum, bcnt, joins, snap, snap
     ist[S.I_MAXCAP] = jmax
     ist[S.I_EVENTS] += done
     return status
-

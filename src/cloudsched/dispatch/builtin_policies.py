@@ -155,8 +155,14 @@ class JoinIdleQueue:
         _join_if_idle(st, rng, s, 0)
 
 
-@register_policy("jiq-pod", dispatchers="required", iqueues=True, d="servers",
-                 with_replacement=True, meanfield="jiq-pod")  # fmt: skip
+@register_policy(
+    "jiq-pod",
+    dispatchers="required",
+    iqueues=True,
+    d="servers",
+    with_replacement=True,
+    meanfield="jiq-pod",
+)
 class JoinIdleQueuePod:
     """JIQ, and Pod(d) when the dispatcher's I-queue is empty."""
 
@@ -205,8 +211,9 @@ class JoinIdleQueueOriginal:
         _join_if_idle(st, rng, s, 0)
 
 
-@register_policy("jiq-threshold", dispatchers="required", iqueues=True, threshold=True,
-                 relaxation="jiq")  # fmt: skip
+@register_policy(
+    "jiq-threshold", dispatchers="required", iqueues=True, threshold=True, relaxation="jiq"
+)
 class JoinIdleQueueThreshold:
     """JIQ where a server is listed while it holds at most z tasks."""
 
@@ -231,8 +238,7 @@ class JoinIdleQueueThreshold:
         _join_if_idle(st, rng, s, par.z)
 
 
-@register_policy("jiq-sq", dispatchers="required", iqueues=True, d="dispatchers",
-                 relaxation="jiq")  # fmt: skip
+@register_policy("jiq-sq", dispatchers="required", iqueues=True, d="dispatchers", relaxation="jiq")
 class JoinIdleQueueShortest:
     """JIQ where an idle server joins the shortest of d sampled I-queues."""
 

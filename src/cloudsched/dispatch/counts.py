@@ -12,7 +12,8 @@ on N.
 Response times are exact without per-task records: a task that joins behind ``k`` tasks
 stays an Erlang(``k + 1``) time, so the histogram of the levels joined gives the
 distribution as a mixture of Erlang laws, spread over the percentile bins of the per-server
-engine (512 per octave) by their exact probabilities (:func:`erlang_histogram`).
+engine (512 per octave) by their exact probabilities
+(:func:`cloudsched.dispatch.erlang.erlang_histogram`).
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from cloudsched.dispatch._kernel_counts import (
     shortest_sizes,
     uniform_sizes,
 )
+from cloudsched.dispatch.erlang import erlang_histogram
 from cloudsched.dispatch.guard import check_deadline
 from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.replication import (
@@ -46,12 +48,17 @@ from cloudsched.dispatch.replication import (
     merge_pairs,
 )
 
-__all__ = ["CLASS_POLICIES", "COUNT_POLICIES", "MAX_SPEED_CLASSES", "CountsEngine",
-           "erlang_histogram", "meanfield_counts", "speed_classes"]
+__all__ = ["CLASS_POLICIES", "COUNT_POLICIES", "MAX_SPEED_CLASSES", "CountsEngine", "speed_classes"]
 
 #: Policies whose servers are exchangeable, and their kernel codes.
-COUNT_POLICIES = {"random": RANDOM, "pod": POD, "jsq": JSQ, "jiq": JIQ, "jiq-pod": JIQ_POD,
-                  "jiq-sq": JIQ_SQ}  # fmt: skip
+COUNT_POLICIES = {
+    "random": RANDOM,
+    "pod": POD,
+    "jsq": JSQ,
+    "jiq": JIQ,
+    "jiq-pod": JIQ_POD,
+    "jiq-sq": JIQ_SQ,
+}
 #: Policies the engine runs with speed classes (they choose by queue length alone), and the
 #: most classes it takes (its cost per event grows with them).
 CLASS_POLICIES = ("random", "pod", "jsq")
@@ -75,10 +82,14 @@ class CountsEngine:
     :data:`MAX_SPEED_CLASSES` distinct values; the farm starts empty).
     """
 
-    def __init__(self, spec: RunSpec, rng: np.random.Generator,
-                 initial: np.ndarray | None = None,
-                 iqueues: np.ndarray | None = None,
-                 speeds: np.ndarray | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        spec: RunSpec,
+        rng: np.random.Generator,
+        initial: np.ndarray | None = None,
+        iqueues: np.ndarray | None = None,
+        speeds: np.ndarray | None = None,
+    ) -> None:
         policy = get_policy(spec.policy)
         if policy.name not in COUNT_POLICIES:
             raise ValueError(f"the counts engine does not run {policy.name}")
@@ -88,8 +99,10 @@ class CountsEngine:
         if speeds is not None:
             self.speed, sizes = speed_classes(speeds)
             if policy.name not in CLASS_POLICIES or self.speed.size > MAX_SPEED_CLASSES:
-                raise ValueError(f"the counts engine runs speed classes for "
-                                 f"{', '.join(CLASS_POLICIES)}, at most {MAX_SPEED_CLASSES}")
+                raise ValueError(
+                    f"the counts engine runs speed classes for "
+                    f"{', '.join(CLASS_POLICIES)}, at most {MAX_SPEED_CLASSES}"
+                )
             if initial is not None or sizes.sum() != spec.n:
                 raise ValueError("speed classes start empty, with one speed per server")
         self.spec, self.policy, self.rng = spec, policy, rng
@@ -175,35 +188,87 @@ class CountsEngine:
             self.wall += time.perf_counter() - t0
 
     def _run(self) -> int:
-        lam_n, t_warm, t_end = (float(self.spec.rate * self.n), float(self.spec.t_warm),
-                                float(self.spec.t_end))  # fmt: skip
+        lam_n, t_warm, t_end = (
+            float(self.spec.rate * self.n),
+            float(self.spec.t_warm),
+            float(self.spec.t_end),
+        )
         if self.speed is not None:
-            return int(run_classes(
-                self.cnt, self.ccnt, self.speed, self.iq, self.ist, self.fst, self.msg,
-                self.area, self.last, self.bsum, self.bcnt, self.joins, self.snap,
-                self.snap_area, self.ctl, lam_n, float(self.n), self.code, self.d,
-                bool(self.spec.replace), t_warm, t_end, self.rng))  # fmt: skip
-        return int(run_counts(
-            self.cnt, self.iq, self.ist, self.fst, self.msg, self.area, self.last, self.bsum,
-            self.bcnt, self.joins, self.snap, self.snap_area, self.ctl, lam_n, float(self.n),
-            self.m, self.code, self.d, bool(self.spec.replace), t_warm, t_end,
-            self.rng))  # fmt: skip
+            return int(
+                run_classes(
+                    self.cnt,
+                    self.ccnt,
+                    self.speed,
+                    self.iq,
+                    self.ist,
+                    self.fst,
+                    self.msg,
+                    self.area,
+                    self.last,
+                    self.bsum,
+                    self.bcnt,
+                    self.joins,
+                    self.snap,
+                    self.snap_area,
+                    self.ctl,
+                    lam_n,
+                    float(self.n),
+                    self.code,
+                    self.d,
+                    bool(self.spec.replace),
+                    t_warm,
+                    t_end,
+                    self.rng,
+                )
+            )
+        return int(
+            run_counts(
+                self.cnt,
+                self.iq,
+                self.ist,
+                self.fst,
+                self.msg,
+                self.area,
+                self.last,
+                self.bsum,
+                self.bcnt,
+                self.joins,
+                self.snap,
+                self.snap_area,
+                self.ctl,
+                lam_n,
+                float(self.n),
+                self.m,
+                self.code,
+                self.d,
+                bool(self.spec.replace),
+                t_warm,
+                t_end,
+                self.rng,
+            )
+        )
 
     def _more_levels(self) -> None:
         from cloudsched.resources import check_memory
 
         new = 2 * self.cnt.size
-        check_memory("load", f"{self.policy.name} at load {self.spec.rate:g}",
-                     8.0 * new * (self.snap.shape[0] + S.H_SEGMENTS + 4),
-                     "the longest queue's levels (growing: is the farm overloaded?)")  # fmt: skip
+        check_memory(
+            "load",
+            f"{self.policy.name} at load {self.spec.rate:g}",
+            8.0 * new * (self.snap.shape[0] + S.H_SEGMENTS + 4),
+            "the longest queue's levels (growing: is the farm overloaded?)",
+        )
 
         def grow(a: np.ndarray, fill: float) -> np.ndarray:
             out = np.full((*a.shape[:-1], new), fill)
             out[..., : a.shape[-1]] = a
             return out
 
-        self.cnt, self.area, self.ccnt = grow(self.cnt, 0.0), grow(self.area, 0.0), grow(
-            self.ccnt, 0.0)  # fmt: skip
+        self.cnt, self.area, self.ccnt = (
+            grow(self.cnt, 0.0),
+            grow(self.area, 0.0),
+            grow(self.ccnt, 0.0),
+        )
         self.last = grow(self.last, self.fst[S.F_NOW])
         self.joins, self.snap_area = grow(self.joins, 0.0), grow(self.snap_area, 0.0)
 
@@ -268,52 +333,9 @@ class CountsEngine:
         )
 
 
-def _bin_edges() -> np.ndarray:
-    """Lower edges of the response-time histogram's bins, and the top edge of the last."""
-    k = np.arange(S.H_BINS + 1)
-    octave, sub = np.divmod(k, S.H_SUB)
-    return np.ldexp(0.5 + sub / (2.0 * S.H_SUB), octave + S.H_EMIN)
-
-
-def erlang_histogram(joins: np.ndarray, speeds: np.ndarray | None = None) -> np.ndarray:
-    """Spread joins at each level over the response-time bins, by Erlang(level + 1) mass.
-
-    ``joins`` (``(segments, L)``): how many measured tasks joined a server holding ``k``
-    tasks; with ``speeds`` (``(K,)``), ``(segments, K, L)`` per speed class, a class-``c``
-    time being Erlang(``k + 1``) / ``speeds[c]``.  Returns the expected bin counts (float64,
-    ``(segments, H_BINS)``): the exact response-time distribution of those tasks, binned as
-    the per-server engine bins its measured times (mass below the first bin goes to it,
-    above the last to the last).
-    """
-    if speeds is not None:
-        return sum((_erlang_bins(joins[:, c, :], float(s)) for c, s in enumerate(speeds)),
-                   np.zeros((joins.shape[0], S.H_BINS)))  # fmt: skip
-    return _erlang_bins(joins, 1.0)
-
-
-def _erlang_bins(joins: np.ndarray, speed: float) -> np.ndarray:
-    out = np.zeros((joins.shape[0], S.H_BINS))
-    used = np.flatnonzero(joins.sum(axis=0))
-    if used.size == 0:
-        return out
-    from scipy import special  # (0.15 s to import: only when a run ends)
-
-    edges = _bin_edges()
-    top = used.max() + 1.0
-    # bins outside [1e-9 (k+1), 60 + 4 (k+1)] / speed hold < 1e-12 of every level's mass
-    lo = int(np.searchsorted(edges, 1e-9 / speed))
-    hi = min(int(np.searchsorted(edges, (60.0 + 4.0 * top) / speed)) + 1, S.H_BINS)
-    x = edges[lo : hi + 1] * speed
-    cdf = special.gammainc(used[:, None] + 1.0, x[None, :])  # (levels used, edges)
-    mass = np.diff(cdf, axis=1)
-    mass[:, 0] += cdf[:, 0]  # below the first edge kept
-    mass[:, -1] += 1.0 - cdf[:, -1]  # above the last
-    out[:, lo:hi] = joins[:, used] @ mass
-    return out
-
-
-def _iqueue_counts(code: int, spec: RunSpec, cnt: np.ndarray, given: np.ndarray | None,
-                   rng: np.random.Generator) -> np.ndarray:  # fmt: skip
+def _iqueue_counts(
+    code: int, spec: RunSpec, cnt: np.ndarray, given: np.ndarray | None, rng: np.random.Generator
+) -> np.ndarray:
     """I-queues per number of entries at time 0 (``[M]``: none listed, no I-queues)."""
     out = np.zeros(64)
     if code not in (JIQ, JIQ_POD, JIQ_SQ):
@@ -341,46 +363,3 @@ def _iqueue_counts(code: int, spec: RunSpec, cnt: np.ndarray, given: np.ndarray 
     if out.sum() != spec.m or listed != cnt[0] - cnt[1]:
         raise ValueError("the I-queues must list every idle server once")
     return out
-
-
-def _multinomial(total: int, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-    p = np.clip(probs, 0.0, None)
-    return rng.multinomial(total, p / p.sum()).astype(np.int64)
-
-
-def meanfield_counts(policy: str, servers: int, dispatchers: int, load: float, *, r: float,
-                     d: int, rng: np.random.Generator,
-                     ) -> tuple[np.ndarray, np.ndarray | None]:  # fmt: skip
-    """Draw a start from the mean field: servers per queue length, and I-queues per size.
-
-    The same law as :func:`cloudsched.dispatch.initial.meanfield_state`, as multinomial
-    draws: O(levels), not O(N).  Without I-queues every server's queue is drawn from the
-    occupancy ``q_i``; for jiq and jiq-pod each of the M I-queue sizes from the I-queue law
-    ``p_j``, that many idle servers, and every other server busy with a queue drawn from
-    ``q_i`` given ``i >= 1`` (when the sizes add up to more than N, as in a tiny farm, N of
-    the entries are kept at random and every server is idle).
-    """
-    from cloudsched.dispatch.theory.meanfield import predict
-    from cloudsched.dispatch.theory.models import MODELS
-
-    iqueues = MODELS[policy].iqueues
-    pred = predict(policy, [load], r=r if iqueues else 1.0, d=d, tail_tol=1e-300,
-                   max_tail=10_000)  # fmt: skip
-    occupancy = pred.occupancy(0)
-    if not iqueues:
-        return _multinomial(servers, occupancy, rng), None
-    sizes = _multinomial(dispatchers, pred.iqueue(0), rng)
-    idle = int(np.arange(sizes.size) @ sizes)
-    if idle > servers:  # more listed than servers: entries dropped at random, as there
-        each = np.repeat(np.arange(sizes.size), sizes)  # the M sizes (their order is moot)
-        members = rng.permutation(np.repeat(np.arange(dispatchers), each))[:servers]
-        kept = np.bincount(members, minlength=dispatchers)
-        return np.array([servers], np.int64), np.bincount(kept)
-    queues = np.zeros(occupancy.size + 1, np.int64)
-    queues[0] = idle
-    busy = occupancy[1:]
-    if busy.sum() > 0:
-        queues[1 : busy.size + 1] = _multinomial(servers - idle, busy, rng)
-    else:
-        queues[1] = servers - idle
-    return queues, sizes

@@ -103,9 +103,16 @@ class Engine:
         self.wall = 0.0
         self.at_checkpoint = False
         queues = initial.queues if initial is not None else _NO_INT
-        self._call(self._init, self.st, self.mt, self.par, rng, queues,
-                   initial.iqueue if initial is not None else _NO_INT,
-                   initial.services if initial is not None else _NO_FLOAT)  # fmt: skip
+        self._call(
+            self._init,
+            self.st,
+            self.mt,
+            self.par,
+            rng,
+            queues,
+            initial.iqueue if initial is not None else _NO_INT,
+            initial.services if initial is not None else _NO_FLOAT,
+        )
         self.ctl[S.C_BUDGET] = 0
         self._call(self._run, self.st, self.mt, self.tasks, self.par, self.ctl, rng)  # compile
 
@@ -130,8 +137,9 @@ class Engine:
 
     def _advance(self) -> bool:
         while True:
-            status = self._call(self._run, self.st, self.mt, self.tasks, self.par, self.ctl,
-                                self.rng)  # fmt: skip
+            status = self._call(
+                self._run, self.st, self.mt, self.tasks, self.par, self.ctl, self.rng
+            )
             self._check_deadline()
             if status == S.DONE:
                 return True
@@ -143,8 +151,9 @@ class Engine:
                 return False
             if status == S.BAD_SERVER:
                 bad = int(self.st.ist[S.I_BAD])
-                raise PluginError(self.policy.name, f"choose returned server {bad}, outside "
-                                  f"[0, {self.n - 1}]")  # fmt: skip
+                raise PluginError(
+                    self.policy.name, f"choose returned server {bad}, outside [0, {self.n - 1}]"
+                )
             self._grow(status)
 
     def _room(self, extra: float, what: str) -> None:
@@ -158,8 +167,12 @@ class Engine:
 
         held = sum(a.nbytes for a in (*self.st, *self.mt) if isinstance(a, np.ndarray))
         shown = f"{self.st.pool.shape[0]:,} tasks in the system" if what == "pool" else what
-        check_memory("load", f"{self.policy.name} at load {self.spec.rate:g}", held + extra,
-                     f"the run's queues ({shown}, and growing: is some server overloaded?)")
+        check_memory(
+            "load",
+            f"{self.policy.name} at load {self.spec.rate:g}",
+            held + extra,
+            f"the run's queues ({shown}, and growing: is some server overloaded?)",
+        )
 
     def _grow(self, status: int) -> None:
         st, ist = self.st, self.st.ist
@@ -179,13 +192,17 @@ class Engine:
         elif status == S.NEED_LEVELS:
             new = 2 * st.cnt.size
             self._room(8.0 * new * (4 + self.mt.snap_area.shape[0]), "the longest queue's levels")
-            self.st = st._replace(cnt=_grow(st.cnt, new, 0.0), bstart=_grow(st.bstart, new + 1,
-                                                                            self.n))  # fmt: skip
+            self.st = st._replace(
+                cnt=_grow(st.cnt, new, 0.0), bstart=_grow(st.bstart, new + 1, self.n)
+            )
             mt = self.mt
             grown = np.zeros((mt.snap_area.shape[0], new))
             grown[:, : mt.snap_area.shape[1]] = mt.snap_area
-            self.mt = mt._replace(area=_grow(mt.area, new, 0.0),
-                                  last=_grow(mt.last, new, st.fst[S.F_NOW]), snap_area=grown)
+            self.mt = mt._replace(
+                area=_grow(mt.area, new, 0.0),
+                last=_grow(mt.last, new, st.fst[S.F_NOW]),
+                snap_area=grown,
+            )
         elif status == S.NEED_TASKS:
             assert self.source is not None
             arr, svc, last = self.source.next_chunk()
@@ -195,8 +212,9 @@ class Engine:
         elif status == S.BUFFER_FULL:
             old_buf = self.mt.buf
             self._room(8.0 * (old_buf.size // 2 + 1024), "the response times kept")
-            self.mt = self.mt._replace(buf=_grow(old_buf, old_buf.size + old_buf.size // 2 + 1024,
-                                                 np.nan))  # fmt: skip
+            self.mt = self.mt._replace(
+                buf=_grow(old_buf, old_buf.size + old_buf.size // 2 + 1024, np.nan)
+            )
         elif status == S.NEED_MERGE:
             self._merge()
         else:  # pragma: no cover - the kernel returns only the codes above
@@ -293,8 +311,13 @@ class Engine:
         return self.st.pool.shape[0] - free
 
 
-def _new_state(spec: RunSpec, policy: Policy, initial: InitialState | None,
-               speeds: np.ndarray | None, general: bool) -> S.State:  # fmt: skip
+def _new_state(
+    spec: RunSpec,
+    policy: Policy,
+    initial: InitialState | None,
+    speeds: np.ndarray | None,
+    general: bool,
+) -> S.State:
     """Allocate the state record (``init`` fills it)."""
     i64 = np.int64
     n, m = spec.n, spec.m
@@ -306,16 +329,26 @@ def _new_state(spec: RunSpec, policy: Policy, initial: InitialState | None,
     dsp = np.zeros((m, S.DSP_COLS), i64)
     dsp[:, S.D_CAP] = cap0
     return S.State(
-        srv=np.empty((n, S.SRV_COLS), i64), dsp=dsp,
+        srv=np.empty((n, S.SRV_COLS), i64),
+        dsp=dsp,
         arena=np.zeros((m * cap0 + 2 * n + 1024) if policy.iqueues else 1, i64),
-        free_head=np.empty(64, i64), pool=np.empty((pool, S.POOL_COLS)),
-        busy=np.zeros(n, i64), cnt=np.zeros(levels), bstart=np.empty(levels + 1, i64),
-        jperm=np.empty(n, i64), perm=np.empty(n, i64), dperm=np.empty(m, i64),
-        sample=np.zeros(max(1, spec.d), i64), mem=np.zeros(policy.memory_size(n, m), i64),
-        heap=np.zeros(n if general else 1, i64), hkey=np.zeros(n if general else 1),
+        free_head=np.empty(64, i64),
+        pool=np.empty((pool, S.POOL_COLS)),
+        busy=np.zeros(n, i64),
+        cnt=np.zeros(levels),
+        bstart=np.empty(levels + 1, i64),
+        jperm=np.empty(n, i64),
+        perm=np.empty(n, i64),
+        dperm=np.empty(m, i64),
+        sample=np.zeros(max(1, spec.d), i64),
+        mem=np.zeros(policy.memory_size(n, m), i64),
+        heap=np.zeros(n if general else 1, i64),
+        hkey=np.zeros(n if general else 1),
         speed=np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64),
-        ist=np.zeros(S.N_IST, i64), fst=np.zeros(S.N_FST), msg=np.zeros(4, i64),
-    )  # fmt: skip
+        ist=np.zeros(S.N_IST, i64),
+        fst=np.zeros(S.N_FST),
+        msg=np.zeros(4, i64),
+    )
 
 
 def _new_meter(spec: RunSpec, levels: int) -> S.Meter:
@@ -331,11 +364,16 @@ def _new_meter(spec: RunSpec, levels: int) -> S.Meter:
     else:  # grown by half when the window outlasts it
         buf = int(min(_BUFFER, 1.05 * expected + 1024))
     return S.Meter(
-        area=np.zeros(levels), last=np.zeros(levels), bsum=np.zeros(micro),
-        bcnt=np.zeros(micro, np.int64), hist=np.zeros((S.H_SEGMENTS, S.H_BINS), np.int64),
-        snap=np.zeros((micro + 1, S.N_SNAP)), snap_area=np.zeros((micro + 1, levels)),
-        buf=np.full(buf, np.nan, np.float32), scratch=np.zeros(1),
-    )  # fmt: skip
+        area=np.zeros(levels),
+        last=np.zeros(levels),
+        bsum=np.zeros(micro),
+        bcnt=np.zeros(micro, np.int64),
+        hist=np.zeros((S.H_SEGMENTS, S.H_BINS), np.int64),
+        snap=np.zeros((micro + 1, S.N_SNAP)),
+        snap_area=np.zeros((micro + 1, levels)),
+        buf=np.full(buf, np.nan, np.float32),
+        scratch=np.zeros(1),
+    )
 
 
 def run_once(

@@ -31,18 +31,24 @@ class TimeLimitExceeded(ExternalError):
     """A run went past its wall-clock limit (``time_limit``); the message says where."""
 
     def __init__(self, policy: Policy, events: int, stuck: bool) -> None:
-        why = (f"inside one call of {policy.name}'s compiled hooks (a hook that never returns?)"
-               if stuck else f"after {events:,} events: a larger time_limit, a coarser "
-               "precision or a smaller max_tasks")  # fmt: skip
+        why = (
+            f"inside one call of {policy.name}'s compiled hooks (a hook that never returns?)"
+            if stuck
+            else f"after {events:,} events: a larger time_limit, a coarser "
+            "precision or a smaller max_tasks"
+        )
         super().__init__(f"the run was stopped at its time limit, {why}")
 
 
 def plugin_failure(policy: Policy, exc: Exception) -> PluginError:
     """Return the one-line error of a plug-in that failed to compile or raised."""
     if isinstance(exc, IndexError) and str(exc) == "index is out of bounds":
-        return PluginError(policy.name, "a hook indexed outside an array (st.mem beyond its "
-                           "declared size, or a server outside [0, N)): IndexError, caught by "
-                           "the bounds checks plug-ins are compiled with")  # fmt: skip
+        return PluginError(
+            policy.name,
+            "a hook indexed outside an array (st.mem beyond its "
+            "declared size, or a server outside [0, N)): IndexError, caught by "
+            "the bounds checks plug-ins are compiled with",
+        )
     if not isinstance(exc, numba.core.errors.NumbaError):
         return PluginError(policy.name, f"a hook raised {type(exc).__name__}: {exc}")
     text = _ANSI.sub("", str(exc))
@@ -61,16 +67,21 @@ def plugin_failure(policy: Policy, exc: Exception) -> PluginError:
     return PluginError(policy.name, f"failed to compile{where}: {why}")
 
 
-
-def check_deadline(policy: Policy, deadline: float | None, events: int,
-                   stuck: bool = False) -> None:  # fmt: skip
+def check_deadline(
+    policy: Policy, deadline: float | None, events: int, stuck: bool = False
+) -> None:
     """Stop a run past its deadline (``stuck``: inside one call of the kernel)."""
     if deadline is not None and time.perf_counter() > deadline:
         raise TimeLimitExceeded(policy, events, stuck)
 
 
-def call_kernel(policy: Policy, fn: Callable[..., Any], args: tuple[Any, ...],
-                deadline: float | None, events: Callable[[], int]) -> Any:  # fmt: skip
+def call_kernel(
+    policy: Policy,
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    deadline: float | None,
+    events: Callable[[], int],
+) -> Any:
     """Call ``fn(*args)`` for ``policy`` (see the module notes)."""
     if policy.builtin:
         return fn(*args)

@@ -24,7 +24,7 @@ from cloudsched.dispatch.theory.meanfield import predict
 from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.dispatch.workload.distributions import Distribution
 
-__all__ = ["has_meanfield_start", "meanfield_state"]
+__all__ = ["has_meanfield_start", "meanfield_counts", "meanfield_state"]
 
 _NONE = np.zeros(0, dtype=np.int64)
 
@@ -95,3 +95,49 @@ def meanfield_state(
     if service is not None:
         services = service.sample(rng, int(queues.sum()))
     return InitialState(queues, iqueue, services)
+
+
+def _multinomial(total: int, probs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    p = np.clip(probs, 0.0, None)
+    return rng.multinomial(total, p / p.sum()).astype(np.int64)
+
+
+def meanfield_counts(
+    policy: str,
+    servers: int,
+    dispatchers: int,
+    load: float,
+    *,
+    r: float,
+    d: int,
+    rng: np.random.Generator,
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """Draw a start from the mean field: servers per queue length, and I-queues per size.
+
+    The same law as :func:`cloudsched.dispatch.initial.meanfield_state`, as multinomial
+    draws: O(levels), not O(N).  Without I-queues every server's queue is drawn from the
+    occupancy ``q_i``; for jiq and jiq-pod each of the M I-queue sizes from the I-queue law
+    ``p_j``, that many idle servers, and every other server busy with a queue drawn from
+    ``q_i`` given ``i >= 1`` (when the sizes add up to more than N, as in a tiny farm, N of
+    the entries are kept at random and every server is idle).
+    """
+    iqueues = MODELS[policy].iqueues
+    pred = predict(policy, [load], r=r if iqueues else 1.0, d=d, tail_tol=1e-300, max_tail=10_000)
+    occupancy = pred.occupancy(0)
+    if not iqueues:
+        return _multinomial(servers, occupancy, rng), None
+    sizes = _multinomial(dispatchers, pred.iqueue(0), rng)
+    idle = int(np.arange(sizes.size) @ sizes)
+    if idle > servers:  # more listed than servers: entries dropped at random, as there
+        each = np.repeat(np.arange(sizes.size), sizes)  # the M sizes (their order is moot)
+        members = rng.permutation(np.repeat(np.arange(dispatchers), each))[:servers]
+        kept = np.bincount(members, minlength=dispatchers)
+        return np.array([servers], np.int64), np.bincount(kept)
+    queues = np.zeros(occupancy.size + 1, np.int64)
+    queues[0] = idle
+    busy = occupancy[1:]
+    if busy.sum() > 0:
+        queues[1 : busy.size + 1] = _multinomial(servers - idle, busy, rng)
+    else:
+        queues[1] = servers - idle
+    return queues, sizes

@@ -72,9 +72,14 @@ def estimate(
     truncation = None if warmup is None else math.ceil(warmup * used - 1e-9)
     end = raw.t_end if used == raw.batches_used else float(raw.snap[used, K.SN_T])
     return analyse_series(
-        raw.batch_sum[:used], raw.batch_count[:used], _times(raw.snap, used, end),
-        batches=batches, relaxation=relaxation, truncation=truncation, level=level,
-    )  # fmt: skip
+        raw.batch_sum[:used],
+        raw.batch_count[:used],
+        _times(raw.snap, used, end),
+        batches=batches,
+        relaxation=relaxation,
+        truncation=truncation,
+        level=level,
+    )
 
 
 @dataclass(frozen=True)
@@ -186,9 +191,12 @@ def _check(engines: Sequence[Engine], batches: int, relaxation: float, precision
         if k < max(8, batches):
             return _Status(False, 0.0, math.inf)
         est = analyse_series(
-            eng.mt.bsum[:k], eng.mt.bcnt[:k], eng.mt.snap[: k + 1, K.SN_T],
-            batches=batches, relaxation=relaxation,
-        )  # fmt: skip
+            eng.mt.bsum[:k],
+            eng.mt.bcnt[:k],
+            eng.mt.snap[: k + 1, K.SN_T],
+            batches=batches,
+            relaxation=relaxation,
+        )
         ests.append(est)
         spans.append(est.batch_span * est.batches)
         prefixes.append(k)

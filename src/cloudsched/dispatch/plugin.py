@@ -145,8 +145,9 @@ class Policy:
         size = {"dispatchers": m, "servers": n}.get(str(self.memory), self.memory)
         return max(1, int(size))
 
-    def kernels(self, general: bool, unchecked: bool = False,
-                ) -> tuple[Callable[..., Any], Callable[..., Any]]:  # fmt: skip
+    def kernels(
+        self, general: bool, unchecked: bool = False
+    ) -> tuple[Callable[..., Any], Callable[..., Any]]:
         """Return the compiled ``init`` and ``run`` of this policy for one engine.
 
         ``general``: the event-list engine, else the Markov-chain one.  A plug-in's kernels
@@ -165,12 +166,19 @@ class Policy:
             # too): the kernel's own module is added by the cache itself
             module = getattr(h["choose"], "py_func", h["choose"]).__module__
             fingerprint = hashlib.sha256(
-                f"{self.fingerprint}:{source_fingerprint(module)}".encode()).hexdigest()
+                f"{self.fingerprint}:{source_fingerprint(module)}".encode()
+            ).hexdigest()
             _COMPILED[key] = build(
-                h["choose"], h["on_arrival"], h["on_departure"], h["on_start"],
-                iqueues=self.iqueues, per_dispatcher=self.per_dispatcher,
-                general=bool(general), fingerprint=fingerprint, checked=checked,
-            )  # fmt: skip
+                h["choose"],
+                h["on_arrival"],
+                h["on_departure"],
+                h["on_start"],
+                iqueues=self.iqueues,
+                per_dispatcher=self.per_dispatcher,
+                general=bool(general),
+                fingerprint=fingerprint,
+                checked=checked,
+            )
         return _COMPILED[key]
 
 
@@ -194,8 +202,7 @@ def _check_options(name: str, options: dict[str, Any]) -> None:
     if memory not in ("dispatchers", "servers") and (
         isinstance(memory, bool) or not isinstance(memory, int) or not 0 <= memory <= 2**20
     ):
-        raise ValueError(f"{name}: memory must be 'dispatchers', 'servers' or an int in "
-                         "[0, 2^20]")  # fmt: skip
+        raise ValueError(f"{name}: memory must be 'dispatchers', 'servers' or an int in [0, 2^20]")
     for key in ("meanfield", "relaxation"):
         if options[key] is not None and options[key] not in BORROWABLE:
             raise ValueError(f"{name}: {key} must be one of {BORROWABLE} or None")
@@ -225,9 +232,16 @@ def register_policy(
     first line describes it.  Returns the class unchanged (with ``policy`` set to the
     :class:`Policy`).
     """
-    options = {"dispatchers": dispatchers, "d": d, "threshold": threshold,
-               "with_replacement": with_replacement, "iqueues": iqueues, "memory": memory,
-               "meanfield": meanfield, "relaxation": relaxation}  # fmt: skip
+    options = {
+        "dispatchers": dispatchers,
+        "d": d,
+        "threshold": threshold,
+        "with_replacement": with_replacement,
+        "iqueues": iqueues,
+        "memory": memory,
+        "meanfield": meanfield,
+        "relaxation": relaxation,
+    }
     if not isinstance(name, str) or not name or ":" in name or name != name.strip():
         raise ValueError(f"policy name {name!r}: a non-empty string without ':' or spaces")
     _check_options(name, options)
@@ -244,12 +258,20 @@ def register_policy(
         hooks = {k: jit(raw.get(k, _DEFAULTS.get(k, _noop_choose))) for k in _HOOKS}
         doc = (cls.__doc__ or "").strip().splitlines()
         policy = Policy(
-            name=name, description=doc[0] if doc else "", hooks=hooks, dispatchers=dispatchers,
-            d=d, threshold=threshold, with_replacement=with_replacement, iqueues=iqueues,
-            memory=memory, meanfield=meanfield,
-            relaxation=relaxation or meanfield or "random", source=source,
+            name=name,
+            description=doc[0] if doc else "",
+            hooks=hooks,
+            dispatchers=dispatchers,
+            d=d,
+            threshold=threshold,
+            with_replacement=with_replacement,
+            iqueues=iqueues,
+            memory=memory,
+            meanfield=meanfield,
+            relaxation=relaxation or meanfield or "random",
+            source=source,
             fingerprint=_fingerprint(name, cls, options),
-        )  # fmt: skip
+        )
         _REGISTRY[name] = policy
         if source is not None:
             _PLUGIN_NAMES.setdefault(source, []).append(name)

@@ -67,20 +67,29 @@ def get_policy(ref: str | Policy) -> Policy:
     names = load_plugin(path)
     if name is None:
         if len(names) != 1:
-            raise PluginError(ref, f"the file registers {len(names)} policies "
-                              f"({', '.join(names)}): add :NAME")  # fmt: skip
+            raise PluginError(
+                ref, f"the file registers {len(names)} policies ({', '.join(names)}): add :NAME"
+            )
         name = names[0]
     if name not in names:
-        raise PluginError(ref, f"the file registers no policy {name!r} "
-                          f"(it registers {', '.join(names)})")  # fmt: skip
+        raise PluginError(
+            ref, f"the file registers no policy {name!r} (it registers {', '.join(names)})"
+        )
     return registered()[name]
 
 
 def policy_table() -> list[dict[str, object]]:
     """One row per registered policy: name, description and what it needs."""
     return [
-        {"policy": p.name, "description": p.description, "dispatchers": p.dispatchers,
-         "d": p.d or "", "threshold": p.threshold, "iqueues": p.iqueues,
-         "mean_field": p.meanfield or "", "source": p.source or "built-in"}
+        {
+            "policy": p.name,
+            "description": p.description,
+            "dispatchers": p.dispatchers,
+            "d": p.d or "",
+            "threshold": p.threshold,
+            "iqueues": p.iqueues,
+            "mean_field": p.meanfield or "",
+            "source": p.source or "built-in",
+        }
         for p in registered().values()
-    ]  # fmt: skip
+    ]

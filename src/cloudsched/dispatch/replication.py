@@ -15,8 +15,16 @@ import numpy as np
 from cloudsched.dispatch import state as S
 from cloudsched.dispatch.plugin import Policy
 
-__all__ = ["MICRO_BATCHES", "InitialState", "RawRun", "RunSpec", "TaskSource", "initial_width",
-           "measured_arrivals", "merge_pairs"]  # fmt: skip
+__all__ = [
+    "MICRO_BATCHES",
+    "InitialState",
+    "RawRun",
+    "RunSpec",
+    "TaskSource",
+    "initial_width",
+    "measured_arrivals",
+    "merge_pairs",
+]
 
 #: Micro-batches kept per run (a power of two, a multiple of the histogram segments).
 MICRO_BATCHES = 1024
@@ -108,10 +116,17 @@ class RunSpec:
 
     def params(self) -> S.Params:
         """Return the kernel's parameter record."""
-        return S.Params(n=int(self.n), m=int(self.m), d=int(self.d), z=int(self.z),
-                        replace=bool(self.replace), lam_n=float(self.rate * self.n),
-                        t_warm=float(self.t_warm), t_end=float(self.t_end),
-                        record=bool(self.record))  # fmt: skip
+        return S.Params(
+            n=int(self.n),
+            m=int(self.m),
+            d=int(self.d),
+            z=int(self.z),
+            replace=bool(self.replace),
+            lam_n=float(self.rate * self.n),
+            t_warm=float(self.t_warm),
+            t_end=float(self.t_end),
+            record=bool(self.record),
+        )
 
 
 @dataclass(frozen=True)
@@ -148,8 +163,14 @@ def initial_width(spec: RunSpec) -> int:
     return 1 << max(0, int(width) - 1).bit_length()
 
 
-def merge_pairs(bsum: np.ndarray, bcnt: np.ndarray, snap: np.ndarray, snap_area: np.ndarray,
-                segments: np.ndarray, ctl: np.ndarray) -> None:  # fmt: skip
+def merge_pairs(
+    bsum: np.ndarray,
+    bcnt: np.ndarray,
+    snap: np.ndarray,
+    snap_area: np.ndarray,
+    segments: np.ndarray,
+    ctl: np.ndarray,
+) -> None:
     """Merge micro-batches in pairs, in place (the width in ``ctl`` doubles).
 
     ``snap`` / ``snap_area`` keep the rows of the merged batches' openings; ``segments``

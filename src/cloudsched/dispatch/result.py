@@ -24,7 +24,7 @@ from cloudsched.dispatch.measure import (
 from cloudsched.dispatch.replication import RawRun
 from cloudsched.dispatch.spec import DEFAULT_BATCHES, SimulationSpec, overload_note
 from cloudsched.errors import ParameterError
-from cloudsched.results import finite_or_none
+from cloudsched.results import finite_or_none, interval, interval_columns
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate
 
 __all__ = ["PERCENTILES", "SimulationResult", "summarise"]
@@ -106,7 +106,7 @@ class SimulationResult:
         """
         nested = ("ci95", "percentiles", "tail", "occupancy", "messages", "warnings")
         row = {k: v for k, v in self.to_dict().items() if k not in nested}
-        row["ci95_low"], row["ci95_high"] = self.ci95 if self.ci95 else (math.nan, math.nan)
+        row.update(interval_columns(self.ci95))
         row.update(self.percentiles)
         row.update({f"msg_{k}": v for k, v in self.messages.items()})
         row["warnings"] = "; ".join(self.warnings)
@@ -141,40 +141,62 @@ def summarise(
     wins = [window(raw, est.truncation) for raw, est in zip(runs, ests, strict=True)]
     if any(raw.batches_used == 0 or est.batches == 0 for raw, est in zip(runs, ests, strict=True)):
         raise ParameterError(
-            "horizon" if spec.horizon is not None else "tasks", spec.horizon or spec.tasks,
+            "horizon" if spec.horizon is not None else "tasks",
+            spec.horizon or spec.tasks,
             "long enough for tasks to arrive and be measured after the warm-up",
-        )  # fmt: skip
+        )
     steady, notes = _verdict(spec, ests, wins, relax)
     centre, ci, reached, method = _interval(spec, ests, steady, notes)
     if reason == "max_tasks" and spec.open_ended:
         shown = "none" if reached is None else f"{100 * reached:.3g}%"
-        notes.append(f"stopped at max_tasks = {max(r.measured for r in runs)} arrivals before "
-                     f"the stopping rule held: precision reached {shown} (target "
-                     f"{100 * spec.precision:.3g}%)")  # fmt: skip
+        notes.append(
+            f"stopped at max_tasks = {max(r.measured for r in runs)} arrivals before "
+            f"the stopping rule held: precision reached {shown} (target "
+            f"{100 * spec.precision:.3g}%)"
+        )
     averages = _averages(spec, wins)
     events, wall = sum(run.events for run in runs), sum(run.wall_seconds for run in runs)
     work, model = spec.work, spec.model
     return SimulationResult(
-        policy=model.name, plugin=model.source, servers=spec.servers, dispatchers=spec.m,
-        load=work.load, d=spec.d, threshold=spec.threshold,
-        with_replacement=spec.with_replacement, tasks=spec.tasks, horizon=spec.horizon,
-        warmup=str(spec.warmup), replications=len(runs), seed=seed, mean_response_time=centre,
-        ci95=ci, ci_method=method, steady_state=steady, initial=spec.start,
+        policy=model.name,
+        plugin=model.source,
+        servers=spec.servers,
+        dispatchers=spec.m,
+        load=work.load,
+        d=spec.d,
+        threshold=spec.threshold,
+        with_replacement=spec.with_replacement,
+        tasks=spec.tasks,
+        horizon=spec.horizon,
+        warmup=str(spec.warmup),
+        replications=len(runs),
+        seed=seed,
+        mean_response_time=centre,
+        ci95=ci,
+        ci_method=method,
+        steady_state=steady,
+        initial=spec.start,
         warmup_detected=all(e.warmup_found for e in ests) and fixed is None,
         warmup_time=float(np.mean([w.start for w in wins])),
         measured_time=float(sum(w.duration for w in wins)),
         relaxation_estimate=max(e.relaxation for e in ests),
         precision_target=spec.precision if spec.open_ended else None,
-        precision_reached=reached, stop_reason=reason, warnings=tuple(notes),
-        percentiles=_percentiles(runs, wins), **averages,
-        measured_tasks=sum(int(run.batch_count[est.truncation : run.batches_estimated].sum())
-                           for run, est in zip(runs, ests, strict=True)),
-        events=events, wall_seconds=wall,
+        precision_reached=reached,
+        stop_reason=reason,
+        warnings=tuple(notes),
+        percentiles=_percentiles(runs, wins),
+        **averages,
+        measured_tasks=sum(
+            int(run.batch_count[est.truncation : run.batches_estimated].sum())
+            for run, est in zip(runs, ests, strict=True)
+        ),
+        events=events,
+        wall_seconds=wall,
         events_per_second=events / wall if wall > 0 else math.inf,
         engine="counts" if spec.counts else "general" if work.general else "exponential",
         log_span=work.trace.span / work.variability()[1] if work.trace is not None else None,
         response_times=_kept(runs, ests) if spec.keep_response_times else None,
-    )  # fmt: skip
+    )
 
 
 def _verdict(
@@ -187,12 +209,15 @@ def _verdict(
     if work.load >= 1.0:
         notes.append(overload_note(work.load, spec.tasks, spec.horizon))
     elif not all(e.warmup_found for e in ests):
-        notes.append("no warm-up truncation point found (the response times still trend): "
-                     "no steady state reached; run longer")  # fmt: skip
+        notes.append(
+            "no warm-up truncation point found (the response times still trend): "
+            "no steady state reached; run longer"
+        )
     elif any(e.drifts(len(ests)) for e in ests):
         z = max(abs(e.drift_z) for e in ests)
-        notes.append(f"the two halves of the run differ by {z:.1f} standard errors: "
-                     "not steady; run longer")  # fmt: skip
+        notes.append(
+            f"the two halves of the run differ by {z:.1f} standard errors: not steady; run longer"
+        )
     if work.trace is not None and steady:
         unit = work.variability()[1]
         log_span = work.trace.span / unit
@@ -216,8 +241,7 @@ def _interval(
     if len(ests) > 1:
         means = np.array([e.mean for e in ests])
         centre, half = float(means.mean()), replication_interval(means)
-        method = (f"replications ({len(ests)}), each cut at its "
-                  f"{_warmup_name(spec.fixed_warmup)}")  # fmt: skip
+        method = f"replications ({len(ests)}), each cut at its {_warmup_name(spec.fixed_warmup)}"
         certified = steady
     else:
         est = ests[0]
@@ -228,7 +252,7 @@ def _interval(
             notes.append(_why_not_certified(est, spec.work.trace is not None))
     ci = None
     if certified and math.isfinite(half):
-        ci = (max(centre - half, 0.0), centre + half)
+        ci = interval(centre, half)
     reached = half / abs(centre) if ci is not None and centre != 0 else None
     return centre, ci, reached, method
 
@@ -247,9 +271,11 @@ def _averages(spec: SimulationSpec, wins: list[Window]) -> dict[str, Any]:
     p0 = sum(w.p0_area for w in wins) / (spec.m * duration) if spec.model.iqueues else 1.0
     names = {"join": K.M_JOIN, "delete": K.M_DELETE, "probe": K.M_PROBE, "stale": K.M_STALE}
     return {
-        "tail": [float(x) for x in s[1:]], "occupancy": [float(x) for x in occupancy],
-        "p0": float(p0), "messages": {k: float(msgs[i]) for k, i in names.items()},
-    }  # fmt: skip
+        "tail": [float(x) for x in s[1:]],
+        "occupancy": [float(x) for x in occupancy],
+        "p0": float(p0),
+        "messages": {k: float(msgs[i]) for k, i in names.items()},
+    }
 
 
 def _percentiles(runs: list[RawRun], wins: list[Window]) -> dict[str, float]:

@@ -36,9 +36,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch.counts import CountsEngine, meanfield_counts
+from cloudsched.dispatch.counts import CountsEngine
 from cloudsched.dispatch.engine import Engine
-from cloudsched.dispatch.initial import meanfield_state
+from cloudsched.dispatch.initial import meanfield_counts, meanfield_state
 from cloudsched.dispatch.measure import run_until_precise
 from cloudsched.dispatch.plugin import Policy
 from cloudsched.dispatch.replication import InitialState, RawRun, RunSpec
@@ -188,22 +188,37 @@ def simulate(
         The summary record.
     """
     spec = SimulationSpec(
-        policy, servers=servers, load=load, dispatchers=dispatchers, r=r, d=d,
-        threshold=threshold, with_replacement=with_replacement, tasks=tasks,
-        horizon=horizon, warmup=warmup, replications=replications, batches=batches,
-        precision=precision, max_tasks=max_tasks, initial=initial, service=service,
-        arrivals=arrivals, speeds=speeds, trace=trace, service_scale=service_scale,
-        engine=engine, keep_response_times=keep_response_times, time_limit=time_limit,
+        policy,
+        servers=servers,
+        load=load,
+        dispatchers=dispatchers,
+        r=r,
+        d=d,
+        threshold=threshold,
+        with_replacement=with_replacement,
+        tasks=tasks,
+        horizon=horizon,
+        warmup=warmup,
+        replications=replications,
+        batches=batches,
+        precision=precision,
+        max_tasks=max_tasks,
+        initial=initial,
+        service=service,
+        arrivals=arrivals,
+        speeds=speeds,
+        trace=trace,
+        service_scale=service_scale,
+        engine=engine,
+        keep_response_times=keep_response_times,
+        time_limit=time_limit,
         unchecked=unchecked,
-    )  # fmt: skip
+    )
     return run_simulation(spec, rng=rng, progress=progress)
 
 
 def run_simulation(
-    spec: SimulationSpec,
-    *,
-    rng: Seed = None,
-    progress: Progress | None = None,
+    spec: SimulationSpec, *, rng: Seed = None, progress: Progress | None = None
 ) -> SimulationResult:
     """Run a checked :class:`~cloudsched.dispatch.spec.SimulationSpec` (see :func:`simulate`).
 
@@ -214,12 +229,20 @@ def run_simulation(
     """
     seed, gens = streams(rng, spec.replications)
     if spec.work.load >= 1.0:
-        warnings.warn(overload_note(spec.work.load, spec.tasks, spec.horizon), RuntimeWarning,
-                      stacklevel=2)  # fmt: skip
+        warnings.warn(
+            overload_note(spec.work.load, spec.tasks, spec.horizon), RuntimeWarning, stacklevel=2
+        )
     work, n = spec.work, spec.servers
     variability, unit = work.variability()
-    relax = relaxation_time(spec.model.relaxation, work.load, servers=n, r=n / spec.m,
-                            d=spec.d, variability=variability, time_unit=unit)  # fmt: skip
+    relax = relaxation_time(
+        spec.model.relaxation,
+        work.load,
+        servers=n,
+        r=n / spec.m,
+        d=spec.d,
+        variability=variability,
+        time_unit=unit,
+    )
     if spec.open_ended:
         _check_run_length(spec, relax)
     run = _run_spec(spec, relax)
@@ -237,9 +260,13 @@ def run_simulation(
     if spec.open_ended:
         engines = [engine(g) for g in gens]
         runs, reason = run_until_precise(
-            engines, batches=spec.batches, relaxation=relax, precision=spec.precision,
-            max_tasks=spec.max_tasks, progress=progress,
-        )  # fmt: skip
+            engines,
+            batches=spec.batches,
+            relaxation=relax,
+            precision=spec.precision,
+            max_tasks=spec.max_tasks,
+            progress=progress,
+        )
     else:
         runs = _fixed_runs([partial(engine, g) for g in gens], progress)
         reason = "horizon" if spec.horizon is not None else "tasks"
@@ -261,24 +288,37 @@ def _check_run_length(spec: SimulationSpec, relax: float) -> None:
     need = per_time * spec.batches * MIN_BATCH_RELAXATIONS * relax
     if not (math.isfinite(need) and need > spec.max_tasks):
         return
-    why = (f"a certified interval needs about {need:.2g} arrivals here ({spec.batches} batches "
-           f"of {MIN_BATCH_RELAXATIONS:g} relaxation times), more than max_tasks = "
-           f"{spec.max_tasks:.2g}")  # fmt: skip
+    why = (
+        f"a certified interval needs about {need:.2g} arrivals here ({spec.batches} batches "
+        f"of {MIN_BATCH_RELAXATIONS:g} relaxation times), more than max_tasks = "
+        f"{spec.max_tasks:.2g}"
+    )
     if spec.max_tasks == DEFAULT_MAX_TASKS:
-        raise ParameterError("tasks", None, f"given (or horizon, for a run of a chosen "
-                             f"length, or a larger max_tasks): {why}")  # fmt: skip
-    warnings.warn(f"{why}: give tasks or horizon for a run of a chosen length", RuntimeWarning,
-                  stacklevel=3)
+        raise ParameterError(
+            "tasks",
+            None,
+            f"given (or horizon, for a run of a chosen length, or a larger max_tasks): {why}",
+        )
+    warnings.warn(
+        f"{why}: give tasks or horizon for a run of a chosen length", RuntimeWarning, stacklevel=3
+    )
 
 
 def _run_spec(spec: SimulationSpec, relax: float) -> RunSpec:
     """Say what the kernel needs to know about each replication of ``spec``."""
     work, n = spec.work, spec.servers
     run = RunSpec(
-        spec.model, n, spec.m, work.rate_per_server, spec.d, spec.threshold,
-        spec.with_replacement, record=spec.keep_response_times, open_end=spec.open_ended,
+        spec.model,
+        n,
+        spec.m,
+        work.rate_per_server,
+        spec.d,
+        spec.threshold,
+        spec.with_replacement,
+        record=spec.keep_response_times,
+        open_end=spec.open_ended,
         unchecked=bool(spec.unchecked),
-    )  # fmt: skip
+    )
     if spec.tasks is not None:
         return replace(run, warm_tasks=0, end_tasks=spec.tasks)
     if spec.horizon is not None:
@@ -288,8 +328,7 @@ def _run_spec(spec: SimulationSpec, relax: float) -> RunSpec:
     return replace(run, width=max(1, int(min(per_time * relax / 16, spec.max_tasks / 1024))))
 
 
-def _fixed_runs(engines: list[Callable[[], Any]],
-                progress: Progress | None) -> list[RawRun]:  # fmt: skip
+def _fixed_runs(engines: list[Callable[[], Any]], progress: Progress | None) -> list[RawRun]:
     """Replications of fixed length, one after the other (each engine built when it runs)."""
     out = []
     for k, make in enumerate(engines):
@@ -309,8 +348,16 @@ def _initial(spec: SimulationSpec, rng: np.random.Generator) -> InitialState | N
     if spec.start != "meanfield" or model is None:
         return None
     work, n, m = spec.work, spec.servers, spec.m
-    return meanfield_state(model, n, m, work.load, r=n / m, d=spec.d, rng=rng,
-                           service=work.service if work.general else None)  # fmt: skip
+    return meanfield_state(
+        model,
+        n,
+        m,
+        work.load,
+        r=n / m,
+        d=spec.d,
+        rng=rng,
+        service=work.service if work.general else None,
+    )
 
 
 Counts = tuple[np.ndarray | None, np.ndarray | None]

@@ -23,8 +23,16 @@ from cloudsched.dispatch.workload.resolved import Trace, Workload, markov_laws, 
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.resources import INT_LIMIT, check_memory
 
-__all__ = ["AUTO_COUNTS_SERVERS", "DEFAULT_BATCHES", "DEFAULT_MAX_TASKS", "DEFAULT_PRECISION",
-           "DEFAULT_R", "MAX_REPLICATIONS", "SimulationSpec", "overload_note"]  # fmt: skip
+__all__ = [
+    "AUTO_COUNTS_SERVERS",
+    "DEFAULT_BATCHES",
+    "DEFAULT_MAX_TASKS",
+    "DEFAULT_PRECISION",
+    "DEFAULT_R",
+    "MAX_REPLICATIONS",
+    "SimulationSpec",
+    "overload_note",
+]
 
 #: Memory per simulated server (state, I-queue arena, probe permutation), measured: ~180 B.
 BYTES_PER_SERVER = 200
@@ -118,50 +126,72 @@ class SimulationSpec:
     def __post_init__(self) -> None:
         pol = get_policy(self.policy)
         servers = check_int("servers", self.servers, low=1, high=INT_LIMIT)
-        work = resolve_workload(servers, self.load, self.service, self.arrivals, self.speeds,
-                                self.trace, self.service_scale, self.engine)  # fmt: skip
-        counts = _counts_engine(self.engine, pol, self.keep_response_times, servers, work,
-                                self.initial)  # fmt: skip
+        work = resolve_workload(
+            servers,
+            self.load,
+            self.service,
+            self.arrivals,
+            self.speeds,
+            self.trace,
+            self.service_scale,
+            self.engine,
+        )
+        counts = _counts_engine(
+            self.engine, pol, self.keep_response_times, servers, work, self.initial
+        )
         per_server = 0 if counts else servers * BYTES_PER_SERVER
-        _check_server_state(servers, per_server, pol.name,
-                            work.general or self.keep_response_times)  # fmt: skip
+        _check_server_state(servers, per_server, pol.name, work.general or self.keep_response_times)
         m = 1
         if pol.dispatchers == "required" or self.dispatchers is not None or self.r is not None:
             m = _resolve_dispatchers(servers, self.dispatchers, self.r)
         high = m if pol.d == "dispatchers" else servers if pol.d == "servers" else None
         tasks, horizon = _run_length(self.tasks, self.horizon, work, servers)
-        replications = check_int("replications", self.replications, low=1,
-                                 high=MAX_REPLICATIONS)  # fmt: skip
-        check_memory("replications", replications, replications * per_server,
-                     "the replications' server state")  # fmt: skip
+        replications = check_int("replications", self.replications, low=1, high=MAX_REPLICATIONS)
+        check_memory(
+            "replications",
+            replications,
+            replications * per_server,
+            "the replications' server state",
+        )
         if work.load >= 1.0:
             _check_overload_memory(work.load, servers, tasks, horizon, replications)
         check_choice("initial", self.initial, ("auto", "meanfield", "empty"))
         model_start = has_meanfield_start(pol.meanfield, work.load) and work.trace is None
         if self.initial == "meanfield" and not model_start:
             raise ParameterError(
-                "initial", self.initial, "'auto' or 'empty' (no mean-field model for this "
-                "policy, load or a trace replay)",
-            )  # fmt: skip
+                "initial",
+                self.initial,
+                "'auto' or 'empty' (no mean-field model for this policy, load or a trace replay)",
+            )
         if self.initial == "meanfield" and counts and work.speeds is not None:
-            raise ParameterError("initial", self.initial, "'auto' or 'empty' with speeds on "
-                                 "the counts engine (the farm starts empty)")  # fmt: skip
+            raise ParameterError(
+                "initial",
+                self.initial,
+                "'auto' or 'empty' with speeds on the counts engine (the farm starts empty)",
+            )
         auto_start = self.initial == "auto" and model_start and not work.general
         resolved: dict[str, Any] = {
-            "model": pol, "servers": servers, "work": work, "m": m, "tasks": tasks,
-            "horizon": horizon, "replications": replications,
+            "model": pol,
+            "servers": servers,
+            "work": work,
+            "m": m,
+            "tasks": tasks,
+            "horizon": horizon,
+            "replications": replications,
             "d": check_int("d", self.d, low=1, high=high),
             "threshold": check_int("threshold", self.threshold, low=0, high=INT_LIMIT),
             "fixed_warmup": _check_warmup(self.warmup),
             "batches": check_int("batches", self.batches, low=2, high=MICRO_BATCHES // 4),
-            "precision": check_real("precision", self.precision, low=0.0, high=1.0,
-                                    low_open=True, high_open=True),
+            "precision": check_real(
+                "precision", self.precision, low=0.0, high=1.0, low_open=True, high_open=True
+            ),
             "max_tasks": check_int("max_tasks", self.max_tasks, low=1000, high=INT_LIMIT),
-            "time_limit": None if self.time_limit is None else check_real(
-                "time_limit", self.time_limit, low=0.0, high=1e9, low_open=True),
+            "time_limit": None
+            if self.time_limit is None
+            else check_real("time_limit", self.time_limit, low=0.0, high=1e9, low_open=True),
             "start": "meanfield" if self.initial == "meanfield" or auto_start else "empty",
             "counts": counts,
-        }  # fmt: skip
+        }
         for name, value in resolved.items():
             object.__setattr__(self, name, value)
 
@@ -180,13 +210,18 @@ def _check_server_state(servers: int, need: int, policy: str, no_counts: bool) -
     except ParameterError as exc:
         if no_counts or policy not in COUNT_POLICIES:
             raise
-        raise ParameterError("servers", servers, f"{exc.allowed}; or --engine counts, which "
-                             "keeps no per-server state (give --tasks or --horizon: at this N "
-                             "an open-ended run needs very many events)") from None
+        raise ParameterError(
+            "servers",
+            servers,
+            f"{exc.allowed}; or --engine counts, which "
+            "keeps no per-server state (give --tasks or --horizon: at this N "
+            "an open-ended run needs very many events)",
+        ) from None
 
 
-def _counts_engine(engine: str, pol: Policy, keep: bool, servers: int, work: Workload,
-                   initial: str) -> bool:  # fmt: skip
+def _counts_engine(
+    engine: str, pol: Policy, keep: bool, servers: int, work: Workload, initial: str
+) -> bool:
     """Whether the occupancy-count engine runs.
 
     ``engine="counts"`` asks for it (its limits checked here); ``auto`` chooses it from
@@ -209,22 +244,34 @@ def _counts_engine(engine: str, pol: Policy, keep: bool, servers: int, work: Wor
     laws = work.trace is None and markov_laws(work.service, work.interarrival)
     classes = 1 if work.speeds is None else speed_classes(work.speeds)[0].size
     fits = (classes == 1 and work.speeds is None) or (
-        pol.name in CLASS_POLICIES and classes <= MAX_SPEED_CLASSES)  # fmt: skip
+        pol.name in CLASS_POLICIES and classes <= MAX_SPEED_CLASSES
+    )
     if engine == "auto":
         starts = work.speeds is None or initial != "meanfield"
         return runs and laws and fits and starts and not keep and servers >= AUTO_COUNTS_SERVERS
     if engine != "counts":
         return False
     if not runs:
-        raise ParameterError("engine", engine, "'auto', 'exponential' or 'general' for "
-                             f"{pol.name} (counts runs {', '.join(COUNT_POLICIES)})")  # fmt: skip
+        raise ParameterError(
+            "engine",
+            engine,
+            "'auto', 'exponential' or 'general' for "
+            f"{pol.name} (counts runs {', '.join(COUNT_POLICIES)})",
+        )
     if not fits:
-        raise ParameterError("engine", engine, "'auto' or 'general' with speeds unless the "
-                             f"policy is {', '.join(CLASS_POLICIES)} and there are at most "
-                             f"{MAX_SPEED_CLASSES} distinct speeds ({classes} given)")  # fmt: skip
+        raise ParameterError(
+            "engine",
+            engine,
+            "'auto' or 'general' with speeds unless the "
+            f"policy is {', '.join(CLASS_POLICIES)} and there are at most "
+            f"{MAX_SPEED_CLASSES} distinct speeds ({classes} given)",
+        )
     if keep:
-        raise ParameterError("engine", engine, "'auto' or 'exponential' with "
-                             "keep_response_times (counts keeps no per-task records)")  # fmt: skip
+        raise ParameterError(
+            "engine",
+            engine,
+            "'auto' or 'exponential' with keep_response_times (counts keeps no per-task records)",
+        )
     return True
 
 
@@ -253,8 +300,13 @@ def _check_overload_memory(
     arrivals = tasks if tasks is not None else load * servers * (horizon or 0.0)
     backlog = arrivals * (1.0 - 1.0 / load)  # tasks still waiting when arrivals stop counting
     need = BYTES_PER_BACKLOG_TASK * load * backlog * replications
-    check_memory("load", load, need, f"the queues of an overloaded run ({arrivals:.3g} arrivals "
-                 f"at load {load:g} leave about {backlog:.3g} tasks waiting)")  # fmt: skip
+    check_memory(
+        "load",
+        load,
+        need,
+        f"the queues of an overloaded run ({arrivals:.3g} arrivals "
+        f"at load {load:g} leave about {backlog:.3g} tasks waiting)",
+    )
 
 
 def overload_note(load: float, tasks: int | None, horizon: float | None) -> str:

@@ -46,8 +46,18 @@ import numpy as np
 __all__ = ["Meter", "Params", "State", "Tasks"]
 
 # Status codes a run returns.
-(DONE, CHUNK, NEED_POOL, NEED_ARENA, NEED_LEVELS, BUFFER_FULL, NEED_TASKS, NEED_MERGE,
- CHECKPOINT, BAD_SERVER) = range(10)  # fmt: skip
+(
+    DONE,
+    CHUNK,
+    NEED_POOL,
+    NEED_ARENA,
+    NEED_LEVELS,
+    BUFFER_FULL,
+    NEED_TASKS,
+    NEED_MERGE,
+    CHECKPOINT,
+    BAD_SERVER,
+) = range(10)
 
 # Columns of the per-server table ``srv``: queue length, FIFO head and tail (pool rows),
 # position in ``busy``, I-queue listing the server (-1: none) and the position there,
@@ -67,8 +77,23 @@ POOL_COLS = 4
 # I-queue capacity, arrivals, events, measured tasks in the system, empty I-queues, the
 # JSQ minimum, phase, longest queue, task pointer (event list), heap size, arrivals when the
 # window closed, and the value of a bad server choice.
-(I_NBUSY, I_POOL_FREE, I_ARENA_TOP, I_MAXCAP, I_ARRIVALS, I_EVENTS, I_MEAS_IN_SYS, I_NEMPTY,
- I_JSQ_MIN, I_PHASE, I_MAXLEN, I_TASK_PTR, I_HEAP_N, I_ARR_CLOSE, I_BAD) = range(15)  # fmt: skip
+(
+    I_NBUSY,
+    I_POOL_FREE,
+    I_ARENA_TOP,
+    I_MAXCAP,
+    I_ARRIVALS,
+    I_EVENTS,
+    I_MEAS_IN_SYS,
+    I_NEMPTY,
+    I_JSQ_MIN,
+    I_PHASE,
+    I_MAXLEN,
+    I_TASK_PTR,
+    I_HEAP_N,
+    I_ARR_CLOSE,
+    I_BAD,
+) = range(15)
 N_IST = 15
 # Scalars ``fst``: time, window start and end, integral of the empty I-queues and its last
 # update, smallest and largest measured response time.

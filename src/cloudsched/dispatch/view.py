@@ -336,4 +336,3 @@ def shortest_iqueue(st, rng, d):
         if best < 0 or dsp[m, S.D_SIZE] < dsp[best, S.D_SIZE]:
             best = m
     return best
-

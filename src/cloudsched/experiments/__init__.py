@@ -20,8 +20,16 @@ _WHERE = {
     "run_sweep": "cloudsched.experiments.sweep",
 }
 
-__all__ = ["Report", "load_results", "load_spec", "reproduce", "reproduce_dgp", "reproduce_jiq",
-           "run_demo", "run_sweep"]
+__all__ = [
+    "Report",
+    "load_results",
+    "load_spec",
+    "reproduce",
+    "reproduce_dgp",
+    "reproduce_jiq",
+    "run_demo",
+    "run_sweep",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -19,6 +19,7 @@ from cloudsched.dispatch.policies import MEANFIELD_POLICIES, get_policy
 from cloudsched.dispatch.result import SimulationResult
 from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.progress import Progress
+from cloudsched.results import interval_columns
 
 __all__ = [
     "compare",
@@ -91,9 +92,12 @@ def messages_per_task(res: SimulationResult) -> float:
 
 
 def setting_grid(
-    policies: Sequence[str], loads: Sequence[float | None], ds: Sequence[int],
-    rs: Sequence[float], thresholds: Sequence[int] = (1,),
-) -> list[dict[str, Any]]:  # fmt: skip
+    policies: Sequence[str],
+    loads: Sequence[float | None],
+    ds: Sequence[int],
+    rs: Sequence[float],
+    thresholds: Sequence[int] = (1,),
+) -> list[dict[str, Any]]:
     """List the settings ``policy x d x threshold x r x load``; unused ones take one value.
 
     ``d`` is None for a policy that has no ``d``, ``threshold`` None for one without a
@@ -106,8 +110,10 @@ def setting_grid(
         for d in ds if pol.d is not None else [None]:
             for z in thresholds if pol.threshold else [None]:
                 for r in rs if pol.per_dispatcher else rs[:1]:
-                    out.extend({"policy": name, "d": d, "threshold": z, "r": r, "load": lam}
-                               for lam in loads)  # fmt: skip
+                    out.extend(
+                        {"policy": name, "d": d, "threshold": z, "r": r, "load": lam}
+                        for lam in loads
+                    )
     return out
 
 
@@ -140,33 +146,49 @@ def compare(
     out = []
     for k, (setting, stream) in enumerate(zip(grid, streams, strict=True)):
         if progress is not None:
-            progress(k / len(grid), f"{setting['policy']} load {setting['load']} "
-                                    f"({k + 1}/{len(grid)})")
+            progress(
+                k / len(grid), f"{setting['policy']} load {setting['load']} ({k + 1}/{len(grid)})"
+            )
         r = min(float(setting["r"]), float(servers))
-        res = simulate(setting["policy"], servers=servers, load=setting["load"], r=r,
-                       d=setting["d"] or 2, threshold=threshold_of(setting["threshold"]),
-                       rng=np.random.default_rng(stream),
-                       **options)  # fmt: skip
+        res = simulate(
+            setting["policy"],
+            servers=servers,
+            load=setting["load"],
+            r=r,
+            d=setting["d"] or 2,
+            threshold=threshold_of(setting["threshold"]),
+            rng=np.random.default_rng(stream),
+            **options,
+        )
         r_run = res.servers / res.dispatchers
         mf = meanfield_mean(setting["policy"], res.load, r_run, res.d) if exponential else None
-        mf99 = meanfield_quantile(setting["policy"], res.load, r_run, res.d) if (
-            mf is not None) else None  # fmt: skip
+        mf99 = (
+            meanfield_quantile(setting["policy"], res.load, r_run, res.d)
+            if (mf is not None)
+            else None
+        )
         row = {
-            "policy": setting["policy"], "d": setting["d"], "threshold": setting["threshold"],
+            "policy": setting["policy"],
+            "d": setting["d"],
+            "threshold": setting["threshold"],
             "r": res.servers / res.dispatchers,
-            "load": res.load, "meanfield_T": mf, "mean_response_time": res.mean_response_time,
-            "ci95_low": res.ci95[0] if res.ci95 else math.nan,
-            "ci95_high": res.ci95[1] if res.ci95 else math.nan,
-            "p99": res.percentiles.get("p99", math.nan), "meanfield_p99": mf99,
+            "load": res.load,
+            "meanfield_T": mf,
+            "mean_response_time": res.mean_response_time,
+            **interval_columns(res.ci95),
+            "p99": res.percentiles.get("p99", math.nan),
+            "meanfield_p99": mf99,
             "messages_per_task": messages_per_task(res),
             "msg_join": res.messages.get("join", 0.0),
             "msg_delete": res.messages.get("delete", 0.0),
             "msg_probe": res.messages.get("probe", 0.0),
-            "steady_state": res.steady_state, "stop_reason": res.stop_reason,
+            "steady_state": res.steady_state,
+            "stop_reason": res.stop_reason,
             "precision_target": res.precision_target,
             "precision_reached": res.precision_reached,
-            "measured_tasks": res.measured_tasks, "warnings": "; ".join(res.warnings),
-        }  # fmt: skip
+            "measured_tasks": res.measured_tasks,
+            "warnings": "; ".join(res.warnings),
+        }
         out.append((row, res))
     if progress is not None:
         progress(1.0, "")

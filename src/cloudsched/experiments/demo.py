@@ -20,9 +20,10 @@ DEFAULT_OUT = Path("cloudsched-report")
 
 
 def run_demo(
-    out: str | os.PathLike[str] = DEFAULT_OUT, seed: int = 2026,
+    out: str | os.PathLike[str] = DEFAULT_OUT,
+    seed: int = 2026,
     log: Callable[[str], None] | None = None,
-) -> Path:  # fmt: skip
+) -> Path:
     """Write the demo report: the quick ("demo"-sized) versions of both reproductions.
 
     ``log`` is told when each section starts and ends (with its time).

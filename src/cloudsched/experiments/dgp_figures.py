@@ -41,7 +41,7 @@ def _workload_file(out_dir: Path) -> str:
 
 def run_grids(out_dir: Path, level: str, workers: int, seed: int) -> PlacementGrids:
     """Run (or resume) the four placement grids at size ``level``."""
-    from cloudsched.experiments.jiq_figures import Setting
+    from cloudsched.experiments.common import Setting
     from cloudsched.experiments.placement_demo import DGP_PARAMS, demo_instance
     from cloudsched.placement.optimize import static_optimum
 
@@ -49,28 +49,66 @@ def run_grids(out_dir: Path, level: str, workers: int, seed: int) -> PlacementGr
     cluster, jobs = demo_instance()
     optimum = static_optimum(cluster, jobs).cost_rate
     model = {"cluster": "3x3", "workload": _workload_file(out_dir)}
-    dgp = run_grid(out_dir, "dgp-beta-alpha", {
-        "kind": "place", "seed": s.seed, "replications": 1,
-        "fixed": {**model, "policy": "dgp", "f": DGP_PARAMS["f"], "h": DGP_PARAMS["h"],
-                  "horizon": s.size["dgp_horizon"]},
-        "grid": {"alpha": s.size["alphas"], "beta": s.size["betas"]},
-    }, s.workers)  # fmt: skip
-    base = run_grid(out_dir, "baselines", {
-        "kind": "place", "seed": s.seed + 1, "replications": 1,
-        "fixed": {**model, "horizon": s.size["dgp_horizon"] / 10},
-        "grid": {"policy": ["storm-default", "greedy"]},
-    }, s.workers)  # fmt: skip
-    default = run_grid(out_dir, "dgp-default", {
-        "kind": "place", "seed": s.seed + 3, "replications": 1,
-        "fixed": {**model, "horizon": s.size["dgp_horizon"]},
-        "grid": {"policy": ["dgp"]},
-    }, s.workers)  # fmt: skip
-    mw = run_grid(out_dir, "maxweight-frames", {
-        "kind": "place", "seed": s.seed + 2, "replications": 1,
-        "fixed": {**model, "policy": "maxweight", "alpha": 1.0, "f": "log",
-                  "horizon": s.size["mw_horizon"]},
-        "grid": {"frame": s.size["frames"]},
-    }, s.workers)  # fmt: skip
+    dgp = run_grid(
+        out_dir,
+        "dgp-beta-alpha",
+        {
+            "kind": "place",
+            "seed": s.seed,
+            "replications": 1,
+            "fixed": {
+                **model,
+                "policy": "dgp",
+                "f": DGP_PARAMS["f"],
+                "h": DGP_PARAMS["h"],
+                "horizon": s.size["dgp_horizon"],
+            },
+            "grid": {"alpha": s.size["alphas"], "beta": s.size["betas"]},
+        },
+        s.workers,
+    )
+    base = run_grid(
+        out_dir,
+        "baselines",
+        {
+            "kind": "place",
+            "seed": s.seed + 1,
+            "replications": 1,
+            "fixed": {**model, "horizon": s.size["dgp_horizon"] / 10},
+            "grid": {"policy": ["storm-default", "greedy"]},
+        },
+        s.workers,
+    )
+    default = run_grid(
+        out_dir,
+        "dgp-default",
+        {
+            "kind": "place",
+            "seed": s.seed + 3,
+            "replications": 1,
+            "fixed": {**model, "horizon": s.size["dgp_horizon"]},
+            "grid": {"policy": ["dgp"]},
+        },
+        s.workers,
+    )
+    mw = run_grid(
+        out_dir,
+        "maxweight-frames",
+        {
+            "kind": "place",
+            "seed": s.seed + 2,
+            "replications": 1,
+            "fixed": {
+                **model,
+                "policy": "maxweight",
+                "alpha": 1.0,
+                "f": "log",
+                "horizon": s.size["mw_horizon"],
+            },
+            "grid": {"frame": s.size["frames"]},
+        },
+        s.workers,
+    )
     return PlacementGrids(dgp, base, default, mw, optimum)
 
 
@@ -83,39 +121,69 @@ def tradeoff_figure(report: Report, out_dir: Path, g: PlacementGrids) -> None:
     curves = {}
     for alpha, gg in dgp.sort_values(["alpha", "beta"], ascending=[True, False]).groupby("alpha"):
         curves[f"DGP, alpha = {alpha:g}"] = (
-            gg["mean_queue_length"].to_numpy(), gg["cost_rate"].to_numpy(),
-            half_width(gg, "cost_rate"), [f"β={b:g}" for b in gg["beta"]],
-        )  # fmt: skip
+            gg["mean_queue_length"].to_numpy(),
+            gg["cost_rate"].to_numpy(),
+            half_width(gg, "cost_rate"),
+            [f"β={b:g}" for b in gg["beta"]],
+        )
     by = base.set_index("policy")
     mw1 = mw.iloc[(mw["frame"] - 1.0).abs().argsort()[:1]]
     t1 = float(mw1["frame"].iloc[0])
     points = {
-        "Storm default": (float(by.loc["storm-default", "mean_queue_length"]),
-                          float(by.loc["storm-default", "cost_rate"])),
-        "greedy": (float(by.loc["greedy", "mean_queue_length"]),
-                   float(by.loc["greedy", "cost_rate"])),
-        f"MaxWeight, T = {t1:g} (preempts)": (float(mw1["mean_queue_length"].iloc[0]),
-                                              float(mw1["cost_rate"].iloc[0])),
-        "DGP, default parameters": (float(default["mean_queue_length"].iloc[0]),
-                                    float(default["cost_rate"].iloc[0])),
-    }  # fmt: skip
+        "Storm default": (
+            float(by.loc["storm-default", "mean_queue_length"]),
+            float(by.loc["storm-default", "cost_rate"]),
+        ),
+        "greedy": (
+            float(by.loc["greedy", "mean_queue_length"]),
+            float(by.loc["greedy", "cost_rate"]),
+        ),
+        f"MaxWeight, T = {t1:g} (preempts)": (
+            float(mw1["mean_queue_length"].iloc[0]),
+            float(mw1["cost_rate"].iloc[0]),
+        ),
+        "DGP, default parameters": (
+            float(default["mean_queue_length"].iloc[0]),
+            float(default["cost_rate"].iloc[0]),
+        ),
+    }
     plot_tradeoff(
-        curves, out_dir / "placement_tradeoff.png", lines={"static optimum": optimum},
-        points=points, title="3 machines x 3 slots: chain-3 (rho 1) + star-4 (rho 0.5)",
-    )  # fmt: skip
+        curves,
+        out_dir / "placement_tradeoff.png",
+        lines={"static optimum": optimum},
+        points=points,
+        title="3 machines x 3 slots: chain-3 (rho 1) + star-4 (rho 0.5)",
+    )
     report.figure("placement_tradeoff.png", tradeoff_caption(dgp, points, optimum))
-    cols = ["policy", "alpha", "beta", "cost_rate", "cost_rate_ci95_low", "cost_rate_ci95_high",
-            "bound_gap", "mean_queue_length", "mean_queue_length_ci95_low",
-            "mean_queue_length_ci95_high", "served_fraction", "steady_state",
-            "mean_wait", "utilization", "proposals_tried", "proposals_failed",
-            "horizon"]  # fmt: skip
+    cols = [
+        "policy",
+        "alpha",
+        "beta",
+        "cost_rate",
+        "cost_rate_ci95_low",
+        "cost_rate_ci95_high",
+        "bound_gap",
+        "mean_queue_length",
+        "mean_queue_length_ci95_low",
+        "mean_queue_length_ci95_high",
+        "served_fraction",
+        "steady_state",
+        "mean_wait",
+        "utilization",
+        "proposals_tried",
+        "proposals_failed",
+        "horizon",
+    ]
     table = pd.concat([dgp, default, base], ignore_index=True)
-    report.table(table.reindex(columns=cols), "placement_tradeoff.csv",
-                 f"DGP over alpha and beta, DGP with its default (calibrated) parameters, and "
-                 f"the baselines that never move a running job; static optimum {optimum:.4g} "
-                 f"per unit time. Mean queue lengths range from "
-                 f"{table['mean_queue_length'].min():.3g} to "
-                 f"{table['mean_queue_length'].max():.4g}.")  # fmt: skip
+    report.table(
+        table.reindex(columns=cols),
+        "placement_tradeoff.csv",
+        f"DGP over alpha and beta, DGP with its default (calibrated) parameters, and "
+        f"the baselines that never move a running job; static optimum {optimum:.4g} "
+        f"per unit time. Mean queue lengths range from "
+        f"{table['mean_queue_length'].min():.3g} to "
+        f"{table['mean_queue_length'].max():.4g}.",
+    )
 
 
 def maxweight_figure(report: Report, out_dir: Path, g: PlacementGrids) -> None:
@@ -128,21 +196,35 @@ def maxweight_figure(report: Report, out_dir: Path, g: PlacementGrids) -> None:
     window = mw["measured_time"]
     mw["migrations_per_unit_time"] = mw["migrations"] / window
     mw["preemptions_per_unit_time"] = mw["preemptions"] / window
-    plot_maxweight_frames(mw["frame"].to_numpy(), {
-        "migrations": (mw["migrations_per_unit_time"].to_numpy(), None),
-        "preemptions": (mw["preemptions_per_unit_time"].to_numpy(), None),
-        "cost (95% CI)": (mw["cost_rate"].to_numpy(), half_width(mw, "cost_rate")),
-    }, (mw["mean_queue_length"].to_numpy(), half_width(mw, "mean_queue_length")),
+    plot_maxweight_frames(
+        mw["frame"].to_numpy(),
+        {
+            "migrations": (mw["migrations_per_unit_time"].to_numpy(), None),
+            "preemptions": (mw["preemptions_per_unit_time"].to_numpy(), None),
+            "cost (95% CI)": (mw["cost_rate"].to_numpy(), half_width(mw, "cost_rate")),
+        },
+        (mw["mean_queue_length"].to_numpy(), half_width(mw, "mean_queue_length")),
         out_dir / "maxweight_frames.png",
-        title="Frame-based MaxWeight (alpha = 1, f = log), 3 machines x 3 slots")  # fmt: skip
+        title="Frame-based MaxWeight (alpha = 1, f = log), 3 machines x 3 slots",
+    )
     report.figure("maxweight_frames.png", maxweight_caption(mw, optimum))
-    report.table(mw.reindex(columns=["frame", "migrations_per_unit_time",
-                                     "preemptions_per_unit_time", "cost_rate", "bound_gap",
-                                     "mean_queue_length", "frames", "frames_not_optimal",
-                                     "solver_seconds"]), "maxweight_frames.csv",
-                 "Exact max-weight configurations (HiGHS) at every frame boundary")  # fmt: skip
-
-
+    report.table(
+        mw.reindex(
+            columns=[
+                "frame",
+                "migrations_per_unit_time",
+                "preemptions_per_unit_time",
+                "cost_rate",
+                "bound_gap",
+                "mean_queue_length",
+                "frames",
+                "frames_not_optimal",
+                "solver_seconds",
+            ]
+        ),
+        "maxweight_frames.csv",
+        "Exact max-weight configurations (HiGHS) at every frame boundary",
+    )
 
 
 def dgp_sections(report: Report, out_dir: Path, level: str, workers: int, seed: int) -> None:
@@ -164,8 +246,10 @@ def _snapshot_instance() -> tuple[Any, list[Any]]:
     from cloudsched.data import flux_path
     from cloudsched.placement import JobType, chain, load_flux, parse_cluster
 
-    jobs = [JobType(name, rate, dur, load_flux(flux_path(name)))
-            for name, rate, dur in SNAPSHOT_WORKLOAD]  # fmt: skip
+    jobs = [
+        JobType(name, rate, dur, load_flux(flux_path(name)))
+        for name, rate, dur in SNAPSHOT_WORKLOAD
+    ]
     jobs.append(JobType("pipeline", 1.0, 4.0, chain(4)))
     return parse_cluster("10x12", racks=2), jobs
 
@@ -178,41 +262,65 @@ def snapshot_figure(report: Report, out_dir: Path, level: str, seed: int) -> Non
     report.heading("Graph placement: where each policy puts the jobs")
     cluster, jobs = _snapshot_instance()
     horizon = {"demo": 2000.0, "quick": 8000.0}.get(level, 40_000.0)
-    res = compare_placement(cluster, jobs, DEFAULT_POLICIES, seed=seed, horizon=horizon,
-                            time_limit=30.0)  # fmt: skip
-    panels = {f"{k}: cost rate {r.cost_rate:.3g}": (r.final_placement, horizon)
-              for k, r in res.results.items()}  # fmt: skip
-    plot_snapshots(panels, cluster.slots, cluster.rack, out_dir / "placement_snapshot.png",
-                   title="10 machines x 12 slots in 2 racks: the slots at the end of each run")
+    res = compare_placement(
+        cluster, jobs, DEFAULT_POLICIES, seed=seed, horizon=horizon, time_limit=30.0
+    )
+    panels = {
+        f"{k}: cost rate {r.cost_rate:.3g}": (r.final_placement, horizon)
+        for k, r in res.results.items()
+    }
+    plot_snapshots(
+        panels,
+        cluster.slots,
+        cluster.rack,
+        out_dir / "placement_snapshot.png",
+        title="10 machines x 12 slots in 2 racks: the slots at the end of each run",
+    )
     report.figure("placement_snapshot.png", snapshot_caption(res.table, res.bound, horizon))
-    report.table(res.table, "placement_policies.csv",
-                 "Every policy on this instance: cost per unit time (95% half-width), gap to "
-                 "the static optimum, mean queue, share served, migrations")  # fmt: skip
+    report.table(
+        res.table,
+        "placement_policies.csv",
+        "Every policy on this instance: cost per unit time (95% half-width), gap to "
+        "the static optimum, mean queue, share served, migrations",
+    )
 
 
 def snapshot_caption(table: pd.DataFrame, bound: Any, horizon: float) -> str:
     """Describe the snapshot figure from the runs' numbers."""
     order = table.sort_values("cost_rate")
-    parts = [f"Machines as rows, their slots as columns, each job in a shade of its type's "
-             f"colour, at the end of a run of {horizon:g} time units (exclamation and rolling "
-             f"top words, 15 and 14 executors, on machines of 12 slots; a 4-node pipeline)."]
+    parts = [
+        f"Machines as rows, their slots as columns, each job in a shade of its type's "
+        f"colour, at the end of a run of {horizon:g} time units (exclamation and rolling "
+        f"top words, 15 and 14 executors, on machines of 12 slots; a 4-node pipeline)."
+    ]
     if bound is not None:
         state = "proven" if bound.proven else f"lower bound {bound.lower_bound:.4g}"
         parts.append(f"Static optimum {bound.value:.4g} ({state}).")
-    parts.append("Cost per unit time over the run: " + ", ".join(
-        f"{r.policy} {r.cost_rate:.3g}" + ("" if r.steady_state else " (not steady)")
-        for r in order.itertuples()) + ".")  # fmt: skip
+    parts.append(
+        "Cost per unit time over the run: "
+        + ", ".join(
+            f"{r.policy} {r.cost_rate:.3g}" + ("" if r.steady_state else " (not steady)")
+            for r in order.itertuples()
+        )
+        + "."
+    )
     waiting = order[order["mean_queue_length"] > 1]
     if len(waiting):
-        parts.append("Jobs wait under " + ", ".join(
-            f"{r.policy} (mean queue {r.mean_queue_length:.3g})" for r in waiting.itertuples())
-            + "; the others place every job on arrival.")  # fmt: skip
+        parts.append(
+            "Jobs wait under "
+            + ", ".join(
+                f"{r.policy} (mean queue {r.mean_queue_length:.3g})" for r in waiting.itertuples()
+            )
+            + "; the others place every job on arrival."
+        )
     short = order[order["served_fraction"] < 0.98]
     if len(short):
-        parts.append("Served fewer jobs than arrived: " + ", ".join(
-            f"{r.policy} ({100 * r.served_fraction:.0f}%)" for r in short.itertuples())
+        parts.append(
+            "Served fewer jobs than arrived: "
+            + ", ".join(f"{r.policy} ({100 * r.served_fraction:.0f}%)" for r in short.itertuples())
             + "; a cost below the optimum there is the cost of the jobs it did place, not a "
-            "better placement (DGP needs far longer runs than this demo's).")  # fmt: skip
+            "better placement (DGP needs far longer runs than this demo's)."
+        )
     if bound is not None:
         from cloudsched.placement.beside_bound import short_of
 
@@ -223,10 +331,12 @@ def snapshot_caption(table: pd.DataFrame, bound: Any, horizon: float) -> str:
 
         lucky = order[[below(r) for r in order.itertuples()]]
         if len(lucky):
-            parts.append("Below the optimum while serving every job: " + ", ".join(
-                f"{r.policy} ({r.cost_rate:.3g})" for r in lucky.itertuples())
+            parts.append(
+                "Below the optimum while serving every job: "
+                + ", ".join(f"{r.policy} ({r.cost_rate:.3g})" for r in lucky.itertuples())
                 + f"; no policy does that in the long run, so over {horizon:g} time units "
-                "this is chance, not a better placement (no gap is given for it).")  # fmt: skip
+                "this is chance, not a better placement (no gap is given for it)."
+            )
     return " ".join(parts)
 
 
@@ -234,8 +344,10 @@ def tradeoff_caption(
     dgp: pd.DataFrame, points: dict[str, tuple[float, float]], optimum: float
 ) -> str:
     """Describe the trade-off figure from its numbers (direction of change, ends, baselines)."""
-    parts = [f"Partitioning cost per unit time (95% CI) against mean queue length; static "
-             f"optimum {optimum:.3g}."]  # fmt: skip
+    parts = [
+        f"Partitioning cost per unit time (95% CI) against mean queue length; static "
+        f"optimum {optimum:.3g}."
+    ]
     for alpha, g in dgp.sort_values("beta", ascending=False).groupby("alpha"):
         hi, lo = g.iloc[0], g.iloc[-1]
         dc = "falls" if lo["cost_rate"] < hi["cost_rate"] else "rises"
@@ -264,5 +376,3 @@ def maxweight_caption(mw: pd.DataFrame, optimum: float) -> str:
         f"and the mean queue from {a['mean_queue_length']:.3g} to "
         f"{b['mean_queue_length']:.3g}. Zero counts are not drawn on the log scale."
     )
-
-

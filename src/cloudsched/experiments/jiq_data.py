@@ -18,11 +18,20 @@ from cloudsched.dispatch.simulation import simulate
 from cloudsched.dispatch.theory.meanfield import predict
 from cloudsched.dispatch.workload.traces import read_trace
 from cloudsched.experiments.trace_replay import TRACE_POLICIES, replay
+from cloudsched.results import interval_columns
 
 __all__ = [
-    "FIGURE4_CURVES", "GOOGLE_PART", "TRACE_POLICIES", "figure4_data", "figure4_table",
-    "figure5_data", "find_google_part", "table2_data", "trace_cdf_data", "trace_load_data",
-]  # fmt: skip
+    "FIGURE4_CURVES",
+    "GOOGLE_PART",
+    "TRACE_POLICIES",
+    "figure4_data",
+    "figure4_table",
+    "figure5_data",
+    "find_google_part",
+    "table2_data",
+    "trace_cdf_data",
+    "trace_load_data",
+]
 
 #: (label, policy, d) of the curves of the paper's Figure 4.
 FIGURE4_CURVES = (
@@ -73,9 +82,12 @@ def figure4_table(r: float = 10.0, loads: ArrayLike = (0.5, 0.9, 0.98)) -> pd.Da
 
 
 def figure5_data(
-    seed: int, servers: int = 1000, r: float = 10.0, precision: float = 0.01,
+    seed: int,
+    servers: int = 1000,
+    r: float = 10.0,
+    precision: float = 0.01,
     max_tasks: int = 20_000_000,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Predicted and simulated T against load for JIQ and JIQ-Pod(2) (one row per point).
 
     Each simulation runs until its 95% interval is within ``precision`` of its mean (at most
@@ -89,9 +101,15 @@ def figure5_data(
         pred = predict(policy, loads, r=r, d=2)
         for k, lam in enumerate(loads):
             res = simulate(
-                policy, servers=servers, r=r, load=lam, d=2, precision=precision,
-                max_tasks=max_tasks, rng=np.random.default_rng(next(streams)),
-            )  # fmt: skip
+                policy,
+                servers=servers,
+                r=r,
+                load=lam,
+                d=2,
+                precision=precision,
+                max_tasks=max_tasks,
+                rng=np.random.default_rng(next(streams)),
+            )
             low, high = res.ci95 if res.ci95 else (np.nan, np.nan)
             rows.append(
                 {
@@ -109,18 +127,28 @@ def figure5_data(
 
 
 def table2_data(
-    seed: int, servers: int = 500, r: float = 10.0, load: float = 0.9, precision: float = 0.01,
+    seed: int,
+    servers: int = 500,
+    r: float = 10.0,
+    load: float = 0.9,
+    precision: float = 0.01,
     max_tasks: int = 20_000_000,
-) -> pd.DataFrame:  # fmt: skip
+) -> pd.DataFrame:
     """Predicted and simulated occupancy q_i (fraction of servers with i tasks), i = 0..5."""
     streams = iter(np.random.SeedSequence(seed).spawn(2))
     rows = []
     for label, policy in (("JIQ", "jiq"), ("JIQ-Pod(2)", "jiq-pod")):
         pred = predict(policy, [load], r=r, d=2, tail_tol=1e-300).occupancy(0)
         res = simulate(
-            policy, servers=servers, r=r, load=load, d=2, precision=precision,
-            max_tasks=max_tasks, rng=np.random.default_rng(next(streams)),
-        )  # fmt: skip
+            policy,
+            servers=servers,
+            r=r,
+            load=load,
+            d=2,
+            precision=precision,
+            max_tasks=max_tasks,
+            rng=np.random.default_rng(next(streams)),
+        )
         for i in range(6):
             q_pred = float(pred[i]) if i < pred.size else 0.0
             q_sim = res.occupancy[i] if i < len(res.occupancy) else 0.0
@@ -157,12 +185,18 @@ def trace_cdf_data(
     """
     trace = read_trace(path, "google2011").trace
     samples, rows = {}, []
-    for label, _, res in replay(trace, [load], seed=seed, servers=servers, r=r,
-                                keep_response_times=True):  # fmt: skip
+    for label, _, res in replay(
+        trace, [load], seed=seed, servers=servers, r=r, keep_response_times=True
+    ):
         assert res.response_times is not None
         samples[label] = res.response_times
-        rows.append({"policy": label, "mean (s)": res.mean_response_time, **{
-            f"{k} (s)": v for k, v in res.percentiles.items()}})  # fmt: skip
+        rows.append(
+            {
+                "policy": label,
+                "mean (s)": res.mean_response_time,
+                **{f"{k} (s)": v for k, v in res.percentiles.items()},
+            }
+        )
     native = float(trace.services.sum() / trace.span / servers)
     return samples, pd.DataFrame(rows), native
 
@@ -172,9 +206,15 @@ def trace_load_data(seed: int, part: Path, loads: list[float], servers: int = 40
     trace = read_trace(part, "google2011").trace
     rows = []
     for label, lam, res in replay(trace, loads, seed=seed, servers=servers):
-        rows.append({"policy": label, "load": lam, "mean_response_time": res.mean_response_time,
-                     "ci95_low": res.ci95[0] if res.ci95 else np.nan,
-                     "ci95_high": res.ci95[1] if res.ci95 else np.nan,
-                     "p99": res.percentiles.get("p99", float("nan")),
-                     "steady_state": res.steady_state, "log_span": res.log_span})  # fmt: skip
+        rows.append(
+            {
+                "policy": label,
+                "load": lam,
+                "mean_response_time": res.mean_response_time,
+                **interval_columns(res.ci95),
+                "p99": res.percentiles.get("p99", float("nan")),
+                "steady_state": res.steady_state,
+                "log_span": res.log_span,
+            }
+        )
     return pd.DataFrame(rows)

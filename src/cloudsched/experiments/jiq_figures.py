@@ -8,16 +8,15 @@ and says in the caption what the data show.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from cloudsched.dispatch.theory.meanfield import predict
 from cloudsched.experiments import jiq_data as d
-from cloudsched.experiments.common import CITATIONS, ci_half, run_grid, size_of
+from cloudsched.experiments.common import CITATIONS, Setting, ci_half, run_grid, size_of
+from cloudsched.experiments.jiq_trace_figures import figure9, figure10
 from cloudsched.experiments.report import Report
 from cloudsched.io import atomic_write_text
 
@@ -25,33 +24,13 @@ __all__ = ["JIQ_VARIANTS", "Setting", "jiq_sections"]
 
 #: (label, policy) of the five JIQ variants of Figures 7 and 8.
 JIQ_VARIANTS = (
-    ("JIQ-Original", "jiq-original"), ("JIQ", "jiq"), ("JIQ-Threshold(z=1)", "jiq-threshold"),
-    ("JIQ-SQ(2)", "jiq-sq"), ("JIQ-Pod(2)", "jiq-pod"),
-)  # fmt: skip
+    ("JIQ-Original", "jiq-original"),
+    ("JIQ", "jiq"),
+    ("JIQ-Threshold(z=1)", "jiq-threshold"),
+    ("JIQ-SQ(2)", "jiq-sq"),
+    ("JIQ-Pod(2)", "jiq-pod"),
+)
 R = 10.0
-
-
-@dataclass(frozen=True)
-class Setting:
-    """How big, on how many workers, from which root seed.
-
-    ``size`` is one level's entry of :mod:`~cloudsched.experiments.common`.
-    """
-
-    size: dict[str, Any]
-    workers: int
-    seed: int
-
-    @property
-    def run(self) -> dict[str, Any]:
-        """The run-length arguments of every simulation."""
-        return {"precision": self.size["precision"], "max_tasks": self.size["max_tasks"]}
-
-    @property
-    def length(self) -> str:
-        """The run length in words, for captions."""
-        return (f"each run until its 95% interval is within {self.size['precision']:.1%} of "
-                f"the mean (at most {self.size['max_tasks']:,} tasks)")  # fmt: skip
 
 
 def figure4(report: Report, out_dir: Path, _s: Setting) -> None:
@@ -61,19 +40,25 @@ def figure4(report: Report, out_dir: Path, _s: Setting) -> None:
     report.heading("Task dispatch: mean-field response time (Figure 4)")
     data = d.figure4_data(R)
     atomic_write_text(out_dir / "figure4.csv", data.to_csv(index=False))
-    curves = {str(k): (g["load"].to_numpy(), g["mean_response_time"].to_numpy())
-              for k, g in data.groupby("policy", sort=False)}  # fmt: skip
+    curves = {
+        str(k): (g["load"].to_numpy(), g["mean_response_time"].to_numpy())
+        for k, g in data.groupby("policy", sort=False)
+    }
     plot_response_time(curves, out_dir / "figure4.png", title=f"Mean field, r = {R:g}")
-    report.figure("figure4.png", "Mean response time against load, mean field, r = 10 "
-                  "(data: figure4.csv)")  # fmt: skip
+    report.figure(
+        "figure4.png", "Mean response time against load, mean field, r = 10 (data: figure4.csv)"
+    )
     report.table(d.figure4_table(R), "figure4_table.csv", "Mean-field values, r = 10, d = 2")
 
 
 def table2(report: Report, _out_dir: Path, s: Setting) -> None:
     """Table II: occupancy q_i, predicted and simulated."""
     report.heading("Task dispatch: occupancy q_i (Table II)")
-    report.table(d.table2_data(s.seed + 1, **s.run), "table2.csv",
-                 f"Fraction of servers with i tasks, N = 500, r = 10, load 0.9; {s.length}")
+    report.table(
+        d.table2_data(s.seed + 1, **s.run),
+        "table2.csv",
+        f"Fraction of servers with i tasks, N = 500, r = 10, load 0.9; {s.length}",
+    )
 
 
 def figure5(report: Report, out_dir: Path, s: Setting) -> None:
@@ -83,24 +68,39 @@ def figure5(report: Report, out_dir: Path, s: Setting) -> None:
     report.heading("Task dispatch: prediction against simulation (Figure 5)")
     fig5 = d.figure5_data(s.seed, **s.run)
     grid = np.linspace(0.05, 0.96, 60)
-    curves = {f"{lab} (mean field)": (grid, predict(p, grid, r=R, d=2).mean_response_time)
-              for lab, p in (("JIQ", "jiq"), ("JIQ-Pod(2)", "jiq-pod"))}  # fmt: skip
-    points = {f"{lab} (simulation)": (g["load"].to_numpy(), g["simulated"].to_numpy(),
-                                      ci_half(g))
-              for lab, g in fig5.groupby("policy", sort=False)}  # fmt: skip
-    plot_response_time(curves, out_dir / "figure5.png", points=points, log_y=False,
-                       title="N = 1000, r = 10: simulation (95% CI) against mean field")
+    curves = {
+        f"{lab} (mean field)": (grid, predict(p, grid, r=R, d=2).mean_response_time)
+        for lab, p in (("JIQ", "jiq"), ("JIQ-Pod(2)", "jiq-pod"))
+    }
+    points = {
+        f"{lab} (simulation)": (g["load"].to_numpy(), g["simulated"].to_numpy(), ci_half(g))
+        for lab, g in fig5.groupby("policy", sort=False)
+    }
+    plot_response_time(
+        curves,
+        out_dir / "figure5.png",
+        points=points,
+        log_y=False,
+        title="N = 1000, r = 10: simulation (95% CI) against mean field",
+    )
     report.figure("figure5.png", "Mean response time, simulated (N = 1000) and predicted")
     report.table(fig5, "figure5.csv", f"N = 1000; {s.length}")
 
 
 def jiq_variants(out_dir: Path, s: Setting) -> pd.DataFrame:
     """Run the five JIQ variants over the loads (the data of Figures 6 to 8)."""
-    df = run_grid(out_dir, "jiq-variants", {
-        "kind": "simulate", "seed": s.seed + 10, "replications": 1,
-        "fixed": {"servers": 1000, "r": R, "d": 2, "threshold": 1, **s.run},
-        "grid": {"policy": [p for _, p in JIQ_VARIANTS], "load": s.size["loads"]},
-    }, s.workers)  # fmt: skip
+    df = run_grid(
+        out_dir,
+        "jiq-variants",
+        {
+            "kind": "simulate",
+            "seed": s.seed + 10,
+            "replications": 1,
+            "fixed": {"servers": 1000, "r": R, "d": 2, "threshold": 1, **s.run},
+            "grid": {"policy": [p for _, p in JIQ_VARIANTS], "load": s.size["loads"]},
+        },
+        s.workers,
+    )
     df["variant"] = df["policy"].map({p: lab for lab, p in JIQ_VARIANTS})
     return df.sort_values(["policy", "load"], ignore_index=True)
 
@@ -112,19 +112,29 @@ def figure6(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
     report.heading("Task dispatch: request messages (Figure 6)")
     lam = np.linspace(0.05, 0.98, 60)
     mf = predict("jiq", lam, r=R)
-    curves = {"JIQ join (mean field)": (lam, mf.join_rate),
-              "JIQ delete (mean field)": (lam, mf.delete_rate)}  # fmt: skip
+    curves = {
+        "JIQ join (mean field)": (lam, mf.join_rate),
+        "JIQ delete (mean field)": (lam, mf.delete_rate),
+    }
     pts = {}
     for pol, label in (("jiq", "JIQ"), ("jiq-original", "JIQ-Original")):
         g = variants[variants["policy"] == pol]
         zero = np.zeros(len(g))
         pts[f"{label} join (simulation)"] = (g["load"].to_numpy(), g["msg_join"].to_numpy(), zero)
         if pol == "jiq":
-            pts["JIQ delete (simulation)"] = (g["load"].to_numpy(), g["msg_delete"].to_numpy(),
-                                              zero)  # fmt: skip
-    plot_lines(curves, out_dir / "figure6.png", points=pts, xlabel="load λ",
-               ylabel="request messages per server per unit time",
-               title="N = 1000, r = 10: join and delete requests")  # fmt: skip
+            pts["JIQ delete (simulation)"] = (
+                g["load"].to_numpy(),
+                g["msg_delete"].to_numpy(),
+                zero,
+            )
+    plot_lines(
+        curves,
+        out_dir / "figure6.png",
+        points=pts,
+        xlabel="load λ",
+        ylabel="request messages per server per unit time",
+        title="N = 1000, r = 10: join and delete requests",
+    )
     report.figure("figure6.png", "Request messages per server per unit time (Figure 6)")
     fig6 = variants[variants["policy"].isin(["jiq", "jiq-original"])][
         ["variant", "load", "msg_join", "msg_delete", "msg_stale"]
@@ -139,21 +149,43 @@ def figure7(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
 
     report.heading("Task dispatch: tails of three JIQ variants (Figure 7)")
     heavy = variants["load"].max()
-    tails = variants[(variants["load"] == heavy)
-                     & variants["policy"].isin(["jiq-pod", "jiq-threshold", "jiq-sq"])]
+    tails = variants[
+        (variants["load"] == heavy)
+        & variants["policy"].isin(["jiq-pod", "jiq-threshold", "jiq-sq"])
+    ]
     i = np.arange(1, 7)
-    curves = {str(row.variant): (i, np.array([getattr(row, f"s_{k}") for k in i]))
-              for row in tails.itertuples()}  # fmt: skip
-    plot_lines(curves, out_dir / "figure7.png", xlabel="i",
-               ylabel="s_i (fraction with >= i tasks)", log_y=True,
-               title=f"N = 1000, r = 10, load {heavy:g}, d = 2, z = 1")  # fmt: skip
-    unseen = [f"{lab} from s_{int(np.argmax(y <= 0)) + 1}" for lab, (_, y) in curves.items()
-              if (y <= 0).any()]  # fmt: skip
-    report.figure("figure7.png", f"Tail s_i at load {heavy:g} (Figure 7)" + (
-        "; s_i = 0 (no server ever seen with that many tasks) is not drawn on the log axis: "
-        + ", ".join(unseen) if unseen else ""))  # fmt: skip
-    report.table(tails[["variant", "load", *[f"s_{k}" for k in i]]], "figure7.csv",
-                 "Simulated tails s_1..s_6")  # fmt: skip
+    curves = {
+        str(row.variant): (i, np.array([getattr(row, f"s_{k}") for k in i]))
+        for row in tails.itertuples()
+    }
+    plot_lines(
+        curves,
+        out_dir / "figure7.png",
+        xlabel="i",
+        ylabel="s_i (fraction with >= i tasks)",
+        log_y=True,
+        title=f"N = 1000, r = 10, load {heavy:g}, d = 2, z = 1",
+    )
+    unseen = [
+        f"{lab} from s_{int(np.argmax(y <= 0)) + 1}"
+        for lab, (_, y) in curves.items()
+        if (y <= 0).any()
+    ]
+    report.figure(
+        "figure7.png",
+        f"Tail s_i at load {heavy:g} (Figure 7)"
+        + (
+            "; s_i = 0 (no server ever seen with that many tasks) is not drawn on the log axis: "
+            + ", ".join(unseen)
+            if unseen
+            else ""
+        ),
+    )
+    report.table(
+        tails[["variant", "load", *[f"s_{k}" for k in i]]],
+        "figure7.csv",
+        "Simulated tails s_1..s_6",
+    )
 
 
 def figure8(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
@@ -161,14 +193,26 @@ def figure8(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
     from cloudsched.plotting import plot_lines
 
     report.heading("Task dispatch: mean response time of the JIQ variants (Figure 8)")
-    pts = {str(lab): (g["load"].to_numpy(), g["mean_response_time"].to_numpy(), ci_half(g))
-           for lab, g in variants.groupby("variant", sort=False)}  # fmt: skip
-    plot_lines({}, out_dir / "figure8.png", points=pts, xlabel="load λ", connect=True,
-               ylabel="mean response time T", log_y=True,
-               title="N = 1000, r = 10, simulation (95% CI)")  # fmt: skip
+    pts = {
+        str(lab): (g["load"].to_numpy(), g["mean_response_time"].to_numpy(), ci_half(g))
+        for lab, g in variants.groupby("variant", sort=False)
+    }
+    plot_lines(
+        {},
+        out_dir / "figure8.png",
+        points=pts,
+        xlabel="load λ",
+        connect=True,
+        ylabel="mean response time T",
+        log_y=True,
+        title="N = 1000, r = 10, simulation (95% CI)",
+    )
     report.figure("figure8.png", "Mean response time of five JIQ variants (Figure 8)")
-    report.table(variants[["variant", "load", "mean_response_time", "ci95_low", "ci95_high"]],
-                 "figure8.csv", "Simulated mean response time, N = 1000, r = 10")  # fmt: skip
+    report.table(
+        variants[["variant", "load", "mean_response_time", "ci95_low", "ci95_high"]],
+        "figure8.csv",
+        "Simulated mean response time, N = 1000, r = 10",
+    )
 
 
 def error_vs_n(report: Report, out_dir: Path, s: Setting) -> None:
@@ -176,34 +220,68 @@ def error_vs_n(report: Report, out_dir: Path, s: Setting) -> None:
     from cloudsched.plotting import plot_lines
 
     report.heading("Task dispatch: simulation error against N (new)")
-    err = run_grid(out_dir, "error-vs-n", {
-        "kind": "simulate", "seed": s.seed + 20, "replications": 1,
-        "fixed": {"r": R, "d": 2, "load": 0.9, **s.run},
-        "grid": {"policy": ["jiq", "jiq-pod"], "servers": s.size["ns"]},
-    }, s.workers)  # fmt: skip
+    err = run_grid(
+        out_dir,
+        "error-vs-n",
+        {
+            "kind": "simulate",
+            "seed": s.seed + 20,
+            "replications": 1,
+            "fixed": {"r": R, "d": 2, "load": 0.9, **s.run},
+            "grid": {"policy": ["jiq", "jiq-pod"], "servers": s.size["ns"]},
+        },
+        s.workers,
+    )
     err = err.sort_values(["policy", "servers"], ignore_index=True)
-    theory = {p: float(predict(p, [0.9], r=R, d=2).mean_response_time[0])
-              for p in ("jiq", "jiq-pod")}  # fmt: skip
+    theory = {
+        p: float(predict(p, [0.9], r=R, d=2).mean_response_time[0]) for p in ("jiq", "jiq-pod")
+    }
     err["mean_field"] = err["policy"].map(theory)
     err["relative_error"] = err["mean_response_time"] / err["mean_field"] - 1
     err["ci_half_relative"] = ci_half(err) / err["mean_field"]
-    pts = {str(lab): (g["servers"].to_numpy(), 100 * g["relative_error"].to_numpy(),
-                      100 * g["ci_half_relative"].to_numpy())
-           for lab, g in err.groupby("policy", sort=False)}  # fmt: skip
+    pts = {
+        str(lab): (
+            g["servers"].to_numpy(),
+            100 * g["relative_error"].to_numpy(),
+            100 * g["ci_half_relative"].to_numpy(),
+        )
+        for lab, g in err.groupby("policy", sort=False)
+    }
     ns = np.array(s.size["ns"])
     lines = {"mean field (zero error)": (ns, np.zeros(ns.size)), **_refined_lines(ns)}
-    plot_lines(lines, out_dir / "error_vs_n.png",
-               points=pts, xlabel="servers N", ylabel="simulated / mean field - 1 (%)",
-               log_x=True, title="Load 0.9, r = 10: finite-N error (95% CI)")  # fmt: skip
-    report.figure("error_vs_n.png", "Relative error of the simulated mean response time "
-                  "against the mean field, as N grows (points, 95% CI), and the refined 1/N "
-                  "prediction's (lines, same colour): the simulated error shrinks like 1/N "
-                  "along the refined line (at N = 100, precision 0.001: jiq +3.38% simulated, "
-                  "+3.31% refined; jiq-pod +3.68%, +3.61%); the exact chain is out of reach "
-                  "at these sizes (predict --servers N --method exact: N <= 4)")  # fmt: skip
-    report.table(err[["policy", "servers", "measured_tasks", "mean_response_time", "mean_field",
-                      "relative_error", "ci_half_relative"]], "error_vs_n.csv",
-                 f"Simulation against mean field; {s.length}")  # fmt: skip
+    plot_lines(
+        lines,
+        out_dir / "error_vs_n.png",
+        points=pts,
+        xlabel="servers N",
+        ylabel="simulated / mean field - 1 (%)",
+        log_x=True,
+        title="Load 0.9, r = 10: finite-N error (95% CI)",
+    )
+    report.figure(
+        "error_vs_n.png",
+        "Relative error of the simulated mean response time "
+        "against the mean field, as N grows (points, 95% CI), and the refined 1/N "
+        "prediction's (lines, same colour): the simulated error shrinks like 1/N "
+        "along the refined line (at N = 100, precision 0.001: jiq +3.38% simulated, "
+        "+3.31% refined; jiq-pod +3.68%, +3.61%); the exact chain is out of reach "
+        "at these sizes (predict --servers N --method exact: N <= 4)",
+    )
+    report.table(
+        err[
+            [
+                "policy",
+                "servers",
+                "measured_tasks",
+                "mean_response_time",
+                "mean_field",
+                "relative_error",
+                "ci_half_relative",
+            ]
+        ],
+        "error_vs_n.csv",
+        f"Simulation against mean field; {s.length}",
+    )
 
 
 def _refined_lines(ns: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
@@ -216,57 +294,16 @@ def _refined_lines(ns: np.ndarray) -> dict[str, tuple[np.ndarray, np.ndarray]]:
     for policy in ("jiq", "jiq-pod"):
         ref = refine(*population_model(policy, 0.9, r=R, d=2))
         mf = ref.tasks()
-        out[f"refined {policy}"] = (grid, np.array([100 * (ref.tasks(n) / mf - 1)
-                                                    for n in grid]))  # fmt: skip
+        out[f"refined {policy}"] = (grid, np.array([100 * (ref.tasks(n) / mf - 1) for n in grid]))
     return out
-
-
-def figure9(report: Report, out_dir: Path, s: Setting, part: Path) -> None:
-    """Figure 9: response-time CDF per policy on the replayed Google trace."""
-    from cloudsched.plotting import plot_cdf
-
-    samples, summary, native = d.trace_cdf_data(s.seed + 2, part)
-    plot_cdf(samples, out_dir / "figure9.png", xlabel="response time (s)",
-             title="Google 2011 part 0, N = 4000, r = 10, load 0.88")  # fmt: skip
-    report.figure("figure9.png", "Response-time CDF per policy, replayed Google trace (Figure 9)")
-    report.table(summary, "figure9.csv", f"Trace replay, N = 4000, r = 10, load 0.88 (the "
-                 f"part's own times would give {native:.2f})")  # fmt: skip
-    probs = np.linspace(0.0, 1.0, 501)
-    cdf = pd.concat([pd.DataFrame({"policy": k, "fraction": probs,
-                                   "response_time": np.quantile(v, probs)})
-                     for k, v in samples.items()], ignore_index=True)  # fmt: skip
-    atomic_write_text(out_dir / "figure9_cdf.csv", cdf.to_csv(index=False))
-    report.text("The curves of Figure 9 as quantiles (501 per policy): `figure9_cdf.csv`.")
-
-
-def figure10(report: Report, out_dir: Path, s: Setting, part: Path) -> None:
-    """Figure 10: mean response time against load on the rescaled trace."""
-    from cloudsched.plotting import plot_lines
-
-    fig10 = d.trace_load_data(s.seed + 3, part, s.size["trace_loads"])
-    pts = {str(lab): (g["load"].to_numpy(), g["mean_response_time"].to_numpy(), ci_half(g))
-           for lab, g in fig10.groupby("policy", sort=False)}  # fmt: skip
-    plot_lines({}, out_dir / "figure10.png", points=pts, xlabel="load λ (rescaled trace)",
-               ylabel="mean response time (s)", log_y=True, connect=True,
-               title="Google 2011 part 0, N = 4000, r = 10")  # fmt: skip
-    certified = int(fig10["ci95_low"].notna().sum())
-    span = f"{fig10['log_span'].min():.3g} to {fig10['log_span'].max():.3g}"
-    bars = (f"error bars: 95% intervals of the {certified} of {len(fig10)} replays certified"
-            if certified else
-            f"no error bars: each point is one replay of a log spanning {span} mean service "
-            "times, too short for a certified interval (steady_state false in "
-            "figure10.csv)")  # fmt: skip
-    report.figure("figure10.png", "Mean response time against load, replayed trace "
-                  f"(Figure 10); {bars}")  # fmt: skip
-    report.table(fig10, "figure10.csv", "Trace replay at several loads (inter-arrival times "
-                 "rescaled by one factor per load)")  # fmt: skip
 
 
 def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: int) -> None:
     """Append the JIQ paper's tables and figures to ``report``, at size ``level``."""
     s = Setting(size_of(level), workers, seed)
-    report.text(f"Task dispatch reproduces {CITATIONS['jiq']}; figure and table numbers "
-                "are that paper's.")  # fmt: skip
+    report.text(
+        f"Task dispatch reproduces {CITATIONS['jiq']}; figure and table numbers are that paper's."
+    )
     figure4(report, out_dir, s)
     table2(report, out_dir, s)
     figure5(report, out_dir, s)
@@ -281,7 +318,9 @@ def jiq_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
     from cloudsched.data import DATASETS
 
     _, _, digest, what = DATASETS[d.GOOGLE_PART]
-    report.text(f"Replayed log: `{d.GOOGLE_PART}` ({what}; ships with the package), sha256 "
-                f"`{digest}`; tasks that never finish are dropped.")  # fmt: skip
+    report.text(
+        f"Replayed log: `{d.GOOGLE_PART}` ({what}; ships with the package), sha256 "
+        f"`{digest}`; tasks that never finish are dropped."
+    )
     figure9(report, out_dir, s, part)
     figure10(report, out_dir, s, part)

@@ -22,11 +22,24 @@ import numpy as np
 __all__ = ["KINDS", "KIND_TABLE", "Kind", "PointContext"]
 
 #: Parameters of ``place`` that build the model (the cluster and the workload file).
-PLACE_MODEL_KEYS: dict[str, Any] = {"cluster": str, "racks": int, "cross_rack_cost": float,
-                                    "workload": str}  # fmt: skip
+PLACE_MODEL_KEYS: dict[str, Any] = {
+    "cluster": str,
+    "racks": int,
+    "cross_rack_cost": float,
+    "workload": str,
+}
 # Arguments a sweep cannot set: callbacks, arrays and the generator (seeds come from the spec).
-_NOT_SWEPT = {"rng", "progress", "trace", "speeds", "frozen_weights", "cluster", "job_types",
-              "record", "optimum"}
+_NOT_SWEPT = {
+    "rng",
+    "progress",
+    "trace",
+    "speeds",
+    "frozen_weights",
+    "cluster",
+    "job_types",
+    "record",
+    "optimum",
+}
 
 
 @dataclass
@@ -80,9 +93,13 @@ class Kind:
         if self.required is not None:
             return set(self.required)
         signature = inspect.signature(self.target()).parameters
-        return {name for name, p in signature.items()
-                if p.default is p.empty and name not in _NOT_SWEPT
-                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}  # fmt: skip
+        return {
+            name
+            for name, p in signature.items()
+            if p.default is p.empty
+            and name not in _NOT_SWEPT
+            and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)
+        }
 
 
 # simulate ---------------------------------------------------------------------------------
@@ -202,11 +219,23 @@ def _run_place(
 
 _TABLE = (
     Kind("simulate", _simulate, _check_simulate, _run_simulate),
-    Kind("predict", _predict, _check_predict, _run_predict,
-         renamed={"loads": ("load", float)}, required=frozenset({"policy", "load"})),
-    Kind("place", _place, _check_place, _run_place, extra=dict(PLACE_MODEL_KEYS),
-         required=frozenset({"cluster", "workload"})),
-)  # fmt: skip
+    Kind(
+        "predict",
+        _predict,
+        _check_predict,
+        _run_predict,
+        renamed={"loads": ("load", float)},
+        required=frozenset({"policy", "load"}),
+    ),
+    Kind(
+        "place",
+        _place,
+        _check_place,
+        _run_place,
+        extra=dict(PLACE_MODEL_KEYS),
+        required=frozenset({"cluster", "workload"}),
+    ),
+)
 
 #: Every kind by name.
 KIND_TABLE: dict[str, Kind] = {k.name: k for k in _TABLE}

@@ -36,8 +36,11 @@ def parse_entry(entry: str) -> tuple[str, dict[str, Any]]:
     """Split ``dgp:local`` into the policy and its keyword arguments."""
     name, _, variant = str(entry).partition(":")
     allowed = "one of " + ", ".join(PLACEMENT_POLICIES) + ", or dgp:local / dgp-clock:local"
-    if name not in PLACEMENT_POLICIES or variant not in ("", "local", "uniform") or (
-            variant and not name.startswith("dgp")):  # fmt: skip
+    if (
+        name not in PLACEMENT_POLICIES
+        or variant not in ("", "local", "uniform")
+        or (variant and not name.startswith("dgp"))
+    ):
         raise ParameterError("policy", entry, allowed)
     return name, ({"proposal": variant} if variant else {})
 
@@ -97,29 +100,50 @@ def compare_placement(
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)  # the overload is the caller's
-                res = simulate_placement(name, cluster, job_types, horizon=horizon, rng=seed,
-                                         record=record, optimum=bound, **kw,
-                                         **options)  # fmt: skip
+                res = simulate_placement(
+                    name,
+                    cluster,
+                    job_types,
+                    horizon=horizon,
+                    rng=seed,
+                    record=record,
+                    optimum=bound,
+                    **kw,
+                    **options,
+                )
         except DefaultsRefused as exc:
             refused[entry] = str(exc)
             if exc.result is None:
-                rows.append({"policy": entry, "cost_rate": math.nan, "cost_ci95": None,
-                             "gap": math.nan, "mean_queue_length": math.nan,
-                             "served_fraction": math.nan, "mean_wait": math.nan,
-                             "migrations": 0, "steady_state": False,
-                             "wall_seconds": time.perf_counter() - t0})  # fmt: skip
+                rows.append(
+                    {
+                        "policy": entry,
+                        "cost_rate": math.nan,
+                        "cost_ci95": None,
+                        "gap": math.nan,
+                        "mean_queue_length": math.nan,
+                        "served_fraction": math.nan,
+                        "mean_wait": math.nan,
+                        "migrations": 0,
+                        "steady_state": False,
+                        "wall_seconds": time.perf_counter() - t0,
+                    }
+                )
                 continue
-            res = replace(exc.result, steady_state=False,
-                          warnings=(*exc.result.warnings, str(exc)))
+            res = replace(exc.result, steady_state=False, warnings=(*exc.result.warnings, str(exc)))
         results[entry] = res
         ci = res.cost_rate_ci95
-        rows.append({
-            "policy": entry, "cost_rate": res.cost_rate,
-            "cost_ci95": None if ci is None else (ci[1] - ci[0]) / 2,
-            "gap": math.nan if res.bound_gap is None else res.bound_gap,
-            "mean_queue_length": res.mean_queue_length,
-            "served_fraction": res.served_fraction, "mean_wait": res.mean_wait,
-            "migrations": res.migrations, "steady_state": res.steady_state,
-            "wall_seconds": time.perf_counter() - t0,
-        })  # fmt: skip
+        rows.append(
+            {
+                "policy": entry,
+                "cost_rate": res.cost_rate,
+                "cost_ci95": None if ci is None else (ci[1] - ci[0]) / 2,
+                "gap": math.nan if res.bound_gap is None else res.bound_gap,
+                "mean_queue_length": res.mean_queue_length,
+                "served_fraction": res.served_fraction,
+                "mean_wait": res.mean_wait,
+                "migrations": res.migrations,
+                "steady_state": res.steady_state,
+                "wall_seconds": time.perf_counter() - t0,
+            }
+        )
     return PlacementComparison(pd.DataFrame(rows), results, bound, note, refused)

@@ -27,20 +27,32 @@ DGP_PARAMS = {"alpha": 0.002, "f": "identity", "h": 0.0}
 
 #: The demo's job types, in workload-file form (name, arrival rate, mean duration, topology).
 DEMO_JOB_TYPES: tuple[dict[str, Any], ...] = (
-    {"name": "chain3", "arrival_rate": 1.0, "mean_duration": 1.0,
-     "topology": {"generator": "chain", "nodes": 3}},
-    {"name": "star4", "arrival_rate": 0.5, "mean_duration": 1.0,
-     "topology": {"generator": "star", "nodes": 4}},
-)  # fmt: skip
+    {
+        "name": "chain3",
+        "arrival_rate": 1.0,
+        "mean_duration": 1.0,
+        "topology": {"generator": "chain", "nodes": 3},
+    },
+    {
+        "name": "star4",
+        "arrival_rate": 0.5,
+        "mean_duration": 1.0,
+        "topology": {"generator": "star", "nodes": 4},
+    },
+)
 
 
 def demo_instance() -> tuple[Cluster, list[JobType]]:
     """Return the demo's cluster and job types."""
     jobs = [
-        JobType(j["name"], j["arrival_rate"], j["mean_duration"],
-                topology_from_spec(j["topology"], ".", rng=np.random.default_rng(0)))
+        JobType(
+            j["name"],
+            j["arrival_rate"],
+            j["mean_duration"],
+            topology_from_spec(j["topology"], ".", rng=np.random.default_rng(0)),
+        )
         for j in DEMO_JOB_TYPES
-    ]  # fmt: skip
+    ]
     return parse_cluster("3x3"), jobs
 
 

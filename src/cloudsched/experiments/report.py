@@ -130,21 +130,25 @@ class Report:
     def figure(self, filename: str, caption: str) -> None:
         """Add a figure already written to ``out_dir / filename``."""
         self.figures.append(filename)
-        self.parts.append((
-            f"![{caption}]({filename})\n\n*{caption}*",
-            f'<figure><img src="{html.escape(filename)}" alt="{html.escape(caption)}">'
-            f"<figcaption>{_inline_html(caption)}</figcaption></figure>",
-        ))  # fmt: skip
+        self.parts.append(
+            (
+                f"![{caption}]({filename})\n\n*{caption}*",
+                f'<figure><img src="{html.escape(filename)}" alt="{html.escape(caption)}">'
+                f"<figcaption>{_inline_html(caption)}</figcaption></figure>",
+            )
+        )
 
     def table(self, df: pd.DataFrame, csv_name: str, caption: str, floatfmt: str = ".4g") -> None:
         """Append ``df`` as a table and save it as ``csv_name`` in ``out_dir``."""
         atomic_write_text(self.out_dir / csv_name, df.to_csv(index=False))
         link = f"(data: [{csv_name}]({csv_name}))"
-        self.parts.append((
-            f"*{caption}* {link}\n\n" + markdown_table(df, floatfmt),
-            f"<p><em>{_inline_html(caption)}</em> {_inline_html(link)}</p>"
-            + html_table(df, floatfmt),
-        ))  # fmt: skip
+        self.parts.append(
+            (
+                f"*{caption}* {link}\n\n" + markdown_table(df, floatfmt),
+                f"<p><em>{_inline_html(caption)}</em> {_inline_html(link)}</p>"
+                + html_table(df, floatfmt),
+            )
+        )
 
     def write(self, parameters: dict[str, object]) -> Path:
         """Write ``report.md`` and ``report.html``, closing with parameters and versions.
@@ -160,15 +164,18 @@ class Report:
         lines += [f"- {k} {v}" for k, v in versions.items()]
         path = self.out_dir / "report.md"
         atomic_write_text(path, "\n".join(lines) + "\n")
-        items = [f"<li>{html.escape(k)}: <code>{html.escape(str(v))}</code></li>"
-                 for k, v in parameters.items()]  # fmt: skip
+        items = [
+            f"<li>{html.escape(k)}: <code>{html.escape(str(v))}</code></li>"
+            for k, v in parameters.items()
+        ]
         items += [f"<li>{html.escape(k)} {html.escape(v)}</li>" for k, v in versions.items()]
         body = "\n".join(h for _, h in self.parts)
         for name in self.figures:  # embed each figure written next to the report
             data = base64.b64encode((self.out_dir / name).read_bytes()).decode("ascii")
             kind = "svg+xml" if name.endswith(".svg") else "png"
-            body = body.replace(f'src="{html.escape(name)}"',
-                                f'src="data:image/{kind};base64,{data}"')  # fmt: skip
+            body = body.replace(
+                f'src="{html.escape(name)}"', f'src="data:image/{kind};base64,{data}"'
+            )
         page = (
             f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(self.title)}"
             f"</title><style>{_CSS}</style></head><body><h1>{html.escape(self.title)}</h1>\n"

@@ -45,9 +45,14 @@ PAPERS = {
 
 
 def reproduce(
-    paper: str, out: str | os.PathLike[str], *, quick: bool = False, workers: int = 2,
-    seed: int = 2026, log: Callable[[str], None] | None = None,
-) -> Path:  # fmt: skip
+    paper: str,
+    out: str | os.PathLike[str],
+    *,
+    quick: bool = False,
+    workers: int = 2,
+    seed: int = 2026,
+    log: Callable[[str], None] | None = None,
+) -> Path:
     """Reproduce ``paper`` (``jiq`` or ``dgp``) into ``out``; return the path of ``report.md``.
 
     ``seed`` is the root RNG seed of every run; ``log`` is called with each section's title.
@@ -57,9 +62,11 @@ def reproduce(
     out_dir = ensure_dir(out)
     title, sections = PAPERS[paper]
     report = Report(f"cloudsched reproduce {paper}: {title}", out_dir, log=log)
-    report.text(f"Size `{level}`; every run's random numbers follow from the root seed {seed} "
-                "and its parameters; simulation grids are stored run by run under "
-                "`sweeps/`.")  # fmt: skip
+    report.text(
+        f"Size `{level}`; every run's random numbers follow from the root seed {seed} "
+        "and its parameters; simulation grids are stored run by run under "
+        "`sweeps/`."
+    )
     sections(report, out_dir, level, workers, seed)
     cmd = f"cloudsched reproduce {paper}{' --quick' if quick else ''} --seed {seed}"
     return report.write({"size": level, "seed": seed, "workers": workers, "command": cmd})

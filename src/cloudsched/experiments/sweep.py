@@ -52,7 +52,6 @@ __all__ = [
     "SweepSpec",
     "load_results",
     "load_spec",
-    "local_cluster",
     "parse_spec",
     "run_one",
     "run_sweep",
@@ -63,8 +62,9 @@ __all__ = [
 TIMING_COLUMNS = ("wall_seconds", "events_per_second", "solver_seconds")
 
 
-def run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, ...],
-            base_dir: str = ".") -> dict[str, Any]:  # fmt: skip
+def run_one(
+    kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, ...], base_dir: str = "."
+) -> dict[str, Any]:
     """Run one point and return its result row (flat: scalars only).
 
     Warnings the run issues are not printed (workers would print them out of order); they
@@ -75,21 +75,25 @@ def run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, 
         return _run_one(kind, params, root, spawn_key, base_dir)
 
 
-def _run_one(kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, ...],
-             base_dir: str) -> dict[str, Any]:  # fmt: skip
+def _run_one(
+    kind: str, params: dict[str, Any], root: int, spawn_key: tuple[int, ...], base_dir: str
+) -> dict[str, Any]:
     rng = np.random.default_rng(np.random.SeedSequence(root, spawn_key=spawn_key))
     # random graphs of a workload come from the point alone: the same for every replication
     point = np.random.SeedSequence(root, spawn_key=spawn_key[:-1])
-    row = KIND_TABLE[kind].run(params, rng, int(point.generate_state(1)[0]),
-                               PointContext(base_dir))  # fmt: skip
+    row = KIND_TABLE[kind].run(params, rng, int(point.generate_state(1)[0]), PointContext(base_dir))
     row.pop("seed", None)
     return row
 
 
 def _row_frame(spec: SweepSpec, run: Run, row: dict[str, Any]) -> pd.DataFrame:
     out: dict[str, Any] = {"run_id": run.run_id, "replication": run.replication}
-    out.update({f"param.{k}": (json.dumps(v) if isinstance(v, list | dict) else v)
-                for k, v in run.params.items()})  # fmt: skip
+    out.update(
+        {
+            f"param.{k}": (json.dumps(v) if isinstance(v, list | dict) else v)
+            for k, v in run.params.items()
+        }
+    )
     out["root_seed"] = spec.seed
     out["spawn_key"] = json.dumps(list(run.spawn_key))
     for k, v in row.items():
@@ -140,15 +144,16 @@ def run_sweep(
     executor : {"local", "dask"}
         ``local``: this process (``workers=1``) or a process pool; ``dask``: a private
         ``distributed.LocalCluster`` of ``workers`` processes (TLS with a certificate of its
-        own, on 127.0.0.1: :func:`local_cluster`), or the scheduler at ``scheduler``.
+        own, on 127.0.0.1: :func:`~cloudsched.experiments.sweep_dask.local_cluster`), or
+        the scheduler at ``scheduler``.
     workers : int
         Worker processes.
     scheduler : str, optional
         Address of a running Dask scheduler (``tls://host:8786``); implies ``dask``.
-        An unreachable address is a
-        :class:`ParameterError`; a worker or scheduler lost mid-sweep, or no live worker for
-        :data:`DASK_NO_WORKER_TIMEOUT` seconds, an :class:`ExternalError` saying what was
-        stored (``resume`` continues).
+        An unreachable address is a :class:`ParameterError`; a worker or scheduler lost
+        mid-sweep, or no live worker for
+        :data:`~cloudsched.experiments.sweep_dask.DASK_NO_WORKER_TIMEOUT` seconds, an
+        :class:`ExternalError` saying what was stored (``resume`` continues).
     security : distributed.Security, optional
         How to reach ``scheduler``: its TLS certificates (``Security(tls_ca_file=...,
         tls_client_cert=..., tls_client_key=..., require_encryption=True)``).  Default:
@@ -179,20 +184,37 @@ def run_sweep(
         stale.unlink(missing_ok=True)
     spec_path = out / "spec.json"
     with atomic_path(spec_path) as tmp:
-        tmp.write_text(json.dumps({
-            "kind": spec.kind, "seed": spec.seed, "replications": spec.replications,
-            "fixed": spec.fixed, "grid": spec.grid,
-        }, indent=2, default=str))  # fmt: skip
+        tmp.write_text(
+            json.dumps(
+                {
+                    "kind": spec.kind,
+                    "seed": spec.seed,
+                    "replications": spec.replications,
+                    "fixed": spec.fixed,
+                    "grid": spec.grid,
+                },
+                indent=2,
+                default=str,
+            )
+        )
     todo = [r for r in spec.runs() if r.run_id not in done]
     total = len(todo)
     if progress is not None:
         progress(*counted(0, total))
     if executor == "dask":
-        _run_dask(spec, out, todo, workers, scheduler, progress, security)
+        from cloudsched.experiments.sweep_dask import run_dask
+
+        run_dask(
+            spec, out, todo, workers, scheduler, progress, security, task=run_one, store=_store
+        )
     elif workers == 1:
         for k, run in enumerate(todo):
-            _store(out, spec, run, run_one(spec.kind, run.params, spec.seed, run.spawn_key,
-                                          spec.base_dir))  # fmt: skip
+            _store(
+                out,
+                spec,
+                run,
+                run_one(spec.kind, run.params, spec.seed, run.spawn_key, spec.base_dir),
+            )
             if progress is not None:
                 progress(*counted(k + 1, total))
     else:
@@ -222,8 +244,9 @@ def _watch_parent() -> None:
     threading.Thread(target=watch, daemon=True, name="cloudsched-parent-watch").start()
 
 
-def _run_pool(spec: SweepSpec, out: Path, todo: list[Run], workers: int,
-              progress: Progress | None) -> None:  # fmt: skip
+def _run_pool(
+    spec: SweepSpec, out: Path, todo: list[Run], workers: int, progress: Progress | None
+) -> None:
     import multiprocessing
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 
@@ -259,106 +282,3 @@ def _run_pool(spec: SweepSpec, out: Path, todo: list[Run], workers: int,
             proc.terminate()
         raise
     pool.shutdown()
-
-
-#: Seconds to reach a Dask scheduler before giving up.
-DASK_CONNECT_TIMEOUT = 10.0
-#: Seconds a Dask sweep waits with no live worker before it stops.
-DASK_NO_WORKER_TIMEOUT = 60.0
-
-
-def local_cluster(workers: int) -> Any:
-    """Start the private Dask cluster of a sweep: TLS with a certificate made for it.
-
-    Scheduler and workers listen on 127.0.0.1 only, and speak TLS with a temporary
-    certificate authority created in memory (``Security.temporary()``): a process without
-    this run's certificate (another user's, or another program's) can neither submit work
-    to the workers nor read results.  No dashboard, and the scheduler's HTTP server (which
-    starts anyway) on a free loopback port: never the fixed 8787 another program may hold.
-    Workers start with Ctrl-C ignored (a terminal sends it to the whole process group):
-    the sweep alone answers it, by closing the cluster, which stops them.
-    """
-    import logging
-    import signal
-
-    from distributed import LocalCluster
-    from distributed.security import Security
-
-    security = Security.temporary()
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        return LocalCluster(
-            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-            protocol="tls://", security=security, dashboard_address=None,
-            silence_logs=logging.CRITICAL,  # a failed run reaches the sweep through its
-            # future; the workers' own error lines (a heartbeat cut by Ctrl-C) are noise
-            scheduler_kwargs={"dashboard": False, "dashboard_address": "127.0.0.1:0"},
-        )  # fmt: skip
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
-def _run_dask(spec: SweepSpec, out: Path, todo: list[Run], workers: int, scheduler: str | None,
-              progress: Progress | None,
-              security: Any = None) -> None:  # fmt: skip
-    import time
-
-    from distributed import Client
-    from distributed import wait as dask_wait
-
-    cluster = None
-    if scheduler is None:
-        cluster = local_cluster(workers)
-        client = Client(cluster, security=cluster.security)
-    else:
-        try:
-            client = Client(scheduler, timeout=DASK_CONNECT_TIMEOUT, security=security)
-        except (OSError, TimeoutError, ValueError, TypeError) as exc:
-            raise ParameterError(
-                "--scheduler", scheduler, f"the address of a reachable Dask scheduler, e.g. "
-                f"tls://host:8786 ({type(exc).__name__}: {exc})",
-            ) from None  # fmt: skip
-    try:
-        futures = {
-            client.submit(run_one, spec.kind, r.params, spec.seed, r.spawn_key, spec.base_dir,
-                          pure=False, key=f"cloudsched-{r.run_id}"): r
-            for r in todo
-        }  # fmt: skip
-        pending, finished, alone_since = set(futures), 0, None
-        while pending:
-            try:
-                ready, pending = dask_wait(pending, timeout=5, return_when="FIRST_COMPLETED")
-            except TimeoutError:
-                ready = set()
-                if client.scheduler_info().get("workers"):
-                    alone_since = None
-                elif alone_since is None:
-                    alone_since = time.monotonic()
-                elif time.monotonic() - alone_since > DASK_NO_WORKER_TIMEOUT:
-                    raise ExternalError(
-                        f"no live Dask worker for {DASK_NO_WORKER_TIMEOUT:g} s: {finished} of "
-                        f"{len(todo)} runs stored in {out}; start workers and rerun with --resume"
-                    ) from None
-            for fut in ready:
-                try:
-                    row = fut.result()
-                except (OSError, TimeoutError) as exc:  # lost scheduler or worker
-                    raise ExternalError(
-                        f"the Dask cluster failed ({type(exc).__name__}: {exc}): {finished} of "
-                        f"{len(todo)} runs stored in {out}; rerun with --resume"
-                    ) from None
-                except Exception as exc:
-                    if type(exc).__name__ != "KilledWorker":
-                        raise
-                    raise ExternalError(
-                        f"a Dask worker died running {futures[fut].run_id}: {finished} of "
-                        f"{len(todo)} runs stored in {out}; rerun with --resume"
-                    ) from None
-                _store(out, spec, futures[fut], row)
-                finished += 1
-                if progress is not None:
-                    progress(*counted(finished, len(todo)))
-    finally:
-        client.close()
-        if cluster is not None:
-            cluster.close()

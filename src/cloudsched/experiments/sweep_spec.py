@@ -83,8 +83,9 @@ class SweepSpec:
             # stored as int64 in every Parquet row (reproductions add small offsets)
             raise InputError(where, f"'seed' must be an integer in [0, 2^62] (got {seed!r})")
         if isinstance(reps, bool) or not isinstance(reps, int) or not 1 <= reps <= 100_000:
-            raise InputError(where, f"'replications' must be an integer in [1, 100000] "
-                             f"(got {reps!r})")  # fmt: skip
+            raise InputError(
+                where, f"'replications' must be an integer in [1, 100000] (got {reps!r})"
+            )
         fixed, grid = self.fixed if self.fixed is not None else {}, self.grid
         if not isinstance(fixed, Mapping):
             raise InputError(where, "'fixed' must be a mapping of parameter: value")
@@ -94,9 +95,12 @@ class SweepSpec:
         runs = math.prod(len(v) for v in grid.values()) * reps
         if runs > MAX_RUNS:
             sizes = " x ".join(f"{len(v)} {k}" for k, v in grid.items())
-            raise InputError(where, f"the grid makes {runs:,} runs ({sizes}"
-                             f"{f' x {reps} replications' if reps > 1 else ''}); a sweep holds "
-                             f"at most {MAX_RUNS:,}: split it")  # fmt: skip
+            raise InputError(
+                where,
+                f"the grid makes {runs:,} runs ({sizes}"
+                f"{f' x {reps} replications' if reps > 1 else ''}); a sweep holds "
+                f"at most {MAX_RUNS:,}: split it",
+            )
         _check_names(kind, fixed, grid, where)
         object.__setattr__(self, "fixed", dict(fixed))
         object.__setattr__(self, "grid", {k: list(v) for k, v in grid.items()})
@@ -138,8 +142,17 @@ def parse_spec(doc: dict[str, Any], where: str = "spec", base_dir: str = ".") ->
     for key in doc:
         if key not in allowed:
             raise InputError(where, f"unknown key {key!r} (allowed: {', '.join(sorted(allowed))})")
-    return SweepSpec(doc.get("kind"), doc.get("seed", 0), doc.get("replications", 1),  # type: ignore[arg-type]
-                     doc.get("fixed") or {}, doc.get("grid"), base_dir, where)  # type: ignore[arg-type]
+    kind: Any = doc.get("kind")  # SweepSpec checks the types of what a file gave
+    grid: Any = doc.get("grid")
+    return SweepSpec(
+        kind,
+        doc.get("seed", 0),
+        doc.get("replications", 1),
+        doc.get("fixed") or {},
+        grid,
+        base_dir,
+        where,
+    )
 
 
 #: Most runs one sweep spec may make (each is a file; every point is checked before any run).
@@ -159,15 +172,17 @@ def _check_grid(grid: Mapping[str, Any], where: str) -> None:
             seen.add(text)
 
 
-def _check_names(kind: str, fixed: Mapping[str, Any], grid: Mapping[str, Any],
-                 where: str) -> None:  # fmt: skip
+def _check_names(kind: str, fixed: Mapping[str, Any], grid: Mapping[str, Any], where: str) -> None:
     """Every key is a parameter of the kind, of the right type; the required ones are set."""
     params = KIND_TABLE[kind].parameters()
     for section, items in (("fixed", {k: [v] for k, v in fixed.items()}), ("grid", grid)):
         for key, values in items.items():
             if key not in params:
-                raise InputError(where, f"{section}.{key} is not a parameter of {kind} "
-                                 f"(allowed: {', '.join(sorted(params))})")  # fmt: skip
+                raise InputError(
+                    where,
+                    f"{section}.{key} is not a parameter of {kind} "
+                    f"(allowed: {', '.join(sorted(params))})",
+                )
             for v in values:
                 if not _accepts(params[key], v):
                     raise InputError(where, f"{section}.{key}: {v!r} has the wrong type")
@@ -189,5 +204,3 @@ def _dry_check(spec: SweepSpec, where: str) -> None:
         except ParameterError as exc:
             point = ", ".join(f"{k}={params[k]!r}" for k in spec.grid)
             raise InputError(where, f"at {point}: {exc}" if point else str(exc)) from None
-
-

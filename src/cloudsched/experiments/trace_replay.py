@@ -13,14 +13,24 @@ from cloudsched.dispatch.workload.resolved import Trace
 __all__ = ["TRACE_POLICIES", "replay"]
 
 #: (label, policy) of the policies replayed, as in the JIQ paper's trace figures.
-TRACE_POLICIES = (("Random", "random"), ("Pod(2)", "pod"), ("JIQ", "jiq"),
-                  ("JIQ-Pod(2)", "jiq-pod"), ("JSQ", "jsq"))  # fmt: skip
+TRACE_POLICIES = (
+    ("Random", "random"),
+    ("Pod(2)", "pod"),
+    ("JIQ", "jiq"),
+    ("JIQ-Pod(2)", "jiq-pod"),
+    ("JSQ", "jsq"),
+)
 
 
 def replay(
-    trace: Trace, loads: Sequence[float], *, seed: int, servers: int = 4000, r: float = 10.0,
+    trace: Trace,
+    loads: Sequence[float],
+    *,
+    seed: int,
+    servers: int = 4000,
+    r: float = 10.0,
     keep_response_times: bool = False,
-) -> Iterator[tuple[str, float, SimulationResult]]:  # fmt: skip
+) -> Iterator[tuple[str, float, SimulationResult]]:
     """Replay ``trace`` under each of :data:`TRACE_POLICIES` at each load (d = 2).
 
     Yields ``(label, load, result)``, policy by policy; run ``k`` uses stream ``k`` of
@@ -29,7 +39,14 @@ def replay(
     streams = iter(np.random.SeedSequence(seed).spawn(len(TRACE_POLICIES) * len(loads)))
     for label, policy in TRACE_POLICIES:
         for lam in loads:
-            res = simulate(policy, servers=servers, r=r, load=lam, d=2, trace=trace,
-                           keep_response_times=keep_response_times,
-                           rng=np.random.default_rng(next(streams)))  # fmt: skip
+            res = simulate(
+                policy,
+                servers=servers,
+                r=r,
+                load=lam,
+                d=2,
+                trace=trace,
+                keep_response_times=keep_response_times,
+                rng=np.random.default_rng(next(streams)),
+            )
             yield label, lam, res

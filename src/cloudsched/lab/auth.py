@@ -26,8 +26,17 @@ import os
 import secrets
 import threading
 
-__all__ = ["HEADER", "KEY_ENV", "WINDOW", "Signer", "Verifier", "http_token", "key_from_env",
-           "new_key", "token_ok"]  # fmt: skip
+__all__ = [
+    "HEADER",
+    "KEY_ENV",
+    "WINDOW",
+    "Signer",
+    "Verifier",
+    "http_token",
+    "key_from_env",
+    "new_key",
+    "token_ok",
+]
 
 #: Environment variable that hands the run's key (hex) to the processes it starts.
 KEY_ENV = "CLOUDSCHED_LAB_KEY"

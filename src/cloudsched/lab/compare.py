@@ -22,8 +22,10 @@ from cloudsched.errors import ParameterError
 from cloudsched.lab.result import LabResult
 from cloudsched.lab.run import run_lab
 from cloudsched.lab.spec import LabSpec
+from cloudsched.results import half_of
 
 __all__ = ["compare_lab", "compare_notes"]
+
 
 def _theory(spec: LabSpec) -> dict[str, Any] | None:
     from cloudsched.dispatch.theory.finite import predict_finite
@@ -80,10 +82,6 @@ def _row(
     }
 
 
-def _half(ci: tuple[float, float] | None) -> float | None:
-    return (ci[1] - ci[0]) / 2 if ci else None
-
-
 def compare_one(spec: LabSpec) -> tuple[list[dict[str, Any]], dict[str, np.ndarray], LabResult]:
     """Rows (theory, simulations, live) for one policy, the CDF samples, the live result."""
     live = run_lab(spec)
@@ -98,7 +96,7 @@ def compare_one(spec: LabSpec) -> tuple[list[dict[str, Any]], dict[str, np.ndarr
             spec.policy,
             "simulation",
             sim.mean_response_time,
-            _half(sim.ci95),
+            half_of(sim.ci95),
             sim.percentiles["p99"],
             sim.messages,
             sim.p0,
@@ -112,13 +110,13 @@ def compare_one(spec: LabSpec) -> tuple[list[dict[str, Any]], dict[str, np.ndarr
                 spec.policy,
                 "sim, carried load",
                 at.mean_response_time,
-                _half(at.ci95),
+                half_of(at.ci95),
                 at.percentiles["p99"],
                 at.messages,
                 at.p0,
             )
         )
-    half = _half(rec.ci95)
+    half = half_of(rec.ci95)
     over = live.lab["overhead"]
     rows.append(
         _row(

@@ -29,7 +29,11 @@ from __future__ import annotations
 import asyncio
 
 __all__ = [
-    "IQUEUE_POLICIES", "PROBE_POLICIES", "HttpMessage", "read_message", "request_bytes",
+    "IQUEUE_POLICIES",
+    "PROBE_POLICIES",
+    "HttpMessage",
+    "read_message",
+    "request_bytes",
     "response_bytes",
 ]
 
@@ -117,8 +121,14 @@ def request_bytes(path: str, extra: dict[str, str] | None = None, token: str = "
 
 def response_bytes(status: int, headers: dict[str, str], body: bytes = b"ok") -> bytes:
     """Encode a keep-alive response with ``Content-Length``."""
-    reason = {200: "OK", 400: "Bad Request", 403: "Forbidden", 404: "Not Found",
-              502: "Bad Gateway", 503: "Service Unavailable"}  # fmt: skip
+    reason = {
+        200: "OK",
+        400: "Bad Request",
+        403: "Forbidden",
+        404: "Not Found",
+        502: "Bad Gateway",
+        503: "Service Unavailable",
+    }
     head = [f"HTTP/1.1 {status} {reason.get(status, 'Status')}", f"Content-Length: {len(body)}"]
     head += [f"{k}: {v}" for k, v in headers.items()]
     return ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + body

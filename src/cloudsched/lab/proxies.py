@@ -71,8 +71,9 @@ def _token(token: str) -> str:
     return token
 
 
-def nginx_config(run_dir: Path, index: int, port: int, backends: list[int], policy: str,
-                 token: str) -> str:  # fmt: skip
+def nginx_config(
+    run_dir: Path, index: int, port: int, backends: list[int], policy: str, token: str
+) -> str:
     """Write out the ``nginx.conf`` of dispatcher ``index`` (listening on ``port``)."""
     temp = run_dir / f"nginx{index}"
     temp.mkdir(exist_ok=True)

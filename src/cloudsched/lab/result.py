@@ -131,8 +131,14 @@ def _interval(
     if counts.sum() == 0:
         return math.nan, None, False, math.nan
     relax = _model_relaxation(spec)
-    est = analyse_series(sums, counts, edges / spec.unit, batches=BATCHES, truncation=0,
-                         relaxation=relax if math.isfinite(relax) else 0.0)  # fmt: skip
+    est = analyse_series(
+        sums,
+        counts,
+        edges / spec.unit,
+        batches=BATCHES,
+        truncation=0,
+        relaxation=relax if math.isfinite(relax) else 0.0,
+    )
     ci = None
     if math.isfinite(est.half_width):
         ci = (est.mean - est.half_width, est.mean + est.half_width)

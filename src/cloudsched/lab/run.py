@@ -164,8 +164,9 @@ def _start_dispatchers(
                 argv = [exe, "-p", str(group.run_dir), "-c", str(conf)]
             else:
                 conf = group.run_dir / f"haproxy{k}.cfg"
-                _private_write(conf, haproxy_config(group.run_dir, k, port, http, spec.policy,
-                                                    spec.d, token))  # fmt: skip
+                _private_write(
+                    conf, haproxy_config(group.run_dir, k, port, http, spec.policy, spec.d, token)
+                )
                 argv = [exe, "-db", "-f", str(conf)]
             child = group.start(spec.balancer, k, argv, python=False)
             try:
@@ -198,16 +199,16 @@ class _Reply(asyncio.DatagramProtocol):
             self.fut.set_result(data)
 
 
-async def _udp_ask(keys: _Keys, port: int, text: str, timeout: float = 1.0,
-                   tries: int = 5) -> str:  # fmt: skip
+async def _udp_ask(keys: _Keys, port: int, text: str, timeout: float = 1.0, tries: int = 5) -> str:
     """Send a sealed datagram and return the sealed answer's text."""
     loop = asyncio.get_running_loop()
     for _ in range(tries):
         fut: asyncio.Future[bytes] = loop.create_future()
         transport, _ = await loop.create_datagram_endpoint(
-            functools.partial(_Reply, fut), local_addr=("127.0.0.1", 0),
+            functools.partial(_Reply, fut),
+            local_addr=("127.0.0.1", 0),
             remote_addr=("127.0.0.1", port),
-        )  # fmt: skip
+        )
         try:
             transport.sendto(keys.signer.seal(text))
             opened = keys.verifier.open(await asyncio.wait_for(fut, timeout))
@@ -242,9 +243,8 @@ def _machine_ticks() -> tuple[float, float]:
 
 
 async def _snapshot(
-    spec: LabSpec, group: ProcessGroup, servers: list[Child], dispatchers: list[Child],
-    token: str,
-) -> Snapshot:  # fmt: skip
+    spec: LabSpec, group: ProcessGroup, servers: list[Child], dispatchers: list[Child], token: str
+) -> Snapshot:
     now = time.perf_counter()
     cpu = {c.role + str(c.index): c.cpu_seconds() for c in group.children}
     cpu["generator"] = time.process_time()
@@ -264,19 +264,25 @@ async def _snapshot(
 
 
 async def _drive(
-    spec: LabSpec, group: ProcessGroup, load: Load, servers: list[Child],
-    dispatchers: list[Child], keys: _Keys,
-) -> dict[str, Any]:  # fmt: skip
+    spec: LabSpec,
+    group: ProcessGroup,
+    load: Load,
+    servers: list[Child],
+    dispatchers: list[Child],
+    keys: _Keys,
+) -> dict[str, Any]:
     if spec.balancer == "lab":
-        config = "C " + json.dumps({"dispatchers": [c.ports[1] for c in dispatchers]},
-                                   separators=(",", ":"))  # fmt: skip
+        config = "C " + json.dumps(
+            {"dispatchers": [c.ports[1] for c in dispatchers]}, separators=(",", ":")
+        )
         await asyncio.gather(*(_udp_ask(keys, c.ports[1], config) for c in servers))
     ports = [c.ports[0] for c in dispatchers]
     m = len(ports)
     k = np.arange(CALIBRATION_REQUESTS) % m
     calib = Load(np.arange(CALIBRATION_REQUESTS) * CALIBRATION_GAP, k, np.zeros(k.size))
-    cal, cal_start = await send_load(calib, ports, max_inflight=spec.max_inflight, drain=10.0,
-                                     token=keys.token)  # fmt: skip
+    cal, cal_start = await send_load(
+        calib, ports, max_inflight=spec.max_inflight, drain=10.0, token=keys.token
+    )
     cal_ok = cal.status == OK
     if not cal_ok.any():
         raise ExternalError("lab: no calibration request was answered (see the processes' logs)")
@@ -302,8 +308,9 @@ async def _drive(
     for s, t in spec.kill.items():
         at[spec.warmup_seconds + t + 1e-9 * s] = killer(s)
     drain = max(10.0, 500 * spec.unit)
-    rec, start = await send_load(load, ports, max_inflight=spec.max_inflight, drain=drain, at=at,
-                                 token=keys.token)  # fmt: skip
+    rec, start = await send_load(
+        load, ports, max_inflight=spec.max_inflight, drain=drain, at=at, token=keys.token
+    )
     return {
         "records": rec,
         "start": start,

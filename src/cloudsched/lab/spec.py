@@ -143,9 +143,13 @@ class LabSpec:
             raise ParameterError("mode", self.mode, "sleep or cpu")
         check_real("drop", self.drop, low=0.0, high=1.0, high_open=True)
         if self.drop > 0 and not MODELS[self.policy].iqueues:
-            raise ParameterError("drop", self.drop, "0 unless the policy has I-queues ("
-                                 + ", ".join(p for p in LAB_POLICIES if MODELS[p].iqueues)
-                                 + ")")  # fmt: skip
+            raise ParameterError(
+                "drop",
+                self.drop,
+                "0 unless the policy has I-queues ("
+                + ", ".join(p for p in LAB_POLICIES if MODELS[p].iqueues)
+                + ")",
+            )
         check_int("max_inflight", self.max_inflight, low=1, high=100_000)
         check_int("max_requests", self.max_requests, low=1, high=MAX_REQUESTS)
         parse_unit(self.probe_timeout, "probe_timeout", low=1e-4)
@@ -179,8 +183,12 @@ class LabSpec:
                 return float(m.group(1))
         elif isinstance(raw, int | float) and not isinstance(raw, bool) and 0 <= raw <= 0.9:
             return self.duration * float(raw) / (1.0 - float(raw))
-        raise ParameterError("warmup", raw, "a fraction of the run in [0, 0.9] (as in simulate), "
-                             "or seconds with their unit, up to 600s (3s)")  # fmt: skip
+        raise ParameterError(
+            "warmup",
+            raw,
+            "a fraction of the run in [0, 0.9] (as in simulate), "
+            "or seconds with their unit, up to 600s (3s)",
+        )
 
     @property
     def law(self) -> Distribution:

@@ -14,26 +14,14 @@
 """
 
 from cloudsched.placement.baselines import greedy, storm_default
+from cloudsched.placement.beside_bound import bound_is_cheap
 from cloudsched.placement.cluster import Cluster, parse_cluster
+from cloudsched.placement.configuration import MaxWeightSolution, max_weight_configuration
 from cloudsched.placement.flux import GROUPINGS, load_flux
-from cloudsched.placement.optimize import (
-    MaxWeightSolution,
-    StaticOptimum,
-    max_weight_configuration,
-    static_optimum,
-)
-from cloudsched.placement.policies import (
-    PLACEMENT_POLICIES,
-    PlacementPolicy,
-    get_placement_policy,
-)
+from cloudsched.placement.optimize import StaticOptimum, static_optimum
+from cloudsched.placement.policies import PLACEMENT_POLICIES, PlacementPolicy, get_placement_policy
 from cloudsched.placement.result import PlacementResult
-from cloudsched.placement.simulation import (
-    DefaultsRefused,
-    bound_is_cheap,
-    run_placement,
-    simulate_placement,
-)
+from cloudsched.placement.simulation import DefaultsRefused, run_placement, simulate_placement
 from cloudsched.placement.spec import PlacementSpec
 from cloudsched.placement.topology import (
     GENERATORS,

@@ -31,18 +31,18 @@ from cloudsched._jit import kernel
 from cloudsched.placement import state as S
 from cloudsched.placement._kernel_propose import local_partition, log_q, uniform_partition
 from cloudsched.placement._kernel_slots import greedy_slots, ras_slots, storm_slots
-from cloudsched.placement.policies import (
-        DGP,
-    DGP_CLOCK,
-    FRAME,
-    GREEDY,
-    STORM_DEFAULT,
-)
+from cloudsched.placement.policies import DGP, DGP_CLOCK, FRAME, GREEDY, STORM_DEFAULT
 
 __all__ = [
-    "add_template", "fill", "log_event", "queue_weight", "remove_template", "run",
-    "run_baseline", "template_cost",
-]  # fmt: skip
+    "add_template",
+    "fill",
+    "log_event",
+    "queue_weight",
+    "remove_template",
+    "run",
+    "run_baseline",
+    "template_cost",
+]
 
 
 @kernel(nrt=False, inline=True)
@@ -345,8 +345,7 @@ def _propose_local(st, mo, mt, j, rng, measuring):
         return
     b = template_cost(mo, j, st.scratch)
     w = queue_weight(j, st.qlen, mo.par, mo.wpar) - b
-    z = w / mo.par[S.P_BETA] - mo.knodes[j] * mo.par[S.P_LOGS] - log_q(
-        st, mo, j, st.scratch, False)  # fmt: skip
+    z = w / mo.par[S.P_BETA] - mo.knodes[j] * mo.par[S.P_LOGS] - log_q(st, mo, j, st.scratch, False)
     _add_with_coin(st, mo, mt, j, b, z, rng, measuring)
 
 
@@ -362,8 +361,11 @@ def _decide_local(st, mo, mt, tid, rng, measuring):
     """DGP with local proposals: the keep decision with ``q(A | C without A)``."""
     j = st.t_type[tid]
     w = queue_weight(j, st.qlen, mo.par, mo.wpar) - st.t_cost[tid]
-    z = w / mo.par[S.P_BETA] - mo.knodes[j] * mo.par[S.P_LOGS] - log_q(
-        st, mo, j, st.t_slots[tid], True)  # fmt: skip
+    z = (
+        w / mo.par[S.P_BETA]
+        - mo.knodes[j] * mo.par[S.P_LOGS]
+        - log_q(st, mo, j, st.t_slots[tid], True)
+    )
     _keep_with_coin(st, mo, mt, tid, z, rng, measuring)
 
 

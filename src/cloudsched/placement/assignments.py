@@ -22,8 +22,18 @@ from cloudsched.placement.engine import PlacementEngine
 
 __all__ = ["ASSIGNMENT_COLUMNS", "assignment_table", "final_table", "snapshot"]
 
-ASSIGNMENT_COLUMNS = ("job", "type", "node", "component", "machine", "rack", "slot", "start",
-                      "end", "cost")  # fmt: skip
+ASSIGNMENT_COLUMNS = (
+    "job",
+    "type",
+    "node",
+    "component",
+    "machine",
+    "rack",
+    "slot",
+    "start",
+    "end",
+    "cost",
+)
 
 
 def assignment_table(eng: PlacementEngine) -> Any:
@@ -38,8 +48,9 @@ def assignment_table(eng: PlacementEngine) -> Any:
     slots = np.concatenate([c[2] for c in eng.log_chunks])
     order = np.arange(t.size)
     start, end = ev[:, 0] == S.LOG_START, ev[:, 0] == S.LOG_END
-    st = pd.DataFrame({"job": ev[start, 3], "type": ev[start, 2], "start": t[start],
-                       "row": order[start]})  # fmt: skip
+    st = pd.DataFrame(
+        {"job": ev[start, 3], "type": ev[start, 2], "start": t[start], "row": order[start]}
+    )
     en = pd.DataFrame({"job": ev[end, 3], "end": t[end]})
     st["k"] = st.groupby("job").cumcount()
     en["k"] = en.groupby("job").cumcount()
@@ -51,21 +62,36 @@ def assignment_table(eng: PlacementEngine) -> Any:
     slot = slots[runs["row"].to_numpy()[rep], node].astype(np.int64)
     types = runs["type"].to_numpy()[rep]
     cost = _costs(eng, runs["type"].to_numpy(), slots[runs["row"].to_numpy()])
-    return _frame(eng, runs["job"].to_numpy()[rep], types, node, slot, {
-        "start": runs["start"].to_numpy()[rep], "end": runs["end"].to_numpy()[rep],
-        "cost": cost[rep] if cost.size else cost})  # fmt: skip
+    return _frame(
+        eng,
+        runs["job"].to_numpy()[rep],
+        types,
+        node,
+        slot,
+        {
+            "start": runs["start"].to_numpy()[rep],
+            "end": runs["end"].to_numpy()[rep],
+            "cost": cost[rep] if cost.size else cost,
+        },
+    )
 
 
 def _frame(
-    eng: PlacementEngine, job: np.ndarray, types: np.ndarray, node: np.ndarray, slot: np.ndarray,
+    eng: PlacementEngine,
+    job: np.ndarray,
+    types: np.ndarray,
+    node: np.ndarray,
+    slot: np.ndarray,
     extra: dict[str, np.ndarray],
-) -> Any:  # fmt: skip
+) -> Any:
     """Build the table (type and component names as categories: there may be millions)."""
     import pandas as pd
 
     names = [jt.name for jt in eng.job_types]
-    comps = [[str(jt.topology.graph.nodes[v].get("component", v))
-              for v in range(jt.topology.nodes)] for jt in eng.job_types]  # fmt: skip
+    comps = [
+        [str(jt.topology.graph.nodes[v].get("component", v)) for v in range(jt.topology.nodes)]
+        for jt in eng.job_types
+    ]
     labels = sorted({c for cs in comps for c in cs})
     code = {c: i for i, c in enumerate(labels)}
     comp_code = [np.array([code[c] for c in cs], dtype=np.int64) for cs in comps]
@@ -74,11 +100,18 @@ def _frame(
         mine = types == j
         comp[mine] = comp_code[j][node[mine]]
     machine = eng.mo.slot_machine[slot]
-    return pd.DataFrame({
-        "job": job, "type": pd.Categorical.from_codes(types, names), "node": node,
-        "component": pd.Categorical.from_codes(comp, labels), "machine": machine,
-        "rack": eng.cluster.rack[machine], "slot": slot - eng.mo.slot_first[machine], **extra,
-    })  # fmt: skip
+    return pd.DataFrame(
+        {
+            "job": job,
+            "type": pd.Categorical.from_codes(types, names),
+            "node": node,
+            "component": pd.Categorical.from_codes(comp, labels),
+            "machine": machine,
+            "rack": eng.cluster.rack[machine],
+            "slot": slot - eng.mo.slot_first[machine],
+            **extra,
+        }
+    )
 
 
 def final_table(eng: PlacementEngine) -> Any:
@@ -89,13 +122,15 @@ def final_table(eng: PlacementEngine) -> Any:
     tids = [(j, int(t)) for j in range(len(eng.job_types)) for t in eng.templates(j, True)]
     knodes = np.array([eng.mo.knodes[j] for j, _ in tids], dtype=np.int64)
     rep = np.repeat(np.arange(len(tids)), knodes)
-    node = (np.concatenate([np.arange(k) for k in knodes]) if len(tids)
-            else np.zeros(0, dtype=np.int64))  # fmt: skip
+    node = (
+        np.concatenate([np.arange(k) for k in knodes]) if len(tids) else np.zeros(0, dtype=np.int64)
+    )
     tid = np.array([t for _, t in tids], dtype=np.int64)
     types = np.array([j for j, _ in tids], dtype=np.int64)
     slot = eng.st.t_slots[tid[rep], node] if len(tids) else np.zeros(0, dtype=np.int64)
-    return _frame(eng, eng.st.t_job[tid][rep], types[rep], node, slot,
-                  {"cost": eng.st.t_cost[tid][rep]})
+    return _frame(
+        eng, eng.st.t_job[tid][rep], types[rep], node, slot, {"cost": eng.st.t_cost[tid][rep]}
+    )
 
 
 def _costs(eng: PlacementEngine, types: np.ndarray, slots: np.ndarray) -> np.ndarray:

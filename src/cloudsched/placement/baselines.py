@@ -21,8 +21,9 @@ from cloudsched.placement.topology import Topology
 __all__ = ["bfs_order", "greedy", "machine_order", "ras_order", "resource_aware", "storm_default"]
 
 
-def _resources(cluster: Cluster | None, free: np.ndarray, free_res: np.ndarray | None
-               ) -> np.ndarray:  # fmt: skip
+def _resources(
+    cluster: Cluster | None, free: np.ndarray, free_res: np.ndarray | None
+) -> np.ndarray:
     if free_res is not None:
         return np.asarray(free_res, dtype=float).copy()
     if cluster is None:
@@ -35,9 +36,11 @@ def _fits(left_res: np.ndarray, m: int, demand: np.ndarray) -> bool:
 
 
 def storm_default(
-    topology: Topology, free: np.ndarray, cluster: Cluster | None = None,
+    topology: Topology,
+    free: np.ndarray,
+    cluster: Cluster | None = None,
     free_res: np.ndarray | None = None,
-) -> np.ndarray | None:  # fmt: skip
+) -> np.ndarray | None:
     """EvenScheduler-style round robin over free slots; the graph is ignored.
 
     Machines are ordered by free slots, most first (ties: lower index); their free slots are

@@ -12,14 +12,26 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from cloudsched.errors import ParameterError
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.optimize import StaticOptimum, static_optimum
 from cloudsched.placement.workload import JobType
 
-__all__ = ["BOUND_TIME_LIMIT", "Bound", "above_bound", "below_bound", "bound_beside", "gap",
-           "short_of"]
+__all__ = [
+    "BOUND_MAX_NODES",
+    "BOUND_MAX_SLOTS",
+    "BOUND_TIME_LIMIT",
+    "Bound",
+    "above_bound",
+    "against_bound",
+    "below_bound",
+    "bound_beside",
+    "bound_is_cheap",
+    "gap",
+    "short_of",
+]
 
 #: Seconds allowed to the bound computed beside a run.
 BOUND_TIME_LIMIT = 10.0
@@ -46,9 +58,14 @@ def bound_beside(
             opt = static_optimum(cluster, job_types, time_limit=BOUND_TIME_LIMIT)
         except ParameterError as exc:
             return Bound(None, None, str(exc))
-    note = None if opt.proven else (
-        f"the optimum is not proven: {opt.lower_bound:.4g} is a lower bound "
-        f"(best time-sharing found: {opt.value:.4g})")  # fmt: skip
+    note = (
+        None
+        if opt.proven
+        else (
+            f"the optimum is not proven: {opt.lower_bound:.4g} is a lower bound "
+            f"(best time-sharing found: {opt.value:.4g})"
+        )
+    )
     return Bound(opt.lower_bound, opt.proven, note)
 
 
@@ -81,8 +98,10 @@ def above_bound(
     """Warn that the cost is ``excess`` (relative) above the bound, and for DGP what helps."""
     why = ""
     if dgp and proposal == "uniform":
-        why = (" (DGP's proposals are uniform random partitions: a cost nearer the bound needs "
-               "a smaller --alpha and longer queues, or --proposal local)")  # fmt: skip
+        why = (
+            " (DGP's proposals are uniform random partitions: a cost nearer the bound needs "
+            "a smaller --alpha and longer queues, or --proposal local)"
+        )
     elif dgp:
         why = " (a cost nearer the bound needs a smaller --alpha and longer queues)"
     how = "above a zero" if math.isinf(excess) else f"{100 * excess:.0f}% above the"
@@ -99,6 +118,39 @@ def below_bound(ci: tuple[float, float] | None, bound: float, proven: bool) -> s
     if ci is None or not ci[1] < bound * (1.0 - 1e-9):
         return None
     what = "static optimum" if proven else "lower bound of the static optimum"
-    return (f"cost interval [{ci[0]:.4g}, {ci[1]:.4g}] lies below the {what} {bound:.4g}, "
-            "which no policy serving all the load beats in the long run: the run is too "
-            "short or not steady (run longer; check served)")
+    return (
+        f"cost interval [{ci[0]:.4g}, {ci[1]:.4g}] lies below the {what} {bound:.4g}, "
+        "which no policy serving all the load beats in the long run: the run is too "
+        "short or not steady (run longer; check served)"
+    )
+
+
+#: DGP's alpha is calibrated against the bound when the cluster has at most this many slots
+BOUND_MAX_SLOTS = 32
+#: ... and every graph at most this many nodes.
+BOUND_MAX_NODES = 8
+
+
+def bound_is_cheap(cluster: Cluster, job_types: Sequence[JobType]) -> bool:
+    """Say whether the instance is small enough to calibrate DGP's alpha against the bound."""
+    return cluster.total_slots <= BOUND_MAX_SLOTS and all(
+        jt.topology.nodes <= BOUND_MAX_NODES for jt in job_types
+    )
+
+
+def against_bound(spec: Any, bound: Any, fields: dict[str, Any]) -> float | None:
+    """Return the cost's gap to the bound (None: no bound, or not above it); warn in ``fields``."""
+    if bound is None or bound.value is None:
+        return None
+    r: Any = spec
+    cost, ci = fields["cost_rate"], fields["cost_rate_ci95"]
+    over = None if short_of(cost, bound.value, ci) else gap(cost, bound.value, ci)
+    if over is not None and over > spec.target_gap and fields["steady_state"]:
+        fields["warnings"] = (
+            *fields["warnings"],
+            above_bound(cost, bound.value, over, spec.model.dgp, r.proposal, bool(bound.proven)),
+        )
+    below = below_bound(ci, bound.value, bool(bound.proven))
+    if below:
+        fields["warnings"] = (*fields["warnings"], below)
+    return over

@@ -22,8 +22,15 @@ from cloudsched.placement.defaults import LOCAL_MARGINS_UNITS, cost_unit
 from cloudsched.placement.result import PlacementResult
 from cloudsched.placement.spec import PlacementSpec
 
-__all__ = ["CALIBRATION_ALPHAS", "PILOT_HOLDING_TIMES", "PILOT_SEEDS", "SERVED_FLOOR",
-           "DefaultsRefused", "calibrate_alpha", "check_served"]
+__all__ = [
+    "CALIBRATION_ALPHAS",
+    "PILOT_HOLDING_TIMES",
+    "PILOT_SEEDS",
+    "SERVED_FLOOR",
+    "DefaultsRefused",
+    "calibrate_alpha",
+    "check_served",
+]
 
 #: DGP alpha tried by calibration, in cost units, largest (shortest queues) first.
 CALIBRATION_ALPHAS = (1 / 25, 1 / 100, 1 / 400)
@@ -70,8 +77,11 @@ def _least_served(res: PlacementResult) -> tuple[str, float]:
 def _refusal(spec: PlacementSpec, what: str) -> str:
     """Return the refusal message: ``what`` went wrong and the parameters to set instead."""
     name = spec.model.name + (":local" if spec.proposal == "local" else "")
-    hint = ("set --alpha and --h (alpha, h) yourself, or use another policy" if spec.model.dgp
-            else "set --alpha and --f (alpha, f) yourself, or use another policy")  # fmt: skip
+    hint = (
+        "set --alpha and --h (alpha, h) yourself, or use another policy"
+        if spec.model.dgp
+        else "set --alpha and --f (alpha, f) yourself, or use another policy"
+    )
     return f"{name}'s default parameters do not serve this workload: {what}; {hint}"
 
 
@@ -83,8 +93,7 @@ def _candidates(spec: PlacementSpec) -> list[tuple[float, float | None]]:
 
 
 def calibrate_alpha(
-    spec: PlacementSpec, bound: float, rng: np.random.Generator,
-    run: Callable[..., PlacementResult],
+    spec: PlacementSpec, bound: float, rng: np.random.Generator, run: Callable[..., PlacementResult]
 ) -> tuple[float, Any, list[dict[str, Any]]]:
     """Return the first candidate (alpha, and h) whose pilots serve and are near the bound.
 
@@ -115,12 +124,21 @@ def calibrate_alpha(
         worst = min((_least_served(r) for r in runs), key=lambda x: x[1])
         steady = all(r.steady_state for r in runs)
         gap = excess(cost, bound)
-        pilots.append({"alpha": alpha, **({"margin": m * unit} if m is not None else {}),
-                       "h": h, "cost_rate": cost, "cost_rates": [r.cost_rate for r in runs],
-                       "mean_queue_length": float(np.mean([r.mean_queue_length for r in runs])),
-                       "gap": math.inf if gap is None else gap, "steady": steady,
-                       "least_served": worst[1], "least_served_type": worst[0],
-                       "serves": steady and worst[1] >= PILOT_SERVED_FLOOR})  # fmt: skip
+        pilots.append(
+            {
+                "alpha": alpha,
+                **({"margin": m * unit} if m is not None else {}),
+                "h": h,
+                "cost_rate": cost,
+                "cost_rates": [r.cost_rate for r in runs],
+                "mean_queue_length": float(np.mean([r.mean_queue_length for r in runs])),
+                "gap": math.inf if gap is None else gap,
+                "steady": steady,
+                "least_served": worst[1],
+                "least_served_type": worst[0],
+                "serves": steady and worst[1] >= PILOT_SERVED_FLOOR,
+            }
+        )
         near = cost - bound <= spec.target_gap * (bound if bound > 1e-9 else unit)
         if pilots[-1]["serves"] and near:
             return alpha, h, pilots
@@ -128,13 +146,22 @@ def calibrate_alpha(
     if not serving:
         worst_pilot = min(pilots, key=lambda p: (p["least_served"], p["steady"]))
         tried = ", ".join(sorted({f"{p['alpha']:.4g}" for p in pilots}))
-        what = (f"type {worst_pilot['least_served_type']!r} was served "
-                f"{100 * worst_pilot['least_served']:.3g}% of its jobs"
-                if worst_pilot["least_served"] < PILOT_SERVED_FLOOR
-                else "the queues kept growing")  # fmt: skip
-        raise DefaultsRefused(spec.model.name, _refusal(spec, (
-            f"in every calibration pilot's set (alpha {tried}, {PILOT_SEEDS} runs of "
-            f"{length:.6g} time units each) {what}")))  # fmt: skip
+        what = (
+            f"type {worst_pilot['least_served_type']!r} was served "
+            f"{100 * worst_pilot['least_served']:.3g}% of its jobs"
+            if worst_pilot["least_served"] < PILOT_SERVED_FLOOR
+            else "the queues kept growing"
+        )
+        raise DefaultsRefused(
+            spec.model.name,
+            _refusal(
+                spec,
+                (
+                    f"in every calibration pilot's set (alpha {tried}, {PILOT_SEEDS} runs of "
+                    f"{length:.6g} time units each) {what}"
+                ),
+            ),
+        )
     best = min(serving, key=lambda p: p["cost_rate"])
     return float(best["alpha"]), best["h"], pilots
 
@@ -145,9 +172,14 @@ def check_served(spec: PlacementSpec, res: PlacementResult) -> None:
         return
     name, served = _least_served(res)
     if served < SERVED_FLOOR:
-        raise DefaultsRefused(spec.model.name, _refusal(spec, (
-            f"type {name!r} was served {100 * served:.3g}% of its jobs over "
-            f"{res.measured_time:.6g} time units (needs >= {100 * SERVED_FLOOR:g}%)")),
-            result=res)  # fmt: skip
-
-
+        raise DefaultsRefused(
+            spec.model.name,
+            _refusal(
+                spec,
+                (
+                    f"type {name!r} was served {100 * served:.3g}% of its jobs over "
+                    f"{res.measured_time:.6g} time units (needs >= {100 * SERVED_FLOOR:g}%)"
+                ),
+            ),
+            result=res,
+        )

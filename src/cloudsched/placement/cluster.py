@@ -91,18 +91,29 @@ class Cluster:
             rack = np.arange(n) * racks // n
         else:
             rack = np.asarray(self.rack, dtype=np.int64).reshape(-1)
-            if rack.size != n or rack.min() < 0 or set(rack.tolist()) != set(
-                    range(int(rack.max()) + 1)):  # fmt: skip
-                raise ParameterError("rack", self.rack,
-                                     f"one rack id per machine ({n}), ids 0..R-1 all used")
+            if (
+                rack.size != n
+                or rack.min() < 0
+                or set(rack.tolist()) != set(range(int(rack.max()) + 1))
+            ):
+                raise ParameterError(
+                    "rack", self.rack, f"one rack id per machine ({n}), ids 0..R-1 all used"
+                )
             racks = int(rack.max()) + 1
-        cost = check_real("cross_rack_cost", self.cross_rack_cost, low=1.0,
-                          high=MAX_CROSS_RACK_COST)  # fmt: skip
+        cost = check_real(
+            "cross_rack_cost", self.cross_rack_cost, low=1.0, high=MAX_CROSS_RACK_COST
+        )
         dist = np.where(rack[:, None] == rack[None, :], 1.0, cost)
         np.fill_diagonal(dist, 0.0)
         cap = np.column_stack([_capacity(r, getattr(self, r), n) for r in RESOURCES])
-        for name, value in (("slots", s), ("racks", racks), ("cross_rack_cost", cost),
-                            ("rack", rack), ("distance", dist), ("capacity", cap)):  # fmt: skip
+        for name, value in (
+            ("slots", s),
+            ("racks", racks),
+            ("cross_rack_cost", cost),
+            ("rack", rack),
+            ("distance", dist),
+            ("capacity", cap),
+        ):
             object.__setattr__(self, name, value)
         for k, r in enumerate(RESOURCES):
             object.__setattr__(self, r, None if np.all(np.isinf(cap[:, k])) else cap[:, k])
@@ -112,7 +123,8 @@ class Cluster:
         """Smallest positive distance between two machines (1.0 on a one-machine cluster)."""
         counts = np.bincount(self.rack)
         present = ([1.0] if counts.max() > 1 else []) + (
-            [float(self.cross_rack_cost)] if counts.size > 1 else [])  # fmt: skip
+            [float(self.cross_rack_cost)] if counts.size > 1 else []
+        )
         return min(present, default=1.0)
 
     @property
@@ -157,8 +169,9 @@ class Cluster:
         if edges.size == 0:
             return 0.0
         m = np.asarray(machines, dtype=np.int64)
-        return float((self.distance[m[edges[:, 0]], m[edges[:, 1]]]
-                      * topology.edge_weights()).sum())  # fmt: skip
+        return float(
+            (self.distance[m[edges[:, 0]], m[edges[:, 1]]] * topology.edge_weights()).sum()
+        )
 
     def fits_on_machines(self, topology: Topology, machines: np.ndarray) -> bool:
         """Whether node ``v`` on ``machines[v]`` respects every machine's slots and limits."""
@@ -189,10 +202,12 @@ class Cluster:
             cap = self.capacity[:, k]
             if dem[:, k].max(initial=0.0) > cap.max() or dem[:, k].sum() > cap.sum():
                 raise ParameterError(
-                    name, f"{topology.name} (needs {dem[:, k].sum():g} {res}, "
+                    name,
+                    f"{topology.name} (needs {dem[:, k].sum():g} {res}, "
                     f"{dem[:, k].max():g} for one node)",
                     f"a job whose {res} fits in the cluster ({cap.sum():g}, at most "
-                    f"{cap.max():g} on one machine)")  # fmt: skip
+                    f"{cap.max():g} on one machine)",
+                )
 
 
 _GROUP = re.compile(r"^\s*(\d+)\s*[xX]\s*(\d+)\s*$")
@@ -252,14 +267,21 @@ def load_cluster(path: str | Path) -> Cluster:
 
     where = str(path)
     doc = read_yaml(path)
-    if not isinstance(doc, Mapping) or not isinstance(doc.get("machines"), list) or not doc[
-            "machines"]:  # fmt: skip
-        raise InputError(where, "a cluster file needs a non-empty list 'machines' of groups "
-                         "{count, slots, [cpu], [memory], [rack]}")  # fmt: skip
+    if (
+        not isinstance(doc, Mapping)
+        or not isinstance(doc.get("machines"), list)
+        or not doc["machines"]
+    ):
+        raise InputError(
+            where,
+            "a cluster file needs a non-empty list 'machines' of groups "
+            "{count, slots, [cpu], [memory], [rack]}",
+        )
     unknown = set(doc) - {"machines", "racks", "cross_rack_cost"}
     if unknown:
-        raise InputError(where, f"unknown keys {sorted(unknown)} (allowed: machines, racks, "
-                         "cross_rack_cost)")  # fmt: skip
+        raise InputError(
+            where, f"unknown keys {sorted(unknown)} (allowed: machines, racks, cross_rack_cost)"
+        )
     cols: dict[str, list[Any]] = {k: [] for k in ("slots", "cpu", "memory", "rack")}
     racked = [isinstance(g, Mapping) and "rack" in g for g in doc["machines"]]
     if any(racked) and not all(racked):
@@ -269,18 +291,24 @@ def load_cluster(path: str | Path) -> Cluster:
     try:
         for k, g in enumerate(doc["machines"]):
             if not isinstance(g, Mapping) or set(g) - _GROUP_KEYS:
-                raise InputError(where, f"machines[{k}] must be a mapping with keys from "
-                                 f"{sorted(_GROUP_KEYS)}")  # fmt: skip
+                raise InputError(
+                    where, f"machines[{k}] must be a mapping with keys from {sorted(_GROUP_KEYS)}"
+                )
             count = check_int(f"machines[{k}].count", g.get("count", 1), low=1, high=10**6)
-            cols["slots"] += [check_int(f"machines[{k}].slots", g.get("slots"), low=1,
-                                        high=10**6)] * count  # fmt: skip
+            cols["slots"] += [
+                check_int(f"machines[{k}].slots", g.get("slots"), low=1, high=10**6)
+            ] * count
             for res in RESOURCES:
                 value = g.get(res)
-                cols[res] += [np.inf if value is None else check_real(
-                    f"machines[{k}].{res}", value, low=0.0, high=MAX_RESOURCE)] * count
+                cols[res] += [
+                    np.inf
+                    if value is None
+                    else check_real(f"machines[{k}].{res}", value, low=0.0, high=MAX_RESOURCE)
+                ] * count
             if racked[k]:
-                cols["rack"] += [check_int(f"machines[{k}].rack", g["rack"], low=0,
-                                           high=10**6)] * count  # fmt: skip
+                cols["rack"] += [
+                    check_int(f"machines[{k}].rack", g["rack"], low=0, high=10**6)
+                ] * count
         _check_size(where, len(cols["slots"]), max(cols["slots"]))
         return Cluster(
             np.asarray(cols["slots"], dtype=np.int64),
@@ -289,7 +317,7 @@ def load_cluster(path: str | Path) -> Cluster:
             rack=np.asarray(cols["rack"]) if any(racked) else None,
             cpu=np.asarray(cols["cpu"], dtype=float),
             memory=np.asarray(cols["memory"], dtype=float),
-        )  # fmt: skip
+        )
     except InputError:
         raise
     except ParameterError as exc:
@@ -307,8 +335,11 @@ def cluster_from_text(
     if isinstance(spec, str) and spec.lower().endswith((".yaml", ".yml")):
         if racks is not None or cross_rack_cost is not None:
             which = "--racks" if racks is not None else "--cross-rack-cost"
-            raise ParameterError(which, racks if racks is not None else cross_rack_cost,
-                                 "not given with a cluster file (set it in the file)")
+            raise ParameterError(
+                which,
+                racks if racks is not None else cross_rack_cost,
+                "not given with a cluster file (set it in the file)",
+            )
         return load_cluster(spec)
     cl = parse_cluster(spec, 1, 2.0 if cross_rack_cost is None else cross_rack_cost)
     r = 1 if racks is None else check_int("racks", racks, low=1)

@@ -69,9 +69,8 @@ def cost_unit(cluster: Cluster) -> float:
 
 
 def dgp_defaults(
-    cluster: Cluster, job_types: Sequence[JobType], proposal: str = "uniform",
-    locality: float = 0.9,
-) -> dict[str, Any]:  # fmt: skip
+    cluster: Cluster, job_types: Sequence[JobType], proposal: str = "uniform", locality: float = 0.9
+) -> dict[str, Any]:
     """``alpha``, ``beta``, ``h`` (one per type), ``epsilon`` and ``f`` for this instance.
 
     With local proposals ``bias`` holds each type's ``H_j`` (cost units, with the default
@@ -89,12 +88,16 @@ def dgp_defaults(
         if proposal == "local":
             likely = _likeliest(cluster, jt.topology)
             entropy = jt.topology.nodes * math.log(cluster.total_slots) + local_log_q(
-                cluster, jt.topology, likely, locality)  # fmt: skip
+                cluster, jt.topology, likely, locality
+            )
             base.append(cluster.cost(jt.topology, likely) + beta * max(entropy, 0.0))
     out: dict[str, Any] = {
-        "alpha": ALPHA_UNITS * c, "beta": beta, "h": tuple(h), "epsilon": EPSILON,
+        "alpha": ALPHA_UNITS * c,
+        "beta": beta,
+        "h": tuple(h),
+        "epsilon": EPSILON,
         "f": "identity",
-    }  # fmt: skip
+    }
     if proposal == "local":
         out["bias_base"] = tuple(base)
         out["margin"] = margin
@@ -110,8 +113,9 @@ def _likeliest(cluster: Cluster, topology: Topology) -> np.ndarray:
     first.
     """
     first = int(np.argmax(cluster.slots))
-    machines = np.lexsort((np.arange(cluster.machines), -cluster.slots,
-                           cluster.rack != cluster.rack[first]))  # fmt: skip
+    machines = np.lexsort(
+        (np.arange(cluster.machines), -cluster.slots, cluster.rack != cluster.rack[first])
+    )
     where = np.zeros(topology.nodes, dtype=np.int64)
     m, used = 0, 0
     for v in bfs_order(topology):

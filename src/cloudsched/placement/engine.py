@@ -96,19 +96,23 @@ class PlacementEngine:
         self.st = _state(cluster, self.mo, horizon, warmup)
         rows = self.st.t_type.size
         cap = 4 * rows + 4096 if params.record else 1
-        self.lg = S.Log(np.zeros(cap), np.zeros((cap, 4), dtype=np.int64),
-                        np.zeros((cap, self.st.scratch.size if params.record else 1),
-                                 dtype=np.int64))  # fmt: skip
+        self.lg = S.Log(
+            np.zeros(cap),
+            np.zeros((cap, 4), dtype=np.int64),
+            np.zeros((cap, self.st.scratch.size if params.record else 1), dtype=np.int64),
+        )
         #: Log rows emptied so far (when recording): a list of (t, ev, machines) chunks.
         self.log_chunks: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         nj = len(job_types)
         bounds = warmup + (horizon - warmup) * np.arange(1, batches + 1) / batches
         bounds[-1] = horizon
         self.mt = S.Meter(
-            acc=np.zeros((nj, S.N_ACC)), cnt=np.zeros((nj, S.N_CNT), dtype=np.int64),
-            bounds=bounds, snap=np.zeros((batches, nj, S.N_ACC)),
+            acc=np.zeros((nj, S.N_ACC)),
+            cnt=np.zeros((nj, S.N_CNT), dtype=np.int64),
+            bounds=bounds,
+            snap=np.zeros((batches, nj, S.N_ACC)),
             snap_cnt=np.zeros((batches, nj, S.N_CNT), dtype=np.int64),
-        )  # fmt: skip
+        )
         self.done = False
         self.on_stop: Callable[[PlacementEngine], None] | None = None
 
@@ -125,8 +129,7 @@ class PlacementEngine:
         """Run at most ``budget`` events; True when the horizon is reached."""
         while not self.done:
             step = K.run_baseline if self.params.policy in BASELINE_CODES else K.run
-            status = step(self.st, self.mo, self.mt, self.lg, self.params.policy, budget,
-                          self.rng)  # fmt: skip
+            status = step(self.st, self.mo, self.mt, self.lg, self.params.policy, budget, self.rng)
             if status == S.DONE:
                 self.done = True
             elif status == S.NEED_QUEUE:
@@ -183,8 +186,9 @@ class PlacementEngine:
         """Move the kernel's placement log to :attr:`log_chunks`."""
         n = int(self.st.ist[S.I_LOG])
         if n:
-            self.log_chunks.append((self.lg.t[:n].copy(), self.lg.ev[:n].copy(),
-                                    self.lg.slots[:n].copy()))  # fmt: skip
+            self.log_chunks.append(
+                (self.lg.t[:n].copy(), self.lg.ev[:n].copy(), self.lg.slots[:n].copy())
+            )
             self.st.ist[S.I_LOG] = 0
 
     def log(self, kind: int, tid: int) -> None:
@@ -217,6 +221,7 @@ class PlacementEngine:
         cap = st.qbuf.shape[1]
         return st.qbuf[j, (st.qhead[j] + np.arange(st.qlen[j])) % cap]
 
+
 def _model(cluster: Cluster, job_types: list[JobType], params: EngineParams) -> S.Model:
     """Build the kernel's model record: rates, graphs in flat arrays, the cluster."""
     tops = [j.topology for j in job_types]
@@ -239,14 +244,18 @@ def _model(cluster: Cluster, job_types: list[JobType], params: EngineParams) -> 
     wpar[1] = np.broadcast_to(np.asarray(params.h, dtype=float), (nj,))
     i64 = np.int64
     return S.Model(
-        lam=lam, mu=np.array([1.0 / j.mean_duration for j in job_types]),
+        lam=lam,
+        mu=np.array([1.0 / j.mean_duration for j in job_types]),
         nu=np.asarray(params.clock_rates if params.clock_rates is not None else lam, dtype=float),
-        wpar=wpar, par=params.par(cluster), knodes=knodes,
+        wpar=wpar,
+        par=params.par(cluster),
+        knodes=knodes,
         edges=np.vstack([e.reshape(-1, 2) for e in edge_lists]).astype(i64),
         edge_off=np.concatenate([[0], np.cumsum([len(e) for e in edge_lists])]).astype(i64),
         node_off=np.concatenate([[0], np.cumsum(knodes)]).astype(i64),
         bfs=np.concatenate([np.asarray(bfs_order(t), dtype=i64) for t in tops]),
-        adj_off=np.asarray(adj_off, dtype=i64), adj=np.asarray(adj, dtype=i64),
+        adj_off=np.asarray(adj_off, dtype=i64),
+        adj=np.asarray(adj, dtype=i64),
         adj_w=np.asarray(adj_w, dtype=float),
         ew=np.concatenate([t.edge_weights() for t in tops]).astype(float),
         weighted=np.array([int(t.weighted) for t in tops], dtype=i64),
@@ -257,7 +266,7 @@ def _model(cluster: Cluster, job_types: list[JobType], params: EngineParams) -> 
         slot_first=np.concatenate([[0], np.cumsum(cluster.slots)]).astype(i64),
         dist=np.ascontiguousarray(cluster.distance, dtype=np.float64),
         mcap=np.ascontiguousarray(cluster.capacity, dtype=np.float64),
-    )  # fmt: skip
+    )
 
 
 def _state(cluster: Cluster, mo: S.Model, horizon: float, warmup: float) -> S.State:
@@ -280,19 +289,32 @@ def _state(cluster: Cluster, mo: S.Model, horizon: float, warmup: float) -> S.St
     # rows indexed by machine, rack, job type, graph node, and (RAS) the 3 resource columns
     wide = max(nm, cluster.racks, nj, kmax, 3)
     return S.State(
-        owner=np.full(s, -1, dtype=i64), mslots=mslots,
-        mfree=cluster.slots.astype(i64).copy(), spos=spos,
+        owner=np.full(s, -1, dtype=i64),
+        mslots=mslots,
+        mfree=cluster.slots.astype(i64).copy(),
+        spos=spos,
         mres=np.ascontiguousarray(cluster.capacity, dtype=np.float64).copy(),
         rfree=np.bincount(cluster.rack, weights=cluster.slots, minlength=cluster.racks).astype(i64),
         t_type=np.zeros(rows, dtype=i64),
-        t_state=np.zeros(rows, dtype=i64), t_cost=np.zeros(rows),
-        t_slots=np.zeros((rows, kmax), dtype=i64), tfree=np.arange(rows - 1, -1, -1, dtype=i64),
-        tlists=np.zeros((nj, 2, rows), dtype=i64), tpos=np.zeros(rows, dtype=i64),
-        ntl=np.zeros((nj, 2), dtype=i64), qbuf=np.zeros((nj, 1024)),
-        qhead=np.zeros(nj, dtype=i64), qlen=np.zeros(nj, dtype=i64), cur_cost=np.zeros(nj),
-        t_job=np.full(rows, -1, dtype=i64), frame_q=np.full(nj, -1, dtype=i64),
-        fst=fst, ist=ist, scratch=np.zeros(kmax, dtype=i64),
+        t_state=np.zeros(rows, dtype=i64),
+        t_cost=np.zeros(rows),
+        t_slots=np.zeros((rows, kmax), dtype=i64),
+        tfree=np.arange(rows - 1, -1, -1, dtype=i64),
+        tlists=np.zeros((nj, 2, rows), dtype=i64),
+        tpos=np.zeros(rows, dtype=i64),
+        ntl=np.zeros((nj, 2), dtype=i64),
+        qbuf=np.zeros((nj, 1024)),
+        qhead=np.zeros(nj, dtype=i64),
+        qlen=np.zeros(nj, dtype=i64),
+        cur_cost=np.zeros(nj),
+        t_job=np.full(rows, -1, dtype=i64),
+        frame_q=np.full(nj, -1, dtype=i64),
+        fst=fst,
+        ist=ist,
+        scratch=np.zeros(kmax, dtype=i64),
         # work rows indexed by machine, rack, job type and (greedy) graph node
-        iwork=np.zeros((6, wide), dtype=i64), fwork=np.zeros((4, max(nm, 3))),
-        favail=np.zeros((nm + cluster.racks, 3)), fkeys=np.zeros((nm + cluster.racks, 3)),
-    )  # fmt: skip
+        iwork=np.zeros((6, wide), dtype=i64),
+        fwork=np.zeros((4, max(nm, 3))),
+        favail=np.zeros((nm + cluster.racks, 3)),
+        fkeys=np.zeros((nm + cluster.racks, 3)),
+    )

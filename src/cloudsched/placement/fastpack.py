@@ -98,8 +98,11 @@ def _place_groups(
     used: set[int] = set()
     for g in lib.groups(j):
         need = dem[g].sum(axis=0)
-        ok = [m for m in machines.tolist() if m not in used and free[m] >= g.size
-              and np.all(res[m] >= need - 1e-9)]  # fmt: skip
+        ok = [
+            m
+            for m in machines.tolist()
+            if m not in used and free[m] >= g.size and np.all(res[m] >= need - 1e-9)
+        ]
         if not ok:
             return None
         m = min(ok, key=lambda m: (int(free[m]), m))
@@ -149,9 +152,14 @@ def knapsack_bound(
             rhs.append(float(room[r]))
     hi = [min(float(caps[j]), slots / lib.topologies[j].nodes) for j in use]
     # a tiny LP, solved in place (solve_quietly's thread and capture cost more than it)
-    res = linprog(-profit[use], A_ub=np.array(rows), b_ub=np.array(rhs),
-                  bounds=list(zip([0.0] * use.size, hi, strict=True)), method="highs",
-                  options={"disp": False})  # fmt: skip
+    res = linprog(
+        -profit[use],
+        A_ub=np.array(rows),
+        b_ub=np.array(rhs),
+        bounds=list(zip([0.0] * use.size, hi, strict=True)),
+        method="highs",
+        options={"disp": False},
+    )
     if res.status != 0:  # pragma: no cover - the box always holds a feasible point
         return math.inf
     return -float(res.fun)
@@ -166,15 +174,20 @@ def weight_bound(
 
 
 def _caps(lib: Library, caps: Sequence[int] | np.ndarray | None) -> list[float]:
-    return [int(caps[j]) if caps is not None else lib.cluster.total_slots // t.nodes
-            for j, t in enumerate(lib.topologies)]  # fmt: skip
+    return [
+        int(caps[j]) if caps is not None else lib.cluster.total_slots // t.nodes
+        for j, t in enumerate(lib.topologies)
+    ]
 
 
 def fast_max_weight(
-    lib: Library, values: Sequence[float] | np.ndarray,
-    caps: Sequence[int] | np.ndarray | None = None, *,
-    keep: Sequence[tuple[int, np.ndarray, float]] = (), bound: float | None = None,
-) -> tuple[list[tuple[int, np.ndarray]], float]:  # fmt: skip
+    lib: Library,
+    values: Sequence[float] | np.ndarray,
+    caps: Sequence[int] | np.ndarray | None = None,
+    *,
+    keep: Sequence[tuple[int, np.ndarray, float]] = (),
+    bound: float | None = None,
+) -> tuple[list[tuple[int, np.ndarray]], float]:
     """Pack templates (module notes): the templates, and the upper bound on the best weight.
 
     ``keep`` lists templates in place (running jobs) as (type, machines, cost): each is kept
@@ -206,10 +219,12 @@ def fast_max_weight(
 
 
 def _pack(
-    lib: Library, values: Sequence[float] | np.ndarray,
-    caps: Sequence[int] | np.ndarray | None, keep: Sequence[tuple[int, np.ndarray, float]],
+    lib: Library,
+    values: Sequence[float] | np.ndarray,
+    caps: Sequence[int] | np.ndarray | None,
+    keep: Sequence[tuple[int, np.ndarray, float]],
     order: Callable[[int], tuple[float, ...]],
-) -> tuple[list[tuple[int, np.ndarray]], float]:  # fmt: skip
+) -> tuple[list[tuple[int, np.ndarray]], float]:
     """Add templates, the type of the largest ``order`` key first: the templates, their weight."""
     cl = lib.cluster
     nj = len(lib.topologies)

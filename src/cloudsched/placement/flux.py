@@ -79,9 +79,11 @@ TRAFFIC_MODELS = ("edges", "grouping")
 #: Storm's defaults per executor (``topology.component.cpu.pcore.percent``,
 #: ``topology.component.resources.onheap.memory.mb`` + ``...offheap.memory.mb``).
 STORM_DEFAULT_DEMAND = (10.0, 128.0)
-_DEMAND_KEYS = (("cpuLoad", "topology.component.cpu.pcore.percent", 10.0),
-                ("onHeapMemoryLoad", "topology.component.resources.onheap.memory.mb", 128.0),
-                ("offHeapMemoryLoad", "topology.component.resources.offheap.memory.mb", 0.0))
+_DEMAND_KEYS = (
+    ("cpuLoad", "topology.component.cpu.pcore.percent", 10.0),
+    ("onHeapMemoryLoad", "topology.component.resources.onheap.memory.mb", 128.0),
+    ("offHeapMemoryLoad", "topology.component.resources.offheap.memory.mb", 0.0),
+)
 
 
 def _demand(item: Mapping[str, Any], config: Mapping[str, Any], where: str) -> tuple[float, float]:
@@ -91,10 +93,16 @@ def _demand(item: Mapping[str, Any], config: Mapping[str, Any], where: str) -> t
         value = item.get(key, -1)
         if value is None or (isinstance(value, int | float) and value < 0):
             value = config.get(conf, default)  # Flux's -1: not set
-        if isinstance(value, bool) or not isinstance(value, int | float) or not (
-                0 <= value <= 1e12):  # fmt: skip
-            raise InputError(where, f"{key} of {item.get('id')!r} (or {conf}) must be a number "
-                             f"in [0, 1e12], got {value!r}")  # fmt: skip
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not (0 <= value <= 1e12)
+        ):
+            raise InputError(
+                where,
+                f"{key} of {item.get('id')!r} (or {conf}) must be a number "
+                f"in [0, 1e12], got {value!r}",
+            )
         out.append(float(value))
     return out[0], out[1] + out[2]
 
@@ -103,9 +111,10 @@ def _components(doc: Mapping[str, Any], where: str) -> dict[str, int]:
     comps: dict[str, int] = {}
     if doc.get("topologySource") is not None:
         raise InputError(
-            where, "'topologySource' builds the topology in Java code, which cloudsched cannot "
+            where,
+            "'topologySource' builds the topology in Java code, which cloudsched cannot "
             "run: describe it with 'spouts', 'bolts' and 'streams' instead",
-        )  # fmt: skip
+        )
     known = _check_object_defs(doc.get("components"), "components", where, need_id=True)
     for key in ("spouts", "bolts"):
         _check_object_defs(doc.get(key), key, where, need_id=True, known=known)
@@ -151,9 +160,10 @@ def _check_object_defs(
             for ref in _refs(item):
                 if ref not in known:
                     raise InputError(
-                        where, f"{key} entry {cid!r} refers to unknown component {ref!r} "
+                        where,
+                        f"{key} entry {cid!r} refers to unknown component {ref!r} "
                         "(define it under 'components')",
-                    )  # fmt: skip
+                    )
         ids.add(str(cid))
     return ids
 
@@ -208,9 +218,14 @@ def load_flux(
         raise scrubbed(exc, secrets) from None
 
 
-def _load_flux(path: str | Path, slots: str, executors_per_slot: int | None,
-               properties: Mapping[str, str] | None, traffic: str,
-               secrets: list[tuple[str, str]]) -> Topology:  # fmt: skip
+def _load_flux(
+    path: str | Path,
+    slots: str,
+    executors_per_slot: int | None,
+    properties: Mapping[str, str] | None,
+    traffic: str,
+    secrets: list[tuple[str, str]],
+) -> Topology:
     where = str(path)
     slots = str(slots)
     if slots not in ("executors", "workers"):
@@ -228,8 +243,10 @@ def _load_flux(path: str | Path, slots: str, executors_per_slot: int | None,
     for cid, par in comps.items():
         first[cid] = g.number_of_nodes()
         cpu, mem = _demand(items[cid], config, where)
-        g.add_nodes_from((first[cid] + k, {"component": cid, "index": k, "cpu": cpu,
-                                           "memory": mem}) for k in range(par))  # fmt: skip
+        g.add_nodes_from(
+            (first[cid] + k, {"component": cid, "index": k, "cpu": cpu, "memory": mem})
+            for k in range(par)
+        )
     _add_streams(g, doc.get("streams") or [], comps, first, traffic, where)
     name = str(doc.get("name") or Path(path).stem)
     if slots == "executors" and executors_per_slot is None:
@@ -244,8 +261,9 @@ def _load_flux(path: str | Path, slots: str, executors_per_slot: int | None,
     else:
         workers = config.get("topology.workers", 1) if isinstance(config, Mapping) else 1
         if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InputError(where, f"config topology.workers must be an integer >= 1, "
-                             f"got {workers!r}")  # fmt: skip
+            raise InputError(
+                where, f"config topology.workers must be an integer >= 1, got {workers!r}"
+            )
         w = min(workers, n)
         group = {v: i % w for i, v in enumerate(order)}
         label = f"{name} ({w} workers)"
@@ -253,9 +271,13 @@ def _load_flux(path: str | Path, slots: str, executors_per_slot: int | None,
 
 
 def _add_streams(
-    g: nx.Graph, streams: Any, comps: Mapping[str, int], first: Mapping[str, int], traffic: str,
+    g: nx.Graph,
+    streams: Any,
+    comps: Mapping[str, int],
+    first: Mapping[str, int],
+    traffic: str,
     where: str,
-) -> None:  # fmt: skip
+) -> None:
     """Add each stream's executor edges (with their traffic, see the module rules)."""
     if not isinstance(streams, list):
         raise InputError(where, "'streams' must be a list")
@@ -284,8 +306,9 @@ def _add_streams(
             if traffic == "edges":
                 g.add_edge(u, v, weight=1.0)
             else:
-                g.add_edge(u, v, weight=share + (g.edges[u, v]["weight"] if g.has_edge(u, v)
-                                                 else 0.0))  # fmt: skip
+                g.add_edge(
+                    u, v, weight=share + (g.edges[u, v]["weight"] if g.has_edge(u, v) else 0.0)
+                )
 
 
 def _packed(g: nx.Graph, group: Mapping[int, int], traffic: str) -> nx.Graph:

@@ -45,8 +45,9 @@ def read_properties(path: str | Path) -> dict[str, str]:
     return out
 
 
-def _substitute(text: str, where: str, properties: Mapping[str, str],
-                secrets: list[tuple[str, str]]) -> str:  # fmt: skip
+def _substitute(
+    text: str, where: str, properties: Mapping[str, str], secrets: list[tuple[str, str]]
+) -> str:
     """Fill ``${name}`` and ``${ENV-NAME}``; the environment's values go into ``secrets``."""
 
     def one(m: re.Match[str]) -> str:
@@ -58,18 +59,21 @@ def _substitute(text: str, where: str, properties: Mapping[str, str],
             secrets.append((name, value))
             return value
         if name not in properties:
-            raise InputError(where, f"${{{name}}} is not defined (give a properties file with "
-                             f"'properties:' next to 'flux:')")  # fmt: skip
+            raise InputError(
+                where,
+                f"${{{name}}} is not defined (give a properties file with "
+                f"'properties:' next to 'flux:')",
+            )
         return properties[name]
 
     return "\n".join(
-        line if line.lstrip().startswith("#") else _VAR.sub(one, line)
-        for line in text.splitlines()
+        line if line.lstrip().startswith("#") else _VAR.sub(one, line) for line in text.splitlines()
     )
 
 
-def read_flux(path: Path, properties: Mapping[str, str],
-              secrets: list[tuple[str, str]]) -> dict[str, Any]:  # fmt: skip
+def read_flux(
+    path: Path, properties: Mapping[str, str], secrets: list[tuple[str, str]]
+) -> dict[str, Any]:
     """Read one Flux file (variables filled, environment values noted in ``secrets``)."""
     where = str(path)
     try:
@@ -103,8 +107,9 @@ def _merge_by_id(base: list[Any], extra: list[Any], override: bool) -> list[Any]
     return out
 
 
-def apply_includes(doc: dict[str, Any], path: Path, properties: Mapping[str, str],
-                    secrets: list[tuple[str, str]]) -> None:  # fmt: skip
+def apply_includes(
+    doc: dict[str, Any], path: Path, properties: Mapping[str, str], secrets: list[tuple[str, str]]
+) -> None:
     """Merge ``includes`` as Storm's ``FluxParser.processIncludes`` does (one level)."""
     includes = doc.get("includes") or []
     if not isinstance(includes, list):
@@ -113,9 +118,12 @@ def apply_includes(doc: dict[str, Any], path: Path, properties: Mapping[str, str
         if not isinstance(inc, Mapping) or not isinstance(inc.get("file"), str):
             raise InputError(str(path), "every include needs a 'file'")
         if inc.get("resource"):
-            raise InputError(str(path), f"include {inc['file']!r} is a classpath resource "
-                             "(resource: true), which only a Storm jar can read: copy it next "
-                             "to this file and include it as a file")  # fmt: skip
+            raise InputError(
+                str(path),
+                f"include {inc['file']!r} is a classpath resource "
+                "(resource: true), which only a Storm jar can read: copy it next "
+                "to this file and include it as a file",
+            )
         override = bool(inc.get("override", False))
         sub = read_flux(path.parent / inc["file"], properties, secrets)
         if sub.get("name") is not None and (override or doc.get("name") is None):
@@ -133,13 +141,11 @@ def apply_includes(doc: dict[str, Any], path: Path, properties: Mapping[str, str
             doc["streams"] = list(doc.get("streams") or []) + list(sub["streams"])
 
 
-
 def scrubbed(exc: ParameterError, secrets: list[tuple[str, str]]) -> ParameterError:
     """Return ``exc`` with every environment value in its message replaced by its name."""
     text = str(exc)
     for name, value in secrets:
-        shown = {repr(value), repr(value)[1:-1]} if len(value) < 3 else {value,
-                                                                        repr(value)[1:-1]}
+        shown = {repr(value), repr(value)[1:-1]} if len(value) < 3 else {value, repr(value)[1:-1]}
         for form in sorted(shown, key=len, reverse=True):
             if form:
                 text = text.replace(form, f"${{{name}}}")

@@ -31,9 +31,8 @@ def graph_bound(topology: Topology, slots: int) -> float:
         return 0.0
     loose = 0.0
     for v in g.nodes:
-        ws = sorted((float(d.get("weight", 1.0)) for *_, d in g.edges(v, data=True)),
-                    reverse=True)  # fmt: skip
-        loose += sum(ws[max(slots - 1, 0):])
+        ws = sorted((float(d.get("weight", 1.0)) for *_, d in g.edges(v, data=True)), reverse=True)
+        loose += sum(ws[max(slots - 1, 0) :])
     best = loose / 2
     if nx.is_connected(g) and topology.edges:
         cut, _ = nx.stoer_wagner(g, weight="weight")

@@ -1,7 +1,7 @@
 """Frame-based MaxWeight: replace the whole configuration every T time units.
 
 At each frame boundary the configuration becomes a max-weight configuration
-(:func:`~cloudsched.placement.optimize.max_weight_configuration`) with template weight
+(:func:`~cloudsched.placement.configuration.max_weight_configuration`) with template weight
 ``alpha * f(Q_j) - b_A``.  CHOICES where the paper is silent:
 
 * ``Q_j`` counts every type-j job present (waiting or in service), and a type gets at most
@@ -33,13 +33,13 @@ from scipy.optimize import linear_sum_assignment
 
 from cloudsched.placement import _kernel as K
 from cloudsched.placement import state as S
-from cloudsched.placement.engine import PlacementEngine
-from cloudsched.placement.fastpack import Library, weight_bound
-from cloudsched.placement.optimize import (
+from cloudsched.placement.configuration import (
     MaxWeightSolution,
     exact_is_cheap,
     max_weight_configuration,
 )
+from cloudsched.placement.engine import PlacementEngine
+from cloudsched.placement.fastpack import Library, weight_bound
 
 __all__ = ["FRAME_FIELDS", "FrameController"]
 
@@ -58,9 +58,15 @@ class FrameController:
     """
 
     def __init__(
-        self, frame: float, alpha: float, f: str, time_limit: float | None, warmup: float = 0.0,
-        solver: str = "auto", keep_proven: bool = True,
-    ) -> None:  # fmt: skip
+        self,
+        frame: float,
+        alpha: float,
+        f: str,
+        time_limit: float | None,
+        warmup: float = 0.0,
+        solver: str = "auto",
+        keep_proven: bool = True,
+    ) -> None:
         self.frame, self.alpha, self.f, self.time_limit = frame, alpha, f, time_limit
         self.keep_proven = keep_proven  # False: solve every frame (a test's reference)
         self.warmup, self.solver = warmup, solver
@@ -104,21 +110,32 @@ class FrameController:
         values = [self.weight(float(q)) for q in present]
         tops = [jt.topology for jt in eng.job_types]
         if self._kind == "fast":
-            keep = [(j, eng.machines_of(int(t)), float(eng.st.t_cost[t]))
-                    for j in range(len(tops)) for t in eng.templates(j, actual=True)]  # fmt: skip
+            keep = [
+                (j, eng.machines_of(int(t)), float(eng.st.t_cost[t]))
+                for j in range(len(tops))
+                for t in eng.templates(j, actual=True)
+            ]
             assert self._library is not None
             if key not in self._bounds and len(self._bounds) < 100_000:
                 self._bounds[key] = weight_bound(self._library, values, present)
             bound = self._bounds.get(key)
-            sol = max_weight_configuration(eng.cluster, tops, values, present, solver="fast",
-                                           library=self._library, keep=keep,
-                                           bound=bound)  # fmt: skip
+            sol = max_weight_configuration(
+                eng.cluster,
+                tops,
+                values,
+                present,
+                solver="fast",
+                library=self._library,
+                keep=keep,
+                bound=bound,
+            )
         else:
             cached = self._cache.get(key)
             if cached is not None:
                 return cached
-            sol = max_weight_configuration(eng.cluster, tops, values, present,
-                                           time_limit=self.time_limit, solver="exact")  # fmt: skip
+            sol = max_weight_configuration(
+                eng.cluster, tops, values, present, time_limit=self.time_limit, solver="exact"
+            )
             if sol.optimal and len(self._cache) < 100_000:
                 self._cache[key] = sol
         self.solve_time += sol.solve_time
@@ -158,9 +175,13 @@ class FrameController:
         self._close(eng, now, present, sol, self.migrations - moved_before)
 
     def _close(
-        self, eng: PlacementEngine, now: float, present: np.ndarray, sol: MaxWeightSolution,
+        self,
+        eng: PlacementEngine,
+        now: float,
+        present: np.ndarray,
+        sol: MaxWeightSolution,
         moved: int,
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Count and record the frame, and schedule the next one.
 
         The kernel itself passes the frames that keep a proven configuration for the same
@@ -172,11 +193,28 @@ class FrameController:
         eng.st.fst[S.F_KEEP] = 1.0 if sol.optimal and self.keep_proven else 0.0
         eng.st.fst[S.F_FRAME] = self.frame
         self._kept_seen = int(eng.st.ist[S.I_KEPT])
-        self.history.append((now, self.frames, self.not_optimal, self.migrations,
-                             self.migrated_nodes, self.preemptions))  # fmt: skip
-        self.records.append((now, *present.tolist(), *sol.counts(len(present)).tolist(),
-                             sol.weight, sol.upper_bound, sol.gap, sol.optimal,
-                             moved))  # fmt: skip
+        self.history.append(
+            (
+                now,
+                self.frames,
+                self.not_optimal,
+                self.migrations,
+                self.migrated_nodes,
+                self.preemptions,
+            )
+        )
+        self.records.append(
+            (
+                now,
+                *present.tolist(),
+                *sol.counts(len(present)).tolist(),
+                sol.weight,
+                sol.upper_bound,
+                sol.gap,
+                sol.optimal,
+                moved,
+            )
+        )
         eng.set_stop(now + self.frame)
 
     def fill_kept(self, eng: PlacementEngine) -> None:
@@ -190,9 +228,13 @@ class FrameController:
         self._kept_seen = int(eng.st.ist[S.I_KEPT])
 
     def _clear(
-        self, eng: PlacementEngine, j: int, new: list[np.ndarray], measuring: bool,
+        self,
+        eng: PlacementEngine,
+        j: int,
+        new: list[np.ndarray],
+        measuring: bool,
         adds: list[tuple[int, np.ndarray, int, int]],
-    ) -> int:  # fmt: skip
+    ) -> int:
         """Remove type j's templates that do not stay; queue in ``adds`` those to install.
 
         Running jobs go to the new templates that overlap their machines most (``adds``
@@ -236,8 +278,7 @@ class FrameController:
                 K.remove_template(eng.st, eng.mo, tid)
         for b, machines in enumerate(new):
             if b not in stay:
-                adds.append((j, machines, S.ACTUAL if b in match else S.VIRTUAL,
-                             jobs.get(b, -1)))  # fmt: skip
+                adds.append((j, machines, S.ACTUAL if b in match else S.VIRTUAL, jobs.get(b, -1)))
         return len(old) - len(match)
 
     @staticmethod
@@ -262,8 +303,13 @@ class FrameController:
             if row[0] > t:
                 break
             before = row[1:]
-        last = (self.frames, self.not_optimal, self.migrations, self.migrated_nodes,
-                self.preemptions)  # fmt: skip
+        last = (
+            self.frames,
+            self.not_optimal,
+            self.migrations,
+            self.migrated_nodes,
+            self.preemptions,
+        )
         out = {k: a - b for k, a, b in zip(FRAME_FIELDS[1:], last, before, strict=True)}
         out["frames"] = sum(1 for r in self.records if r[0] > t)
         return out
@@ -272,8 +318,16 @@ class FrameController:
         """Return ``records`` as a DataFrame (one row per frame)."""
         import pandas as pd
 
-        cols = ["time", *(f"present.{n}" for n in names), *(f"templates.{n}" for n in names),
-                "weight", "upper_bound", "gap", "proven", "migrations"]  # fmt: skip
+        cols = [
+            "time",
+            *(f"present.{n}" for n in names),
+            *(f"templates.{n}" for n in names),
+            "weight",
+            "upper_bound",
+            "gap",
+            "proven",
+            "migrations",
+        ]
         return pd.DataFrame(self.records, columns=cols)
 
     @staticmethod

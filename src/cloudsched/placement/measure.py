@@ -25,6 +25,7 @@ from cloudsched.placement import state as K
 from cloudsched.placement.engine import PlacementEngine
 from cloudsched.placement.maxweight import FrameController
 from cloudsched.progress import Progress
+from cloudsched.results import interval
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series, mser
 
 __all__ = ["Estimates", "estimates", "precision_of", "run_until_precise", "summary_fields"]
@@ -89,9 +90,13 @@ def estimates(
         )
 
     return Estimates(
-        k=k, cut=cut, found=found, queue=est(per[:, K.A_QUEUE], width),
-        cost=est(per[:, K.A_COST], width), per_job=est(per[:, K.A_COST], per[:, K.A_ACTUAL]),
-    )  # fmt: skip
+        k=k,
+        cut=cut,
+        found=found,
+        queue=est(per[:, K.A_QUEUE], width),
+        cost=est(per[:, K.A_COST], width),
+        per_job=est(per[:, K.A_COST], per[:, K.A_ACTUAL]),
+    )
 
 
 def _in_service(eng: PlacementEngine, est: Estimates) -> float:
@@ -155,9 +160,13 @@ def run_until_precise(
 
 
 def summary_fields(
-    eng: PlacementEngine, k: int, est: Estimates, ctl: FrameController | None,
-    overload: str | None, fixed_warmup: bool,
-) -> dict[str, Any]:  # fmt: skip
+    eng: PlacementEngine,
+    k: int,
+    est: Estimates,
+    ctl: FrameController | None,
+    overload: str | None,
+    fixed_warmup: bool,
+) -> dict[str, Any]:
     """Return the measured fields of a placement result (``PlacementResult``)."""
     starts = _starts(eng, k)
     d = est.cut
@@ -181,15 +190,9 @@ def summary_fields(
         e: SeriesEstimate = getattr(est, name)
         if not (steady and est.certified(name)):
             return None
-        return (max(e.mean - e.half_width, 0.0), e.mean + e.half_width)
+        return interval(e.mean, e.half_width)
 
-    frames = ctl.counts_after(t0) if ctl else dict.fromkeys(
-        ("frames", "not_optimal", "migrations", "migrated_nodes", "preemptions"), 0)  # fmt: skip
-    gaps = (math.nan, math.nan)
-    if ctl is not None:
-        inside = [r[-3] for r in ctl.records if t0 < r[0] <= end]
-        if inside:
-            gaps = (float(np.mean(inside)), float(np.max(inside)))
+    frames, gaps = _frame_fields(ctl, t0, end)
     total_in = float(in_service.sum())
     q = est.queue
     return dict(
@@ -239,6 +242,18 @@ def summary_fields(
     )
 
 
+def _frame_fields(
+    ctl: FrameController | None, t0: float, end: float
+) -> tuple[dict[str, Any], tuple[float, float]]:
+    """Frames and their counts after ``t0``, and the mean and largest optimality gap."""
+    if ctl is None:
+        keys = ("frames", "not_optimal", "migrations", "migrated_nodes", "preemptions")
+        return dict.fromkeys(keys, 0), (math.nan, math.nan)
+    inside = [r[-3] for r in ctl.records if t0 < r[0] <= end]
+    gaps = (float(np.mean(inside)), float(np.max(inside))) if inside else (math.nan, math.nan)
+    return ctl.counts_after(t0), gaps
+
+
 def _per_type(
     eng: PlacementEngine, acc: np.ndarray, cnt: np.ndarray, window: float
 ) -> list[dict[str, Any]]:
@@ -250,28 +265,30 @@ def _per_type(
     per_type: list[dict[str, Any]] = []
     for j, jt in enumerate(eng.job_types):
         tried, failed = int(cnt[j, K.C_TRIED]), int(cnt[j, K.C_FAILED])
-        per_type.append({
-            "name": jt.name,
-            "nodes": jt.topology.nodes,
-            "edges": jt.topology.edges,
-            "arrival_rate": jt.arrival_rate,
-            "mean_duration": jt.mean_duration,
-            "load": jt.load,
-            "mean_queue_length": float(queue[j]),
-            "final_queue_length": int(eng.st.qlen[j]),
-            "mean_in_service": float(in_service[j]),
-            "mean_virtual_templates": float(virtual[j]),
-            "mean_partition_cost": _ratio(float(cost[j]), float(in_service[j])),
-            "cost_rate": float(cost[j]),
-            "mean_wait": _ratio(float(acc[j, K.A_WAIT]), float(cnt[j, K.C_PLACED])),
-            "arrived": int(cnt[j, K.C_ARRIVED]),
-            "placed": int(cnt[j, K.C_PLACED]),
-            "departed": int(cnt[j, K.C_DEPARTED]),
-            "served_fraction": _ratio(float(cnt[j, K.C_DEPARTED]), float(cnt[j, K.C_ARRIVED])),
-            "proposals_tried": tried,
-            "proposals_failed": failed,
-            "proposal_success_rate": _ratio(tried - failed, tried),
-        })  # fmt: skip
+        per_type.append(
+            {
+                "name": jt.name,
+                "nodes": jt.topology.nodes,
+                "edges": jt.topology.edges,
+                "arrival_rate": jt.arrival_rate,
+                "mean_duration": jt.mean_duration,
+                "load": jt.load,
+                "mean_queue_length": float(queue[j]),
+                "final_queue_length": int(eng.st.qlen[j]),
+                "mean_in_service": float(in_service[j]),
+                "mean_virtual_templates": float(virtual[j]),
+                "mean_partition_cost": _ratio(float(cost[j]), float(in_service[j])),
+                "cost_rate": float(cost[j]),
+                "mean_wait": _ratio(float(acc[j, K.A_WAIT]), float(cnt[j, K.C_PLACED])),
+                "arrived": int(cnt[j, K.C_ARRIVED]),
+                "placed": int(cnt[j, K.C_PLACED]),
+                "departed": int(cnt[j, K.C_DEPARTED]),
+                "served_fraction": _ratio(float(cnt[j, K.C_DEPARTED]), float(cnt[j, K.C_ARRIVED])),
+                "proposals_tried": tried,
+                "proposals_failed": failed,
+                "proposal_success_rate": _ratio(tried - failed, tried),
+            }
+        )
     return per_type
 
 
@@ -282,18 +299,24 @@ def _verdict(
     steady = overload is None and (est.found or fixed_warmup)
     notes = [overload] if overload else []
     if overload is None and not fixed_warmup and not est.found:
-        notes.append("no warm-up truncation point found (the queue or the cost still trends): "
-                     "no steady state reached; run longer")  # fmt: skip
+        notes.append(
+            "no warm-up truncation point found (the queue or the cost still trends): "
+            "no steady state reached; run longer"
+        )
     drifting = [n for n in ("queue", "cost") if getattr(est, n).drifting]
     if steady and drifting:
         steady = False
         what = "queue length" if drifting == ["queue"] else " and ".join(drifting)
-        notes.append(f"the {what} changed significantly between the two halves of the window "
-                     "(drift test, level 0.001): not steady")  # fmt: skip
+        notes.append(
+            f"the {what} changed significantly between the two halves of the window "
+            "(drift test, level 0.001): not steady"
+        )
     low = [str(t["name"]) for t in per_type if float(t["served_fraction"]) < SERVED_WARNING]
     if low:
-        notes.append(f"jobs of {', '.join(low)} are served more slowly than they arrive "
-                     f"(served fraction below {SERVED_WARNING:g} in the window)")  # fmt: skip
+        notes.append(
+            f"jobs of {', '.join(low)} are served more slowly than they arrive "
+            f"(served fraction below {SERVED_WARNING:g} in the window)"
+        )
     withheld = [n for n in ("queue", "cost", "per_job") if steady and not est.certified(n)]
     if withheld:
         notes.append(_why_withheld(getattr(est, withheld[0]), withheld))

@@ -101,8 +101,14 @@ def exact_max_weight(
                         resource_cols[i * nm + m].append((xs + v * nm + m, float(dem[v, r])))
             for e, (a, b) in enumerate(edges):
                 for m in range(nm):
-                    rows.append(([xs + a * nm + m, xs + b * nm + m, zs + e], [1.0, -1.0, -1.0],
-                                 -np.inf, 0.0))  # fmt: skip
+                    rows.append(
+                        (
+                            [xs + a * nm + m, xs + b * nm + m, zs + e],
+                            [1.0, -1.0, -1.0],
+                            -np.inf,
+                            0.0,
+                        )
+                    )
                 if use_racks:
                     for members in rack_members:
                         cols = [
@@ -136,10 +142,14 @@ def exact_max_weight(
     if time_limit is not None:
         options["time_limit"] = float(time_limit)
     res = solve_quietly(
-        "HiGHS (max-weight MILP)", milp, np.asarray(obj),
-        constraints=LinearConstraint(a, lo, hi), integrality=np.asarray(integral),
-        bounds=Bounds(0.0, 1.0), options=options,
-    )  # fmt: skip
+        "HiGHS (max-weight MILP)",
+        milp,
+        np.asarray(obj),
+        constraints=LinearConstraint(a, lo, hi),
+        integrality=np.asarray(integral),
+        bounds=Bounds(0.0, 1.0),
+        options=options,
+    )
     bound = -float(res.mip_dual_bound) if res.mip_dual_bound is not None else math.inf
     if res.x is None:  # no feasible point within the time limit: use the empty configuration
         return [], False, max(bound, 0.0)

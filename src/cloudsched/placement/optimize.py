@@ -1,6 +1,7 @@
-"""Optimisation: the max-weight configuration and the static partitioning optimum.
+"""The static partitioning optimum, by column generation over max-weight configurations.
 
-Both come in two solvers (``solver``): ``exact``, HiGHS's MILP of
+The max-weight configuration (:mod:`cloudsched.placement.configuration`) and this bound
+both come in two solvers (``solver``): ``exact``, HiGHS's MILP of
 :mod:`cloudsched.placement.milp`, which proves optimality but only at small sizes, and
 ``fast``, the packing of :mod:`cloudsched.placement.fastpack` over each type's least-cost
 template (:mod:`cloudsched.placement.shapes`), which comes with an upper bound on the best
@@ -33,133 +34,14 @@ import numpy as np
 from scipy.optimize import linprog
 
 from cloudsched._quiet import solve_quietly
-from cloudsched.errors import ParameterError, check_choice
+from cloudsched.errors import ParameterError
 from cloudsched.placement.cluster import Cluster
+from cloudsched.placement.configuration import max_weight_configuration, pick_solver
 from cloudsched.placement.fastpack import Library, fast_max_weight
-from cloudsched.placement.milp import exact_max_weight
-from cloudsched.placement.topology import Topology
 from cloudsched.placement.workload import JobType
 from cloudsched.progress import Progress
 
-__all__ = [
-    "SOLVERS",
-    "MaxWeightSolution",
-    "StaticOptimum",
-    "exact_is_cheap",
-    "max_weight_configuration",
-    "static_optimum",
-]
-
-#: The solvers of the max-weight configuration and the static optimum.
-SOLVERS = ("auto", "exact", "fast")
-#: ``auto`` uses the exact MILP up to this many slots ...
-EXACT_MAX_SLOTS = 32
-#: ... and graphs of at most this many nodes.
-EXACT_MAX_NODES = 8
-
-
-def exact_is_cheap(cluster: Cluster, topologies: Sequence[Topology]) -> bool:
-    """Say whether the exact MILP is quick here (small cluster, small graphs)."""
-    return cluster.total_slots <= EXACT_MAX_SLOTS and all(
-        t.nodes <= EXACT_MAX_NODES for t in topologies
-    )
-
-
-def _pick(solver: str, cluster: Cluster, topologies: Sequence[Topology]) -> str:
-    solver = check_choice("solver", solver, SOLVERS)
-    if solver == "auto":
-        return "exact" if exact_is_cheap(cluster, topologies) else "fast"
-    return solver
-
-
-@dataclass(frozen=True)
-class MaxWeightSolution:
-    """A configuration: ``templates`` is a list of ``(type index, machine of each node)``.
-
-    ``weight`` is its ``sum (value - cost)``, ``upper_bound`` a bound on the best weight
-    (equal to ``weight`` when ``optimal``), ``solver`` the solver used (``exact`` or
-    ``fast``).  An exact solve stopped by its time limit is not ``optimal``.
-    """
-
-    templates: list[tuple[int, np.ndarray]]
-    weight: float
-    cost: float
-    optimal: bool
-    solve_time: float
-    upper_bound: float = math.nan
-    solver: str = "exact"
-
-    @property
-    def gap(self) -> float:
-        """``(upper_bound - weight) / upper_bound`` (0 when proven or nothing is worth it)."""
-        if self.optimal or not self.upper_bound > 1e-12:
-            return 0.0
-        return max(self.upper_bound - self.weight, 0.0) / self.upper_bound
-
-    def counts(self, types: int) -> np.ndarray:
-        """Templates of each type, shape ``(types,)``."""
-        out = np.zeros(types, dtype=np.int64)
-        for j, _ in self.templates:
-            out[j] += 1
-        return out
-
-
-def max_weight_configuration(
-    cluster: Cluster,
-    topologies: Sequence[Topology],
-    values: Sequence[float] | np.ndarray,
-    caps: Sequence[int] | np.ndarray | None = None,
-    *,
-    time_limit: float | None = None,
-    solver: str = "auto",
-    library: Library | None = None,
-    keep: Sequence[tuple[int, np.ndarray, float]] = (),
-    bound: float | None = None,
-) -> MaxWeightSolution:
-    """Find a configuration maximising ``sum over templates (values[j] - cost)``.
-
-    Parameters
-    ----------
-    cluster : Cluster
-        Machines, slots, limits and distance cost.
-    topologies : sequence of Topology
-        The graph of each type.
-    values : sequence of float
-        Value of one type-j template (``alpha * f(Q_j)`` for MaxWeight, a dual price for
-        column generation); types with a value <= 0 get no template.
-    caps : sequence of int, optional
-        At most ``caps[j]`` type-j templates (default: as many as fit).
-    time_limit : float, optional
-        Seconds for HiGHS (exact solver); past it the best configuration found is returned
-        with ``optimal=False``.
-    solver : {"auto", "exact", "fast"}
-        See the module notes.
-    library : Library, optional
-        The fast solver's least-cost templates, if already built for these graphs.
-    keep : sequence of (int, numpy.ndarray, float), optional
-        Fast solver: templates in place (type, machine of each node, cost) to keep first
-        when they are least-cost (:func:`~cloudsched.placement.fastpack.fast_max_weight`).
-    bound : float, optional
-        Fast solver: the upper bound, if already known for these values and caps.
-
-    Returns
-    -------
-    MaxWeightSolution
-    """
-    t0 = time.perf_counter()
-    kind = _pick(solver, cluster, topologies)
-    if kind == "exact":
-        templates, optimal, bound = exact_max_weight(cluster, topologies, values, caps,
-                                                     time_limit=time_limit)  # fmt: skip
-    else:
-        lib = library if library is not None else Library.build(cluster, topologies)
-        templates, bound = fast_max_weight(lib, values, caps, keep=keep, bound=bound)
-    cost = sum(cluster.cost(topologies[j], m) for j, m in templates)
-    weight = sum(float(values[j]) for j, _ in templates) - cost
-    if kind == "fast":
-        optimal = weight >= bound - 1e-9 * max(1.0, abs(bound))
-    return MaxWeightSolution(templates, weight, cost, optimal, time.perf_counter() - t0,
-                             weight if optimal else max(bound, weight), kind)  # fmt: skip
+__all__ = ["StaticOptimum", "static_optimum"]
 
 
 @dataclass(frozen=True)
@@ -220,16 +102,27 @@ class StaticOptimum:
             return list(job_names) if job_names is not None else [f"type{i}" for i in range(k)]
 
         configs = [
-            {"share": float(x), **{nm: int(c) for nm, c in zip(names(len(n)), n, strict=True)},
-             "cost": float(b)}
+            {
+                "share": float(x),
+                **{nm: int(c) for nm, c in zip(names(len(n)), n, strict=True)},
+                "cost": float(b),
+            }
             for x, n, b in self.configurations
-        ]  # fmt: skip
+        ]
         value = self.value if math.isfinite(self.value) else None
-        return {"value": value, "lower_bound": self.lower_bound, "gap": self.gap,
-                "proven": self.proven, "hit_time_limit": self.hit_time_limit,
-                "solver": self.solver, "cost_per_job": self.cost_per_job,
-                "columns": self.columns, "solve_time": self.solve_time, "note": self.note,
-                "configurations": configs}  # fmt: skip
+        return {
+            "value": value,
+            "lower_bound": self.lower_bound,
+            "gap": self.gap,
+            "proven": self.proven,
+            "hit_time_limit": self.hit_time_limit,
+            "solver": self.solver,
+            "cost_per_job": self.cost_per_job,
+            "columns": self.columns,
+            "solve_time": self.solve_time,
+            "note": self.note,
+            "configurations": configs,
+        }
 
 
 class _Columns:
@@ -254,11 +147,16 @@ class _Columns:
         n_mat = np.array([c for c, _ in self.items], dtype=float).reshape(ncol, nj).T
         cost = np.array([b for _, b in self.items])
         c = np.concatenate([cost, np.full(nj, big)])
-        a_ub = np.vstack([np.hstack([-n_mat, -np.eye(nj)]),
-                          np.concatenate([np.ones(ncol), np.zeros(nj)])[None, :]])  # fmt: skip
+        a_ub = np.vstack(
+            [
+                np.hstack([-n_mat, -np.eye(nj)]),
+                np.concatenate([np.ones(ncol), np.zeros(nj)])[None, :],
+            ]
+        )
         b_ub = np.concatenate([-rho, [1.0]])
-        res = solve_quietly("HiGHS (master LP)", linprog, c, A_ub=a_ub, b_ub=b_ub,
-                            bounds=(0, None), method="highs")  # fmt: skip
+        res = solve_quietly(
+            "HiGHS (master LP)", linprog, c, A_ub=a_ub, b_ub=b_ub, bounds=(0, None), method="highs"
+        )
         if res.status != 0:  # pragma: no cover - the master always has a feasible point
             raise RuntimeError(f"static optimum: master LP failed: {res.message}")
         return res
@@ -269,13 +167,22 @@ def _capacity_check(cluster: Cluster, job_types: Sequence[JobType], rho: np.ndar
     need = [float(sum(r * jt.topology.nodes for r, jt in zip(rho, job_types, strict=True)))]
     have = [float(cluster.total_slots)]
     for k in range(2):
-        need.append(float(sum(r * jt.topology.demands()[:, k].sum()
-                              for r, jt in zip(rho, job_types, strict=True))))  # fmt: skip
+        need.append(
+            float(
+                sum(
+                    r * jt.topology.demands()[:, k].sum()
+                    for r, jt in zip(rho, job_types, strict=True)
+                )
+            )
+        )
         have.append(float(cluster.capacity[:, k].sum()))
     for what, n, h in zip(("slots", "CPU", "memory"), need, have, strict=True):
         if n > h * (1 + 1e-12):
-            raise ParameterError("workload", f"loads needing {n:.4g} {what} on average",
-                                 f"inside the cluster's capacity region ({h:.4g} {what})")
+            raise ParameterError(
+                "workload",
+                f"loads needing {n:.4g} {what} on average",
+                f"inside the cluster's capacity region ({h:.4g} {what})",
+            )
 
 
 def static_optimum(
@@ -307,12 +214,14 @@ def static_optimum(
         cluster.check_fits(top)
     rho = np.array([j.load for j in job_types])
     _capacity_check(cluster, job_types, rho)
-    kind = _pick(solver, cluster, tops)
+    kind = pick_solver(solver, cluster, tops)
     nj = len(tops)
     big = 10.0 * (1.0 + max(t.total_traffic for t in tops) * cluster.cross_rack_cost)
     lib = Library.build(cluster, tops, time_limit=max(time_limit / (2 * nj), 0.1))
-    lower = max(float(rho @ np.where(np.isfinite(lib.lower_bounds), lib.lower_bounds, 0.0)),
-                lib.relaxation.static_bound(rho))  # fmt: skip
+    lower = max(
+        float(rho @ np.where(np.isfinite(lib.lower_bounds), lib.lower_bounds, 0.0)),
+        lib.relaxation.static_bound(rho),
+    )
     cols = _Columns(nj)
     for j in range(nj):  # as many least-cost templates of one type as fit
         only = np.zeros(nj)
@@ -332,8 +241,9 @@ def static_optimum(
         improves = sol.weight > sigma + 1e-9 * (1.0 + abs(sigma))
         if kind == "exact" and not improves:  # the MILP proves no column is missing, or finds it
             left = time_limit - (time.perf_counter() - t0)
-            sol = max_weight_configuration(cluster, tops, prices, solver="exact",
-                                           time_limit=max(left, 0.1))  # fmt: skip
+            sol = max_weight_configuration(
+                cluster, tops, prices, solver="exact", time_limit=max(left, 0.1)
+            )
             improves = sol.weight > sigma + 1e-9 * (1.0 + abs(sigma))
         lower = max(lower, float(prices @ rho) - max(sol.upper_bound, 0.0))
         if progress is not None:
@@ -349,27 +259,42 @@ def static_optimum(
 
 
 def _result(
-    cols: _Columns, res: Any, rho: np.ndarray, value: float, lower: float, hit: bool, kind: str,
-    t0: float, job_types: Sequence[JobType],
-) -> StaticOptimum:  # fmt: skip
+    cols: _Columns,
+    res: Any,
+    rho: np.ndarray,
+    value: float,
+    lower: float,
+    hit: bool,
+    kind: str,
+    t0: float,
+    job_types: Sequence[JobType],
+) -> StaticOptimum:
     ncol = len(cols.items)
     lower = min(lower, value)
     proven = math.isfinite(value) and value - lower <= 1e-6 * max(1.0, abs(value))
     note = None
     if not math.isfinite(value):
         slack = res.x[ncol:]
-        short = ", ".join(f"{job_types[j].name} ({slack[j]:.3g} of {rho[j]:.3g})"
-                          for j in np.flatnonzero(slack > 1e-7).tolist())  # fmt: skip
+        short = ", ".join(
+            f"{job_types[j].name} ({slack[j]:.3g} of {rho[j]:.3g})"
+            for j in np.flatnonzero(slack > 1e-7).tolist()
+        )
         if kind == "exact" and not hit:
-            raise ParameterError("workload", f"loads short by {short}",
-                                 "inside the cluster's capacity region")  # fmt: skip
+            raise ParameterError(
+                "workload", f"loads short by {short}", "inside the cluster's capacity region"
+            )
         note = f"no time-sharing found that serves every load (short: {short})"
     elif not proven:
         note = ("time limit reached" if hit else "no better configuration found") + (
-            f": the optimum is between {lower:.6g} and {value:.6g}")
-    used = [(float(res.x[i]), cols.items[i][0], cols.items[i][1]) for i in range(ncol)
-            if res.x[i] > 1e-12]  # fmt: skip
+            f": the optimum is between {lower:.6g} and {value:.6g}"
+        )
+    used = [
+        (float(res.x[i]), cols.items[i][0], cols.items[i][1])
+        for i in range(ncol)
+        if res.x[i] > 1e-12
+    ]
     gap = 0.0 if proven else (math.inf if not math.isfinite(value) else (value - lower) / value)
     per_job = value / float(rho.sum())
-    return StaticOptimum(value, lower, gap, proven, hit, per_job, used, ncol,
-                         time.perf_counter() - t0, kind, note)  # fmt: skip
+    return StaticOptimum(
+        value, lower, gap, proven, hit, per_job, used, ncol, time.perf_counter() - t0, kind, note
+    )

@@ -60,18 +60,26 @@ class PlacementPolicy:
 
 _TABLE = (
     PlacementPolicy("dgp", DGP, "Dynamic Graph Partitioning, proposals at arrivals", dgp=True),
-    PlacementPolicy("dgp-clock", DGP_CLOCK, "DGP with a Poisson proposal clock per queue",
-                    dgp=True),
-    PlacementPolicy("storm-default", STORM_DEFAULT, "Storm's EvenScheduler order",
-                    baseline=True),
-    PlacementPolicy("greedy", GREEDY, "traffic-aware greedy: neighbours on one machine",
-                    baseline=True),
-    PlacementPolicy("resource-aware", RESOURCE_AWARE,
-                    "Storm's ResourceAwareScheduler: packs by CPU, memory and racks",
-                    baseline=True),
-    PlacementPolicy("maxweight", FRAME, "frame-based MaxWeight (max-weight configuration "
-                    "per frame, exact MILP or fast packing)", frames=True),
-)  # fmt: skip
+    PlacementPolicy(
+        "dgp-clock", DGP_CLOCK, "DGP with a Poisson proposal clock per queue", dgp=True
+    ),
+    PlacementPolicy("storm-default", STORM_DEFAULT, "Storm's EvenScheduler order", baseline=True),
+    PlacementPolicy(
+        "greedy", GREEDY, "traffic-aware greedy: neighbours on one machine", baseline=True
+    ),
+    PlacementPolicy(
+        "resource-aware",
+        RESOURCE_AWARE,
+        "Storm's ResourceAwareScheduler: packs by CPU, memory and racks",
+        baseline=True,
+    ),
+    PlacementPolicy(
+        "maxweight",
+        FRAME,
+        "frame-based MaxWeight (max-weight configuration per frame, exact MILP or fast packing)",
+        frames=True,
+    ),
+)
 
 #: Every placement policy.
 PLACEMENT_POLICIES: tuple[str, ...] = tuple(p.name for p in _TABLE)

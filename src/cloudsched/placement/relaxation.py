@@ -55,9 +55,12 @@ def part_cuts(topology: Topology, largest: int) -> np.ndarray:
     pats = class_patterns(cls, largest) if len(cls.members) <= MAX_CLASSES else None
     if pats is not None:
         g = topology.graph
-        wdeg = np.array([sum(float(d.get("weight", 1.0)) for *_, d in g.edges(int(m[0]),
-                                                                              data=True))
-                         for m in cls.members])  # fmt: skip
+        wdeg = np.array(
+            [
+                sum(float(d.get("weight", 1.0)) for *_, d in g.edges(int(m[0]), data=True))
+                for m in cls.members
+            ]
+        )
         size = pats.sum(axis=1)
         inside = np.array([cls.kept(p) for p in pats])
         leave = pats @ wdeg - 2.0 * inside
@@ -178,18 +181,29 @@ class Relaxation:
         self.a_eq = sparse.csr_array(np.array(rows_eq))
         self.a_ub = sparse.csr_array(np.array(rows_ub))
         self.b_ub = np.array(b_ub)
-        self.y_hi = np.array([[math.inf if g <= t.nodes else 0.0 for g in range(1, gmax + 1)]
-                              for t in self.tops]).ravel()  # fmt: skip
+        self.y_hi = np.array(
+            [[math.inf if g <= t.nodes else 0.0 for g in range(1, gmax + 1)] for t in self.tops]
+        ).ravel()
 
     def _solve(self, c: np.ndarray, n_lo: np.ndarray, n_hi: np.ndarray) -> float | None:
         nj = len(self.tops)
-        bounds = ([(float(a), float(b)) for a, b in zip(n_lo, n_hi, strict=True)]
-                  + [(0.0, None)] * nj
-                  + [(0.0, None if math.isinf(h) else 0.0) for h in self.y_hi]
-                  + [(0.0, None)] * (self.nv - 2 * nj - self.ny))  # fmt: skip
+        bounds = (
+            [(float(a), float(b)) for a, b in zip(n_lo, n_hi, strict=True)]
+            + [(0.0, None)] * nj
+            + [(0.0, None if math.isinf(h) else 0.0) for h in self.y_hi]
+            + [(0.0, None)] * (self.nv - 2 * nj - self.ny)
+        )
         # a small LP, solved in place (solve_quietly's thread and capture cost more than it)
-        res = linprog(c, A_ub=self.a_ub, b_ub=self.b_ub, A_eq=self.a_eq, b_eq=np.zeros(nj),
-                      bounds=bounds, method="highs", options={"disp": False})  # fmt: skip
+        res = linprog(
+            c,
+            A_ub=self.a_ub,
+            b_ub=self.b_ub,
+            A_eq=self.a_eq,
+            b_eq=np.zeros(nj),
+            bounds=bounds,
+            method="highs",
+            options={"disp": False},
+        )
         return float(res.fun) if res.status == 0 else None
 
     def static_bound(self, rho: Sequence[float] | np.ndarray) -> float:
@@ -206,8 +220,12 @@ class Relaxation:
         """Upper bound on the weight of a configuration (at most ``caps[j]`` of type j)."""
         nj = len(self.tops)
         v = np.asarray(values, dtype=float)
-        hi = np.array([min(float(caps[j]), self.cluster.total_slots / t.nodes) if v[j] > 0
-                       else 0.0 for j, t in enumerate(self.tops)])  # fmt: skip
+        hi = np.array(
+            [
+                min(float(caps[j]), self.cluster.total_slots / t.nodes) if v[j] > 0 else 0.0
+                for j, t in enumerate(self.tops)
+            ]
+        )
         if not hi.any():
             return 0.0
         c = np.zeros(self.nv)

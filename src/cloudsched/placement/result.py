@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from cloudsched.results import finite_or_none
+from cloudsched.results import finite_or_none, interval_columns
 
 __all__ = ["CI_FIELDS", "PlacementResult"]
 
@@ -111,8 +111,11 @@ class PlacementResult:
 
     def _fields(self) -> dict[str, Any]:
         """Return the record's values (copied), without the tables carried beside it."""
-        return {f.name: copy.deepcopy(getattr(self, f.name)) for f in fields(self)
-                if f.name not in _TABLES}  # fmt: skip
+        return {
+            f.name: copy.deepcopy(getattr(self, f.name))
+            for f in fields(self)
+            if f.name not in _TABLES
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict; undefined values (NaN, infinities) become None."""
@@ -136,14 +139,11 @@ class PlacementResult:
                 continue
             row[k] = v
         for name in CI_FIELDS:
-            ci = getattr(self, f"{name}_ci95")
-            row[f"{name}_ci95_low"], row[f"{name}_ci95_high"] = ci if ci else (math.nan,
-                                                                               math.nan)
+            row.update(interval_columns(getattr(self, f"{name}_ci95"), f"{name}_"))
         for k, v in self.params.items():
             if k == "pilots":
                 continue  # calibration pilots: in to_dict only
-            row[f"param.{k}"] = " ".join(f"{x:g}" for x in v) if isinstance(
-                v, list | tuple) else v  # fmt: skip
+            row[f"param.{k}"] = " ".join(f"{x:g}" for x in v) if isinstance(v, list | tuple) else v
         row["warnings"] = "; ".join(self.warnings)
         for t in self.per_type:
             for k, v in t.items():

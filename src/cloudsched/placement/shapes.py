@@ -43,8 +43,14 @@ from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.graphcuts import forest_split, graph_bound
 from cloudsched.placement.topology import Topology
 
-__all__ = ["MAX_CLASSES", "LeastCost", "TwinClasses", "class_patterns", "least_cost_template",
-           "twin_classes"]  # fmt: skip
+__all__ = [
+    "MAX_CLASSES",
+    "LeastCost",
+    "TwinClasses",
+    "class_patterns",
+    "least_cost_template",
+    "twin_classes",
+]
 
 #: Patterns enumerated at most (beyond, the graph gets the greedy template and a bound).
 PATTERN_LIMIT = 20_000
@@ -173,9 +179,13 @@ def _machine_types(free: np.ndarray, res: np.ndarray, machines: np.ndarray) -> l
 
 
 def _cover(
-    cls: TwinClasses, pats: np.ndarray, types: list[np.ndarray], free: np.ndarray,
-    res: np.ndarray, time_limit: float | None,
-) -> tuple[np.ndarray | None, float, float]:  # fmt: skip
+    cls: TwinClasses,
+    pats: np.ndarray,
+    types: list[np.ndarray],
+    free: np.ndarray,
+    res: np.ndarray,
+    time_limit: float | None,
+) -> tuple[np.ndarray | None, float, float]:
     """Solve the cutting-stock MILP over ``types``: (groups per machine, kept, kept bound).
 
     Returns ``(counts, kept, bound)``: ``counts[m]`` the class counts on machine ``m`` (None
@@ -195,19 +205,28 @@ def _cover(
     t_idx = np.array([t for _, t in cols])
     nc = pats.shape[1]
     cover = sparse.csr_array(pats[p_idx].T.astype(float))
-    count = sparse.csr_array((np.ones(len(cols)), (t_idx, np.arange(len(cols)))),
-                             shape=(len(types), len(cols)))  # fmt: skip
+    count = sparse.csr_array(
+        (np.ones(len(cols)), (t_idx, np.arange(len(cols)))), shape=(len(types), len(cols))
+    )
     sizes = cls.sizes.astype(float)
     a = sparse.vstack([cover, count]).tocsr()
     lo = np.concatenate([sizes, np.zeros(len(types))])
     hi = np.concatenate([sizes, [float(ms.size) for ms in types]])
     limit = MILP_TIME_LIMIT if time_limit is None else time_limit
-    options: dict[str, float | bool] = {"disp": False, "mip_rel_gap": 1e-9,
-                                        "time_limit": max(float(limit), 0.01)}  # fmt: skip
-    res_ = solve_quietly("HiGHS (least-cost template)", milp, -kept[p_idx],
-                         constraints=LinearConstraint(a, lo, hi),
-                         integrality=np.ones(len(cols)), bounds=Bounds(0, np.inf),
-                         options=options)  # fmt: skip
+    options: dict[str, float | bool] = {
+        "disp": False,
+        "mip_rel_gap": 1e-9,
+        "time_limit": max(float(limit), 0.01),
+    }
+    res_ = solve_quietly(
+        "HiGHS (least-cost template)",
+        milp,
+        -kept[p_idx],
+        constraints=LinearConstraint(a, lo, hi),
+        integrality=np.ones(len(cols)),
+        bounds=Bounds(0, np.inf),
+        options=options,
+    )
     bound = -float(res_.mip_dual_bound) if res_.mip_dual_bound is not None else math.inf
     if res_.x is None:
         return None, 0.0, bound if res_.status != 2 else 0.0
@@ -235,9 +254,13 @@ def _assign(cls: TwinClasses, counts: np.ndarray, k: int) -> np.ndarray:
 
 
 def least_cost_template(
-    cluster: Cluster, topology: Topology, free: np.ndarray | None = None,
-    res: np.ndarray | None = None, *, time_limit: float | None = None,
-) -> LeastCost:  # fmt: skip
+    cluster: Cluster,
+    topology: Topology,
+    free: np.ndarray | None = None,
+    res: np.ndarray | None = None,
+    *,
+    time_limit: float | None = None,
+) -> LeastCost:
     """Find the least-cost template of ``topology`` on the free capacity, with a lower bound.
 
     ``free`` (slots per machine) and ``res`` (free CPU and memory, ``(L, 2)``) default to
@@ -250,8 +273,7 @@ def least_cost_template(
     unit = cluster.unit
     k, total = topology.nodes, topology.total_traffic
     if k > int(free.sum()) or np.any(topology.demands().sum(axis=0) > res.sum(axis=0) + 1e-9):
-        return LeastCost(None, math.inf, math.inf, True, "does not fit",
-                         time.perf_counter() - t0)  # fmt: skip
+        return LeastCost(None, math.inf, math.inf, True, "does not fit", time.perf_counter() - t0)
     quick = _fallback(cluster, topology, free, res, unit, t0)
     if quick.proven:
         return quick
@@ -262,15 +284,17 @@ def least_cost_template(
     if pats is None:
         return quick
     machines = np.arange(cluster.machines)
-    counts, _, bound = _cover(cls, pats, _machine_types(free, res, machines), free, res,
-                                 time_limit)  # fmt: skip
+    counts, _, bound = _cover(cls, pats, _machine_types(free, res, machines), free, res, time_limit)
     lower = unit * max(total - bound, 0.0)
     best: tuple[float, np.ndarray] | None = None
     if counts is not None:
         where = _assign(cls, counts, k)
         best = (cluster.cost(topology, where), where)
-    if cluster.racks > 1 and cluster.cross_rack_cost > 1.0 and not (
-            best is not None and best[0] <= lower + 1e-9):  # fmt: skip
+    if (
+        cluster.racks > 1
+        and cluster.cross_rack_cost > 1.0
+        and not (best is not None and best[0] <= lower + 1e-9)
+    ):
         seen: set[tuple[tuple[int, float, float], ...]] = set()
         for r in range(cluster.racks):
             mine = np.flatnonzero(cluster.rack == r)
@@ -278,8 +302,7 @@ def least_cost_template(
             if sig in seen or int(free[mine].sum()) < k:
                 continue
             seen.add(sig)
-            got, _, _ = _cover(cls, pats, _machine_types(free, res, mine), free, res,
-                               time_limit)  # fmt: skip
+            got, _, _ = _cover(cls, pats, _machine_types(free, res, mine), free, res, time_limit)
             if got is not None:
                 where = _assign(cls, got, k)
                 cost = cluster.cost(topology, where)
@@ -291,31 +314,49 @@ def least_cost_template(
     if best is None:
         return _fallback(cluster, topology, free, res, unit, t0, lower)
     proven = best[0] <= lower + 1e-9 * max(1.0, total)
-    return LeastCost(best[1], best[0], min(lower, best[0]), proven, "patterns",
-                     time.perf_counter() - t0)  # fmt: skip
+    return LeastCost(
+        best[1], best[0], min(lower, best[0]), proven, "patterns", time.perf_counter() - t0
+    )
 
 
 def _fallback(
-    cluster: Cluster, topology: Topology, free: np.ndarray, res: np.ndarray, unit: float,
-    t0: float, lower: float = 0.0,
-) -> LeastCost:  # fmt: skip
+    cluster: Cluster,
+    topology: Topology,
+    free: np.ndarray,
+    res: np.ndarray,
+    unit: float,
+    t0: float,
+    lower: float = 0.0,
+) -> LeastCost:
     """Return the greedy packer's template and the graph bound (nothing exact applies)."""
     from cloudsched.placement.baselines import greedy
 
     lower = max(lower, unit * graph_bound(topology, int(free.max())))
     where = greedy(topology, free, cluster, res)
     if where is None:
-        return LeastCost(None, math.inf, lower, False, "greedy (no fit found)",
-                         time.perf_counter() - t0)  # fmt: skip
+        return LeastCost(
+            None, math.inf, lower, False, "greedy (no fit found)", time.perf_counter() - t0
+        )
     cost = cluster.cost(topology, where)
-    return LeastCost(where, cost, min(lower, cost), cost <= lower + 1e-9, "greedy + graph bound",
-                     time.perf_counter() - t0)  # fmt: skip
+    return LeastCost(
+        where,
+        cost,
+        min(lower, cost),
+        cost <= lower + 1e-9,
+        "greedy + graph bound",
+        time.perf_counter() - t0,
+    )
 
 
 def _forest(
-    cluster: Cluster, topology: Topology, free: np.ndarray, res: np.ndarray, unit: float,
-    t0: float, quick: LeastCost,
-) -> LeastCost:  # fmt: skip
+    cluster: Cluster,
+    topology: Topology,
+    free: np.ndarray,
+    res: np.ndarray,
+    unit: float,
+    t0: float,
+    quick: LeastCost,
+) -> LeastCost:
     """Trees and chains: the exact split (a lower bound), packed into one rack if it fits."""
     cut, piece = forest_split(topology, int(free.max()))
     lower = max(unit * cut, quick.lower_bound)
@@ -349,5 +390,6 @@ def _forest(
     if best is None:
         return quick
     proven = best[0] <= lower + 1e-9 * max(1.0, topology.total_traffic)
-    return LeastCost(best[1], best[0], min(lower, best[0]), proven, "tree split",
-                     time.perf_counter() - t0)  # fmt: skip
+    return LeastCost(
+        best[1], best[0], min(lower, best[0]), proven, "tree split", time.perf_counter() - t0
+    )

@@ -39,8 +39,7 @@ from typing import Any
 import numpy as np
 
 from cloudsched.placement.assignments import assignment_table, final_table
-from cloudsched.placement.beside_bound import above_bound, below_bound, bound_beside, short_of
-from cloudsched.placement.beside_bound import gap as excess
+from cloudsched.placement.beside_bound import Bound, against_bound, bound_beside, bound_is_cheap
 from cloudsched.placement.calibration import DefaultsRefused, calibrate_alpha, check_served
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.engine import EngineParams, PlacementEngine
@@ -58,17 +57,7 @@ from cloudsched.placement.workload import JobType
 from cloudsched.progress import Progress
 from cloudsched.randomness import Seed, streams
 
-__all__ = ["DefaultsRefused", "bound_is_cheap", "run_placement", "simulate_placement"]
-
-#: DGP's alpha is calibrated against the bound when the cluster has at most this many slots
-BOUND_MAX_SLOTS = 32
-#: ... and every graph at most this many nodes.
-BOUND_MAX_NODES = 8
-def bound_is_cheap(cluster: Cluster, job_types: Sequence[JobType]) -> bool:
-    """Say whether the instance is small enough to calibrate DGP's alpha against the bound."""
-    return cluster.total_slots <= BOUND_MAX_SLOTS and all(
-        jt.topology.nodes <= BOUND_MAX_NODES for jt in job_types
-    )
+__all__ = ["DefaultsRefused", "run_placement", "simulate_placement"]
 
 
 def simulate_placement(
@@ -189,33 +178,34 @@ def simulate_placement(
         or in an open-ended run (the message says which type; ``result`` holds the run).
     """
     spec = PlacementSpec(
-        policy, cluster, job_types, horizon=horizon, warmup=warmup, beta=beta, alpha=alpha,
-        h=h, epsilon=epsilon, f=f, virtual_clock=virtual_clock, clock_rate=clock_rate,
-        frame=frame, solver_time_limit=solver_time_limit, solver=solver, proposal=proposal,
-        locality=locality, record=record, frozen_weights=frozen_weights,
-        batches=batches, precision=precision, max_horizon=max_horizon,
-        compare_bound=compare_bound, target_gap=target_gap,
-    )  # fmt: skip
+        policy,
+        cluster,
+        job_types,
+        horizon=horizon,
+        warmup=warmup,
+        beta=beta,
+        alpha=alpha,
+        h=h,
+        epsilon=epsilon,
+        f=f,
+        virtual_clock=virtual_clock,
+        clock_rate=clock_rate,
+        frame=frame,
+        solver_time_limit=solver_time_limit,
+        solver=solver,
+        proposal=proposal,
+        locality=locality,
+        record=record,
+        frozen_weights=frozen_weights,
+        batches=batches,
+        precision=precision,
+        max_horizon=max_horizon,
+        compare_bound=compare_bound,
+        target_gap=target_gap,
+    )
     if spec.overload is not None:
         warnings.warn(spec.overload, RuntimeWarning, stacklevel=2)
     return run_placement(spec, rng=rng, progress=progress, optimum=optimum)
-
-
-def _against_bound(spec: PlacementSpec, bound: Any, fields: dict[str, Any]) -> float | None:
-    """Return the cost's gap to the bound (None: no bound, or not above it); warn in ``fields``."""
-    if bound is None or bound.value is None:
-        return None
-    r: Any = spec
-    cost, ci = fields["cost_rate"], fields["cost_rate_ci95"]
-    gap = None if short_of(cost, bound.value, ci) else excess(cost, bound.value, ci)
-    if gap is not None and gap > spec.target_gap and fields["steady_state"]:
-        fields["warnings"] = (*fields["warnings"],
-                              above_bound(cost, bound.value, gap, spec.model.dgp, r.proposal,
-                                          bool(bound.proven)))  # fmt: skip
-    below = below_bound(ci, bound.value, bool(bound.proven))
-    if below:
-        fields["warnings"] = (*fields["warnings"], below)
-    return gap
 
 
 def run_placement(
@@ -237,42 +227,14 @@ def run_placement(
         compare = spec.overload is None
     if compare and spec.overload is None:
         bound = bound_beside(cluster, job_types, optimum)
-    # once built, the spec's optional fields hold checked values (none is None)
-    alpha: float = spec.alpha  # type: ignore[assignment]
-    calibration = None
     given = spec  # as the caller built it (the run below may fill in the calibrated alpha)
-    if (spec.calibrate and bound is not None and bound.value is not None and bound.proven
-            and bound_is_cheap(cluster, job_types)):  # fmt: skip
-        alpha, h, calibration = calibrate_alpha(spec, bound.value, gen.spawn(1)[0],
-                                                run_placement)  # fmt: skip
-        if spec.auto_h:  # local proposals' bias is in cost units: h follows the alpha chosen
-            spec = replace(spec, alpha=alpha, h=h)
+    spec, alpha, calibration = _calibrated(spec, bound, gen)
     model = spec.model
-    r: Any = spec
-    params = EngineParams(model.code, r.beta, alpha, r.h, r.epsilon, r.f,
-                          bool(spec.virtual_clock), spec.rates, spec.frozen, r.proposal,
-                          r.locality, r.record)  # fmt: skip
-    # recorded from time 0 in micro-batches; the warm-up is cut afterwards
     relax = spec.longest  # a lower bound of the relaxation time; the data's may be larger
     horizon = spec.horizon
-    width = spec.longest / 4 if horizon is None else horizon / MICRO_BATCHES
-    eng = PlacementEngine(cluster, job_types, params, width * MICRO_BATCHES, 0.0,
-                          MICRO_BATCHES, gen)  # fmt: skip
-    ctl = None
-    if model.frames:
-        ctl = FrameController(spec.frame, alpha, r.f, spec.solver_time_limit, solver=r.solver)
-        ctl.start(eng)
+    eng, ctl, width = _start(spec, alpha, gen)
     t0 = time.perf_counter()  # the simulation alone (not the bound, not calibration pilots)
-    if horizon is None:
-        k, reason = run_until_precise(
-            eng, width=width, batches=spec.batches, relaxation=relax,
-            precision=spec.precision, max_horizon=r.max_horizon, progress=progress,
-        )  # fmt: skip
-    else:
-        while not eng.advance(200_000):
-            if progress is not None:
-                progress(eng.now / horizon, "")
-        k, reason = MICRO_BATCHES, "horizon"
+    k, reason = _advance(eng, spec, width, progress)
     if ctl is not None:
         ctl.fill_kept(eng)
     wall = time.perf_counter() - t0
@@ -287,26 +249,109 @@ def run_placement(
     shown = _shown_params(spec, alpha, eng.mo.nu)
     if model.dgp:
         shown["chosen"] = (
-            "calibrated against the bound" if calibration
+            "calibrated against the bound"
+            if calibration
             else ("from the instance" if alpha == spec.auto["alpha"] else "given")
-        )  # fmt: skip
+        )
         if calibration:
             shown["pilots"] = calibration
-    gap = _against_bound(spec, bound, fields)
+    gap = against_bound(spec, bound, fields)
     result = PlacementResult(
-        policy=model.name, params=shown, seed=seed, horizon=horizon,
-        warmup="auto" if fixed is None else f"{fixed:g}", stop_reason=reason,
+        policy=model.name,
+        params=shown,
+        seed=seed,
+        horizon=horizon,
+        warmup="auto" if fixed is None else f"{fixed:g}",
+        stop_reason=reason,
         precision_target=spec.precision if horizon is None else None,
-        precision_reached=reached, bound=None if bound is None else bound.value,
-        bound_proven=None if bound is None else bound.proven, bound_gap=gap,
-        bound_note=None if bound is None else bound.note, wall_seconds=wall,
-        events_per_second=fields["events"] / wall if wall > 0 else math.nan, **fields,
+        precision_reached=reached,
+        bound=None if bound is None else bound.value,
+        bound_proven=None if bound is None else bound.proven,
+        bound_gap=gap,
+        bound_note=None if bound is None else bound.note,
+        wall_seconds=wall,
+        events_per_second=fields["events"] / wall if wall > 0 else math.nan,
+        **fields,
         assignments=assignment_table(eng) if spec.record else None,
         final_placement=final_table(eng),
         frame_table=ctl.table([jt.name for jt in job_types]) if ctl is not None else None,
-    )  # fmt: skip
+    )
     check_served(given, result)
     return result
+
+
+def _calibrated(
+    spec: PlacementSpec, bound: Bound | None, gen: np.random.Generator
+) -> tuple[PlacementSpec, float, Any]:
+    """Return the spec to run, its alpha, and the calibration pilots (None: not calibrated).
+
+    DGP's alpha is calibrated against the bound where it is proven and cheap; with
+    ``auto_h``, h follows the alpha chosen (local proposals' bias is in cost units).
+    """
+    # once built, the spec's optional fields hold checked values (none is None)
+    alpha: float = spec.alpha  # type: ignore[assignment]
+    cheap = bound is not None and bound.value is not None and bound.proven
+    if not (spec.calibrate and cheap and bound_is_cheap(spec.cluster, spec.job_types)):
+        return spec, alpha, None
+    assert bound is not None and bound.value is not None
+    alpha, h, calibration = calibrate_alpha(spec, bound.value, gen.spawn(1)[0], run_placement)
+    if spec.auto_h:
+        spec = replace(spec, alpha=alpha, h=h)
+    return spec, alpha, calibration
+
+
+def _start(
+    spec: PlacementSpec, alpha: float, gen: np.random.Generator
+) -> tuple[PlacementEngine, FrameController | None, float]:
+    """Build the engine and, for frame-based policies, start its frame controller.
+
+    The engine records from time 0 in micro-batches; the warm-up is cut afterwards.
+    """
+    r: Any = spec
+    params = EngineParams(
+        spec.model.code,
+        r.beta,
+        alpha,
+        r.h,
+        r.epsilon,
+        r.f,
+        bool(spec.virtual_clock),
+        spec.rates,
+        spec.frozen,
+        r.proposal,
+        r.locality,
+        r.record,
+    )
+    width = spec.longest / 4 if spec.horizon is None else spec.horizon / MICRO_BATCHES
+    eng = PlacementEngine(
+        spec.cluster, spec.job_types, params, width * MICRO_BATCHES, 0.0, MICRO_BATCHES, gen
+    )
+    ctl = None
+    if spec.model.frames:
+        ctl = FrameController(spec.frame, alpha, r.f, spec.solver_time_limit, solver=r.solver)
+        ctl.start(eng)
+    return eng, ctl, width
+
+
+def _advance(
+    eng: PlacementEngine, spec: PlacementSpec, width: float, progress: Progress | None
+) -> tuple[int, str]:
+    """Run to the horizon, or until the interval is precise; return the batches and why."""
+    r: Any = spec
+    if spec.horizon is None:
+        return run_until_precise(
+            eng,
+            width=width,
+            batches=spec.batches,
+            relaxation=spec.longest,
+            precision=spec.precision,
+            max_horizon=r.max_horizon,
+            progress=progress,
+        )
+    while not eng.advance(200_000):
+        if progress is not None:
+            progress(eng.now / spec.horizon, "")
+    return MICRO_BATCHES, "horizon"
 
 
 def _shown_params(spec: PlacementSpec, alpha: float, nu: np.ndarray) -> dict[str, Any]:
@@ -314,9 +359,14 @@ def _shown_params(spec: PlacementSpec, alpha: float, nu: np.ndarray) -> dict[str
     model = spec.model
     if model.dgp:
         out: dict[str, Any] = {
-            "beta": spec.beta, "alpha": alpha, "h": spec.h, "epsilon": spec.epsilon,
-            "f": spec.f, "virtual_clock": spec.virtual_clock, "proposal": spec.proposal,
-        }  # fmt: skip
+            "beta": spec.beta,
+            "alpha": alpha,
+            "h": spec.h,
+            "epsilon": spec.epsilon,
+            "f": spec.f,
+            "virtual_clock": spec.virtual_clock,
+            "proposal": spec.proposal,
+        }
         if spec.proposal == "local":
             out["locality"] = spec.locality
         if model.name == "dgp-clock":

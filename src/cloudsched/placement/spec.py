@@ -17,8 +17,8 @@ import numpy as np
 
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.placement.cluster import Cluster
+from cloudsched.placement.configuration import SOLVERS
 from cloudsched.placement.defaults import dgp_defaults, maxweight_defaults
-from cloudsched.placement.optimize import SOLVERS
 from cloudsched.placement.policies import PlacementPolicy, get_placement_policy
 from cloudsched.placement.workload import JobType
 
@@ -98,16 +98,23 @@ class PlacementSpec:
         for jt in job_types:
             self.cluster.check_fits(jt.topology, name=f"job type {jt.name!r}")
         longest = max(jt.mean_duration for jt in job_types)
-        out: dict[str, Any] = {"model": model, "job_types": tuple(job_types),
-                               "longest": longest}  # fmt: skip
-        out.update(_run_length(self.horizon, self.precision, self.max_horizon, self.warmup,
-                               self.batches, longest))  # fmt: skip
+        out: dict[str, Any] = {"model": model, "job_types": tuple(job_types), "longest": longest}
+        out.update(
+            _run_length(
+                self.horizon, self.precision, self.max_horizon, self.warmup, self.batches, longest
+            )
+        )
         out.update(_algorithm(self, model, job_types))
         demand = sum(jt.load * jt.topology.nodes for jt in job_types)
         slots = self.cluster.total_slots
-        out["overload"] = None if demand < slots else (
-            f"the workload asks for {demand:.4g} slots on average but the cluster has "
-            f"{slots}: no policy can keep the queues bounded")  # fmt: skip
+        out["overload"] = (
+            None
+            if demand < slots
+            else (
+                f"the workload asks for {demand:.4g} slots on average but the cluster has "
+                f"{slots}: no policy can keep the queues bounded"
+            )
+        )
         for name, value in out.items():
             object.__setattr__(self, name, value)
 
@@ -118,23 +125,32 @@ class PlacementSpec:
 
 
 def _run_length(
-    horizon: float | None, precision: float, max_horizon: float | None, warmup: float | str,
-    batches: int, longest: float,
-) -> dict[str, Any]:  # fmt: skip
+    horizon: float | None,
+    precision: float,
+    max_horizon: float | None,
+    warmup: float | str,
+    batches: int,
+    longest: float,
+) -> dict[str, Any]:
     """Check horizon, precision, max_horizon, the warm-up fraction and batches."""
     fixed = None
     if not (isinstance(warmup, str) and warmup == "auto"):
         fixed = check_real("warmup", warmup, low=0.0, high=0.9)
     default_max = DEFAULT_MAX_HOLDING_TIMES * longest
     return {
-        "horizon": None if horizon is None else check_real("horizon", horizon, low=0.0,
-                                                           low_open=True),
+        "horizon": None
+        if horizon is None
+        else check_real("horizon", horizon, low=0.0, low_open=True),
         "precision": check_real("precision", precision, low=0.0, high=1.0, low_open=True),
-        "max_horizon": check_real("max_horizon", default_max if max_horizon is None
-                                  else max_horizon, low=0.0, low_open=True),
+        "max_horizon": check_real(
+            "max_horizon",
+            default_max if max_horizon is None else max_horizon,
+            low=0.0,
+            low_open=True,
+        ),
         "fixed_warmup": fixed,
         "batches": check_int("batches", batches, low=2, high=MICRO_BATCHES // 4),
-    }  # fmt: skip
+    }
 
 
 def _algorithm(
@@ -150,14 +166,21 @@ def _algorithm(
         auto = maxweight_defaults(spec.cluster, job_types)
     else:
         auto = {"alpha": 1.0, "f": "log"}
-    alpha = check_real("alpha", auto["alpha"] if spec.alpha is None else spec.alpha, low=0.0,
-                       low_open=True)  # fmt: skip
+    alpha = check_real(
+        "alpha", auto["alpha"] if spec.alpha is None else spec.alpha, low=0.0, low_open=True
+    )
     h = spec.h
     if h is None:  # local proposals: the bias is in cost units, so it scales with alpha
         h = tuple(b / alpha for b in auto["bias"]) if "bias" in auto else auto.get("h", 0.0)
     hs = _per_type("h", h, nj, low=0.0)
-    given: tuple[Any, ...] = (spec.alpha, spec.h, spec.beta, spec.epsilon, spec.f,
-                              spec.frozen_weights)  # fmt: skip
+    given: tuple[Any, ...] = (
+        spec.alpha,
+        spec.h,
+        spec.beta,
+        spec.epsilon,
+        spec.f,
+        spec.frozen_weights,
+    )
     if model.frames:
         given = (spec.alpha, spec.f)
     out: dict[str, Any] = {
@@ -165,28 +188,38 @@ def _algorithm(
         "defaults": (model.dgp or model.frames) and all(g is None for g in given),
         "auto": auto,
         "calibrate": model.dgp and spec.alpha is None and spec.frozen_weights is None,
-        "beta": check_real("beta", auto.get("beta", 0.1) if spec.beta is None else spec.beta,
-                           low=0.0, low_open=True),
+        "beta": check_real(
+            "beta",
+            auto.get("beta", 0.1) if spec.beta is None else spec.beta,
+            low=0.0,
+            low_open=True,
+        ),
         "alpha": alpha,
         "h": hs[0] if len(set(hs)) == 1 else hs,
-        "epsilon": check_real("epsilon", auto.get("epsilon", 0.5) if spec.epsilon is None
-                              else spec.epsilon, low=0.0, high=1.0, low_open=True,
-                              high_open=True),
-        "f": check_choice("f", str(auto["f"]) if spec.f is None else spec.f,
-                          ("log", "identity")),
+        "epsilon": check_real(
+            "epsilon",
+            auto.get("epsilon", 0.5) if spec.epsilon is None else spec.epsilon,
+            low=0.0,
+            high=1.0,
+            low_open=True,
+            high_open=True,
+        ),
+        "f": check_choice("f", str(auto["f"]) if spec.f is None else spec.f, ("log", "identity")),
         "target_gap": check_real("target_gap", spec.target_gap, low=0.0, low_open=True),
         "frame": check_real("frame", spec.frame, low=0.0, low_open=True),
-        "rates": None if spec.clock_rate is None else _per_type(
-            "clock_rate", spec.clock_rate, nj, low=0.0, low_open=True),
+        "rates": None
+        if spec.clock_rate is None
+        else _per_type("clock_rate", spec.clock_rate, nj, low=0.0, low_open=True),
         "frozen": None,
         "solver": check_choice("solver", spec.solver, SOLVERS),
         "proposal": proposal,
         "locality": locality,
         "record": bool(spec.record),
-    }  # fmt: skip
+    }
     if spec.solver_time_limit is not None:
-        out["solver_time_limit"] = check_real("solver_time_limit", spec.solver_time_limit,
-                                              low=0.0, low_open=True)  # fmt: skip
+        out["solver_time_limit"] = check_real(
+            "solver_time_limit", spec.solver_time_limit, low=0.0, low_open=True
+        )
     weights = spec.frozen_weights
     if weights is not None:
         if isinstance(weights, str) or not isinstance(weights, Sequence | np.ndarray):
@@ -196,14 +229,22 @@ def _algorithm(
 
 
 def _per_type(
-    name: str, value: Any, n: int, *, low: float = -math.inf, low_open: bool = False,
+    name: str,
+    value: Any,
+    n: int,
+    *,
+    low: float = -math.inf,
+    low_open: bool = False,
     scalar: bool = True,
-) -> tuple[float, ...]:  # fmt: skip
+) -> tuple[float, ...]:
     """One checked number per job type: ``value`` is a number (if ``scalar``) or n of them."""
     if scalar and not isinstance(value, list | tuple | np.ndarray):
         return (check_real(name, value, low=low, low_open=low_open),) * n
-    if isinstance(value, str) or not isinstance(value, list | tuple | np.ndarray) or len(
-        value) != n:  # fmt: skip
+    if (
+        isinstance(value, str)
+        or not isinstance(value, list | tuple | np.ndarray)
+        or len(value) != n
+    ):
         allowed = f"one number{' or one' if scalar else ''} per job type ({n})"
         raise ParameterError(name, value, allowed)
     return tuple(check_real(name, x, low=low, low_open=low_open) for x in value)

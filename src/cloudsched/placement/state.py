@@ -65,8 +65,9 @@ UNUSED, VIRTUAL, ACTUAL = range(3)
 # ``par`` (float64): algorithm parameters; P_RES: check CPU and memory; P_LOCAL: DGP's
 # proposals are local (1) or uniform (0), with locality P_THETA; P_LOGS: log(total slots);
 # P_LOG: record placements.
-P_BETA, P_ALPHA, P_EPS, P_FCODE, P_VCLOCK, P_FROZEN, P_RES, P_LOCAL, P_THETA, P_LOGS, P_LOG = (
-    range(11))
+P_BETA, P_ALPHA, P_EPS, P_FCODE, P_VCLOCK, P_FROZEN, P_RES, P_LOCAL, P_THETA, P_LOGS, P_LOG = range(
+    11
+)
 N_PAR = 11
 # ``fst`` (float64 scalars): time, window start, end, next stop (a MaxWeight frame).
 # F_FRAME: MaxWeight's frame length; F_KEEP: 1 when the configuration in place is the last

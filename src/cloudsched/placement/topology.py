@@ -52,27 +52,40 @@ class Topology:
     def __post_init__(self) -> None:
         """Check the graph (nodes ``0..K-1``, no self-loops, weights and demands in range)."""
         if not isinstance(self.graph, nx.Graph) or self.graph.is_directed():
-            raise ParameterError(f"{self.name}.graph", type(self.graph).__name__,
-                                 "an undirected networkx Graph")  # fmt: skip
+            raise ParameterError(
+                f"{self.name}.graph", type(self.graph).__name__, "an undirected networkx Graph"
+            )
         k = self.graph.number_of_nodes()
         if k == 0:
             raise ParameterError(f"{self.name}.graph", "0 nodes", "at least one node")
         if set(self.graph.nodes) != set(range(k)):
-            raise ParameterError(f"{self.name}.graph", "other node labels",
-                                 f"nodes labelled 0..{k - 1}")  # fmt: skip
+            raise ParameterError(
+                f"{self.name}.graph", "other node labels", f"nodes labelled 0..{k - 1}"
+            )
         if nx.number_of_selfloops(self.graph):
-            raise ParameterError(f"{self.name}.graph", "a self-loop",
-                                 "edges between two different nodes")  # fmt: skip
+            raise ParameterError(
+                f"{self.name}.graph", "a self-loop", "edges between two different nodes"
+            )
         pairs = sorted((min(u, v), max(u, v), d) for u, v, d in self.graph.edges(data=True))
         edges = np.asarray([(u, v) for u, v, _ in pairs], dtype=np.int64).reshape(-1, 2)
-        weights = np.array([check_real(f"{self.name}: traffic of edge {u}-{v}",
-                                       d.get("weight", 1.0), low=0.0, high=MAX_TRAFFIC,
-                                       low_open=True) for u, v, d in pairs])  # fmt: skip
+        weights = np.array(
+            [
+                check_real(
+                    f"{self.name}: traffic of edge {u}-{v}",
+                    d.get("weight", 1.0),
+                    low=0.0,
+                    high=MAX_TRAFFIC,
+                    low_open=True,
+                )
+                for u, v, d in pairs
+            ]
+        )
         demands = np.zeros((k, 2))
         for v, d in self.graph.nodes(data=True):
             for c, res in enumerate(("cpu", "memory")):
-                demands[v, c] = check_real(f"{self.name}: {res} of node {v}", d.get(res, 0.0),
-                                           low=0.0, high=MAX_DEMAND)  # fmt: skip
+                demands[v, c] = check_real(
+                    f"{self.name}: {res} of node {v}", d.get(res, 0.0), low=0.0, high=MAX_DEMAND
+                )
         for name, arr in (("_edges", edges), ("_weights", weights), ("_demands", demands)):
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
@@ -131,8 +144,12 @@ def check_size(name: str, value: Any, nodes: float, edges: float) -> None:
     """Refuse, before building it, a graph that could not fit in memory."""
     from cloudsched.resources import check_memory
 
-    check_memory(name, value, nodes * BYTES_PER_NODE + edges * BYTES_PER_EDGE,
-                 f"a graph of {nodes:.3g} nodes and {edges:.3g} edges")  # fmt: skip
+    check_memory(
+        name,
+        value,
+        nodes * BYTES_PER_NODE + edges * BYTES_PER_EDGE,
+        f"a graph of {nodes:.3g} nodes and {edges:.3g} edges",
+    )
 
 
 def chain(k: int) -> Topology:
@@ -215,8 +232,11 @@ def from_edges(
             raise ParameterError("edges", edge, "pairs of two different listed nodes")
         if u not in index or v not in index or u == v:
             raise ParameterError("edges", edge, "pairs of two different listed nodes")
-        traffic = 1.0 if len(edge) == 2 else check_real(
-            "edges", edge[2], low=0.0, high=MAX_TRAFFIC, low_open=True)  # fmt: skip
+        traffic = (
+            1.0
+            if len(edge) == 2
+            else check_real("edges", edge[2], low=0.0, high=MAX_TRAFFIC, low_open=True)
+        )
         if g.has_edge(index[u], index[v]):
             traffic += g.edges[index[u], index[v]]["weight"]
         g.add_edge(index[u], index[v], weight=traffic)

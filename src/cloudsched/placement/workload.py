@@ -68,10 +68,13 @@ class JobType:
         """Check the fields (a bad rate would otherwise fail later, inside the kernel)."""
         if not isinstance(self.name, str) or not self.name:
             raise ParameterError("name", self.name, "a non-empty string")
-        for field, value in (("arrival_rate", self.arrival_rate),
-                             ("mean_duration", self.mean_duration)):  # fmt: skip
-            checked = check_real(f"{self.name}.{field}", value, low=RATE_RANGE[0],
-                                 high=RATE_RANGE[1])  # fmt: skip
+        for field, value in (
+            ("arrival_rate", self.arrival_rate),
+            ("mean_duration", self.mean_duration),
+        ):
+            checked = check_real(
+                f"{self.name}.{field}", value, low=RATE_RANGE[0], high=RATE_RANGE[1]
+            )
             object.__setattr__(self, field, checked)
         if not isinstance(self.topology, Topology):
             raise ParameterError(f"{self.name}.topology", self.topology, "a Topology")
@@ -83,10 +86,7 @@ class JobType:
 
 
 def load_workload(
-    path: str | Path,
-    *,
-    rng: Seed = None,
-    flux: Mapping[str, Any] | None = None,
+    path: str | Path, *, rng: Seed = None, flux: Mapping[str, Any] | None = None
 ) -> list[JobType]:
     """Read a workload YAML file (see the module docstring); ``rng`` seeds random graphs.
 
@@ -100,8 +100,10 @@ def load_workload(
     if not isinstance(items, list) or not items:
         hint = ""
         if isinstance(doc, Mapping) and ("spouts" in doc or "bolts" in doc):
-            hint = (" (this is a Storm Flux file: name it in a workload's job type, "
-                    "topology: {flux: FILE})")
+            hint = (
+                " (this is a Storm Flux file: name it in a workload's job type, "
+                "topology: {flux: FILE})"
+            )
         raise InputError(where, "needs a non-empty list 'job_types'" + hint)
     jobs: list[JobType] = []
     for k, item in enumerate(items):
@@ -115,15 +117,24 @@ def load_workload(
 
 
 def _job_type(
-    item: Mapping[str, Any], k: int, base: Path, rng: np.random.Generator, where: str,
+    item: Mapping[str, Any],
+    k: int,
+    base: Path,
+    rng: np.random.Generator,
+    where: str,
     flux: Mapping[str, Any],
-) -> JobType:  # fmt: skip
+) -> JobType:
     name = str(item.get("name", f"type{k}"))
     try:
-        rate = check_real(f"{name}.arrival_rate", item.get("arrival_rate"), low=RATE_RANGE[0],
-                          high=RATE_RANGE[1])  # fmt: skip
-        duration = check_real(f"{name}.mean_duration", item.get("mean_duration"),
-                              low=RATE_RANGE[0], high=RATE_RANGE[1])  # fmt: skip
+        rate = check_real(
+            f"{name}.arrival_rate", item.get("arrival_rate"), low=RATE_RANGE[0], high=RATE_RANGE[1]
+        )
+        duration = check_real(
+            f"{name}.mean_duration",
+            item.get("mean_duration"),
+            low=RATE_RANGE[0],
+            high=RATE_RANGE[1],
+        )
         spec = item.get("topology")
         if isinstance(spec, Mapping) and "flux" in spec and flux:
             given = {k: v for k, v in flux.items() if v is not None}
@@ -134,13 +145,18 @@ def _job_type(
         res = item.get("resources")
         if res is not None:
             if isinstance(spec, Mapping) and "flux" in spec:
-                raise ParameterError("resources", res, "absent for a Flux topology (set cpuLoad "
-                                     "and onHeapMemoryLoad on its spouts and bolts)")
+                raise ParameterError(
+                    "resources",
+                    res,
+                    "absent for a Flux topology (set cpuLoad "
+                    "and onHeapMemoryLoad on its spouts and bolts)",
+                )
             if not isinstance(res, Mapping) or set(res) - {"cpu", "memory"}:
                 raise ParameterError("resources", res, "a mapping {cpu: X, memory: Y}")
             topology = topology.with_demands(
                 check_real("resources.cpu", res.get("cpu", 0.0), low=0.0, high=MAX_DEMAND),
-                check_real("resources.memory", res.get("memory", 0.0), low=0.0, high=MAX_DEMAND))
+                check_real("resources.memory", res.get("memory", 0.0), low=0.0, high=MAX_DEMAND),
+            )
         return JobType(name, rate, duration, topology)
     except InputError:
         raise
@@ -165,9 +181,13 @@ def topology_from_spec(spec: Any, base_dir: str | Path, *, rng: np.random.Genera
         props = None
         if spec.get("properties") is not None:
             props = read_properties(Path(base_dir) / str(spec["properties"]))
-        return load_flux(path, slots=spec.get("slots", "executors"),
-                         executors_per_slot=spec.get("executors_per_slot"),
-                         properties=props, traffic=spec.get("traffic", "edges"))  # fmt: skip
+        return load_flux(
+            path,
+            slots=spec.get("slots", "executors"),
+            executors_per_slot=spec.get("executors_per_slot"),
+            properties=props,
+            traffic=spec.get("traffic", "edges"),
+        )
     if "generator" in spec:
         kind = spec["generator"]
         k: Any = spec.get("nodes")

@@ -30,9 +30,14 @@ def plot_response_time(
 ) -> None:
     """Plot mean response time against load and save a PNG (see :func:`plot_lines`)."""
     plot_lines(
-        curves, path, title=title, points=points, log_y=log_y,
-        xlabel="load λ (arrival rate per server)", ylabel="mean response time T",
-    )  # fmt: skip
+        curves,
+        path,
+        title=title,
+        points=points,
+        log_y=log_y,
+        xlabel="load λ (arrival rate per server)",
+        ylabel="mean response time T",
+    )
 
 
 def plot_lines(
@@ -84,8 +89,17 @@ def plot_lines(
         color = named[0] if named else color  # "refined jiq" lends its colour to "jiq"
         # an interval that was withheld (None or NaN) draws no bar
         yerr = None if err is None else np.asarray(err, dtype=float)
-        ax.errorbar(x, y, yerr=yerr, fmt="o-" if connect else "o", ms=4, capsize=3,
-                    label=label, color=color, lw=0.8)  # fmt: skip
+        ax.errorbar(
+            x,
+            y,
+            yerr=yerr,
+            fmt="o-" if connect else "o",
+            ms=4,
+            capsize=3,
+            label=label,
+            color=color,
+            lw=0.8,
+        )
         ys.extend(np.asarray(y, dtype=float))
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
@@ -108,11 +122,7 @@ def plot_lines(
 
 
 def plot_trajectory(
-    t: ArrayLike,
-    mean_tasks: ArrayLike,
-    path: str | os.PathLike[str],
-    *,
-    title: str = "",
+    t: ArrayLike, mean_tasks: ArrayLike, path: str | os.PathLike[str], *, title: str = ""
 ) -> None:
     """Plot the mean number of tasks per server against time and save a PNG."""
     plt = pyplot()
@@ -182,8 +192,11 @@ def plot_compare(
     fig, ax = plt.subplots(figsize=(6.8, 4.4))
     series: dict[str, list[dict]] = {}
     for row in rows:
-        label = row["policy"] + (f" d={row['d']}" if row.get("d") else "") + (
-            f" z={row['threshold']}" if row.get("threshold") is not None else "")  # fmt: skip
+        label = (
+            row["policy"]
+            + (f" d={row['d']}" if row.get("d") else "")
+            + (f" z={row['threshold']}" if row.get("threshold") is not None else "")
+        )
         label += f" r={row['r']:g}" if len({r["r"] for r in rows}) > 1 else ""
         series.setdefault(label, []).append(row)
     for label, group in series.items():
@@ -193,13 +206,28 @@ def plot_compare(
         lo = np.array([r["ci95_low"] for r in group], dtype=float)
         hi = np.array([r["ci95_high"] for r in group], dtype=float)
         err = np.vstack([y - lo, hi - y])
-        bars = ax.errorbar(x, y, yerr=np.where(np.isfinite(err), err, 0), fmt="o-", ms=4,
-                           capsize=3, lw=1.2, label=f"{label} (simulated, 95% CI)")  # fmt: skip
+        bars = ax.errorbar(
+            x,
+            y,
+            yerr=np.where(np.isfinite(err), err, 0),
+            fmt="o-",
+            ms=4,
+            capsize=3,
+            lw=1.2,
+            label=f"{label} (simulated, 95% CI)",
+        )
         mf = [(r["load"], r["meanfield_T"]) for r in group if r.get("meanfield_T") is not None]
         if mf:
             mx, my = zip(*mf, strict=True)
-            ax.plot(mx, my, "--", color=bars[0].get_color(), lw=1, alpha=0.8,
-                    label=f"{label} (mean field)")  # fmt: skip
+            ax.plot(
+                mx,
+                my,
+                "--",
+                color=bars[0].get_color(),
+                lw=1,
+                alpha=0.8,
+                label=f"{label} (mean field)",
+            )
     ax.set_xlabel("load (arrival rate per unit of capacity)")
     ax.set_ylabel(ylabel or "mean response time")
     readable_y(ax, [r["mean_response_time"] for r in rows])

@@ -45,16 +45,24 @@ def plot_tradeoff(
     for k, (name, (queue, cost, ci, labels)) in enumerate(curves.items()):
         x, y = np.asarray(queue, dtype=float), np.asarray(cost, dtype=float)
         err = None if ci is None else np.asarray(ci, dtype=float)
-        ax.errorbar(x, y, yerr=err, fmt="o-", ms=5, capsize=3, lw=1.6, label=name,
-                    color=f"C{(k * 3) % 10}")  # fmt: skip
+        ax.errorbar(
+            x, y, yerr=err, fmt="o-", ms=5, capsize=3, lw=1.6, label=name, color=f"C{(k * 3) % 10}"
+        )
         placed.append((x, y, list(labels)))
     styles = ["--", ":", "-.", (0, (5, 1))]
     for k, (label, level) in enumerate((lines or {}).items()):
         ax.axhline(level, ls=styles[k % len(styles)], lw=1.4, color="0.35", label=label)
     markers = ["s", "D", "^", "v", "P"]
     for k, (label, (qx, cy)) in enumerate((points or {}).items()):
-        ax.plot([max(qx, 1e-2)], [cy], marker=markers[k % len(markers)], ms=8, ls="none",
-                color=f"C{k + 1}", label=f"{label}: queue {qx:.3g}, cost {cy:.3g}")  # fmt: skip
+        ax.plot(
+            [max(qx, 1e-2)],
+            [cy],
+            marker=markers[k % len(markers)],
+            ms=8,
+            ls="none",
+            color=f"C{k + 1}",
+            label=f"{label}: queue {qx:.3g}, cost {cy:.3g}",
+        )
     ax.autoscale_view()
     for x, y, labels in placed:
         _annotate_groups(ax, x, y, labels)
@@ -67,8 +75,9 @@ def plot_tradeoff(
     save(fig, path)
 
 
-def _annotate_groups(ax, x: np.ndarray, y: np.ndarray, labels: list[str],
-                     min_px: float = 22.0) -> None:  # fmt: skip
+def _annotate_groups(
+    ax, x: np.ndarray, y: np.ndarray, labels: list[str], min_px: float = 22.0
+) -> None:
     """Label points, merging runs of points closer than ``min_px`` into one label.
 
     ``beta=0.1`` and ``beta=0.05`` that land on top of each other become one label
@@ -91,8 +100,9 @@ def _annotate_groups(ax, x: np.ndarray, y: np.ndarray, labels: list[str],
         else:
             text = ", ".join(labels[i] for i in g)
         dy = 8 if n % 2 == 0 else -14
-        ax.annotate(text, (x[g[0]], y[g[0]]), textcoords="offset points", xytext=(7, dy),
-                    fontsize=7)  # fmt: skip
+        ax.annotate(
+            text, (x[g[0]], y[g[0]]), textcoords="offset points", xytext=(7, dy), fontsize=7
+        )
 
 
 def plot_maxweight_frames(
@@ -125,9 +135,17 @@ def plot_maxweight_frames(
     left.set_ylabel("per unit time")
     readable_y(left, shown)
     qy, qerr = queue
-    right.errorbar(t, np.asarray(qy, dtype=float), yerr=None if qerr is None else
-                   np.asarray(qerr, dtype=float), fmt="o-", ms=4, capsize=3, lw=1.2,
-                   color="tab:red", label="mean queue length")  # fmt: skip
+    right.errorbar(
+        t,
+        np.asarray(qy, dtype=float),
+        yerr=None if qerr is None else np.asarray(qerr, dtype=float),
+        fmt="o-",
+        ms=4,
+        capsize=3,
+        lw=1.2,
+        color="tab:red",
+        label="mean queue length",
+    )
     right.set_ylabel("mean queue length (jobs)")
     right.set_ylim(bottom=0)
     for ax in (left, right):
@@ -181,33 +199,39 @@ def plot_snapshots(
     height = max(2.2, 0.2 * nm + 1.3)
     ncols = min(3, len(panels))
     nrows = -(-len(panels) // ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(max(3.6, 0.32 * width + 1.6) * ncols,
-                                                    height * nrows), squeeze=False)  # fmt: skip
-    for ax in axes.flat[len(panels):]:
+    fig, axes = plt.subplots(
+        nrows, ncols, figsize=(max(3.6, 0.32 * width + 1.6) * ncols, height * nrows), squeeze=False
+    )
+    for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
     for ax, (label, (now, t)) in zip(axes.flat, panels.items(), strict=False):
         img = np.ones((nm, width, 3))
         for m in range(nm):
-            img[m, slots[m]:] = 0.93  # no such slot
+            img[m, slots[m] :] = 0.93  # no such slot
         for k, (_, rows) in enumerate(now.groupby("job", sort=True)):
             shade = 0.55 + 0.45 * ((k * 0.618) % 1.0)  # tell neighbouring jobs apart
             colour = np.asarray(base[str(rows["type"].iloc[0])]) * shade + (1 - shade)
             img[rows["machine"].to_numpy(), rows["slot"].to_numpy()] = colour
-        ax.imshow(img, aspect="auto", interpolation="nearest",
-                  extent=(-0.5, width - 0.5, nm - 0.5, -0.5))  # fmt: skip
+        ax.imshow(
+            img, aspect="auto", interpolation="nearest", extent=(-0.5, width - 0.5, nm - 0.5, -0.5)
+        )
         for m in np.flatnonzero(np.diff(racks)) + 0.5:
             ax.axhline(m, color="0.2", lw=1.2)
         cost = float(now.groupby("job")["cost"].first().sum()) if len(now) else 0.0
         jobs = now["job"].nunique()
-        ax.set_title(f"{label}\n{jobs} job{'' if jobs == 1 else 's'} running, cost {cost:.4g} "
-                     f"at t = {t:,.0f}", fontsize=9)  # fmt: skip
+        ax.set_title(
+            f"{label}\n{jobs} job{'' if jobs == 1 else 's'} running, cost {cost:.4g} "
+            f"at t = {t:,.0f}",
+            fontsize=9,
+        )
         ax.set_xlabel("slot")
         ax.set_ylabel("machine")
         ax.set_xticks(range(0, width, max(1, width // 6)))
         ax.set_yticks(range(0, nm, max(1, nm // 12)))
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in base.values()]
-    fig.legend(handles, list(base), loc="lower center", ncol=min(len(base), 5), fontsize=8,
-               frameon=False)  # fmt: skip
+    fig.legend(
+        handles, list(base), loc="lower center", ncol=min(len(base), 5), fontsize=8, frameon=False
+    )
     if title:
         fig.suptitle(title, fontsize=10)
     inches = height * nrows

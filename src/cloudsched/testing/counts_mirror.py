@@ -80,8 +80,11 @@ class _IQueues:
         return order[int(x)]
 
     def entry(self, x: float) -> int:
-        owners = [i for i in sorted(range(len(self.sizes)), key=lambda i: (self.sizes[i], i))
-                  for _ in range(self.sizes[i])]  # fmt: skip
+        owners = [
+            i
+            for i in sorted(range(len(self.sizes)), key=lambda i: (self.sizes[i], i))
+            for _ in range(self.sizes[i])
+        ]
         return owners[int(x)]
 
     def shortest(self, d: int, v: float) -> int:
@@ -115,8 +118,9 @@ class _IQueues:
         return sum(1 for v in self.sizes if v == 0)
 
 
-def _batches(spec: RunSpec, records: list[tuple[float, int]], classes: int,
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:  # fmt: skip
+def _batches(
+    spec: RunSpec, records: list[tuple[float, int]], classes: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
     """Return micro-batch sums and counts, levels joined per segment, and the final width.
 
     The levels joined are kept per class too: a record's level is ``k + 64 c``.
@@ -138,12 +142,15 @@ def _batches(spec: RunSpec, records: list[tuple[float, int]], classes: int,
     return bsum, bcnt, joins, width
 
 
-def _speed_class(queues: list[int], cls: list[int], speed: list[float], w: float,
-                 ) -> tuple[int, float]:  # fmt: skip
+def _speed_class(
+    queues: list[int], cls: list[int], speed: list[float], w: float
+) -> tuple[int, float]:
     """Class of a departure read off ``w``, and ``w`` within that class (kernel's order)."""
     last = len(speed) - 1
-    busy = [sum(1 for q, c in zip(queues, cls, strict=True) if q >= 1 and c == k)
-            for k in range(len(speed))]  # fmt: skip
+    busy = [
+        sum(1 for q, c in zip(queues, cls, strict=True) if q >= 1 and c == k)
+        for k in range(len(speed))
+    ]
     c, before = 0, 0.0
     while c < last:
         upto = before + speed[c] * busy[c]
@@ -162,8 +169,10 @@ def _class_at(queues: list[int], cls: list[int], classes: int, k: int, x: float)
     ``x`` is a uniform times the servers at level ``k``; classes are summed in order, as
     the kernel sums them.
     """
-    at = [sum(1 for q, c in zip(queues, cls, strict=True) if q == k and c == j)
-          for j in range(classes)]  # fmt: skip
+    at = [
+        sum(1 for q, c in zip(queues, cls, strict=True) if q == k and c == j)
+        for j in range(classes)
+    ]
     c, acc = 0, 0.0
     while c < classes - 1:
         acc += at[c]
@@ -175,9 +184,13 @@ def _class_at(queues: list[int], cls: list[int], classes: int, k: int, x: float)
     return c
 
 
-def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | None = None,
-                  iqueues: list[int] | None = None,
-                  speeds: list[float] | None = None) -> dict[str, object]:  # fmt: skip
+def mirror_counts(
+    spec: RunSpec,
+    rng: np.random.Generator,
+    initial: list[int] | None = None,
+    iqueues: list[int] | None = None,
+    speeds: list[float] | None = None,
+) -> dict[str, object]:
     """Run ``spec`` (fixed length, in tasks or in time) from ``initial`` queue lengths.
 
     ``iqueues``: each dispatcher's I-queue size at time 0 (jiq, jiq-pod; they must list the
@@ -217,8 +230,7 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | 
     while phase != K.DRAIN:
         busy = 0.0
         for c in range(len(speed)):  # in class order, as the kernel sums
-            busy += speed[c] * sum(1 for q, j in zip(queues, cls, strict=True)
-                                   if q >= 1 and j == c)  # fmt: skip
+            busy += speed[c] * sum(1 for q, j in zip(queues, cls, strict=True) if q >= 1 and j == c)
         rate = lam_n + busy
         step = float(rng.standard_exponential()) / rate
         u = float(rng.random()) * rate
@@ -230,7 +242,8 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | 
             phase, t_warm = K.MEASURE, t_next
         if phase == K.MEASURE:
             closes = (timed and t_next >= spec.t_end) or (
-                not timed and is_arrival and arrivals == spec.end_tasks)  # fmt: skip
+                not timed and is_arrival and arrivals == spec.end_tasks
+            )
             if closes:
                 t_end = spec.t_end if timed else t_next
                 accumulate(max(now, t_warm), t_end)
@@ -274,9 +287,20 @@ def mirror_counts(spec: RunSpec, rng: np.random.Generator, initial: list[int] | 
     bsum, bcnt, joins, width = _batches(spec, records, len(speed))
     if speeds is None:
         joins = joins[:, 0, :]
-    return {"bsum": bsum, "bcnt": bcnt, "joins": joins, "width": width,
-            "class_queues": [sorted(q for q, j in zip(queues, cls, strict=True) if j == c)
-                             for c in range(len(speed))],
-            "queues": sorted(queues), "iqueues": sorted(iq.sizes), "tail_area": area,
-            "p0_area": p0_area, "t_warm": t_warm, "t_end": t_end, "events": events,
-            "messages": messages}  # fmt: skip
+    return {
+        "bsum": bsum,
+        "bcnt": bcnt,
+        "joins": joins,
+        "width": width,
+        "class_queues": [
+            sorted(q for q, j in zip(queues, cls, strict=True) if j == c) for c in range(len(speed))
+        ],
+        "queues": sorted(queues),
+        "iqueues": sorted(iq.sizes),
+        "tail_area": area,
+        "p0_area": p0_area,
+        "t_warm": t_warm,
+        "t_end": t_end,
+        "events": events,
+        "messages": messages,
+    }

@@ -31,9 +31,17 @@ def _index(rng: np.random.Generator, n: int) -> int:
 
 class _Reference:
     def __init__(
-        self, code: str, n: int, m: int, d: int, z: int, replace: bool, rng: np.random.Generator,
-        speeds: np.ndarray | None = None, initial: InitialState | None = None,
-    ) -> None:  # fmt: skip
+        self,
+        code: str,
+        n: int,
+        m: int,
+        d: int,
+        z: int,
+        replace: bool,
+        rng: np.random.Generator,
+        speeds: np.ndarray | None = None,
+        initial: InitialState | None = None,
+    ) -> None:
         self.code, self.n, self.m, self.d, self.rng = code, n, m, d, rng
         self.replace = replace
         self.thresh = z if code == "jiq-threshold" else 0

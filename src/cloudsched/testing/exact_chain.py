@@ -165,9 +165,7 @@ def _join_targets(
 _JOIN_D = [2]  # d of JIQ-SQ (set by solve)
 
 
-def _departures(
-    policy: str, state: State, n: int, m: int, z: int
-) -> Iterator[tuple[float, State]]:
+def _departures(policy: str, state: State, n: int, m: int, z: int) -> Iterator[tuple[float, State]]:
     """Yield the next state of a departure at each busy server (rate 1 each)."""
     q, listed, rr = state
     thresh = z if policy == "jiq-threshold" else 0

@@ -35,13 +35,25 @@ class ReferencePlacement:
     """The placement chain, one event per :meth:`step`; templates are ``(type, slots)``."""
 
     def __init__(
-        self, cluster: Cluster, job_types: Sequence[JobType], policy: str, rng: np.random.Generator,
-        *, beta: float = 0.1, alpha: float = 0.2, h: float | Sequence[float] = 0.0,
-        epsilon: float = 0.5, f: str = "log", virtual_clock: bool = True,
-        frozen_weights: Sequence[float] | None = None, proposal: str = "uniform",
-        locality: float = 0.9, correct: bool = True,
-        warmup: float = 0.0, horizon: float = math.inf,
-    ) -> None:  # fmt: skip
+        self,
+        cluster: Cluster,
+        job_types: Sequence[JobType],
+        policy: str,
+        rng: np.random.Generator,
+        *,
+        beta: float = 0.1,
+        alpha: float = 0.2,
+        h: float | Sequence[float] = 0.0,
+        epsilon: float = 0.5,
+        f: str = "log",
+        virtual_clock: bool = True,
+        frozen_weights: Sequence[float] | None = None,
+        proposal: str = "uniform",
+        locality: float = 0.9,
+        correct: bool = True,
+        warmup: float = 0.0,
+        horizon: float = math.inf,
+    ) -> None:
         self.cluster, self.jobs, self.policy, self.rng = cluster, list(job_types), policy, rng
         self.beta, self.alpha, self.eps, self.f = beta, alpha, epsilon, f
         self.h = [float(x) for x in np.broadcast_to(np.asarray(h, float), (len(self.jobs),))]
@@ -122,12 +134,18 @@ class ReferencePlacement:
     def _index(self, n: int) -> int:
         return min(int(self.rng.random() * n), n - 1)
 
-    def _free(self, taken: dict[int, int], machine: int | None = None, rack: int | None = None
-              ) -> list[int]:  # fmt: skip
+    def _free(
+        self, taken: dict[int, int], machine: int | None = None, rack: int | None = None
+    ) -> list[int]:
         """Free slots not drawn yet (of one machine, one rack, or all), in slot order."""
-        return [s for s in range(self.nslots) if self.owner[s] == -1 and s not in taken.values()
-                and (machine is None or self.machine[s] == machine)
-                and (rack is None or self.cluster.rack[self.machine[s]] == rack)]  # fmt: skip
+        return [
+            s
+            for s in range(self.nslots)
+            if self.owner[s] == -1
+            and s not in taken.values()
+            and (machine is None or self.machine[s] == machine)
+            and (rack is None or self.cluster.rack[self.machine[s]] == rack)
+        ]
 
     def _draw(self, j: int) -> list[int] | None:
         """Draw the proposal's slot per node (uniform or local); None when it fails."""
@@ -188,7 +206,8 @@ class ReferencePlacement:
             p = 1.0 / (len(free) - i)
             if near:
                 p = (1.0 - self.theta) * p + (
-                    self.theta / len(near) if rack[m_now] == rack[m_prev] else 0.0)
+                    self.theta / len(near) if rack[m_now] == rack[m_prev] else 0.0
+                )
             if here:
                 p = (1.0 - self.theta) * p + (self.theta / len(here) if m_now == m_prev else 0.0)
             out += math.log(p)
@@ -225,10 +244,15 @@ class ReferencePlacement:
                 return
             _, j = min(heads)
             top = self.jobs[j].topology
-            free = np.bincount(self.machine[[s for s in range(self.nslots) if self.owner[s] == -1]],
-                               minlength=self.cluster.machines)  # fmt: skip
-            rule = {"storm-default": storm_default, "greedy": greedy,
-                    "resource-aware": resource_aware}[self.policy]  # fmt: skip
+            free = np.bincount(
+                self.machine[[s for s in range(self.nslots) if self.owner[s] == -1]],
+                minlength=self.cluster.machines,
+            )
+            rule = {
+                "storm-default": storm_default,
+                "greedy": greedy,
+                "resource-aware": resource_aware,
+            }[self.policy]
             where = rule(top, free, self.cluster, self.res_free)
             if where is None:
                 blocked.add(j)

@@ -70,9 +70,12 @@ def _configurations(
 
 
 def product_form(
-    cluster: Cluster, job_types: Sequence[JobType], weights: Sequence[float], beta: float,
+    cluster: Cluster,
+    job_types: Sequence[JobType],
+    weights: Sequence[float],
+    beta: float,
     clock_rates: Sequence[float] | None = None,
-) -> dict[tuple[tuple[int, tuple[int, ...]], ...], float]:  # fmt: skip
+) -> dict[tuple[tuple[int, tuple[int, ...]], ...], float]:
     """Stationary law of DGP with frozen weights: configuration -> probability.
 
     ``pi(C)`` is proportional to the product over templates ``A`` of type j of

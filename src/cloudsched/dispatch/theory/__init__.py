@@ -19,7 +19,12 @@ from typing import Any
 from cloudsched.dispatch.theory.models import MODELS, Model, get_model, with_capability
 
 __all__ = [
-    "MODELS", "Model", "check_predict", "get_model", "meanfield_limit", "predict",
+    "MODELS",
+    "Model",
+    "check_predict",
+    "get_model",
+    "meanfield_limit",
+    "predict",
     "with_capability",
 ]
 

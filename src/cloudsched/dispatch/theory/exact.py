@@ -100,8 +100,9 @@ def state_count(policy: str, n: int, m: int, cap: int) -> int:
     return sum(comb(n - idle + cap - 1, cap - 1) * p[idle] for idle in range(n + 1))
 
 
-def _neighbours(policy: str, state: tuple[int, ...], n: int, m: int, lam: float, d: int,
-                replace: bool, cap: int) -> tuple[dict[tuple[int, ...], float], float]:  # fmt: skip
+def _neighbours(
+    policy: str, state: tuple[int, ...], n: int, m: int, lam: float, d: int, replace: bool, cap: int
+) -> tuple[dict[tuple[int, ...], float], float]:
     """Rates to the next states, and the rate of dropped arrivals."""
     levels = cap + 1
     c, e = list(state[:levels]), list(state[levels:])
@@ -183,18 +184,22 @@ def _stationary(a: Any) -> np.ndarray:
         diag = a.diagonal()
         diag[diag == 0] = 1.0
         pre = splinalg.LinearOperator(a.shape, lambda v: v / diag)
-        x, info = splinalg.gmres(a, b, M=pre, rtol=1e-12, atol=0.0, restart=200,
-                                 maxiter=GMRES_ITERATIONS // 200)  # fmt: skip
+        x, info = splinalg.gmres(
+            a, b, M=pre, rtol=1e-12, atol=0.0, restart=200, maxiter=GMRES_ITERATIONS // 200
+        )
         if info != 0:
             if size > LU_FALLBACK_STATES:
-                raise ArithmeticError(f"the exact chain's solve did not converge in "
-                                      f"{GMRES_ITERATIONS} iterations ({size:,} states)")
+                raise ArithmeticError(
+                    f"the exact chain's solve did not converge in "
+                    f"{GMRES_ITERATIONS} iterations ({size:,} states)"
+                )
             x = splinalg.spsolve(a, b)
     return np.asarray(x / x.sum())
 
 
-def _solve_once(policy: str, n: int, m: int, lam: float, d: int, replace: bool,
-                cap: int) -> ExactSolution:  # fmt: skip
+def _solve_once(
+    policy: str, n: int, m: int, lam: float, d: int, replace: bool, cap: int
+) -> ExactSolution:
     from scipy import sparse
 
     iq = MODELS[policy].iqueues
@@ -233,9 +238,17 @@ def _solve_once(policy: str, n: int, m: int, lam: float, d: int, replace: bool,
 
 
 def solve_exact(
-    policy: str, n: int, load: float, *, m: int = 1, d: int = 2, replace: bool = False,
-    tol: float = 1e-9, cap: int | None = None, progress: Progress | None = None,
-) -> ExactSolution:  # fmt: skip
+    policy: str,
+    n: int,
+    load: float,
+    *,
+    m: int = 1,
+    d: int = 2,
+    replace: bool = False,
+    tol: float = 1e-9,
+    cap: int | None = None,
+    progress: Progress | None = None,
+) -> ExactSolution:
     """Exact mean response time of ``policy`` on ``n`` servers and ``m`` dispatchers.
 
     ``random`` is independent M/M/1 queues (``1 / (1 - load)``, no chain).  Otherwise the
@@ -246,12 +259,14 @@ def solve_exact(
     to fix the level.  ``progress`` is told each level, its states and what it dropped.
     """
     if policy not in EXACT_POLICIES:
-        raise ParameterError("policy", policy, "one of " + ", ".join(EXACT_POLICIES)
-                             + " for the exact chain")  # fmt: skip
+        raise ParameterError(
+            "policy", policy, "one of " + ", ".join(EXACT_POLICIES) + " for the exact chain"
+        )
     if not MODELS[policy].iqueues:
         m = 1
     if policy == "random":  # independent M/M/1 queues at every N
         return ExactSolution(1.0 / (1.0 - load), 0.0, 0, 0)
+
     def say(text: str) -> None:
         if progress is not None:
             progress(-1.0, text)
@@ -261,17 +276,32 @@ def solve_exact(
     while True:
         count = state_count(policy, n, m, level)
         if count > MAX_STATES:
-            done = (f"; at {tried[-1][0]} tasks per server it dropped {tried[-1][1]:.2g} of "
-                    f"the arrivals, above tol {tol:g}") if tried else ""  # fmt: skip
-            raise ParameterError("servers", n, (
-                f"a system whose exact chain fits {MAX_STATES:,} states: at {level} tasks per "
-                f"server it has {count:,}{done} (use --method refined or simulate)"))  # fmt: skip
+            done = (
+                (
+                    f"; at {tried[-1][0]} tasks per server it dropped {tried[-1][1]:.2g} of "
+                    f"the arrivals, above tol {tol:g}"
+                )
+                if tried
+                else ""
+            )
+            raise ParameterError(
+                "servers",
+                n,
+                (
+                    f"a system whose exact chain fits {MAX_STATES:,} states: at {level} tasks per "
+                    f"server it has {count:,}{done} (use --method refined or simulate)"
+                ),
+            )
         say(f"exact chain: {count:,} states at {level} tasks per server")
         try:
             sol = _solve_once(policy, n, m, load, d, replace, level)
         except ArithmeticError as exc:
-            raise ParameterError("servers", n, f"a system whose exact chain can be solved here: "
-                                 f"{exc} (use --method refined or simulate)") from None
+            raise ParameterError(
+                "servers",
+                n,
+                f"a system whose exact chain can be solved here: "
+                f"{exc} (use --method refined or simulate)",
+            ) from None
         if cap is not None or sol.truncation <= tol:
             return sol
         tried.append((level, sol.truncation))

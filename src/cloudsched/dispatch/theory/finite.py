@@ -26,7 +26,11 @@ from cloudsched.errors import ParameterError, check_choice, check_int, check_loa
 from cloudsched.progress import Progress
 
 __all__ = [
-    "AUTO_EXACT_STATES", "METHODS", "FinitePrediction", "as_arrays", "check_finite",
+    "AUTO_EXACT_STATES",
+    "METHODS",
+    "FinitePrediction",
+    "as_arrays",
+    "check_finite",
     "predict_finite",
 ]
 
@@ -75,8 +79,11 @@ def _exact_cheap(policy: str, n: int, m: int) -> bool:
 
 def _check_method(model: Model, method: str, m: int) -> None:
     """Refuse a method the model table says the policy lacks, naming the ones it has."""
-    has = ["meanfield"] + (["refined"] if model.refined else []) + (
-        ["exact"] if model.exact_at(m) else [])
+    has = (
+        ["meanfield"]
+        + (["refined"] if model.refined else [])
+        + (["exact"] if model.exact_at(m) else [])
+    )
     if method == "auto" or method in has:
         return
     why = model.why or "no such model for it"
@@ -86,9 +93,16 @@ def _check_method(model: Model, method: str, m: int) -> None:
 
 
 def check_finite(
-    policy: str, servers: int, loads: ArrayLike, *, r: float, d: int, replace: bool,
-    method: str, tol: float,
-) -> tuple[int, np.ndarray, float, int, float, int]:  # fmt: skip
+    policy: str,
+    servers: int,
+    loads: ArrayLike,
+    *,
+    r: float,
+    d: int,
+    replace: bool,
+    method: str,
+    tol: float,
+) -> tuple[int, np.ndarray, float, int, float, int]:
     """Check the arguments of :func:`predict_finite`; return N, loads, r, d, tol and M."""
     model = get_model(policy)
     method = check_choice("method", method, METHODS)
@@ -104,10 +118,18 @@ def check_finite(
 
 
 def predict_finite(
-    policy: str, servers: int, loads: ArrayLike, *, r: float = 10.0, d: int = 2,
-    replace: bool = False, method: str = "auto", tol: float = 1e-6, z: int = 1,
+    policy: str,
+    servers: int,
+    loads: ArrayLike,
+    *,
+    r: float = 10.0,
+    d: int = 2,
+    replace: bool = False,
+    method: str = "auto",
+    tol: float = 1e-6,
+    z: int = 1,
     progress: Progress | None = None,
-) -> list[FinitePrediction]:  # fmt: skip
+) -> list[FinitePrediction]:
     """Mean response time of ``policy`` on ``servers`` servers at each load.
 
     Parameters
@@ -140,8 +162,9 @@ def predict_finite(
     from cloudsched.dispatch.theory.limit import meanfield_limit
 
     model = get_model(policy)
-    n, lam, r, d, tol, m = check_finite(policy, servers, loads, r=r, d=d, replace=replace,
-                                        method=method, tol=tol)  # fmt: skip
+    n, lam, r, d, tol, m = check_finite(
+        policy, servers, loads, r=r, d=d, replace=replace, method=method, tol=tol
+    )
     r_eff = n / m if model.iqueues or model.exact == "one dispatcher" else r
     rr_exact = model.exact == "one dispatcher" and m == 1  # round-robin: E_N/M/1
     mf = meanfield_limit(policy, lam, r=r_eff, d=d, z=z).mean_response_time
@@ -150,14 +173,16 @@ def predict_finite(
         ref = _refined(policy, n, float(x), r_eff, d, replace) if method != "meanfield" else None
         exact = trunc = None
         want_exact = method == "exact" or (
-            method == "auto" and model.exact == "any" and _exact_cheap(policy, n, m))
+            method == "auto" and model.exact == "any" and _exact_cheap(policy, n, m)
+        )
         if rr_exact and method != "meanfield":
             from cloudsched.dispatch.theory.variants import round_robin_one_dispatcher
 
             exact, trunc = round_robin_one_dispatcher(float(x), n), 0.0
         elif want_exact:
-            sol = solve_exact(policy, n, float(x), m=m, d=d, replace=replace, tol=tol,
-                              progress=progress)  # fmt: skip
+            sol = solve_exact(
+                policy, n, float(x), m=m, d=d, replace=replace, tol=tol, progress=progress
+            )
             exact, trunc = sol.mean_response_time, sol.truncation
         if exact is not None:
             source, value = "exact", exact
@@ -165,13 +190,18 @@ def predict_finite(
             source, value = "refined", ref
         else:
             source, value = "meanfield", float(t_mf)
-        out.append(FinitePrediction(policy, n, m, float(x), d, replace, float(t_mf), ref,
-                                    exact, trunc, source, value))  # fmt: skip
+        out.append(
+            FinitePrediction(
+                policy, n, m, float(x), d, replace, float(t_mf), ref, exact, trunc, source, value
+            )
+        )
     return out
 
 
 def as_arrays(preds: list[FinitePrediction]) -> dict[str, np.ndarray]:
     """Columns of a list of predictions (NaN where a method was not run)."""
     keys = ("load", "meanfield", "refined", "exact", "truncation", "value")
-    return {k: np.array([np.nan if getattr(p, k) is None else getattr(p, k) for p in preds])
-            for k in keys}  # fmt: skip
+    return {
+        k: np.array([np.nan if getattr(p, k) is None else getattr(p, k) for p in preds])
+        for k in keys
+    }

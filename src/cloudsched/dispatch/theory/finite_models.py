@@ -74,8 +74,9 @@ def _pod(lam: float, d: int, k_levels: int, replace: bool) -> PopulationModel:
     return PopulationModel(jumps, rates, np.ones(n), 0.0, None if replace else correction)
 
 
-def _jiq(lam: float, r: float, d: int, k_levels: int, j_levels: int,
-         replace: bool) -> PopulationModel:  # fmt: skip
+def _jiq(
+    lam: float, r: float, d: int, k_levels: int, j_levels: int, replace: bool
+) -> PopulationModel:
     """Coordinates ``s_2..s_K`` then ``U_1..U_J``; see the module notes for the transitions."""
     nk, nj = k_levels - 1, j_levels
     n = nk + nj
@@ -114,21 +115,25 @@ def _jiq(lam: float, r: float, d: int, k_levels: int, j_levels: int,
     def rates(x: np.ndarray) -> np.ndarray:
         s, u, total, js = parts(x)
         p, _ = _powers(s, d, True, c)
-        return np.concatenate([
-            (s[1] - s[2]) * u[:-1],
-            s[2:-1] - s[3:],
-            lam * u[1:],
-            lam * u[0] * (p[1:-2] - p[2:-1]),
-            lam * u[0] * (1 - p[1]) * js * u[1:] / total,
-        ], axis=0)  # fmt: skip
+        return np.concatenate(
+            [
+                (s[1] - s[2]) * u[:-1],
+                s[2:-1] - s[3:],
+                lam * u[1:],
+                lam * u[0] * (p[1:-2] - p[2:-1]),
+                lam * u[0] * (1 - p[1]) * js * u[1:] / total,
+            ],
+            axis=0,
+        )
 
     def correction(x: np.ndarray) -> np.ndarray:
         s, u, total, js = parts(x)
         _, g = _powers(s, d, False, c)
         zero = 0 * np.concatenate([u[:-1], s[2:-1], u[1:]], axis=0)
-        return np.concatenate([
-            zero, lam * u[0] * (g[1:-2] - g[2:-1]), -lam * u[0] * g[1] * js * u[1:] / total,
-        ], axis=0)  # fmt: skip
+        return np.concatenate(
+            [zero, lam * u[0] * (g[1:-2] - g[2:-1]), -lam * u[0] * g[1] * js * u[1:] / total],
+            axis=0,
+        )
 
     weights = np.concatenate([np.ones(nk), -np.ones(nj) / r])
     use_corr = not replace and d > 1

@@ -81,10 +81,14 @@ class FluidTrajectory:
         k = min(tail, self.tail.shape[1])
         mean = self.mean_tasks
         return [
-            {"t": float(self.t[n]), "p0": float(self.p0[n]), "mean_tasks": float(mean[n]),
-             **{f"s_{i + 1}": float(self.tail[n, i]) if i < k else 0.0 for i in range(tail)}}
+            {
+                "t": float(self.t[n]),
+                "p0": float(self.p0[n]),
+                "mean_tasks": float(mean[n]),
+                **{f"s_{i + 1}": float(self.tail[n, i]) if i < k else 0.0 for i in range(tail)},
+            }
             for n in range(self.t.size)
-        ]  # fmt: skip
+        ]
 
 
 def _sizes(policy: str, load: float, r: float, d: int) -> tuple[int, int]:

@@ -17,15 +17,22 @@ __all__ = ["meanfield_limit"]
 
 
 def meanfield_limit(
-    policy: str, loads: ArrayLike, *, r: float = 10.0, d: int = 2, tail_tol: float = 1e-9,
-    max_tail: int = 1000, z: int = 1,
-) -> MeanFieldPrediction:  # fmt: skip
+    policy: str,
+    loads: ArrayLike,
+    *,
+    r: float = 10.0,
+    d: int = 2,
+    tail_tol: float = 1e-9,
+    max_tail: int = 1000,
+    z: int = 1,
+) -> MeanFieldPrediction:
     """Return the mean-field limit of ``policy`` at each load (arguments as :func:`predict`)."""
     model = get_model(policy)
     if model.closed_form:
         return closed.predict(policy, loads, r=r, d=d, tail_tol=tail_tol, max_tail=max_tail)
     from cloudsched.dispatch.theory.variants import predict_variant
 
-    out: MeanFieldPrediction = predict_variant(policy, loads, r=r, d=d, z=z,
-                                               tail_tol=tail_tol, max_tail=max_tail)  # fmt: skip
+    out: MeanFieldPrediction = predict_variant(
+        policy, loads, r=r, d=d, z=z, tail_tol=tail_tol, max_tail=max_tail
+    )
     return out

@@ -31,8 +31,13 @@ from cloudsched.dispatch.theory.models import MODELS, check_meanfield_policy
 from cloudsched.errors import check_int, check_loads, check_real
 
 __all__ = [
-    "R_MIN", "MeanFieldPrediction", "check_prediction", "iqueue_distribution",
-    "jiq_p0", "predict", "tail_probabilities",
+    "R_MIN",
+    "MeanFieldPrediction",
+    "check_prediction",
+    "iqueue_distribution",
+    "jiq_p0",
+    "predict",
+    "tail_probabilities",
 ]
 
 _LOG_2PI = float(np.log(2.0 * np.pi))
@@ -125,9 +130,7 @@ def _solve_p0(lam: float, r: float, d: int) -> float:
     lo = float(np.log(min(1e-12, 1e-4 / r)))
     from scipy.optimize import brentq
 
-    x = brentq(
-        lambda t: t + _log_s(float(np.exp(t)), lam, r, d), lo, 0.0, xtol=1e-15, rtol=1e-15
-    )
+    x = brentq(lambda t: t + _log_s(float(np.exp(t)), lam, r, d), lo, 0.0, xtol=1e-15, rtol=1e-15)
     return float(np.clip(np.exp(x), np.nextafter(0.0, 1.0), np.nextafter(1.0, 0.0)))
 
 

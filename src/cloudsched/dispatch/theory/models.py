@@ -28,7 +28,11 @@ from dataclasses import dataclass
 from cloudsched.errors import ParameterError
 
 __all__ = [
-    "MODELS", "Model", "NoMeanFieldModelError", "check_meanfield_policy", "get_model",
+    "MODELS",
+    "Model",
+    "NoMeanFieldModelError",
+    "check_meanfield_policy",
+    "get_model",
     "with_capability",
 ]
 
@@ -63,30 +67,111 @@ class Model:
 
 
 _ROWS = (
-    Model("random", iqueues=False, probes="one", meanfield="closed", fluid=True, exact="any",
-          refined=True, speed_classes=True, relaxation="random"),
-    Model("round-robin", iqueues=False, probes="one", meanfield="limit", fluid=False,
-          exact="one dispatcher", refined=False, speed_classes=False, relaxation="random",
-          why="no finite-N model with several dispatchers; the mean-field limit is "
-              "random's (Palm-Khintchine)"),
-    Model("jsq", iqueues=False, probes="all", meanfield="closed", fluid=False, exact="any",
-          refined=False, speed_classes=False, relaxation="jsq",
-          why="its drift is not smooth: no fluid ODE, no 1/N expansion, no speed classes"),
-    Model("pod", iqueues=False, probes="d", meanfield="closed", fluid=True, exact="any",
-          refined=True, speed_classes=True, relaxation="pod"),
-    Model("jiq", iqueues=True, probes="one", meanfield="closed", fluid=True, exact="any",
-          refined=True, speed_classes=True, relaxation="jiq"),
-    Model("jiq-pod", iqueues=True, probes="d", meanfield="closed", fluid=True, exact="any",
-          refined=True, speed_classes=True, relaxation="jiq-pod"),
-    Model("jiq-original", iqueues=True, probes="one", meanfield="fixed-point", fluid=False,
-          exact="", refined=False, speed_classes=False, relaxation="jiq",
-          why="a numerical mean field only (a pair closure of stale entries)"),
-    Model("jiq-threshold", iqueues=True, probes="one", meanfield="fixed-point", fluid=False,
-          exact="", refined=False, speed_classes=False, relaxation="jiq",
-          why="a numerical mean field only (a pair closure: level, I-queue size)"),
-    Model("jiq-sq", iqueues=True, probes="one", meanfield="fixed-point", fluid=False,
-          exact="", refined=False, speed_classes=False, relaxation="jiq",
-          why="a numerical mean field only (joins sample d I-queues)"),
+    Model(
+        "random",
+        iqueues=False,
+        probes="one",
+        meanfield="closed",
+        fluid=True,
+        exact="any",
+        refined=True,
+        speed_classes=True,
+        relaxation="random",
+    ),
+    Model(
+        "round-robin",
+        iqueues=False,
+        probes="one",
+        meanfield="limit",
+        fluid=False,
+        exact="one dispatcher",
+        refined=False,
+        speed_classes=False,
+        relaxation="random",
+        why="no finite-N model with several dispatchers; the mean-field limit is "
+        "random's (Palm-Khintchine)",
+    ),
+    Model(
+        "jsq",
+        iqueues=False,
+        probes="all",
+        meanfield="closed",
+        fluid=False,
+        exact="any",
+        refined=False,
+        speed_classes=False,
+        relaxation="jsq",
+        why="its drift is not smooth: no fluid ODE, no 1/N expansion, no speed classes",
+    ),
+    Model(
+        "pod",
+        iqueues=False,
+        probes="d",
+        meanfield="closed",
+        fluid=True,
+        exact="any",
+        refined=True,
+        speed_classes=True,
+        relaxation="pod",
+    ),
+    Model(
+        "jiq",
+        iqueues=True,
+        probes="one",
+        meanfield="closed",
+        fluid=True,
+        exact="any",
+        refined=True,
+        speed_classes=True,
+        relaxation="jiq",
+    ),
+    Model(
+        "jiq-pod",
+        iqueues=True,
+        probes="d",
+        meanfield="closed",
+        fluid=True,
+        exact="any",
+        refined=True,
+        speed_classes=True,
+        relaxation="jiq-pod",
+    ),
+    Model(
+        "jiq-original",
+        iqueues=True,
+        probes="one",
+        meanfield="fixed-point",
+        fluid=False,
+        exact="",
+        refined=False,
+        speed_classes=False,
+        relaxation="jiq",
+        why="a numerical mean field only (a pair closure of stale entries)",
+    ),
+    Model(
+        "jiq-threshold",
+        iqueues=True,
+        probes="one",
+        meanfield="fixed-point",
+        fluid=False,
+        exact="",
+        refined=False,
+        speed_classes=False,
+        relaxation="jiq",
+        why="a numerical mean field only (a pair closure: level, I-queue size)",
+    ),
+    Model(
+        "jiq-sq",
+        iqueues=True,
+        probes="one",
+        meanfield="fixed-point",
+        fluid=False,
+        exact="",
+        refined=False,
+        speed_classes=False,
+        relaxation="jiq",
+        why="a numerical mean field only (joins sample d I-queues)",
+    ),
 )
 
 #: The models, by policy name, in the order the built-in policies are registered.
@@ -100,9 +185,13 @@ def get_model(policy: str) -> Model:
     try:
         return MODELS[policy]
     except (KeyError, TypeError):
-        raise ParameterError("policy", policy, "one of " + ", ".join(MODELS)
-                             + " (a plug-in borrows one: register_policy(meanfield=...))"
-                             ) from None  # fmt: skip
+        raise ParameterError(
+            "policy",
+            policy,
+            "one of "
+            + ", ".join(MODELS)
+            + " (a plug-in borrows one: register_policy(meanfield=...))",
+        ) from None
 
 
 def with_capability(name: str) -> tuple[str, ...]:
@@ -132,9 +221,10 @@ class NoMeanFieldModelError(ParameterError):
         closed = with_capability("closed_form")
         super().__init__("policy", policy, "one of " + ", ".join(closed))
         self.args = (
-            f"no closed-form mean field for {policy}; policies with one: " + ", ".join(closed)
+            f"no closed-form mean field for {policy}; policies with one: "
+            + ", ".join(closed)
             + " (cloudsched.dispatch.predict solves the others numerically)",
-        )  # fmt: skip
+        )
 
     def __str__(self) -> str:
         return str(self.args[0])

@@ -27,29 +27,44 @@ __all__ = ["check_predict", "meanfield_limit", "predict"]  # meanfield_limit: fr
 
 
 def check_predict(
-    policy: str, loads: ArrayLike, *, servers: int | None = None, speeds: ArrayLike | None = None,
-    method: str = "auto", r: float = 10.0, d: int = 2, z: int = 1, replace: bool = False,
-    tol: float = 1e-6, tail_tol: float = 1e-9, max_tail: int = 1000,
-) -> None:  # fmt: skip
+    policy: str,
+    loads: ArrayLike,
+    *,
+    servers: int | None = None,
+    speeds: ArrayLike | None = None,
+    method: str = "auto",
+    r: float = 10.0,
+    d: int = 2,
+    z: int = 1,
+    replace: bool = False,
+    tol: float = 1e-6,
+    tail_tol: float = 1e-9,
+    max_tail: int = 1000,
+) -> None:
     """Raise the :class:`ParameterError` :func:`predict` would, without solving anything."""
     model = get_model(policy)
     if servers is not None and speeds is not None:
-        raise ParameterError("speeds", "given", "without servers (the finite-N models have "
-                             "equal speeds)")  # fmt: skip
+        raise ParameterError(
+            "speeds", "given", "without servers (the finite-N models have equal speeds)"
+        )
     if servers is not None:
         from cloudsched.dispatch.theory.finite import check_finite
 
         check_finite(policy, servers, loads, r=r, d=d, replace=replace, method=method, tol=tol)
         return
     if method != "auto" or replace:
-        raise ParameterError("method" if method != "auto" else "replace",
-                             method if method != "auto" else replace, "given with servers")
+        raise ParameterError(
+            "method" if method != "auto" else "replace",
+            method if method != "auto" else replace,
+            "given with servers",
+        )
     if speeds is not None:
         from cloudsched.dispatch.theory.speeds import HETEROGENEOUS_POLICIES, speed_classes
 
         if not model.speed_classes:
-            raise ParameterError("policy", policy, "one of " + ", ".join(HETEROGENEOUS_POLICIES)
-                                 + " with speeds")  # fmt: skip
+            raise ParameterError(
+                "policy", policy, "one of " + ", ".join(HETEROGENEOUS_POLICIES) + " with speeds"
+            )
         speed_classes(np.asarray(speeds, dtype=np.float64))
     if model.closed_form:
         closed.check_prediction(policy, loads, r=r, d=d, tail_tol=tail_tol, max_tail=max_tail)
@@ -60,11 +75,21 @@ def check_predict(
 
 
 def predict(
-    policy: str, loads: ArrayLike, *, servers: int | None = None, speeds: ArrayLike | None = None,
-    method: str = "auto", r: float = 10.0, d: int = 2, z: int = 1, replace: bool = False,
-    tol: float = 1e-6, tail_tol: float = 1e-9, max_tail: int = 1000,
+    policy: str,
+    loads: ArrayLike,
+    *,
+    servers: int | None = None,
+    speeds: ArrayLike | None = None,
+    method: str = "auto",
+    r: float = 10.0,
+    d: int = 2,
+    z: int = 1,
+    replace: bool = False,
+    tol: float = 1e-6,
+    tail_tol: float = 1e-9,
+    max_tail: int = 1000,
     progress: Progress | None = None,
-) -> Any:  # fmt: skip
+) -> Any:
     """Predict the steady state of a built-in dispatch policy.
 
     Parameters
@@ -105,18 +130,42 @@ def predict(
         With ``speeds``: one per load (:mod:`cloudsched.dispatch.theory.speeds`).
     Each has ``mean_response_time`` per load.
     """
-    check_predict(policy, loads, servers=servers, speeds=speeds, method=method, r=r, d=d, z=z,
-                  replace=replace, tol=tol, tail_tol=tail_tol, max_tail=max_tail)
+    check_predict(
+        policy,
+        loads,
+        servers=servers,
+        speeds=speeds,
+        method=method,
+        r=r,
+        d=d,
+        z=z,
+        replace=replace,
+        tol=tol,
+        tail_tol=tail_tol,
+        max_tail=max_tail,
+    )
     if servers is not None:
         from cloudsched.dispatch.theory.finite import predict_finite
 
-        return predict_finite(policy, servers, loads, r=r, d=d, replace=replace, method=method,
-                              tol=tol, z=z, progress=progress)  # fmt: skip
+        return predict_finite(
+            policy,
+            servers,
+            loads,
+            r=r,
+            d=d,
+            replace=replace,
+            method=method,
+            tol=tol,
+            z=z,
+            progress=progress,
+        )
     if speeds is not None:
         from cloudsched.dispatch.theory.speeds import predict_heterogeneous
         from cloudsched.errors import check_loads
 
         mu = np.asarray(speeds, dtype=np.float64)
-        return [predict_heterogeneous(policy, float(x), mu, r=r, d=d)
-                for x in check_loads("load", loads)]  # fmt: skip
+        return [
+            predict_heterogeneous(policy, float(x), mu, r=r, d=d)
+            for x in check_loads("load", loads)
+        ]
     return meanfield_limit(policy, loads, r=r, d=d, tail_tol=tail_tol, max_tail=max_tail, z=z)

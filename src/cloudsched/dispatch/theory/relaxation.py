@@ -108,8 +108,9 @@ def relaxation_time(
         value = 1.0 / (1.0 - math.sqrt(load)) ** 2
     elif base.fluid:
         rr = r if base.iqueues else 1.0  # without I-queues r means nothing to it
-        value = _fluid_relaxation(base.policy, round(load, 12), round(float(rr), 12),
-                                  base.effective_d(d))  # fmt: skip
+        value = _fluid_relaxation(
+            base.policy, round(load, 12), round(float(rr), 12), base.effective_d(d)
+        )
     else:  # jsq
         value = floor
     return max(value, floor) * max(variability, 1e-3) * time_unit

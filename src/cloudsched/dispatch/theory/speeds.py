@@ -33,7 +33,10 @@ from cloudsched.dispatch.theory.models import MODELS, with_capability
 from cloudsched.errors import ParameterError
 
 __all__ = [
-    "HETEROGENEOUS_POLICIES", "HeterogeneousPrediction", "predict_heterogeneous", "speed_classes",
+    "HETEROGENEOUS_POLICIES",
+    "HeterogeneousPrediction",
+    "predict_heterogeneous",
+    "speed_classes",
 ]
 
 #: Policies with a speed-classes mean field (the model table, :mod:`.models`).
@@ -63,8 +66,9 @@ def speed_classes(speeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return values, counts / counts.sum()
 
 
-def _drift(policy: str, lam: float, mu: np.ndarray, r: float, d: int, k_levels: int,
-           j_levels: int) -> Callable[[np.ndarray], np.ndarray]:  # fmt: skip
+def _drift(
+    policy: str, lam: float, mu: np.ndarray, r: float, d: int, k_levels: int, j_levels: int
+) -> Callable[[np.ndarray], np.ndarray]:
     nc, k1 = mu.size, k_levels + 1
     iq = MODELS[policy].iqueues
     d_eff = MODELS[policy].effective_d(d)
@@ -72,7 +76,7 @@ def _drift(policy: str, lam: float, mu: np.ndarray, r: float, d: int, k_levels: 
 
     def f(x: np.ndarray) -> np.ndarray:
         q = x[: nc * k1].reshape(nc, k1)
-        u = x[nc * k1:] if iq else np.array([1.0])
+        u = x[nc * k1 :] if iq else np.array([1.0])
         level = q.sum(axis=0)  # all classes, by level
         tail = np.concatenate([np.cumsum(level[::-1])[::-1], [0.0]])
         land = tail[:-1] ** d_eff - tail[1:] ** d_eff  # least loaded probe at level k
@@ -103,30 +107,36 @@ def _drift(policy: str, lam: float, mu: np.ndarray, r: float, d: int, k_levels: 
     return f
 
 
-def predict_heterogeneous(policy: str, load: float, speeds: np.ndarray, *, r: float = 10.0,
-                          d: int = 2) -> HeterogeneousPrediction:  # fmt: skip
+def predict_heterogeneous(
+    policy: str, load: float, speeds: np.ndarray, *, r: float = 10.0, d: int = 2
+) -> HeterogeneousPrediction:
     """Mean-field steady state with speed classes (see the module notes)."""
     from cloudsched.dispatch.theory.meanfield import iqueue_distribution
     from cloudsched.dispatch.theory.meanfield import predict as mf_predict
     from cloudsched.dispatch.theory.variants import steady_state
 
     if policy not in HETEROGENEOUS_POLICIES:
-        raise ParameterError("policy", policy, "one of " + ", ".join(HETEROGENEOUS_POLICIES)
-                             + " with --speeds")  # fmt: skip
+        raise ParameterError(
+            "policy", policy, "one of " + ", ".join(HETEROGENEOUS_POLICIES) + " with --speeds"
+        )
     mu, alpha = speed_classes(speeds)
     lam = load * float(alpha @ mu)
     iq = MODELS[policy].iqueues
     if policy == "random" and lam >= mu.min():
-        raise ParameterError("load", load, f"below {mu.min() / float(alpha @ mu):.4g} for "
-                             "random with these speeds (a uniform choice overloads the "
-                             "slowest class)")  # fmt: skip
+        raise ParameterError(
+            "load",
+            load,
+            f"below {mu.min() / float(alpha @ mu):.4g} for "
+            "random with these speeds (a uniform choice overloads the "
+            "slowest class)",
+        )
     worst = lam / mu.min() if policy == "random" else load
     k_levels = min(int(60 + np.log(1e-14) / np.log(worst)), 3000)
     j_levels = int(3 * r + 10 * np.sqrt(r) + 30) if iq else 0
     base = mf_predict(policy, [load], r=r, d=d, tail_tol=1e-300, max_tail=k_levels)
     s = np.zeros(k_levels + 2)
     s[0] = 1.0
-    s[1: 1 + base.tails[0][:k_levels].size] = base.tails[0][:k_levels]
+    s[1 : 1 + base.tails[0][:k_levels].size] = base.tails[0][:k_levels]
     q = np.outer(alpha, s[:-1] - s[1:])
     x0 = q.ravel()
     if iq:
@@ -141,11 +151,17 @@ def predict_heterogeneous(policy: str, load: float, speeds: np.ndarray, *, r: fl
         x = np.full_like(x0, np.nan)
     q = x[: mu.size * (k_levels + 1)].reshape(mu.size, -1)
     if not np.all(np.isfinite(q)) or float(q[:, -1].sum()) > 1e-9 or np.any(q < -1e-9):
-        raise ParameterError("load", load, "a load every class can carry under " + policy
-                             + " (the mean field is unstable: a class is overloaded)")
+        raise ParameterError(
+            "load",
+            load,
+            "a load every class can carry under "
+            + policy
+            + " (the mean field is unstable: a class is overloaded)",
+        )
     levels = np.arange(k_levels + 1, dtype=np.float64)
     tasks = q @ levels
     busy = q[:, 1:].sum(axis=1)
     p0 = float(x[mu.size * (k_levels + 1)]) if iq else 1.0
-    return HeterogeneousPrediction(policy, load, float(tasks.sum() / lam), mu, alpha,
-                                   busy / alpha, tasks / alpha, p0)  # fmt: skip
+    return HeterogeneousPrediction(
+        policy, load, float(tasks.sum() / lam), mu, alpha, busy / alpha, tasks / alpha, p0
+    )

@@ -35,14 +35,15 @@ def shift_down(u: np.ndarray, rate: np.ndarray | float) -> np.ndarray:
     return out
 
 
-def drift_iq(lam: float, r: float, d: int, z: int, k_levels: int, j_levels: int,
-              policy: str) -> Drift:  # fmt: skip
+def drift_iq(
+    lam: float, r: float, d: int, z: int, k_levels: int, j_levels: int, policy: str
+) -> Drift:
     """Drift of ``(q_0..q_K, u_0..u_J)`` for jiq-sq (``z = 0``) and jiq-threshold."""
     js = np.arange(j_levels + 1, dtype=np.float64)
     z_eff = 0 if policy == "jiq-sq" else z
 
     def f(x: np.ndarray) -> np.ndarray:
-        q, u = x[: k_levels + 1], x[k_levels + 1:]
+        q, u = x[: k_levels + 1], x[k_levels + 1 :]
         listed = q[: z_eff + 1].sum()
         pi = q[: z_eff + 1] / listed
         taken = lam * (1.0 - u[0])  # takes per server per unit time
@@ -79,7 +80,7 @@ def drift_threshold(lam: float, r: float, z: int, k_levels: int, j_levels: int) 
 
     def f(x: np.ndarray) -> np.ndarray:
         y = x[: nz * nj].reshape(nz, nj)
-        q = np.concatenate([np.zeros(nz), x[nz * nj:]])  # q[k], k = 0..K (listed part 0)
+        q = np.concatenate([np.zeros(nz), x[nz * nj :]])  # q[k], k = 0..K (listed part 0)
         per_queue = y.sum(axis=0)  # servers listed in I-queues of size j
         u = r * per_queue / js
         u0 = 1.0 - u.sum()
@@ -135,7 +136,7 @@ def drift_original(lam: float, r: float, k_listed: int, k_levels: int, j_levels:
 
     def f(x: np.ndarray) -> np.ndarray:
         y = x[: nl * nj].reshape(nl, nj)
-        w = np.concatenate([[0.0], x[nl * nj:]])  # w[0] = 0: an idle server is listed
+        w = np.concatenate([[0.0], x[nl * nj :]])  # w[0] = 0: an idle server is listed
         per_queue = y.sum(axis=0)
         u = r * per_queue / js
         u0 = 1.0 - u.sum()
@@ -158,7 +159,7 @@ def drift_original(lam: float, r: float, k_listed: int, k_levels: int, j_levels:
         dy[:, 1:] += grow[:, :-1]
         take = lam * r * y / js  # taken by its own dispatcher: unlisted one level up
         dy -= take
-        dw[1: nl + 1] += take.sum(axis=1)  # (k_levels > k_listed)
+        dw[1 : nl + 1] += take.sum(axis=1)  # (k_levels > k_listed)
         shrink = lam * r * (js - 1) / js * y  # another entry of the same I-queue is taken
         dy -= shrink
         dy[:, :-1] += shrink[:, 1:]

@@ -56,18 +56,32 @@ from cloudsched.dispatch.theory.variant_drifts import (
 )
 
 __all__ = [
-    "VARIANT_POLICIES", "VariantState", "check_variant", "predict_variant",
-    "round_robin_one_dispatcher", "solve_variant", "steady_state",
+    "VARIANT_POLICIES",
+    "VariantState",
+    "check_variant",
+    "predict_variant",
+    "round_robin_one_dispatcher",
+    "solve_variant",
+    "steady_state",
 ]
 
 #: Policies solved here (round-robin's mean-field limit is random's).
 VARIANT_POLICIES = ("jiq-sq", "jiq-threshold", "jiq-original")
 
+
 class VariantState:
     """The fixed point: mean tasks per server, message rates, tail, empty-I-queue fraction."""
 
-    def __init__(self, tasks: float, p0: float, tail: np.ndarray, join: float,
-                 delete: float, probe: float, stale: float) -> None:  # fmt: skip
+    def __init__(
+        self,
+        tasks: float,
+        p0: float,
+        tail: np.ndarray,
+        join: float,
+        delete: float,
+        probe: float,
+        stale: float,
+    ) -> None:
         self.tasks, self.p0, self.tail = tasks, p0, tail
         self.join, self.delete, self.probe, self.stale = join, delete, probe, stale
 
@@ -95,8 +109,13 @@ def _jacobian(f: Drift, x: np.ndarray) -> np.ndarray:
     return np.stack(cols, axis=1)
 
 
-def steady_state(f: Drift, x0: np.ndarray, rate: float = 1.0, settle: float = 1e-9,
-                 conserved: np.ndarray | None = None) -> np.ndarray:  # fmt: skip
+def steady_state(
+    f: Drift,
+    x0: np.ndarray,
+    rate: float = 1.0,
+    settle: float = 1e-9,
+    conserved: np.ndarray | None = None,
+) -> np.ndarray:
     """Run the ODE to near-stationarity, then Newton with least-squares steps.
 
     The ODE is stepped by forward Euler with ``dt = 0.02 / rate`` (``rate`` bounds the
@@ -152,7 +171,7 @@ def _start(lam: float, r: float, k_levels: int, j_levels: int) -> tuple[np.ndarr
     s = np.zeros(k_levels + 2)
     s[0] = 1.0
     tail = pred.tails[0][:k_levels]
-    s[1: 1 + tail.size] = tail
+    s[1 : 1 + tail.size] = tail
     q = s[:-1] - s[1:]
     u = np.zeros(j_levels + 1)
     p = iqueue_distribution(float(pred.p0[0]), lam, r, 1)[: j_levels + 1]
@@ -160,8 +179,9 @@ def _start(lam: float, r: float, k_levels: int, j_levels: int) -> tuple[np.ndarr
     return q, u / u.sum()
 
 
-def _solve_original(lam: float, r: float, q: np.ndarray, u: np.ndarray, k_levels: int,
-                    j_levels: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+def _solve_original(
+    lam: float, r: float, q: np.ndarray, u: np.ndarray, k_levels: int, j_levels: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """jiq-original's pair model at its fixed point: ``y[k, j]``, ``w[0..K]`` and ``u_0..u_J``.
 
     Starts from JIQ's mean field (``q``, ``u``: every idle server listed, in I-queues of
@@ -180,7 +200,7 @@ def _solve_original(lam: float, r: float, q: np.ndarray, u: np.ndarray, k_levels
         x0 = np.concatenate([y.ravel(), w[1:]])
         x = steady_state(f, x0, rate=lam * r + r, settle=1e-3, conserved=np.ones(x0.size))
         y = x[: (k_listed + 1) * j_levels].reshape(k_listed + 1, j_levels)
-        w = np.concatenate([[0.0], x[(k_listed + 1) * j_levels:]])
+        w = np.concatenate([[0.0], x[(k_listed + 1) * j_levels :]])
         if y[-1].sum() < 1e-11 or 2 * k_listed >= k_levels:
             break
         k_listed *= 2
@@ -197,8 +217,9 @@ def _poisson(mean: float, j_levels: int) -> np.ndarray:
     return p
 
 
-def solve_variant(policy: str, lam: float, *, r: float = 10.0, d: int = 2,
-                  z: int = 1) -> VariantState:  # fmt: skip
+def solve_variant(
+    policy: str, lam: float, *, r: float = 10.0, d: int = 2, z: int = 1
+) -> VariantState:
     """Return the mean-field fixed point of a JIQ variant at load ``lam`` (see the module notes).
 
     Truncation levels double until the top level and the largest I-queue carry less than
@@ -209,8 +230,11 @@ def solve_variant(policy: str, lam: float, *, r: float = 10.0, d: int = 2,
     except (ArithmeticError, np.linalg.LinAlgError) as exc:
         from cloudsched.errors import ParameterError
 
-        raise ParameterError("load", lam, f"a load where the {policy} mean field converges "
-                             f"({exc}); simulate it instead") from None
+        raise ParameterError(
+            "load",
+            lam,
+            f"a load where the {policy} mean field converges ({exc}); simulate it instead",
+        ) from None
 
 
 def _solve_variant(policy: str, lam: float, r: float, d: int, z: int) -> VariantState:
@@ -226,17 +250,19 @@ def _solve_variant(policy: str, lam: float, r: float, d: int, z: int) -> Variant
             u = _poisson(r * listed, j_levels)
             js = np.arange(1, j_levels + 1)
             y = np.outer(q[: z + 1] / listed, js * u[1:] / r)
-            x = steady_state(drift_threshold(lam, r, z, k_levels, j_levels),
-                        np.concatenate([y.ravel(), q[z + 1:]]))  # fmt: skip
+            x = steady_state(
+                drift_threshold(lam, r, z, k_levels, j_levels),
+                np.concatenate([y.ravel(), q[z + 1 :]]),
+            )
             y = x[: (z + 1) * j_levels].reshape(z + 1, j_levels)
-            q = np.concatenate([y.sum(axis=1), x[(z + 1) * j_levels:]])
+            q = np.concatenate([y.sum(axis=1), x[(z + 1) * j_levels :]])
             u_pos = r * y.sum(axis=0) / js
             u = np.concatenate([[1.0 - u_pos.sum()], u_pos])
             rejoin = float((lam * r * y[:-1] / js).sum())  # taken below z: listed again
         else:
             f = drift_iq(lam, r, d, z, k_levels, j_levels, policy)
             x = steady_state(f, np.concatenate([q, u]))
-            q, u = x[: k_levels + 1], x[k_levels + 1:]
+            q, u = x[: k_levels + 1], x[k_levels + 1 :]
         if max(q[-1], u[-1]) < 1e-11:
             break
         k_levels, j_levels = 2 * k_levels, 2 * j_levels
@@ -247,27 +273,52 @@ def _solve_variant(policy: str, lam: float, r: float, d: int, z: int) -> Variant
     tail = tail[: max(1, int(np.sum(tail >= 1e-9)))]
     if policy == "jiq-original":
         stale = float((lam * r * y[1:] / np.arange(1, y.shape[1] + 1)).sum())
-        return VariantState(float(levels @ q), float(u[0]), tail, float(w[1]), 0.0, 0.0,
-                            stale)  # fmt: skip
+        return VariantState(float(levels @ q), float(u[0]), tail, float(w[1]), 0.0, 0.0, stale)
     if policy == "jiq-sq":
-        return VariantState(float(levels @ q), float(u[0]), tail, float(q[1]),
-                            float(lam * u[0] * q[0]), float(d * q[1]), 0.0)  # fmt: skip
+        return VariantState(
+            float(levels @ q),
+            float(u[0]),
+            tail,
+            float(q[1]),
+            float(lam * u[0] * q[0]),
+            float(d * q[1]),
+            0.0,
+        )
     if z == 0:
         rejoin = 0.0
-    return VariantState(float(levels @ q), float(u[0]), tail, float(q[z + 1] + rejoin),
-                        float(lam * u[0] * q[z]), 0.0, 0.0)  # fmt: skip
+    return VariantState(
+        float(levels @ q),
+        float(u[0]),
+        tail,
+        float(q[z + 1] + rejoin),
+        float(lam * u[0] * q[z]),
+        0.0,
+        0.0,
+    )
 
 
 def check_variant(loads: Any, *, r: float, d: int, z: int) -> tuple[np.ndarray, float, int, int]:
     """Check the arguments of :func:`predict_variant`; return loads, r, d and z."""
     from cloudsched.errors import check_int, check_loads, check_real
 
-    return (check_loads("load", loads), check_real("r", r, low=1e-3, high=1e6),
-            check_int("d", d, low=1, high=4096), check_int("threshold", z, low=0, high=50))
+    return (
+        check_loads("load", loads),
+        check_real("r", r, low=1e-3, high=1e6),
+        check_int("d", d, low=1, high=4096),
+        check_int("threshold", z, low=0, high=50),
+    )
 
 
-def predict_variant(policy: str, loads: Any, *, r: float = 10.0, d: int = 2, z: int = 1,
-                    tail_tol: float = 1e-9, max_tail: int = 1000) -> Any:  # fmt: skip
+def predict_variant(
+    policy: str,
+    loads: Any,
+    *,
+    r: float = 10.0,
+    d: int = 2,
+    z: int = 1,
+    tail_tol: float = 1e-9,
+    max_tail: int = 1000,
+) -> Any:
     """:func:`cloudsched.dispatch.theory.meanfield.predict` for the variants and round-robin."""
     from cloudsched.dispatch.theory.meanfield import MeanFieldPrediction
 
@@ -278,13 +329,23 @@ def predict_variant(policy: str, loads: Any, *, r: float = 10.0, d: int = 2, z: 
         pred = predict("random", lam, tail_tol=tail_tol, max_tail=max_tail)
         return MeanFieldPrediction("round-robin", r, None, *list(pred.__dict__.values())[3:])
     states = [solve_variant(policy, float(x), r=r, d=d, z=z) for x in lam]
-    tails = tuple(s.tail[s.tail >= tail_tol][:max_tail] if (s.tail >= tail_tol).any()
-                  else s.tail[:1] for s in states)  # fmt: skip
+    tails = tuple(
+        s.tail[s.tail >= tail_tol][:max_tail] if (s.tail >= tail_tol).any() else s.tail[:1]
+        for s in states
+    )
 
     def col(name: str) -> np.ndarray:
         return np.array([getattr(s, name) for s in states])
 
     return MeanFieldPrediction(
-        policy, r, d if policy == "jiq-sq" else 1, lam,
-        col("p0"), col("tasks") / lam, col("join"), col("delete"), col("probe"), tails,
-    )  # fmt: skip
+        policy,
+        r,
+        d if policy == "jiq-sq" else 1,
+        lam,
+        col("p0"),
+        col("tasks") / lam,
+        col("join"),
+        col("delete"),
+        col("probe"),
+        tails,
+    )

@@ -128,9 +128,11 @@ def _clf_time(text: str) -> tuple[float, bool]:
     day, month, rest = text.split("/", 2)
     year, hh, mm, ss = rest[:4], rest[5:7], rest[8:10], rest[11:].split(" ")[0]
     zone = rest[11:].split(" ")[1] if " " in rest[11:] else "+0000"
-    stamp = datetime.fromisoformat(
-        f"{year}-{_MONTHS[month]:02d}-{int(day):02d}T{hh}:{mm}:{ss}{zone}"
-    ) if month in _MONTHS else None  # fmt: skip
+    stamp = (
+        datetime.fromisoformat(f"{year}-{_MONTHS[month]:02d}-{int(day):02d}T{hh}:{mm}:{ss}{zone}")
+        if month in _MONTHS
+        else None
+    )
     if stamp is None:
         raise ValueError(text)
     return stamp.timestamp(), "." in ss
@@ -156,8 +158,11 @@ def _seconds(where: str, text: str, what: str, scale: float = 1.0) -> float | No
         shown = text if len(text) <= 40 else text[:37] + "..."
         raise TraceError(where, f"{what} must be a number or '-', got {shown!r}") from None
     if not (math.isfinite(value) and abs(value) <= MAX_VALUE):
-        raise TraceError(where, f"{what} must be a finite duration of at most {MAX_VALUE:g} s "
-                         f"({len(text)} characters given)")  # fmt: skip
+        raise TraceError(
+            where,
+            f"{what} must be a finite duration of at most {MAX_VALUE:g} s "
+            f"({len(text)} characters given)",
+        )
     return value
 
 
@@ -194,8 +199,18 @@ class _Collector:
             notes["timestamps"] = "whole seconds, spread evenly within each second"
         a = self.arrivals
         first, last = (min(a), max(a)) if a else (0.0, 0.0)
-        return finish_log(self.arrivals, self.services, fmt, self.files, self.records,
-                       self.found, 0, first, last, notes)  # fmt: skip
+        return finish_log(
+            self.arrivals,
+            self.services,
+            fmt,
+            self.files,
+            self.records,
+            self.found,
+            0,
+            first,
+            last,
+            notes,
+        )
 
 
 def _parse_time(where: str, name: str, text: str) -> tuple[float, bool]:
@@ -209,9 +224,7 @@ def _parse_time(where: str, name: str, text: str) -> tuple[float, bool]:
         raise TraceError(where, f"${name} is not a time: {text!r}") from None
 
 
-def _nginx_line(
-    c: _Collector, where: str, m: re.Match[str], clock: str, service: str
-) -> None:
+def _nginx_line(c: _Collector, where: str, m: re.Match[str], clock: str, service: str) -> None:
     fields = m.groupdict()
     stamp, exact = _parse_time(where, clock, fields[clock])
     total = _seconds(where, fields.get("request_time", "-"), "$request_time")
@@ -240,24 +253,35 @@ def _envoy_json_line(c: _Collector, where: str, text: str, service: str) -> None
         stamp, exact = _seconds(where, str(start), "start_time") or 0.0, True
     else:
         stamp, exact = _parse_time(where, "time_iso8601", str(start))
-    keys = (("upstream_service_time", "x-envoy-upstream-service-time")
-            if service == "upstream" else ("duration",))  # fmt: skip
+    keys = (
+        ("upstream_service_time", "x-envoy-upstream-service-time")
+        if service == "upstream"
+        else ("duration",)
+    )
     value = next((obj[k] for k in keys if k in obj), None)
-    c.add(stamp, exact, _seconds(where, str(value if value is not None else "-"),
-                                 keys[0], 1e-3), 0.0)  # fmt: skip
+    c.add(
+        stamp, exact, _seconds(where, str(value if value is not None else "-"), keys[0], 1e-3), 0.0
+    )
 
 
 def _haproxy_line(c: _Collector, where: str, m: re.Match[str], service: str) -> None:
     stamp, exact = _parse_time(where, "time_local", m["date"])
-    ms = _seconds(where, m["Tr"] if service == "upstream" else m["Ta"],
-                  "Tr" if service == "upstream" else "Ta", 1e-3)  # fmt: skip
+    ms = _seconds(
+        where,
+        m["Tr"] if service == "upstream" else m["Ta"],
+        "Tr" if service == "upstream" else "Ta",
+        1e-3,
+    )
     c.add(stamp, exact, ms if ms is not None and ms > 0 else None, 0.0)
 
 
 def read_access_log(
-    paths: str | Path | Sequence[str | Path], fmt: str, *, log_format: str | None = None,
+    paths: str | Path | Sequence[str | Path],
+    fmt: str,
+    *,
+    log_format: str | None = None,
     service: str = "upstream",
-) -> TraceLog:  # fmt: skip
+) -> TraceLog:
     """Read an access log as a workload (see the module notes for each format's rules).
 
     Parameters
@@ -289,9 +313,10 @@ def read_access_log(
         need = "upstream_response_time" if service == "upstream" else "request_time"
         if not clock or need not in names:
             raise ParameterError(
-                "log_format", log_format or NGINX_DEFAULT_FORMAT,
+                "log_format",
+                log_format or NGINX_DEFAULT_FORMAT,
                 f"a format with a time ($msec, $time_iso8601 or $time_local) and ${need}",
-            )  # fmt: skip
+            )
     regex = {"envoy": _ENVOY, "haproxy": _HAPROXY}.get(fmt, pattern)
     for name, lineno, raw in log_lines(files):
         if not c.files or c.files[-1] != name:

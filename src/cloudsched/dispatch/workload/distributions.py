@@ -219,8 +219,10 @@ class BoundedPareto(Distribution):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_real("alpha", self.alpha, low=PARETO_ALPHA[0], high=PARETO_ALPHA[1])
-        check_real("max", self.high, low=self.mean, high=PARETO_MAX_RATIO * self.mean,
-                   low_open=True)  # fmt: skip
+        check_real(
+            "max", self.high, low=self.mean, high=PARETO_MAX_RATIO * self.mean, low_open=True
+        )
+
         def excess(lo: float) -> float:
             with np.errstate(all="ignore"):
                 return _pareto_moment(1, self.alpha, lo, self.high) - self.mean
@@ -229,9 +231,11 @@ class BoundedPareto(Distribution):
         fa, fb = excess(a), excess(b)
         if not (math.isfinite(fa) and math.isfinite(fb) and fa < 0.0 < fb):
             raise ParameterError(
-                "max", self.high, f"a bound for which a Pareto of shape {self.alpha:g} can "
+                "max",
+                self.high,
+                f"a bound for which a Pareto of shape {self.alpha:g} can "
                 f"have mean {self.mean:g} (try a smaller max or a larger alpha)",
-            )  # fmt: skip
+            )
         from scipy.optimize import brentq  # here: scipy.optimize takes 0.1 s to import
 
         low = brentq(excess, a, b, xtol=1e-15 * self.mean, rtol=1e-14)
@@ -264,15 +268,19 @@ class Empirical(Distribution):
             raise ParameterError("empirical sample", f"{v.size} values", "at least one value")
         bad = np.flatnonzero(~np.isfinite(v) | (v <= 0))
         if bad.size:
-            raise ParameterError("empirical sample", f"value {bad[0] + 1} = {v[bad[0]]!r}",
-                                 "finite and positive numbers")  # fmt: skip
+            raise ParameterError(
+                "empirical sample",
+                f"value {bad[0] + 1} = {v[bad[0]]!r}",
+                "finite and positive numbers",
+            )
         top = float(v.max())
         raw_mean = top * float(np.mean(v / top))  # no overflow for values near 1e308
         if float(v.min()) < raw_mean * SAMPLE_SPREAD[0] or top > raw_mean * SAMPLE_SPREAD[1]:
             raise ParameterError(
-                "empirical sample", f"values from {float(v.min()):.3g} to {top:.3g} "
-                f"(mean {raw_mean:.3g})", "values within [1e-12, 1e9] x the sample mean",
-            )  # fmt: skip
+                "empirical sample",
+                f"values from {float(v.min()):.3g} to {top:.3g} (mean {raw_mean:.3g})",
+                "values within [1e-12, 1e9] x the sample mean",
+            )
         object.__setattr__(self, "values", (v / raw_mean) * self.mean)
 
     @property
@@ -310,15 +318,17 @@ def _read_sample(path: str, name: str) -> np.ndarray:
                         x = math.nan
                     if not (math.isfinite(x) and x > 0):
                         raise ParameterError(
-                            f"{name} file", f"{path}:{lineno}: {token!r}",
+                            f"{name} file",
+                            f"{path}:{lineno}: {token!r}",
                             "positive finite numbers separated by spaces, commas or lines",
-                        ) from None  # fmt: skip
+                        ) from None
                     values.append(x)
     except OSError as exc:
         raise ParameterError(f"{name} file", path, f"a readable file ({exc.strerror})") from None
     except UnicodeDecodeError as exc:
-        raise ParameterError(f"{name} file", path,
-                             f"UTF-8 text (byte {exc.start} is not)") from None  # fmt: skip
+        raise ParameterError(
+            f"{name} file", path, f"UTF-8 text (byte {exc.start} is not)"
+        ) from None
     return np.frombuffer(values, dtype=np.float64).copy()
 
 
@@ -340,8 +350,9 @@ def parse_spec(spec: str, name: str = "--service") -> Distribution:
         except ParameterError as exc:
             raise ParameterError(f"{name} file", f"{file}: {exc.value}", exc.allowed) from None
     params = _params(rest, name, spec)
-    mean = check_real(f"{name} mean", params.pop("mean", 1.0), low=MEAN_RANGE[0],
-                      high=MEAN_RANGE[1])  # fmt: skip
+    mean = check_real(
+        f"{name} mean", params.pop("mean", 1.0), low=MEAN_RANGE[0], high=MEAN_RANGE[1]
+    )
     try:
         if kind in ("exp", "exponential", "poisson"):
             dist: Distribution = Exponential(mean)
@@ -351,8 +362,7 @@ def parse_spec(spec: str, name: str = "--service") -> Distribution:
             dist = Uniform(mean, params.pop("cv", 1.0 / math.sqrt(3.0)))
         elif kind == "lognormal":
             dist = LogNormal(
-                mean,
-                check_real("cv", params.pop("cv", 1.0), low=0.0, high=CV_MAX, low_open=True),
+                mean, check_real("cv", params.pop("cv", 1.0), low=0.0, high=CV_MAX, low_open=True)
             )
         elif kind in ("h2", "hyperexp"):
             dist = HyperExponential(mean, params.pop("cv", 2.0))

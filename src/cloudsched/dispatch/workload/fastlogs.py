@@ -31,17 +31,20 @@ def _columns(path: Path) -> dict[str, np.ndarray] | None:
 
     read = pc.ReadOptions(column_names=[f"c{i}" for i in range(13)], block_size=1 << 22)
     # as strict as the line reader: no quoting, and an empty line is a row of one field
-    parse = pc.ParseOptions(quote_char=False, double_quote=False, escape_char=False,
-                            ignore_empty_lines=False)  # fmt: skip
-    convert = pc.ConvertOptions(include_columns=list(_COLS),
-                                column_types={c: pa.int64() for c in _COLS})  # fmt: skip
+    parse = pc.ParseOptions(
+        quote_char=False, double_quote=False, escape_char=False, ignore_empty_lines=False
+    )
+    convert = pc.ConvertOptions(
+        include_columns=list(_COLS), column_types={c: pa.int64() for c in _COLS}
+    )
     parts: dict[str, list[np.ndarray]] = {k: [] for k in _COLS.values()}
     try:
         with open(path, "rb") as raw:
             gz = raw.read(2) == b"\x1f\x8b"
         stream = pa.input_stream(str(path), compression="gzip" if gz else None)
-        with pc.open_csv(stream, read_options=read, parse_options=parse,
-                         convert_options=convert) as reader:  # fmt: skip
+        with pc.open_csv(
+            stream, read_options=read, parse_options=parse, convert_options=convert
+        ) as reader:
             for batch in reader:
                 for col, name in _COLS.items():
                     arr = batch.column(col)
@@ -78,8 +81,10 @@ def read_google_fast(paths: Sequence[str | Path], unfinished: str) -> GoogleColu
     cols = [_columns(Path(p)) for p in paths]
     if any(c is None for c in cols):
         return None
-    t, job, task, kind = (np.concatenate([c[k] for c in cols if c is not None])
-                          for k in ("time", "job", "task", "kind"))  # fmt: skip
+    t, job, task, kind = (
+        np.concatenate([c[k] for c in cols if c is not None])
+        for k in ("time", "job", "task", "kind")
+    )
     n = t.size
     if n == 0 or t.min() < 0 or np.any(np.diff(t) < 0) or kind.min() < 0 or kind.max() > 8:
         return None

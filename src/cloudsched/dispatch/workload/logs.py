@@ -74,16 +74,22 @@ def detect_format(path: Path) -> str:
     fmt = detect_access_format(line)
     if fmt is None:
         raise TraceError(
-            f"{path}:1", "cannot tell the log's format: give --trace-format (one of "
-            + ", ".join(ALL_FORMATS[1:]) + "; nginx logs in a custom format need --log-format)"
-        )  # fmt: skip
+            f"{path}:1",
+            "cannot tell the log's format: give --trace-format (one of "
+            + ", ".join(ALL_FORMATS[1:])
+            + "; nginx logs in a custom format need --log-format)",
+        )
     return fmt
 
 
 def read_log(
-    paths: str | Path | Sequence[str | Path], fmt: str = "auto", *, unfinished: str = "drop",
-    log_format: str | None = None, log_service: str = "upstream",
-) -> TraceLog:  # fmt: skip
+    paths: str | Path | Sequence[str | Path],
+    fmt: str = "auto",
+    *,
+    unfinished: str = "drop",
+    log_format: str | None = None,
+    log_service: str = "upstream",
+) -> TraceLog:
     """Read a workload log of any supported format (``fmt="auto"``: detected).
 
     ``paths`` are files or shipped names (``google2011-sample``, ``nginx-sample``, ...);
@@ -99,7 +105,7 @@ def read_log(
     if log_format is not None and fmt != "nginx":
         raise ParameterError("log_format", log_format, "given only for nginx logs")
     if fmt in ACCESS_FORMATS:
-        from cloudsched.dispatch.workload.traces import check_log_files
+        from cloudsched.dispatch.workload.logfiles import check_log_files
 
         check_log_files(files, fmt)
         return read_access_log(files, fmt, log_format=log_format, service=log_service)
@@ -118,5 +124,8 @@ def log_inputs(log: TraceLog) -> dict[str, object]:
                 digest.update(block)
         name = next((k for k, v in DATASETS.items() if Path(f).name == v[0]), None)
         entries.append({"file": name or str(f), "sha256": digest.hexdigest()})
-    return {"format": log.format, "files": entries, **(
-        {"read_as": dict(log.header)} if log.format in ACCESS_FORMATS else {})}  # fmt: skip
+    return {
+        "format": log.format,
+        "files": entries,
+        **({"read_as": dict(log.header)} if log.format in ACCESS_FORMATS else {}),
+    }

@@ -14,8 +14,15 @@ from numpy.typing import ArrayLike
 from cloudsched.dispatch.workload.distributions import Distribution, Exponential, parse_spec
 from cloudsched.errors import ParameterError, check_choice, check_real
 
-__all__ = ["MAX_LOAD", "RenewalSource", "Trace", "TraceSource", "Workload", "markov_laws",
-           "resolve_workload"]
+__all__ = [
+    "MAX_LOAD",
+    "RenewalSource",
+    "Trace",
+    "TraceSource",
+    "Workload",
+    "markov_laws",
+    "resolve_workload",
+]
 
 #: Largest load accepted: an overloaded run keeps every waiting task in memory, and the
 #: drain after the last measured arrival still simulates arrivals (memory grows with the
@@ -114,8 +121,11 @@ class TraceSource:
 
 def markov_laws(service: Distribution, interarrival: Distribution) -> bool:
     """Whether arrivals are Poisson and service exp(1) (the chain's laws; speeds aside)."""
-    return (isinstance(service, Exponential) and service.mean == 1.0
-            and isinstance(interarrival, Exponential))  # fmt: skip
+    return (
+        isinstance(service, Exponential)
+        and service.mean == 1.0
+        and isinstance(interarrival, Exponential)
+    )
 
 
 @dataclass(frozen=True)
@@ -173,8 +183,12 @@ def resolve_workload(
         engine = "exponential"
     for name, law in (("service", service), ("arrivals", arrivals)):
         if law is not None and not isinstance(law, str | Distribution):
-            raise ParameterError(name, law, "a law: a SPEC such as 'exp', 'det', "
-                                 "'lognormal:cv=2' or 'empirical:FILE' (one, not a list)")
+            raise ParameterError(
+                name,
+                law,
+                "a law: a SPEC such as 'exp', 'det', "
+                "'lognormal:cv=2' or 'empirical:FILE' (one, not a list)",
+            )
     svc = parse_spec(service, "service") if isinstance(service, str) else service or Exponential()
     gap = (
         parse_spec(arrivals, "arrivals") if isinstance(arrivals, str) else arrivals or Exponential()
@@ -203,12 +217,18 @@ def resolve_workload(
         raise ParameterError("load", None, "a number > 0 (it may be left out only with a trace)")
     load = check_real("load", load, low=0.0, high=MAX_LOAD, low_open=True)
     fast = (
-        isinstance(svc, Exponential) and svc.mean == 1.0 and isinstance(gap, Exponential)
+        isinstance(svc, Exponential)
+        and svc.mean == 1.0
+        and isinstance(gap, Exponential)
         and speed is None
-    )  # fmt: skip
+    )
     if engine == "exponential" and not fast:
-        raise ParameterError("engine", engine, "'general', 'auto' or 'counts' unless arrivals "
-                             "are Poisson and service exp(1) at equal speeds")  # fmt: skip
+        raise ParameterError(
+            "engine",
+            engine,
+            "'general', 'auto' or 'counts' unless arrivals "
+            "are Poisson and service exp(1) at equal speeds",
+        )
     if engine == "counts" and not (fast or (speed is not None and markov_laws(svc, gap))):
         raise ParameterError(
             "engine", engine, "'general' or 'auto' unless arrivals are Poisson and service exp(1)"

@@ -33,7 +33,13 @@ from pathlib import Path
 
 import numpy as np
 
-from cloudsched.dispatch.workload.logfiles import MAX_INT, MAX_VALUE, TraceError, log_lines
+from cloudsched.dispatch.workload.logfiles import (
+    MAX_INT,
+    MAX_VALUE,
+    TraceError,
+    check_log_files,
+    log_lines,
+)
 from cloudsched.dispatch.workload.resolved import Trace
 from cloudsched.errors import ParameterError
 
@@ -75,7 +81,8 @@ def _number(where: str, text: str, what: str, integer: bool = True) -> float:
         shown = text if len(text) <= 40 else text[:37] + "..."
         raise TraceError(where, f"{what} must be a number, got {shown!r}") from None
     if (integer and not -MAX_INT <= x < MAX_INT) or (
-            not integer and not (math.isfinite(x) and abs(x) <= MAX_VALUE)):  # fmt: skip
+        not integer and not (math.isfinite(x) and abs(x) <= MAX_VALUE)
+    ):
         bound = "a 64-bit integer" if integer else f"a finite number of magnitude <= {MAX_VALUE:g}"
         raise TraceError(where, f"{what} must be {bound} ({len(text)} characters given)")
     return x
@@ -150,8 +157,18 @@ def _read_google(paths: Sequence[str | Path], unfinished: str) -> TraceLog:
                 arrivals.append(arrival)
                 services.append(run)
                 censored += 1
-    return finish_log(arrivals, services, "google2011", files, records, submitted, censored,
-                   first_submit, last_submit, {})  # fmt: skip
+    return finish_log(
+        arrivals,
+        services,
+        "google2011",
+        files,
+        records,
+        submitted,
+        censored,
+        first_submit,
+        last_submit,
+        {},
+    )
 
 
 def _read_swf(paths: Sequence[str | Path]) -> TraceLog:
@@ -211,8 +228,11 @@ def _read_csv(paths: Sequence[str | Path]) -> TraceLog:
                 raise TraceError(where, "the header must name the columns 'arrival' and 'service'")
             for col in ("arrival", "service"):
                 if names.count(col) > 1:
-                    raise TraceError(where, f"the header names the column {col!r} "
-                                     f"{names.count(col)} times (once, please)")  # fmt: skip
+                    raise TraceError(
+                        where,
+                        f"the header names the column {col!r} "
+                        f"{names.count(col)} times (once, please)",
+                    )
             columns = (names.index("arrival"), names.index("service"))
             width = len(names)
             continue
@@ -253,41 +273,18 @@ def finish_log(
     order = np.argsort(a, kind="stable")  # censored tasks are appended out of order
     dropped = submitted - len(arrivals)
     trace = Trace(a[order], s[order], where)
-    return TraceLog(trace, fmt, tuple(files), records, submitted, dropped, censored,
-                    float(first_submit), float(last_submit), header)  # fmt: skip
-
-
-#: Memory per task while a log is read (value arrays, then the sorted copies), measured ~52 B.
-BYTES_PER_ROW_READ = 64
-#: A text row is at least this many bytes (the smallest plausible record).
-MIN_ROW_BYTES = 16
-#: Memory per byte of a Google task_events file while it is read: tasks in flight are kept
-#: by (job, task) key until they finish; measured 5.5 B (2M rows of tasks that never finish:
-#: 408 MB for 74 MB).
-GOOGLE_BYTES_PER_BYTE = 8
-
-
-def check_log_files(files: Sequence[str | Path], fmt: str = "csv") -> None:
-    """Refuse non-regular files and logs whose rows could not fit in memory.
-
-    A device such as /dev/zero never ends; gzip files are assumed to expand tenfold.
-    """
-    from cloudsched.resources import check_memory
-
-    total = 0.0
-    for f in files:
-        p = Path(f)
-        if not p.exists():
-            raise TraceError(str(f), "cannot open (No such file or directory)")
-        if not p.is_file():
-            raise TraceError(str(f), "not a regular file (a device, pipe or folder cannot be read "
-                             "as a log)")  # fmt: skip
-        size = p.stat().st_size
-        total += size * (10 if p.suffix == ".gz" else 1)
-    need = total * GOOGLE_BYTES_PER_BYTE if fmt == "google2011" else (
-        total / MIN_ROW_BYTES * BYTES_PER_ROW_READ)  # fmt: skip
-    check_memory("trace", ", ".join(map(str, files)), need,
-                 "reading the log (upper estimate)")  # fmt: skip
+    return TraceLog(
+        trace,
+        fmt,
+        tuple(files),
+        records,
+        submitted,
+        dropped,
+        censored,
+        float(first_submit),
+        float(last_submit),
+        header,
+    )
 
 
 def read_trace(
@@ -324,8 +321,18 @@ def read_trace(
         if fast is None:  # something to report with its file and line
             return _read_google(files, unfinished)
         a, s, records, submitted, censored, first, last = fast
-        return finish_log(array("d", a), array("d", s), "google2011", [str(f) for f in files],
-                          records, submitted, censored, first, last, {})  # fmt: skip
+        return finish_log(
+            array("d", a),
+            array("d", s),
+            "google2011",
+            [str(f) for f in files],
+            records,
+            submitted,
+            censored,
+            first,
+            last,
+            {},
+        )
     if fmt == "swf":
         return _read_swf(files)
     return _read_csv(files)
@@ -355,7 +362,10 @@ def trace_summary(log: TraceLog) -> dict[str, object]:
         "service_p99_s": float(pct[2]),
         "service_max_s": float(svc.max()),
         "offered_work_s_per_s": float(svc.sum() / t.span) if t.span > 0 else float("inf"),
-        "notes": [] if t.span > 0 else [
+        "notes": []
+        if t.span > 0
+        else [
             "arrival_rate_per_s and offered_work_s_per_s are infinite: every arrival of the "
-            "log is at the same time"],
-    }  # fmt: skip
+            "log is at the same time"
+        ],
+    }

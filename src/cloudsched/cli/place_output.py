@@ -1,0 +1,121 @@
+"""What ``cloudsched place simulate`` writes: its table, its bound line, tables and figure."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from cloudsched.cli.common import render_table
+
+__all__ = ["bound_line", "check_tables", "plot_end", "simulate_text", "write_tables"]
+
+PER_TYPE = [
+    "name",
+    "nodes",
+    "edges",
+    "load",
+    "mean_queue_length",
+    "final_queue_length",
+    "mean_in_service",
+    "mean_virtual_templates",
+    "mean_partition_cost",
+    "cost_rate",
+    "mean_wait",
+    "proposal_success_rate",
+]
+
+
+def simulate_text(res: Any, payload: dict[str, Any], title: str) -> str:
+    """Render the table ``place simulate`` prints: summary, per job type, frames, bound."""
+    summary = {k: v for k, v in payload.items() if k not in ("per_type", "params", "warnings")}
+    summary["params"] = json.dumps({k: v for k, v in res.params.items() if k != "pilots"})
+    import pandas as pd
+
+    rows = pd.DataFrame({"field": list(summary), "value": list(summary.values())})
+    if not res.steady_state:
+        title += " — NOT STEADY: no intervals"
+    text = render_table(rows, title)
+    per = pd.DataFrame(res.per_type)[PER_TYPE]
+    # one column per job type (the table fits 80 columns for a few types; JSON has it all)
+    by_type: dict[str, list[Any]] = {"field": PER_TYPE[1:]}
+    by_type.update({str(r["name"]): [r[k] for k in PER_TYPE[1:]] for _, r in per.iterrows()})
+    text += render_table(by_type, "per job type")
+    if res.frames:
+        text += (
+            f"frames: {res.frames} ({res.params.get('solver')} solver), optimality gap "
+            f"mean {res.frame_gap_mean:.3g}, largest {res.frame_gap_max:.3g}\n"
+        )
+    if res.bound is not None:
+        text += bound_line(
+            res.cost_rate, res.cost_rate_ci95, res.bound, res.bound_gap, bool(res.bound_proven)
+        )
+    elif res.bound_note:
+        text += f"static optimum not available: {res.bound_note}\n"
+    else:
+        text += "static optimum not computed (--no-compare-bound)\n"
+    text += "".join(f"WARNING: {note}\n" for note in res.warnings)
+    return text
+
+
+def bound_line(
+    cost: float, ci: tuple[float, float] | None, bound: float, gap: float | None, proven: bool
+) -> str:
+    """``cost 0.531 [0.52, 0.54], optimum 0.5, gap 6%`` (the gap is relative to the bound)."""
+    pm = f" [{ci[0]:.4g}, {ci[1]:.4g}]" if ci is not None else " (no interval)"
+    if gap is None and cost < bound:
+        rel = "n/a (the cost is below it: not yet a long-run rate, run longer)"
+    elif gap is None:
+        rel = "n/a"
+    elif gap == float("inf"):
+        rel = f"{cost - bound:.3g} above a zero bound"
+    else:
+        rel = f"{100 * gap:.1f}%"
+    what = "optimum" if proven else "lower bound of the optimum (not proven)"
+    return f"cost {cost:.4g}{pm}, {what} {bound:.4g}, gap {rel}\n"
+
+
+def check_tables(inputs: list[Any], **paths: Path | None) -> None:
+    """Refuse, before any work, a Parquet output that cannot be written (or is an input)."""
+    from cloudsched.cli.common import check_not_input
+    from cloudsched.io import check_output_file
+
+    for name, path in paths.items():
+        if path is not None:
+            check_output_file(path, f"--{name}", ("parquet",))
+            check_not_input(f"--{name}", path, inputs)
+
+
+def write_tables(res: Any, assignments: Path | None, frames: Path | None) -> None:
+    """Write the placement log and MaxWeight's frames as Parquet (atomically)."""
+    from cloudsched.io import atomic_path
+
+    for path, table, what in (
+        (assignments, res.assignments, "placements"),
+        (frames, res.frame_table, "frames"),
+    ):
+        if path is None:
+            continue
+        if table is None:
+            sys.stderr.write(
+                f"warning: no {what} to write ({res.policy} has no frames); {path} not written\n"
+            )
+            continue
+        with atomic_path(path) as tmp:
+            table.to_parquet(tmp, index=False)
+
+
+def plot_end(res: Any, cluster: Any, path: Path, label: str) -> None:
+    """Draw the slots' jobs at the end of a recorded run."""
+    from cloudsched.plotting.placement import plot_snapshots
+
+    end = float(res.warmup_time + res.measured_time)
+    plot_snapshots(
+        {label: (res.final_placement, end)},
+        cluster.slots,
+        cluster.rack,
+        path,
+        title="placement at the end of the run (machines as rows, slots "
+        "coloured by job type, one shade per job)",
+    )

@@ -1,0 +1,187 @@
+"""``cloudsched tune``: the cheapest policy, d, r and N that meet a p99 or mean target."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cloudsched.cli.common import LazyProgress, check_outputs, policies_given
+from cloudsched.cli.trace import LogFormat, LogService, TraceFormat
+from cloudsched.errors import ParameterError, check_real
+
+__all__ = ["register"]
+
+
+def _servers_range(text: str) -> tuple[int, int]:
+    allowed = "N or MIN:MAX, integers with 1 <= MIN <= MAX"
+    try:
+        lo, _, hi = text.partition(":")
+        pair = (int(lo), int(hi or lo))
+    except ValueError:
+        raise ParameterError("--servers", text, allowed) from None
+    if not 1 <= pair[0] <= pair[1]:
+        raise ParameterError("--servers", text, allowed)
+    return pair
+
+
+def _trace_laws(log: Any) -> tuple[Any, Any, float, float]:
+    """Service and inter-arrival laws resampled from a log, its mean service and its rate.
+
+    Equal arrival times (a gap of 0 at the log's resolution) become half the smallest
+    positive gap, so that every resampled gap is positive.
+    """
+    import numpy as np
+
+    from cloudsched.dispatch.workload.distributions import Empirical
+
+    s = log.trace.services
+    gaps = np.diff(log.trace.arrivals)
+    positive = gaps[gaps > 0]
+    if positive.size == 0:
+        raise ParameterError("--trace", log.trace.source, "a log whose arrivals are not all equal")
+    gaps = np.where(gaps > 0, gaps, positive.min() / 2)
+    return Empirical(s), Empirical(gaps), float(s.mean()), float(gaps.size / log.trace.span)
+
+
+def tune(
+    policy_args: Annotated[
+        list[str] | None,
+        typer.Argument(
+            metavar="POLICIES",
+            help="Candidate policies (default: random, pod, jiq, "
+            "jiq-pod; jsq is ideal: it reads every queue and counts no messages).",
+        ),
+    ] = None,
+    *,
+    p99: Annotated[float | None, typer.Option("--p99", help="Target: p99 response time.")] = None,
+    mean: Annotated[
+        float | None, typer.Option("--mean", help="Target: mean response time.")
+    ] = None,
+    unit: Annotated[
+        str | None,
+        typer.Option(
+            "--unit",
+            help="Unit of the target: s or ms (with --trace), or service "
+            "(mean service times; the default without a trace).",
+        ),
+    ] = None,
+    rate: Annotated[
+        float | None,
+        typer.Option(
+            "--rate",
+            help="Arrival rate of the whole farm: tasks per second with "
+            "--trace (default: the log's own rate), else per mean service time.",
+        ),
+    ] = None,
+    load: Annotated[
+        float | None, typer.Option("--load", help="Or: the load per server at a fixed --servers N.")
+    ] = None,
+    servers: Annotated[
+        str, typer.Option("--servers", help="N, or a range MIN:MAX to search.")
+    ] = "1:10000",
+    policy: Annotated[
+        list[str] | None,
+        typer.Option("--policy", help="Older form of POLICIES (still accepted; repeatable)."),
+    ] = None,
+    d: Annotated[list[int] | None, typer.Option("--d", help="d values; repeatable.")] = None,
+    r: Annotated[list[float] | None, typer.Option("--r", help="r values; repeatable.")] = None,
+    threshold: Annotated[
+        list[int] | None,
+        typer.Option("--threshold", help="z values of jiq-threshold; repeatable (default 1)."),
+    ] = None,
+    max_messages: Annotated[
+        float | None, typer.Option("--max-messages", help="At most this many messages per task.")
+    ] = None,
+    service: Annotated[str | None, typer.Option("--service", help="Service law SPEC.")] = None,
+    arrivals: Annotated[str | None, typer.Option("--arrivals", help="Inter-arrival SPEC.")] = None,
+    trace: Annotated[
+        list[str] | None, typer.Option("--trace", help="A log (or shipped name) as the workload.")
+    ] = None,
+    trace_format: TraceFormat = "auto",
+    log_format: LogFormat = None,
+    log_service: LogService = "upstream",
+    precision: Annotated[float, typer.Option("--precision", help="Each run's precision.")] = 0.02,
+    seed: Annotated[int, typer.Option("--seed", help="Root seed.")] = 0,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="table or json (default: from --out).")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the answer to this file.")
+    ] = None,
+) -> None:
+    """Find the cheapest policy, d, r and N that meet a p99 or mean target, certified."""
+    check_outputs(out=out, inputs=trace or [])
+    from cloudsched.cli.common import emit, resolve_format
+    from cloudsched.cli.tune_output import explain, log_replay
+    from cloudsched.dispatch.workload.logs import read_log
+    from cloudsched.experiments.tune import tune as run_tune
+
+    fmt = resolve_format(fmt, out, ("table", "json"))
+    if (p99 is None) == (mean is None):
+        raise ParameterError("--p99/--mean", None, "exactly one of --p99 X or --mean X")
+    metric, target = ("p99", p99) if p99 is not None else ("mean", mean)
+    target = check_real(f"--{metric}", target, low=0.0, low_open=True)
+    lo, hi = _servers_range(servers)
+    log = (
+        read_log(trace, trace_format, log_format=log_format, log_service=log_service)
+        if trace
+        else None
+    )
+    units = ("s", "ms") if log is not None else ("service",)
+    unit = unit or units[0]
+    if unit not in units:
+        raise ParameterError(
+            "--unit",
+            unit,
+            " or ".join(units)
+            + (
+                " (a trace gives times in seconds)"
+                if log is not None
+                else " (without a trace, times are in mean service times)"
+            ),
+        )
+    scale, svc_law, arr_law = 1.0, service, arrivals
+    if log is not None:
+        if service or arrivals:
+            raise ParameterError("--service", service or arrivals, "not given with --trace")
+        svc_law, arr_law, mean_s, log_rate = _trace_laws(log)
+        scale = mean_s / (1e-3 if unit == "ms" else 1.0)  # one mean service time, in units
+        rate = (log_rate if rate is None else rate) * mean_s  # tasks per mean service time
+    if load is not None:
+        if (rate is not None and log is None) or lo != hi:
+            raise ParameterError("--load", load, "given with a fixed --servers N, without --rate")
+        rate = check_real("--load", load, low=0.0, high=1.0, low_open=True, high_open=True) * lo
+    if rate is None:
+        raise ParameterError("--rate", None, "given (or --load with a fixed --servers N)")
+    bar = LazyProgress(f"tune {metric} <= {target:g} {unit}", delay=1.0)
+    try:
+        res = run_tune(
+            rate=rate,
+            target=target / scale,
+            metric=metric,
+            servers=(lo, hi),
+            policies=policies_given(policy_args, policy) or ("random", "pod", "jiq", "jiq-pod"),
+            ds=d or (2, 3),
+            rs=r or (10.0,),
+            thresholds=threshold or (1,),
+            max_messages=max_messages if max_messages is not None else math.inf,
+            seed=seed,
+            service=svc_law,
+            arrivals=arr_law,
+            precision=precision,
+            replay=log_replay(log, metric) if log is not None else None,
+            say=lambda line: bar(-1.0, line.strip()[:50]),
+            scale=scale,
+            unit=unit if log is not None else "mean service times",
+        )
+    finally:
+        bar.close()
+    emit(explain(res, scale, unit, fmt, trace), out)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``tune`` to ``app``."""
+    app.command()(tune)
