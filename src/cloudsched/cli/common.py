@@ -40,6 +40,7 @@ __all__ = [
     "render_table",
     "resolve_format",
     "to_json",
+    "trace_laws",
     "wrote",
 ]
 
@@ -346,3 +347,22 @@ def parse_loads(load: Sequence[str] | None, loads: str | None) -> np.ndarray:
             "--load", None, "given at least once (or use --loads START:STOP:COUNT)"
         )
     return check_loads("--load", list(load))
+
+
+def trace_laws(log: Any) -> tuple[Any, Any, float, float]:
+    """Service and inter-arrival laws resampled from a log, its mean service and its rate.
+
+    Equal arrival times (a gap of 0 at the log's resolution) become half the smallest
+    positive gap, so that every resampled gap is positive.
+    """
+    import numpy as np
+
+    from cloudsched.dispatch.workload.distributions import Empirical
+
+    s = log.trace.services
+    gaps = np.diff(log.trace.arrivals)
+    positive = gaps[gaps > 0]
+    if positive.size == 0:
+        raise ParameterError("--trace", log.trace.source, "a log whose arrivals are not all equal")
+    gaps = np.where(gaps > 0, gaps, positive.min() / 2)
+    return Empirical(s), Empirical(gaps), float(s.mean()), float(gaps.size / log.trace.span)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, policies_given
+from cloudsched.cli.common import LazyProgress, check_outputs, policies_given, trace_laws
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat
 from cloudsched.errors import ParameterError, check_real
 
@@ -25,25 +25,6 @@ def _servers_range(text: str) -> tuple[int, int]:
     if not 1 <= pair[0] <= pair[1]:
         raise ParameterError("--servers", text, allowed)
     return pair
-
-
-def _trace_laws(log: Any) -> tuple[Any, Any, float, float]:
-    """Service and inter-arrival laws resampled from a log, its mean service and its rate.
-
-    Equal arrival times (a gap of 0 at the log's resolution) become half the smallest
-    positive gap, so that every resampled gap is positive.
-    """
-    import numpy as np
-
-    from cloudsched.dispatch.workload.distributions import Empirical
-
-    s = log.trace.services
-    gaps = np.diff(log.trace.arrivals)
-    positive = gaps[gaps > 0]
-    if positive.size == 0:
-        raise ParameterError("--trace", log.trace.source, "a log whose arrivals are not all equal")
-    gaps = np.where(gaps > 0, gaps, positive.min() / 2)
-    return Empirical(s), Empirical(gaps), float(s.mean()), float(gaps.size / log.trace.span)
 
 
 def tune(
@@ -147,7 +128,7 @@ def tune(
     if log is not None:
         if service or arrivals:
             raise ParameterError("--service", service or arrivals, "not given with --trace")
-        svc_law, arr_law, mean_s, log_rate = _trace_laws(log)
+        svc_law, arr_law, mean_s, log_rate = trace_laws(log)
         scale = mean_s / (1e-3 if unit == "ms" else 1.0)  # one mean service time, in units
         rate = (log_rate if rate is None else rate) * mean_s  # tasks per mean service time
     if load is not None:

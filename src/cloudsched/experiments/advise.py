@@ -1,0 +1,211 @@
+"""Which choice_count? Power-of-d against the full scan, on the user's farm and traffic.
+
+The question a platform engineer asks of a least-request / power-of-two balancer (Envoy's
+``choice_count``, NGINX's ``random two``, HAProxy's ``random(d)``): how many endpoints
+should each request sample, with or without replacement, and how close is that to
+scanning them all?  :func:`advise` simulates pod(d) on ``servers`` endpoints for each ``d``
+(1 is a uniform choice) and both ways of sampling, and the full scan (``d = servers``
+without replacement examines every endpoint and joins a uniform one among the least
+loaded: that is JSQ, run as ``jsq``, whose cost per event does not grow with N), each on its own
+seeded stream, with the same workload (Poisson/exponential, laws, or laws resampled from
+a log); and, where the workload is Poisson/exponential, puts the finite-N theory beside
+it (:func:`cloudsched.dispatch.predict` at ``servers=N``: exact chain, refined or mean
+field, as its model table allows).
+
+The advice is the smallest ``d`` (without replacement when both qualify: it never probes
+an endpoint twice) whose metric is within ``tolerance`` of the full scan's, judged on the
+intervals: the upper end of the 95% interval of its mean (or its p99, by sectioning)
+against the full scan's estimate times ``1 + tolerance``.  With a ``target``, the smallest
+``d`` whose interval's upper end meets it is given as well.  ``examined`` is what a request
+costs the balancer: the endpoints it looks at (``d``; the full scan: ``servers``), messages
+when the loads are probed, counter reads when they are local.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cloudsched.errors import SEED_LIMIT, ParameterError, check_choice, check_int, check_real
+from cloudsched.experiments.tune_search import metric_interval
+from cloudsched.progress import Progress
+from cloudsched.results import interval_columns
+
+__all__ = ["METRICS", "Advice", "advise", "default_ds"]
+
+METRICS = ("p99", "mean")
+
+
+def default_ds(servers: int) -> list[int]:
+    """Return the d values tried by default: 1, 2, 3, 4, 6, 8, 16, 32 below N, and N."""
+    return sorted({d for d in (1, 2, 3, 4, 6, 8, 16, 32) if d < servers} | {servers})
+
+
+@dataclass
+class Advice:
+    """The rows (one per d and sampling), the full scan's row, and the advice."""
+
+    servers: int
+    load: float
+    metric: str
+    tolerance: float
+    target: float | None
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    recommended: dict[str, Any] | None = None
+    meets_target: dict[str, Any] | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def full_scan(self) -> dict[str, Any]:
+        """The row of d = N without replacement."""
+        return next(r for r in self.rows if r["full_scan"])
+
+
+def _theory(servers: int, load: float, d: int, replace: bool) -> tuple[float, str] | None:
+    """Finite-N mean response time and its source (None where no model is cheap here)."""
+    from cloudsched.dispatch.theory.prediction import predict
+
+    if d == 1:  # a uniform choice: independent M/M/1 queues at every N
+        return 1.0 / (1.0 - load), "exact"
+    policy = "jsq" if d == servers and not replace else "pod"
+    try:
+        (p,) = predict(policy, [load], servers=servers, d=d, replace=replace, r=servers)
+    except ParameterError:
+        return None
+    if p.source == "meanfield":  # the N -> infinity limit: not this farm's number
+        return None
+    return p.value, p.source
+
+
+def _row(res: Any, d: int, replace: bool, servers: int, metric: str) -> dict[str, Any]:
+    est, low, high = metric_interval(res, metric)
+    return {
+        "d": d,
+        "with_replacement": replace,
+        "full_scan": d == servers and not replace,
+        "mean_response_time": res.mean_response_time,
+        **interval_columns(res.ci95),
+        "p99": res.percentiles.get("p99", math.nan),
+        "metric": est,
+        "metric_low": low,
+        "metric_high": high,
+        "examined": d,
+        "steady_state": res.steady_state,
+        "warnings": "; ".join(res.warnings),
+    }
+
+
+def _check(
+    servers: int,
+    load: float,
+    ds: Sequence[int] | None,
+    metric: str,
+    tolerance: float,
+    target: float | None,
+    seed: int,
+) -> tuple[int, float, list[int], str, float, float | None, int]:
+    n = check_int("servers", servers, low=2, high=10**7)
+    load = check_real("load", load, low=0.0, high=1.0, low_open=True, high_open=True)
+    d_list = sorted({check_int("d", d, low=1, high=n) for d in (ds or default_ds(n))} | {n})
+    metric = check_choice("metric", metric, METRICS)
+    tolerance = check_real("tolerance", tolerance, low=0.0, high=10.0)
+    if target is not None:
+        target = check_real("target", target, low=0.0, low_open=True)
+    seed = check_int("seed", seed, low=0, high=SEED_LIMIT - 1)
+    return n, load, d_list, metric, tolerance, target, seed
+
+
+def advise(
+    *,
+    servers: int,
+    load: float,
+    ds: Sequence[int] | None = None,
+    metric: str = "p99",
+    tolerance: float = 0.05,
+    target: float | None = None,
+    seed: int = 0,
+    progress: Progress | None = None,
+    **options: Any,
+) -> Advice:
+    """Simulate pod(d) for each d, with and without replacement, and advise a d.
+
+    Parameters
+    ----------
+    servers : int
+        Endpoints N (>= 2).
+    load : float
+        Arrival rate per endpoint, in (0, 1) (mean service time 1).
+    ds : sequence of int, optional
+        The d values (default :func:`default_ds`); N (the full scan) is always added.
+    metric : str
+        ``p99`` or ``mean``: what the advice compares.
+    tolerance : float
+        How far above the full scan's metric the advised d may be (0.05: 5%).
+    target : float, optional
+        A bound on the metric (mean service times): the smallest d meeting it is given.
+    seed : int
+        Root seed; setting k (in table order) runs on stream k of ``SeedSequence(seed)``.
+    progress : callable, optional
+        ``progress(fraction, status)`` (:mod:`cloudsched.progress`) before each run.
+    **options
+        Passed to :func:`~cloudsched.dispatch.simulate` (``service``, ``arrivals``,
+        ``precision``, ``max_tasks``, ``time_limit``...).
+    """
+    from cloudsched.dispatch.simulation import simulate
+
+    n, load, d_list, metric, tolerance, target, seed = _check(
+        servers, load, ds, metric, tolerance, target, seed
+    )
+    exponential = options.get("service") is None and options.get("arrivals") is None
+    # with replacement: d = 1 is the same choice, and d = N is no full scan (and O(N) a probe)
+    grid = [(d, rep) for d in d_list for rep in (False, True) if not (rep and d in (1, n))]
+    streams = np.random.SeedSequence(seed).spawn(len(grid))
+    out = Advice(n, load, metric, tolerance, target)
+    for k, ((d, rep), stream) in enumerate(zip(grid, streams, strict=True)):
+        if progress is not None:
+            progress(k / len(grid), f"d={d} {'with' if rep else 'without'} replacement")
+        full = d == n and not rep
+        res = simulate(
+            "jsq" if full else "pod",
+            servers=n,
+            load=load,
+            d=2 if full else d,
+            with_replacement=rep,
+            keep_response_times=metric == "p99",
+            rng=np.random.default_rng(stream),
+            **options,
+        )
+        row = _row(res, d, rep, n, metric)
+        theory = _theory(n, load, d, rep) if exponential else None
+        row["theory_mean"], row["theory_source"] = theory if theory else (math.nan, "")
+        out.rows.append(row)
+    if progress is not None:
+        progress(1.0, "")
+    _conclude(out)
+    return out
+
+
+def _conclude(out: Advice) -> None:
+    """Fill in the advice: the smallest d near the full scan, the smallest meeting the target.
+
+    Rows without an interval (not steady, or too short) cannot qualify; a note says so.
+    """
+    scan = out.full_scan["metric"]
+    near = scan * (1.0 + out.tolerance)
+    ordered = sorted(out.rows, key=lambda r: (r["d"], r["with_replacement"]))
+    for row in ordered:
+        row["within_tolerance"] = bool(row["metric_high"] <= near)  # NaN: False
+    out.recommended = next((r for r in ordered if r["within_tolerance"]), None)
+    if out.target is not None:
+        out.meets_target = next((r for r in ordered if r["metric_high"] <= out.target), None)
+    missing = [r for r in ordered if not math.isfinite(r["metric_high"])]
+    if missing:
+        shown = ", ".join(f"d={r['d']}{'+r' if r['with_replacement'] else ''}" for r in missing)
+        out.notes.append(
+            f"no interval for {shown} (not steady, or too few tasks): "
+            "run longer (--precision, --max-tasks) to judge them"
+        )

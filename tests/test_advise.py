@@ -1,0 +1,118 @@
+"""``advise``: pod(d) with and without replacement against the full scan, and its advice."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from cloudsched.cli import main
+from cloudsched.experiments.advise import Advice, _conclude, advise, default_ds
+
+
+def test_every_setting_matches_its_exact_chain():
+    """On 3 endpoints every setting has an exact model: d = 1 is M/M/1, pod(2) with and
+    without replacement and the full scan (JSQ) are lumped chains.  Each simulated mean
+    lies within three half-widths of its 95% interval of the exact value (a wrong policy,
+    a lost replacement flag or a full scan run as pod would not)."""
+    res = advise(servers=3, load=0.7, metric="mean", precision=0.005, seed=5)
+    got = {(r["d"], r["with_replacement"]) for r in res.rows}
+    assert got == {(1, False), (2, False), (2, True), (3, False)}
+    assert res.full_scan["d"] == 3 and res.full_scan["examined"] == 3
+    for row in res.rows:
+        assert row["theory_source"] == "exact", row
+        half = (row["ci95_high"] - row["ci95_low"]) / 2
+        assert abs(row["mean_response_time"] - row["theory_mean"]) <= 3 * half, row
+    # the laws differ by more than the test accepts: a swapped setting would fail it
+    exact = {(r["d"], r["with_replacement"]): r["theory_mean"] for r in res.rows}
+    widest = max((r["ci95_high"] - r["ci95_low"]) / 2 for r in res.rows)
+    assert exact[(2, True)] - exact[(2, False)] > 6 * widest
+    assert exact[(2, False)] - exact[(3, False)] > 6 * widest
+
+
+def _row(d, rep, metric, high, full=False):
+    return {
+        "d": d,
+        "with_replacement": rep,
+        "full_scan": full,
+        "metric": metric,
+        "metric_high": high,
+        "metric_low": metric - (high - metric),
+    }
+
+
+def test_the_advice_is_the_smallest_d_certified_near_the_full_scan():
+    out = Advice(16, 0.9, "p99", 0.1, 6.0)
+    out.rows = [
+        _row(16, False, 4.0, 4.2, full=True),
+        _row(2, False, 8.0, 8.5),
+        _row(4, True, 4.3, 4.35),  # within 10% with replacement ...
+        _row(4, False, 4.3, math.nan),  # ... without: no interval, cannot qualify
+        _row(8, False, 4.1, 4.3),
+    ]
+    _conclude(out)
+    assert (out.recommended["d"], out.recommended["with_replacement"]) == (4, True)
+    assert out.meets_target["d"] == 4
+    assert "no interval for d=4" in out.notes[0]
+    out.target = 1.0
+    _conclude(out)
+    assert out.meets_target is None
+
+
+def test_default_ds_end_at_the_full_scan():
+    assert default_ds(5) == [1, 2, 3, 4, 5]
+    assert default_ds(1000) == [1, 2, 3, 4, 6, 8, 16, 32, 1000]
+
+
+def test_the_cli_on_a_shipped_log_writes_table_json_and_figure(tmp_path, capsys):
+    argv = [
+        "advise",
+        "--servers",
+        "6",
+        "--trace",
+        "nginx-sample",
+        "--load",
+        "0.8",
+        "--d",
+        "2",
+        "--unit",
+        "ms",
+        "--precision",
+        "0.1",
+        "--seed",
+        "2",
+    ]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--plot", str(tmp_path / "d.png")])
+    out = capsys.readouterr().out
+    assert exc.value.code in (0, None)
+    assert "full scan" in out and "p99 in ms" in out and "advice: " in out
+    assert (tmp_path / "d.png").stat().st_size > 1000
+    with pytest.raises(SystemExit):
+        main([*argv, "--out", str(tmp_path / "a.json")])
+    payload = json.loads((tmp_path / "a.json").read_text())
+    assert payload["unit"] == "ms" and payload["load"] == pytest.approx(0.8)
+    assert {(r["d"], r["with_replacement"]) for r in payload["rows"]} == {
+        (2, False),
+        (2, True),
+        (6, False),
+    }
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--load", "0.5", "--rate", "2"], "--load must be given without --rate"),
+        ([], "--load must be given (or --rate, or a --trace)"),
+        (["--load", "1.2"], "--load must be in (0, 1)"),
+        (["--load", "0.5", "--unit", "ms"], "--unit must be service (without a log"),
+        (["--load", "0.5", "--d", "9"], "--d must be an integer in [1, 4]"),
+        (["--load", "0.5", "--metric", "p50"], "--metric must be one of p99, mean"),
+    ],
+)
+def test_bad_input_is_one_line(capsys, argv, fragment):
+    with pytest.raises(SystemExit) as exc:
+        main(["advise", "--servers", "4", *argv])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and fragment in err, err
