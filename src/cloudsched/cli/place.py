@@ -366,14 +366,16 @@ def place_bound(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``place`` group (``simulate``, ``bound``, ``compare``) to ``app``."""
+    """Add the ``place`` group (``simulate``, ``bound``, ``compare``, ``static``) to ``app``."""
     group = typer.Typer(
         help="Graph-job placement (Storm topologies): simulate policies, solve the optimum.",
         no_args_is_help=True,
     )
     from cloudsched.cli.place_compare import place_compare
+    from cloudsched.cli.place_static import place_static
 
     group.command("simulate")(place_simulate)
     group.command("bound")(place_bound)
     group.command("compare")(place_compare)
+    group.command("static")(place_static)
     app.add_typer(group, name="place")

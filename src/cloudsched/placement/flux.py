@@ -86,8 +86,10 @@ _DEMAND_KEYS = (
 )
 
 
-def _demand(item: Mapping[str, Any], config: Mapping[str, Any], where: str) -> tuple[float, float]:
-    """CPU and memory of one executor of a spout or bolt (unset: config, then Storm's)."""
+def _demand(
+    item: Mapping[str, Any], config: Mapping[str, Any], where: str
+) -> tuple[float, float, float]:
+    """CPU, on-heap and off-heap memory of one executor (unset: config, then Storm's)."""
     out = []
     for key, conf, default in _DEMAND_KEYS:
         value = item.get(key, -1)
@@ -104,7 +106,7 @@ def _demand(item: Mapping[str, Any], config: Mapping[str, Any], where: str) -> t
                 f"in [0, 1e12], got {value!r}",
             )
         out.append(float(value))
-    return out[0], out[1] + out[2]
+    return out[0], out[1], out[2]
 
 
 def _components(doc: Mapping[str, Any], where: str) -> dict[str, int]:
@@ -242,9 +244,19 @@ def _load_flux(
     g = nx.Graph()
     for cid, par in comps.items():
         first[cid] = g.number_of_nodes()
-        cpu, mem = _demand(items[cid], config, where)
+        cpu, onheap, offheap = _demand(items[cid], config, where)
         g.add_nodes_from(
-            (first[cid] + k, {"component": cid, "index": k, "cpu": cpu, "memory": mem})
+            (
+                first[cid] + k,
+                {
+                    "component": cid,
+                    "index": k,
+                    "cpu": cpu,
+                    "memory": onheap + offheap,
+                    "onheap": onheap,
+                    "offheap": offheap,
+                },
+            )
             for k in range(par)
         )
     _add_streams(g, doc.get("streams") or [], comps, first, traffic, where)

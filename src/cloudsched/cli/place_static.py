@@ -1,0 +1,182 @@
+"""``cloudsched place static``: where running Storm topologies should go, as Storm reads it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, wrote
+from cloudsched.errors import ParameterError, check_choice, check_int, check_real
+
+__all__ = ["place_static"]
+
+_SHIPPED = ("wordcount", "exclamation", "rolling-top-words")
+
+
+def _topologies(items: list[str], traffic: str) -> list[Any]:
+    """Read each Flux file (or shipped storm-starter name), one node per executor."""
+    from cloudsched.data import flux_path
+    from cloudsched.placement.flux import TRAFFIC_MODELS, load_flux
+
+    traffic = check_choice("--flux-traffic", traffic, TRAFFIC_MODELS)
+    tops = []
+    for item in items:
+        path = flux_path(item) if item in _SHIPPED else Path(item)
+        if not path.is_file():
+            raise ParameterError(
+                "--topology", item, "a Flux YAML file or one of " + ", ".join(_SHIPPED)
+            )
+        tops.append(load_flux(path, traffic=traffic))
+    names = [t.name for t in tops]
+    if len(set(names)) != len(names):
+        raise ParameterError("--topology", ", ".join(names), "topologies of distinct names")
+    return tops
+
+
+def place_static(
+    *,
+    cluster: Annotated[
+        str, typer.Option("--cluster", help="MACHINESxSLOTS, groups (10x4,5x8) or a cluster file.")
+    ],
+    topology: Annotated[
+        list[str],
+        typer.Option(
+            "--topology",
+            help="A running topology: a Flux YAML file, or a shipped "
+            "storm-starter one (wordcount, exclamation, rolling-top-words); "
+            "repeatable.",
+        ),
+    ],
+    racks: Annotated[int | None, typer.Option("--racks", help="Racks (even split; 1).")] = None,
+    cross_rack_cost: Annotated[
+        float | None, typer.Option("--cross-rack-cost", help="Cost across racks; 2.")
+    ] = None,
+    flux_traffic: Annotated[
+        str,
+        typer.Option(
+            "--flux-traffic",
+            help="edges (1 each) or grouping (from the groupings and parallelism).",
+        ),
+    ] = "edges",
+    solver: Annotated[
+        str, typer.Option("--solver", help="exact (MILP), fast (packing with a bound) or auto.")
+    ] = "auto",
+    time_limit: Annotated[
+        float, typer.Option("--time-limit", help="Seconds for the search and its bound (> 0).")
+    ] = 60.0,
+    assignment: Annotated[
+        Path | None,
+        typer.Option(
+            "--assignment",
+            help="Write the placement as Storm reads it (.yaml or "
+            ".json): workers, their executors, the RAS settings.",
+        ),
+    ] = None,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="table or json (default: from --out).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the table to this file.")] = (
+        None
+    ),
+) -> None:
+    """Place running topologies once at the least traffic cost, beside Storm's schedulers."""
+    check_outputs(out=out, inputs=[cluster, *topology])
+    if assignment is not None:
+        from cloudsched.cli.common import check_not_input
+        from cloudsched.io import check_output_file
+
+        check_output_file(assignment, "--assignment", ("yaml", "yml", "json"))
+        check_not_input("--assignment", assignment, [cluster, *topology])
+    from cloudsched.placement.cluster import cluster_from_text
+    from cloudsched.placement.configuration import SOLVERS
+    from cloudsched.placement.static import BASELINES, place_baseline, storm_assignment
+    from cloudsched.placement.static import place_static as solve
+
+    fmt = resolve_format(fmt, out, ("table", "json"))
+    solver = check_choice("--solver", solver, SOLVERS)
+    time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
+    cl = cluster_from_text(
+        cluster, None if racks is None else check_int("--racks", racks, low=1), cross_rack_cost
+    )
+    tops = _topologies(topology, flux_traffic)
+    best = solve(cl, tops, solver=solver, time_limit=time_limit)
+    runs = [best, *(place_baseline(cl, tops, b) for b in BASELINES)]
+    if assignment is not None:
+        _write_assignment(assignment, storm_assignment(cl, tops, best))
+    rows = [_row(p, tops, best) for p in runs]
+    title = (
+        f"{len(tops)} running topologies on {cluster} ({cl.total_slots} slots): traffic "
+        "cost of the edges broken across machines"
+    )
+    payload = {"cluster": cluster, "topologies": [t.name for t in tops], "rows": rows}
+    text = format_frame(_frame(rows), fmt, title, payload)
+    if fmt == "table":
+        text += _summary(best, runs[1:])
+    emit(text, out)
+    if assignment is not None:
+        wrote(assignment)
+
+
+def _row(p: Any, tops: list[Any], best: Any) -> dict[str, Any]:
+    placed = [(t, m) for t, m in zip(tops, p.machines, strict=True) if m is not None]
+    total = sum(t.total_traffic for t, _ in placed)
+    broken = sum(_broken(t, m) for t, m in placed)
+    bound = best.lower_bound
+    gap = (p.cost - bound) / p.cost if bound is not None and p.cost > 0 else 0.0
+    return {
+        "scheduler": p.policy,
+        "placed": f"{p.placed}/{len(tops)}",
+        "cost": p.cost,
+        "broken": broken / total if total > 0 else 0.0,
+        "machines": len({int(x) for m in p.machines if m is not None for x in m}),
+        "bound": bound,
+        "gap": gap,
+        "notes": "; ".join(p.notes),
+    }
+
+
+def _broken(t: Any, m: Any) -> float:
+    """Traffic on the edges whose ends sit on two machines."""
+    edges = t.edge_array()
+    if edges.size == 0:
+        return 0.0
+    apart = m[edges[:, 0]] != m[edges[:, 1]]
+    return float(t.edge_weights()[apart].sum())
+
+
+def _frame(rows: list[dict[str, Any]]) -> Any:
+    import pandas as pd
+
+    df = pd.DataFrame(rows)
+    return df if df["notes"].astype(bool).any() else df.drop(columns=["notes"])
+
+
+def _summary(best: Any, baselines: list[Any]) -> str:
+    proof = "proven optimal" if best.proven else f"within {best.gap:.1%} of the best possible"
+    lines = [
+        f"optimised ({best.solver} solver, {best.solve_time:.2f} s): cost {best.cost:.4g}, "
+        f"{proof} (lower bound {best.lower_bound:.4g})"
+    ]
+    for b in baselines:
+        if b.placed == len(b.machines) and best.cost > 0:
+            lines.append(f"{b.policy}: {b.cost / best.cost:.2f} x the optimised cost")
+    return "".join(line + "\n" for line in lines)
+
+
+def _write_assignment(path: Path, doc: dict[str, Any]) -> None:
+    import json
+
+    import yaml
+
+    from cloudsched.io import atomic_write_text
+
+    if path.suffix.lower() == ".json":
+        atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
+        return
+    atomic_write_text(
+        path,
+        "# cloudsched place static: Storm assignment\n"
+        + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None),
+    )

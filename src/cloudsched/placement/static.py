@@ -1,0 +1,250 @@
+"""Storm as it runs: one placement of a set of long-running topologies, with its bound.
+
+Running topologies have no arrival rates: each is placed once and stays.  The question is
+where its executors go so that the traffic broken across machines (and racks) is least,
+within every machine's slots, CPU and memory.  :func:`place_static` answers it with the
+max-weight configuration of :mod:`cloudsched.placement.configuration`, each topology worth
+more than any placement of it can cost (so every topology that can be placed is) and capped
+at one copy: the exact MILP where it is cheap, the packing otherwise.  Its cost is bounded
+from below by the largest of
+
+* the configuration solver's own bound: ``sum(values) - upper bound on the weight``;
+* the static optimum's lower bound (:func:`~cloudsched.placement.optimize.static_optimum`)
+  with every load 1: a time-sharing of configurations that serves one copy of each, which
+  any placement of all of them is;
+* the sum of each topology's least cost alone on the empty cluster;
+
+so the gap it reports holds for every placement.  :func:`place_baseline` places the same
+topologies, in the order given, the way Storm's EvenScheduler (``storm-default``) and
+ResourceAwareScheduler (``resource-aware``) would on the empty cluster.
+:func:`storm_assignment` writes a placement as Storm reads it: per topology, each worker
+(host and port) with the executors of each component it runs, and the resource settings
+ResourceAwareScheduler takes (per component, and each supervisor's capacity).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cloudsched.errors import ParameterError
+from cloudsched.placement.cluster import Cluster
+from cloudsched.placement.topology import Topology
+
+__all__ = ["BASELINES", "StaticPlacement", "place_baseline", "place_static", "storm_assignment"]
+
+#: Storm's schedulers :func:`place_baseline` imitates.
+BASELINES = ("storm-default", "resource-aware")
+#: The first port of a supervisor's slots (Storm's ``supervisor.slots.ports`` default).
+FIRST_PORT = 6700
+
+
+@dataclass
+class StaticPlacement:
+    """Where each topology's nodes went (``machines[j]``; None: it did not fit) and the cost."""
+
+    policy: str
+    machines: list[np.ndarray | None]
+    cost: float
+    lower_bound: float | None = None
+    solver: str = ""
+    solve_time: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def placed(self) -> int:
+        """Topologies placed."""
+        return sum(m is not None for m in self.machines)
+
+    @property
+    def gap(self) -> float | None:
+        """``(cost - lower_bound) / cost`` (0 when both are 0; None without a bound)."""
+        if self.lower_bound is None:
+            return None
+        if self.cost <= 0:
+            return 0.0
+        return max(self.cost - self.lower_bound, 0.0) / self.cost
+
+    @property
+    def proven(self) -> bool:
+        """The cost is the least possible (within 1e-6)."""
+        return self.gap is not None and self.gap <= 1e-6
+
+
+def _check_all_fit(cluster: Cluster, tops: Sequence[Topology]) -> None:
+    for t in tops:
+        cluster.check_fits(t, t.name)
+    need = sum(t.nodes for t in tops)
+    if need > cluster.total_slots:
+        raise ParameterError(
+            "topology",
+            ", ".join(t.name for t in tops),
+            f"at most {cluster.total_slots} executors in all (the cluster's slots), not {need}",
+        )
+
+
+def _bounds(cluster: Cluster, tops: Sequence[Topology], time_limit: float) -> tuple[float, str]:
+    """Return the static optimum's lower bound with every load 1 (and why it is missing)."""
+    from cloudsched.placement.optimize import static_optimum
+    from cloudsched.placement.workload import JobType
+
+    jobs = [JobType(f"{t.name}#{j}", 1.0, 1.0, t) for j, t in enumerate(tops)]
+    try:
+        opt = static_optimum(cluster, jobs, time_limit=time_limit)
+    except ParameterError as exc:  # they fit one by one, not as a time-sharing of loads 1
+        return 0.0, f"no time-sharing bound ({exc})"
+    return float(opt.lower_bound), ""
+
+
+def place_static(
+    cluster: Cluster,
+    topologies: Sequence[Topology],
+    *,
+    solver: str = "auto",
+    time_limit: float = 60.0,
+) -> StaticPlacement:
+    """Place every topology once at the least traffic cost found, with a lower bound.
+
+    Raises :class:`ParameterError` when the topologies cannot all fit (slots, CPU, memory).
+    """
+    from cloudsched.placement.configuration import max_weight_configuration
+    from cloudsched.placement.fastpack import Library
+
+    t0 = time.perf_counter()
+    tops = list(topologies)
+    _check_all_fit(cluster, tops)
+    worst = float(cluster.distance.max())
+    values = np.array([1.0 + 2.0 * worst * t.total_traffic for t in tops])  # above any cost
+    lib = Library.build(cluster, tops)
+    sol = max_weight_configuration(
+        cluster,
+        tops,
+        values,
+        np.ones(len(tops), dtype=np.int64),
+        solver=solver,
+        time_limit=time_limit,
+        library=lib,
+    )
+    machines: list[np.ndarray | None] = [None] * len(tops)
+    for j, where in sol.templates:
+        machines[j] = np.asarray(where, dtype=np.int64)
+    out = StaticPlacement("optimised", machines, float(sol.cost), solver=sol.solver)
+    missing = [tops[j].name for j, m in enumerate(machines) if m is None]
+    if missing:
+        out.notes.append("not placed together with the others: " + ", ".join(missing))
+        out.solve_time = time.perf_counter() - t0
+        return out
+    own = float(values.sum() - sol.upper_bound)
+    alone = float(np.sum(lib.lower_bounds))
+    shared, note = _bounds(cluster, tops, max(1.0, time_limit - (time.perf_counter() - t0)))
+    if note:
+        out.notes.append(note)
+    out.lower_bound = max(own, alone, shared, 0.0)
+    out.solve_time = time.perf_counter() - t0
+    return out
+
+
+def place_baseline(
+    cluster: Cluster, topologies: Sequence[Topology], policy: str
+) -> StaticPlacement:
+    """Place the topologies in the order given, as ``policy`` (:data:`BASELINES`) would."""
+    from cloudsched.placement.baselines import resource_aware, storm_default
+
+    if policy not in BASELINES:
+        raise ParameterError("policy", policy, " or ".join(BASELINES))
+    free = cluster.slots.astype(np.int64).copy()
+    free_res = cluster.capacity.copy()
+    machines: list[np.ndarray | None] = []
+    cost = 0.0
+    for t in topologies:
+        if policy == "storm-default":
+            where = storm_default(t, free, cluster, free_res)
+        else:
+            where = resource_aware(t, free, cluster, free_res)
+        machines.append(where)
+        if where is None:
+            continue
+        np.subtract.at(free, where, 1)
+        np.subtract.at(free_res, where, t.demands())
+        cost += cluster.cost(t, where)
+    out = StaticPlacement(policy, machines, cost)
+    missing = [t.name for t, m in zip(topologies, machines, strict=True) if m is None]
+    if missing:
+        out.notes.append("did not fit: " + ", ".join(missing))
+    return out
+
+
+def storm_assignment(
+    cluster: Cluster,
+    topologies: Sequence[Topology],
+    placement: StaticPlacement,
+    hosts: Sequence[str] | None = None,
+) -> dict[str, Any]:
+    """Write ``placement`` as Storm reads it: workers (host, port) and their executors.
+
+    A topology runs one worker on each machine it uses (executors in one worker talk
+    in-process); ports are taken from :data:`FIRST_PORT` up on each machine, topology by
+    topology.  ``ras`` holds the per-component settings of Storm's ResourceAwareScheduler
+    (``topology.component.cpu.pcore.percent`` and ``...onheap.memory.mb``, the demands the
+    placement respected) and ``supervisors`` each host's capacity.
+    """
+    names = list(hosts) if hosts is not None else [f"machine-{m}" for m in range(cluster.machines)]
+    next_port = dict.fromkeys(range(cluster.machines), FIRST_PORT)
+    out: dict[str, Any] = {"topologies": {}}
+    for t, where in zip(topologies, placement.machines, strict=True):
+        if where is None:
+            out["topologies"][t.name] = {"placed": False}
+            continue
+        workers = []
+        for m in np.unique(where):
+            execs: dict[str, list[int]] = {}
+            for v in np.flatnonzero(where == m):
+                node = t.graph.nodes[int(v)]
+                execs.setdefault(str(node.get("component", t.name)), []).append(
+                    int(node.get("index", v))
+                )
+            workers.append({"host": names[int(m)], "port": next_port[int(m)], "executors": execs})
+            next_port[int(m)] += 1
+        out["topologies"][t.name] = {
+            "placed": True,
+            "traffic_cost": cluster.cost(t, where),
+            "workers": workers,
+            "ras": _ras_settings(t),
+        }
+    out["supervisors"] = _supervisors(cluster, names)
+    return out
+
+
+def _ras_settings(t: Topology) -> dict[str, dict[str, float]]:
+    comps: dict[str, dict[str, float]] = {}
+    for _, d in t.graph.nodes(data=True):
+        if "component" in d:
+            comps[str(d["component"])] = {
+                "topology.component.cpu.pcore.percent": float(d.get("cpu", 0.0)),
+                "topology.component.resources.onheap.memory.mb": float(
+                    d.get("onheap", d.get("memory", 0.0))
+                ),
+                "topology.component.resources.offheap.memory.mb": float(d.get("offheap", 0.0)),
+            }
+    return comps
+
+
+def _supervisors(cluster: Cluster, names: Sequence[str]) -> dict[str, dict[str, Any]]:
+    out = {}
+    for m, name in enumerate(names):
+        cpu, mem = (float(x) for x in cluster.capacity[m])
+        entry: dict[str, Any] = {
+            "slots": int(cluster.slots[m]),
+            "supervisor.slots.ports": [FIRST_PORT + k for k in range(int(cluster.slots[m]))],
+        }
+        if math.isfinite(cpu):
+            entry["supervisor.cpu.capacity"] = cpu
+        if math.isfinite(mem):
+            entry["supervisor.memory.capacity.mb"] = mem
+        out[name] = entry
+    return out

@@ -1,0 +1,116 @@
+"""``place static``: running topologies placed once, against brute force and Storm's schedulers."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+import yaml
+
+from cloudsched.cli import main
+from cloudsched.data import flux_path
+from cloudsched.errors import ParameterError
+from cloudsched.placement.cluster import parse_cluster
+from cloudsched.placement.flux import load_flux
+from cloudsched.placement.static import place_baseline, place_static, storm_assignment
+from cloudsched.placement.topology import chain, star
+
+SHIPPED = ("wordcount", "exclamation", "rolling-top-words")
+
+
+def _brute_force(cluster, tops):
+    """Least cost over every assignment of every node to a machine within the slots."""
+    sizes = [t.nodes for t in tops]
+    best = np.inf
+    for where in itertools.product(range(cluster.machines), repeat=sum(sizes)):
+        if np.any(np.bincount(where, minlength=cluster.machines) > cluster.slots):
+            continue
+        parts = np.split(np.array(where), np.cumsum(sizes)[:-1])
+        best = min(best, sum(cluster.cost(t, m) for t, m in zip(tops, parts, strict=True)))
+    return best
+
+
+@pytest.mark.parametrize(
+    ("spec", "tops"), [("3x3", [chain(4), star(4)]), ("2x3,1x2", [chain(2), star(4), chain(2)])]
+)
+def test_the_placement_is_the_brute_force_optimum_and_its_bound_holds(spec, tops):
+    cluster = parse_cluster(spec)
+    best = _brute_force(cluster, tops)
+    res = place_static(cluster, tops, time_limit=20)
+    assert res.placed == len(tops) and res.cost == pytest.approx(best)
+    assert res.lower_bound <= best + 1e-9 and res.proven
+    for policy in ("storm-default", "resource-aware"):
+        assert place_baseline(cluster, tops, policy).cost >= best - 1e-9
+
+
+def test_the_shipped_topologies_beat_storms_schedulers_with_a_valid_bound():
+    cluster = parse_cluster("8x8")
+    tops = [load_flux(flux_path(n), traffic="grouping") for n in SHIPPED]
+    res = place_static(cluster, tops, time_limit=30)
+    assert res.placed == 3 and res.lower_bound <= res.cost + 1e-9
+    for policy in ("storm-default", "resource-aware"):
+        other = place_baseline(cluster, tops, policy)
+        assert other.placed == 3 and other.cost >= res.lower_bound - 1e-9
+    # every machine's slots, CPU and memory hold what was put on it
+    for t, m in zip(tops, res.machines, strict=True):
+        assert cluster.fits_on_machines(t, m)
+    used = np.bincount(np.concatenate(res.machines), minlength=cluster.machines)
+    assert np.all(used <= cluster.slots)
+
+
+def test_the_storm_assignment_lists_every_executor_once():
+    cluster = parse_cluster("6x8")
+    tops = [load_flux(flux_path(n)) for n in ("wordcount", "exclamation")]
+    res = place_static(cluster, tops, time_limit=20)
+    doc = storm_assignment(cluster, tops, res)
+    ports: dict[str, set[int]] = {}
+    for t in tops:
+        entry = doc["topologies"][t.name]
+        seen = []
+        for w in entry["workers"]:
+            assert w["port"] not in ports.setdefault(w["host"], set())  # one worker per slot
+            ports[w["host"]].add(w["port"])
+            seen += [(c, i) for c, ids in w["executors"].items() for i in ids]
+        want = [(d["component"], d["index"]) for _, d in t.graph.nodes(data=True)]
+        assert sorted(seen) == sorted(want)
+        assert set(entry["ras"]) == {d["component"] for _, d in t.graph.nodes(data=True)}
+        assert entry["traffic_cost"] == pytest.approx(cluster.cost(t, res.machines[tops.index(t)]))
+    for host, taken in ports.items():
+        assert len(taken) <= doc["supervisors"][host]["slots"]
+
+
+def test_topologies_that_cannot_all_fit_are_refused():
+    with pytest.raises(ParameterError, match="at most 9 executors in all"):
+        place_static(parse_cluster("3x3"), [chain(5), star(5)])
+
+
+def test_the_cli_writes_the_table_and_a_storm_assignment(tmp_path, capsys):
+    path = tmp_path / "assignment.yaml"
+    argv = ["place", "static", "--cluster", "8x8", "--assignment", str(path)]
+    for name in SHIPPED:
+        argv += ["--topology", name]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out = capsys.readouterr().out
+    assert exc.value.code in (0, None)
+    assert "optimised" in out and "storm-default" in out and "resource-aware" in out
+    doc = yaml.safe_load(path.read_text())
+    assert set(doc["topologies"]) == {"word-count", "exclamation", "rolling-top-words"}
+    assert all(t["placed"] for t in doc["topologies"].values())
+
+
+@pytest.mark.parametrize(
+    ("argv", "fragment"),
+    [
+        (["--topology", "nope"], "--topology must be a Flux YAML file or one of wordcount"),
+        (["--topology", "wordcount", "--topology", "wordcount"], "distinct names"),
+        (["--topology", "wordcount", "--solver", "best"], "--solver must be one of"),
+        (["--topology", "wordcount", "--assignment", "a.txt"], "--assignment"),
+    ],
+)
+def test_bad_input_is_one_line(capsys, argv, fragment):
+    with pytest.raises(SystemExit) as exc:
+        main(["place", "static", "--cluster", "8x8", *argv])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1 and fragment in err, err
