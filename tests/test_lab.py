@@ -8,9 +8,11 @@ need NGINX or HAProxy skip, with that reason, where the binary is absent; CI ins
 """
 
 import os
+import re
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -134,6 +136,18 @@ def test_a_real_proxy_serves_every_request(balancer, policy):
     assert (m["status"] == "ok").all()
     assert set(m["server"].astype(int)) == {0, 1, 2}
     assert r.record.messages["probe"] == 0  # NGINX and HAProxy do not probe
+    # its access log, for check-lb: one line per request it served
+    from cloudsched.dispatch.workload.upstreams import read_upstream_log
+
+    assert len(r.access_logs) == SMALL["dispatchers"]
+    served = 0
+    for name, text in r.access_logs.items():
+        path = Path(tempfile.mkdtemp()) / name
+        path.write_text(text)
+        log = read_upstream_log(path, balancer)
+        assert all(re.fullmatch(r"127\.0\.0\.1:\d+|backends/s[0-2]", u) for u in log.names)
+        served += log.sent.size
+    assert served >= len(r.frame)  # every request of the run (and the calibration's)
 
 
 def test_generated_configurations(tmp_path):
@@ -353,3 +367,43 @@ def test_warmup_is_a_fraction_of_the_run_as_in_simulate(capsys):
             main([*argv, "--help"])
         text = " ".join(capsys.readouterr().out.lower().split())
         assert "--warmup" in text and "fraction of the run" in text, argv
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("balancer", "policy", "law"),
+    [
+        ("nginx", "pod", "pod:2"),  # random two least_conn: two distinct upstreams
+        ("haproxy", "pod", "pod:2r"),  # random(2): two independent draws
+        ("nginx", "round-robin", "round-robin"),
+        ("nginx", "random", "random"),  # and, checked as pod:2, the planted wrong policy
+    ],
+)
+def test_check_lb_names_what_the_real_proxies_do(tmp_path, balancer, policy, law):
+    """On live NGINX and HAProxy logs the law each configuration implements is the one
+    check-lb accepts, and every other is rejected (a random balancer passed off as
+    power-of-two included)."""
+    from cloudsched.dispatch.workload.upstreams import read_upstream_log
+    from cloudsched.experiments.checklb import check_lb
+
+    if binary(balancer) is None:
+        pytest.skip(f"{balancer} is not installed (apt-get install nginx-light haproxy)")
+    spec = LabSpec(
+        policy,
+        servers=4,
+        dispatchers=1,
+        load=0.8,
+        unit=0.02,
+        duration=30.0,
+        warmup="1s",
+        balancer=balancer,
+        seed=1,
+    )
+    ((name, text),) = run_lab(spec).access_logs.items()
+    (tmp_path / name).write_text(text)
+    log = read_upstream_log(tmp_path / name, balancer)
+    for expect in ("random", "pod:2", "pod:2r", "least-request", "round-robin"):
+        res = check_lb(log, expect, alpha=0.001)
+        assert res.consistent == (expect == law), res.verdict
+        if expect != law and res.p_value is not None:
+            assert res.p_value < 1e-6, res.verdict

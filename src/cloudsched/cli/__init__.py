@@ -20,7 +20,18 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli import advise, compare, dispatch, experiments, lab, place, theory, trace, tune
+from cloudsched.cli import (
+    advise,
+    checklb,
+    compare,
+    dispatch,
+    experiments,
+    lab,
+    place,
+    theory,
+    trace,
+    tune,
+)
 from cloudsched.cli.common import one_line
 from cloudsched.errors import ExternalError, InputError, ParameterError
 
@@ -69,7 +80,7 @@ def _options(
         os.environ["CLOUDSCHED_MAX_MEMORY"] = str(parse_memory(max_memory, "--max-memory"))
 
 
-for _group in (theory, dispatch, compare, tune, advise, experiments, trace, place, lab):
+for _group in (theory, dispatch, compare, tune, advise, checklb, experiments, trace, place, lab):
     _group.register(app)
 
 

@@ -168,7 +168,10 @@ def _write_run(result: Any, out: Path) -> None:
     atomic_write_text(
         out / "report.md", "# Live lab run\n\n![run](lab.png)\n\n```\n" + _summary(result) + "```\n"
     )
-    wrote(out, "records.parquet, result.json, lab.png, report.md")
+    for name, text in result.access_logs.items():  # NGINX / HAProxy: for check-lb
+        atomic_write_text(out / name, text)
+    logs = "".join(f", {name}" for name in result.access_logs)
+    wrote(out, f"records.parquet, result.json, lab.png, report.md{logs}")
 
 
 def lab_run(

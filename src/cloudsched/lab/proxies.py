@@ -32,6 +32,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from cloudsched.dispatch.workload.upstreams import NGINX_UPSTREAM_FORMAT as ACCESS_FORMAT
 from cloudsched.errors import ExternalError
 
 __all__ = ["DIRECTIVES", "binary", "haproxy_config", "nginx_config", "wait_listening"]
@@ -92,7 +93,8 @@ pid {temp}/nginx.pid;
 error_log {temp}/error.log warn;
 events {{ worker_connections 8192; }}
 http {{
-    access_log off;
+    log_format cloudsched '{ACCESS_FORMAT}';
+    access_log {temp}/access{index}.log cloudsched;
 {paths}
     upstream backends {{
         {DIRECTIVES["nginx"][policy]}
@@ -130,9 +132,12 @@ def haproxy_config(
 global
     maxconn 8192
     nbthread 1
+    log stdout format raw local0 info
     pidfile {run_dir}/haproxy{index}.pid
 defaults
     mode http
+    log global
+    option httplog
     timeout connect 1s
     timeout client 600s
     timeout server 600s

@@ -49,6 +49,8 @@ class LabResult:
     lab: dict[str, Any]
     frame: pd.DataFrame = field(repr=False)
     series: dict[str, Any] = field(repr=False, default_factory=dict)
+    #: NGINX's or HAProxy's access log per dispatcher (file name -> text; ``check-lb``)
+    access_logs: dict[str, str] = field(repr=False, default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """One JSON-ready dict: the simulation record's fields, then the lab's."""

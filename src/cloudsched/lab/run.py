@@ -85,6 +85,24 @@ class _Keys:
         self.verifier = Verifier(raw)
 
 
+def _access_logs(spec: LabSpec, run_dir: Path) -> dict[str, str]:
+    """Return the proxies' access logs (``check-lb`` reads them), every process stopped.
+
+    NGINX writes ``nginx{k}/access{k}.log`` in the ``log_format`` of
+    :data:`~cloudsched.lab.proxies.ACCESS_FORMAT`; HAProxy its ``option httplog`` lines on
+    its standard output, ``haproxy{k}.log`` (with any warnings, which the readers skip).
+    """
+    if spec.balancer == "lab":
+        return {}
+    name = "nginx{k}/access{k}.log" if spec.balancer == "nginx" else "haproxy{k}.log"
+    out = {}
+    for k in range(spec.dispatchers):
+        path = run_dir / name.format(k=k)
+        if path.is_file():
+            out[f"access-{spec.balancer}-{k}.log"] = path.read_text(errors="replace")
+    return out
+
+
 def _child_args(spec: LabSpec, run_dir: Path, seed: int) -> list[str]:
     return [
         "--seed",
@@ -338,7 +356,9 @@ def run_lab(spec: LabSpec, *, keep_dir: bool = False) -> LabResult:
             servers = _start_backends(spec, group, seeds[: spec.servers])
             disps = _start_dispatchers(spec, group, servers, seeds[spec.servers :], keys.token)
             out = asyncio.run(_drive(spec, group, load, servers, disps, keys))
-        return summarise(spec, load, out, time.perf_counter() - wall)
+        result = summarise(spec, load, out, time.perf_counter() - wall)
+        result.access_logs = _access_logs(spec, run_dir)
+        return result
     finally:
         if not keep_dir:
             shutil.rmtree(run_dir, ignore_errors=True)

@@ -7,7 +7,9 @@
   exhaustive enumeration (tiny clusters);
 * :mod:`.exact_chain`: the exact stationary response time of tiny dispatch systems
   (a brute-force Markov chain, written from the policy descriptions);
-* :mod:`.meanfield_oracle`: the mean-field fixed point by a plain series and Brent's method.
+* :mod:`.meanfield_oracle`: the mean-field fixed point by a plain series and Brent's method;
+* :mod:`.balancer_logs`: access logs of a simulated proxy whose policy is known
+  (``check-lb``'s tests).
 """
 
 __all__: list[str] = []

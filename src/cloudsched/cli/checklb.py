@@ -1,0 +1,112 @@
+"""``cloudsched check-lb``: whether a balancer's access log follows the law its config names."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format
+from cloudsched.errors import check_real
+
+__all__ = ["register"]
+
+
+def check_lb(
+    log: Annotated[
+        list[Path],
+        typer.Argument(
+            help="The access log (gzip or plain; several files are read in order as one log)."
+        ),
+    ],
+    *,
+    expect: Annotated[
+        str,
+        typer.Option(
+            "--expect",
+            help="The law the config names: random, least-request, "
+            "round-robin, pod:D (D sampled without replacement, as NGINX's "
+            "random two least_conn) or pod:Dr (with replacement).",
+        ),
+    ],
+    log_type: Annotated[
+        str, typer.Option("--trace-format", help="haproxy (option httplog) or nginx.")
+    ] = "haproxy",
+    log_format: Annotated[
+        str | None,
+        typer.Option(
+            "--log-format",
+            help="The NGINX log_format (it must hold $msec, $request_time and $upstream_addr).",
+        ),
+    ] = None,
+    end_slack: Annotated[
+        float | None,
+        typer.Option(
+            "--end-slack",
+            help="Seconds a request may still count at its upstream "
+            "after its logged end (default: 0.001 for NGINX, whose logged times lag, "
+            "0 for HAProxy).",
+        ),
+    ] = None,
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="Consistent when the p-value is at least this.")
+    ] = 0.01,
+    margin: Annotated[
+        float,
+        typer.Option(
+            "--margin",
+            help="Also consistent when |mean F - 0.5| is within this "
+            "(a departure too small to matter; default 0.015).",
+        ),
+    ] = 0.015,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the randomised transform.")] = 0,
+    fmt: Annotated[
+        str | None, typer.Option("--format", help="table or json (default: from --out).")
+    ] = None,
+    out: Annotated[Path | None, typer.Option("--out", help="Write the report to this file.")] = (
+        None
+    ),
+) -> None:
+    """Test whether a balancer's choices, in its access log, follow the expected law."""
+    check_outputs(out=out, inputs=log)
+    import pandas as pd
+
+    from cloudsched.dispatch.workload.upstreams import read_upstream_log
+    from cloudsched.experiments.checklb import check_lb as run_check
+
+    fmt = resolve_format(fmt, out, ("table", "json"))
+    alpha = check_real("--alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
+    data = read_upstream_log(log, log_type, log_format=log_format, end_slack=end_slack)
+    margin = check_real("--margin", margin, low=0.0, high=0.5)
+    res = run_check(data, expect, alpha=alpha, margin=margin, seed=seed)
+    fits = pd.DataFrame({"law": list(res.fits), "loglik": list(res.fits.values())})
+    fits = fits.sort_values("loglik", ascending=False, ignore_index=True)
+    payload = {
+        "expect": res.expect,
+        "consistent": res.consistent,
+        "p_value": res.p_value,
+        "statistic": res.statistic,
+        "mean_f": res.mean_f,
+        "requests": res.requests,
+        "upstreams": res.upstreams,
+        "dropped": res.dropped,
+        "best_fit": res.best_fit,
+        "share_least_loaded": res.share_least_loaded,
+        "fits": res.fits,
+        "notes": res.notes,
+        "verdict": res.verdict,
+    }
+    title = "fit of each law, best first"
+    text = format_frame(fits.head(6), fmt, title, payload)
+    if fmt == "table":
+        text += (
+            f"least-loaded upstream chosen: {res.share_least_loaded:.1%} of requests\n"
+            f"verdict: {res.verdict}\n" + "".join(f"note: {n}\n" for n in res.notes)
+        )
+    emit(text, out)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``check-lb`` to ``app``."""
+    app.command("check-lb")(check_lb)
