@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 
 import numpy as np
 import pytest
@@ -98,6 +99,36 @@ def test_the_cli_writes_the_table_and_a_storm_assignment(tmp_path, capsys):
     doc = yaml.safe_load(path.read_text())
     assert set(doc["topologies"]) == {"word-count", "exclamation", "rolling-top-words"}
     assert all(t["placed"] for t in doc["topologies"].values())
+
+
+def test_topologies_that_fit_alone_but_not_together_are_reported(tmp_path, capsys):
+    """Each fits the CPU of two machines alone (150 and 140 of 200), not both: the report
+    says which was left out, with no bound and no gap (a partial placement has none)."""
+    cluster = tmp_path / "c.yaml"
+    cluster.write_text("machines:\n  - {count: 2, slots: 16, cpu: 100}\n")
+    argv = [
+        "place",
+        "static",
+        "--cluster",
+        str(cluster),
+        "--topology",
+        "exclamation",
+        "--topology",
+        "rolling-top-words",
+        "--format",
+        "json",
+        "--out",
+        str(tmp_path / "o.json"),
+    ]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code in (0, None)
+    rows = json.loads((tmp_path / "o.json").read_text())["rows"]
+    assert rows[0]["placed"] == "1/2" and rows[0]["bound"] is None and rows[0]["gap"] is None
+    assert "not placed together with the others" in rows[0]["notes"]
+    with pytest.raises(SystemExit):
+        main(argv[:-4])
+    assert "1 of 2 placed together" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -124,7 +124,9 @@ def _row(p: Any, tops: list[Any], best: Any) -> dict[str, Any]:
     total = sum(t.total_traffic for t, _ in placed)
     broken = sum(_broken(t, m) for t, m in placed)
     bound = best.lower_bound
-    gap = (p.cost - bound) / p.cost if bound is not None and p.cost > 0 else 0.0
+    gap = None  # the bound is for every topology placed: no gap for a partial placement
+    if bound is not None and p.placed == len(tops):
+        gap = (p.cost - bound) / p.cost if p.cost > 0 else 0.0
     return {
         "scheduler": p.policy,
         "placed": f"{p.placed}/{len(tops)}",
@@ -154,6 +156,12 @@ def _frame(rows: list[dict[str, Any]]) -> Any:
 
 
 def _summary(best: Any, baselines: list[Any]) -> str:
+    if best.lower_bound is None:  # some topologies do not fit beside the others
+        notes = "; ".join(best.notes)
+        return (
+            f"optimised: {best.placed} of {len(best.machines)} placed together ({notes}): "
+            "the cluster's slots, CPU or memory do not hold them all; no bound\n"
+        )
     proof = "proven optimal" if best.proven else f"within {best.gap:.1%} of the best possible"
     lines = [
         f"optimised ({best.solver} solver, {best.solve_time:.2f} s): cost {best.cost:.4g}, "
