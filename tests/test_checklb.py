@@ -84,6 +84,19 @@ def test_haproxy_lines_give_servers_and_times(tmp_path):
     assert log.end - log.sent == pytest.approx([0.025, 0.035], abs=1e-6)
 
 
+def test_logs_beyond_the_memory_limit_are_refused(logs, monkeypatch, tmp_path):
+    import cloudsched.resources as resources
+
+    monkeypatch.setenv("CLOUDSCHED_MAX_MEMORY", "1M")
+    monkeypatch.setattr(resources, "_resident", lambda: 0)
+    with pytest.raises(ParameterError, match="log must be small enough to fit in memory"):
+        check_lb(logs["random"], "random")  # 15,000 requests x 8 upstreams x 12 bytes
+    big = tmp_path / "big.log"
+    big.write_text("1.0 0.1 10.0.0.1:80 200\n" * 20_000)
+    with pytest.raises(ParameterError, match="small enough to fit in memory"):
+        read_upstream_log(big, "nginx")
+
+
 def test_refusals():
     with pytest.raises(ParameterError, match="expect must be random, least-request"):
         parse_law("p2c")

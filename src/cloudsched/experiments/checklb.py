@@ -203,7 +203,7 @@ def _round_robin_share(upstream: np.ndarray, sent: np.ndarray, k: int) -> float:
     drifts apart like a random walk.
     """
     seq = upstream[np.argsort(sent, kind="stable")]
-    counts = np.zeros((seq.size, k), dtype=np.int64)
+    counts = np.zeros((seq.size, k), dtype=np.int32)
     counts[np.arange(seq.size), seq] = 1
     counts = np.cumsum(counts, axis=0)
     return float(np.mean(counts.max(axis=1) - counts.min(axis=1) <= 2))
@@ -225,12 +225,15 @@ def check_lb(
         raise ParameterError("log", log.source, "a log of requests to two upstreams or more")
     if kind == "pod" and not replace and d > k:
         raise ParameterError("expect", expect, f"pod:D with D <= {k} (the upstreams in the log)")
+    from cloudsched.resources import check_memory
+
+    n = int(log.upstream.size)
+    check_memory("log", log.source, n * k * 12.0, "the counts of every upstream at every arrival")
     levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
     chosen = levels[np.arange(log.upstream.size), log.upstream]
     fits = {name: _loglik(kd, dd, rr, levels, chosen) for name, kd, dd, rr in _candidates(k)}
     best = max(fits, key=lambda name: fits[name])
     least = float(np.mean(chosen == levels.min(axis=1)))
-    n = int(log.upstream.size)
     if kind == "round-robin":
         share = _round_robin_share(log.upstream, log.sent, k)
         return Conformance(

@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from cloudsched.dispatch.workload.accesslogs import nginx_regex
-from cloudsched.dispatch.workload.logfiles import TraceError, log_lines
+from cloudsched.dispatch.workload.logfiles import TraceError, check_log_files, log_lines
 from cloudsched.errors import ParameterError, check_real
 
 __all__ = ["NGINX_UPSTREAM_FORMAT", "UPSTREAM_FORMATS", "UpstreamLog", "read_upstream_log"]
@@ -122,6 +122,7 @@ def read_upstream_log(
                 "log_format", log_format, "an NGINX format with " + ", ".join(f"${v}" for v in need)
             )
         pattern = nginx_regex(log_format)
+    check_log_files(files)  # regular files whose rows fit in memory, before reading any
     sent: list[float] = []
     end: list[float] = []
     ups: list[int] = []
