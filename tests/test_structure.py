@@ -51,6 +51,13 @@ LONG_FUNCTIONS = {
     ("testing/dispatch_mirror.py", "mirror_run"): (
         "the plain-Python reference of the event loop, written to be read beside it"
     ),
+    ("dispatch/_kernel_delay.py", "run_delay"): (
+        "the delay engine's event loop: its hot scalars stay in locals through it, as in "
+        "run_counts; the views, the heap and the I-queues are inlined helpers"
+    ),
+    ("testing/delay_mirror.py", "mirror_delay"): (
+        "the plain-Python reference of the delay engine's event loop, read beside it"
+    ),
 }
 
 
@@ -225,6 +232,7 @@ LAYERS = {
         "cloudsched.errors",
         "cloudsched.progress",
         "cloudsched.resources",
+        "cloudsched._jit",  # the one place kernels are compiled (the delayed mean field's)
     },
     "cloudsched.dispatch.workload": {
         "cloudsched.errors",

@@ -28,6 +28,7 @@ from cloudsched.cli import (
     experiments,
     lab,
     place,
+    stale,
     theory,
     trace,
     tune,
@@ -80,7 +81,19 @@ def _options(
         os.environ["CLOUDSCHED_MAX_MEMORY"] = str(parse_memory(max_memory, "--max-memory"))
 
 
-for _group in (theory, dispatch, compare, tune, advise, checklb, experiments, trace, place, lab):
+for _group in (
+    theory,
+    dispatch,
+    compare,
+    tune,
+    advise,
+    stale,
+    checklb,
+    experiments,
+    trace,
+    place,
+    lab,
+):
     _group.register(app)
 
 

@@ -177,7 +177,8 @@ def simulate(
         typer.Option(
             "--engine",
             help="auto, servers (= exponential), counts (occupancy "
-            "counts; auto from N = 100,000), general (event list). See README Speed.",
+            "counts; auto from N = 100,000), general (event list), delay (with --delay "
+            "or --view own; auto then). See README Speed.",
         ),
     ] = "auto",
     speeds: Annotated[
@@ -186,6 +187,22 @@ def simulate(
             "--speeds", help="Server speeds: N comma-separated numbers, or a file of N numbers."
         ),
     ] = None,
+    delay: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--delay",
+            help="Message delay KIND=X or KIND=exp:X in mean service times (repeatable): "
+            "info (pod, jsq, jiq-pod read lengths X old), join, delete (jiq, jiq-pod).",
+        ),
+    ] = None,
+    view: Annotated[
+        str,
+        typer.Option(
+            "--view",
+            help="shared (published lengths) or own: each of the --dispatchers proxies "
+            "reads only its own active requests (pod, jsq).",
+        ),
+    ] = "shared",
     tail: Annotated[int, typer.Option("--tail", help="Tail columns s_1..s_K (table, csv).")] = 6,
     out: Annotated[
         Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
@@ -249,6 +266,8 @@ def simulate(
                 engine=engine,
                 speeds=speed,
                 unchecked=unchecked,
+                delay=delay,
+                view=view,
             )
         finally:
             bar.close()

@@ -90,6 +90,8 @@ def meanfield_value(res: SimulationResult, inputs: dict[str, Any]) -> float | No
 
     if (
         res.plugin
+        or res.delay != "none"
+        or res.view != "shared"
         or inputs["service"] != "exp"
         or inputs["arrivals"] != "poisson"
         or "speeds" in inputs
@@ -108,6 +110,9 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
     """One simulation as a key/value table that fits 80 columns (JSON has every field)."""
     m = res.messages
     ci = f"[{res.ci95[0]:.4g}, {res.ci95[1]:.4g}]" if res.ci95 else "none (see warnings)"
+    late = res.delay != "none" or res.view != "shared"
+    no_model = "with delays: cloudsched stale" if late else "no model for this setting"
+    kinds = ("join", "delete", "probe", "stale") if late else ("join", "delete", "probe")
     rows: list[tuple[str, str]] = [
         ("policy", res.policy + (f" ({res.plugin})" if res.plugin else "")),
         (
@@ -118,21 +123,19 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
         ("d / threshold", f"{res.d} / {res.threshold}"),
         ("mean response time", _num(res.mean_response_time)),
         ("95% interval", ci),
-        ("mean field (N = inf)", _num(mf) if mf is not None else "no model for this setting"),
+        ("mean field (N = inf)", _num(mf) if mf is not None else no_model),
         (
             "p50 / p90 / p99",
             " / ".join(_num(res.percentiles.get(k)) for k in ("p50", "p90", "p99")),
         ),
         ("p0 (empty I-queues)", _num(res.p0)),
-        (
-            "messages join/delete/probe",
-            " / ".join(_num(m.get(k)) for k in ("join", "delete", "probe")),
-        ),
+        ("messages " + "/".join(kinds), " / ".join(_num(m.get(k)) for k in kinds)),
         ("steady state", "yes" if res.steady_state else "NO"),
         ("warm-up / measured time", f"{_num(res.warmup_time)} / {_num(res.measured_time)}"),
         ("measured tasks", str(res.measured_tasks)),
         ("stopped by", res.stop_reason),
         ("engine, events/s", f"{res.engine}, {res.events_per_second:.3g}"),
+        *([("delays / view", f"{res.delay} / {res.view}")] if late else []),
         ("seed", str(res.seed)),
         ("service / arrivals", f"{inputs['service']} / {inputs['arrivals']}"),
         ("time unit", inputs["time_unit"]),

@@ -176,16 +176,20 @@ class CountsEngine:
                     return False
                 if status == S.NEED_LEVELS:
                     self._more_levels()
-                elif status == S.NEED_ARENA:  # a longer I-queue than the table holds
-                    grown = np.zeros(2 * self.iq.size)
-                    grown[: self.iq.size] = self.iq
-                    self.iq = grown
                 elif status == S.NEED_MERGE:
                     self._merge()
-                else:  # pragma: no cover - the kernel returns only the codes above
-                    raise RuntimeError(f"unknown kernel status {status}")
+                else:
+                    self._grow(status)
         finally:
             self.wall += time.perf_counter() - t0
+
+    def _grow(self, status: int) -> None:
+        """Grow the table the kernel ran out of (here: the I-queue sizes)."""
+        if status != S.NEED_ARENA:  # pragma: no cover - the kernel returns no other code
+            raise RuntimeError(f"unknown kernel status {status}")
+        grown = np.zeros(2 * self.iq.size)  # a longer I-queue than the table holds
+        grown[: self.iq.size] = self.iq
+        self.iq = grown
 
     def _run(self) -> int:
         lam_n, t_warm, t_end = (

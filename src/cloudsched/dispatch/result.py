@@ -89,6 +89,8 @@ class SimulationResult:
     wall_seconds: float
     events_per_second: float
     engine: str
+    delay: str = "none"  # message delays (delay engine), as Delays prints them
+    view: str = "shared"  # what dispatchers read: published lengths or their own requests
     log_span: float | None = None  # trace replays: the log's span in mean service times
     response_times: np.ndarray | None = field(default=None, repr=False, compare=False)
 
@@ -193,7 +195,15 @@ def summarise(
         events=events,
         wall_seconds=wall,
         events_per_second=events / wall if wall > 0 else math.inf,
-        engine="counts" if spec.counts else "general" if work.general else "exponential",
+        engine="delay"
+        if spec.delayed
+        else "counts"
+        if spec.counts
+        else "general"
+        if work.general
+        else "exponential",
+        delay=str(spec.delays),
+        view=spec.view,
         log_span=work.trace.span / work.variability()[1] if work.trace is not None else None,
         response_times=_kept(runs, ests) if spec.keep_response_times else None,
     )

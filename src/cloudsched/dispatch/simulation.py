@@ -37,6 +37,8 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from cloudsched.dispatch.counts import CountsEngine
+from cloudsched.dispatch.delay_engine import DelayEngine
+from cloudsched.dispatch.delays import Delays
 from cloudsched.dispatch.engine import Engine
 from cloudsched.dispatch.initial import meanfield_counts, meanfield_state
 from cloudsched.dispatch.measure import run_until_precise
@@ -91,6 +93,8 @@ def simulate(
     keep_response_times: bool = False,
     time_limit: float | None = None,
     unchecked: bool = False,
+    delay: Delays | str | list[str] | None = None,
+    view: str = "shared",
     progress: Progress | None = None,
 ) -> SimulationResult:
     """Simulate a dispatch policy until its steady-state mean is known to ``precision``.
@@ -177,6 +181,15 @@ def simulate(
         Compile a plug-in's kernel without bounds checking (its speed is then the
         built-ins'; an index outside an array is no longer caught).  Built-ins are never
         checked.
+    delay : Delays or str, optional
+        Message delays, e.g. ``"info=0.5"`` or ``"join=exp:1,delete=0.2"`` (kinds ``info``,
+        ``join``, ``delete``; ``X`` fixed or ``exp:X`` exponential, in mean service times;
+        :mod:`cloudsched.dispatch.delays`).  Runs with delays go to the delay engine
+        (``random``, ``pod``, ``jsq``, ``jiq``, ``jiq-pod``; Poisson arrivals, exp(1)
+        service, equal speeds); without, nothing changes.
+    view : str
+        ``shared`` (dispatchers read the published queue lengths) or ``own`` (``pod`` and
+        ``jsq`` with M >= 2 dispatchers: each reads only its own active requests).
     progress : callable, optional
         Called as ``progress(fraction, status)`` while the run goes: ``fraction`` in [0, 1]
         is the share done (an estimate for open-ended runs; negative: no new estimate) and
@@ -213,6 +226,8 @@ def simulate(
         keep_response_times=keep_response_times,
         time_limit=time_limit,
         unchecked=unchecked,
+        delay=delay,
+        view=view,
     )
     return run_simulation(spec, rng=rng, progress=progress)
 
@@ -243,15 +258,21 @@ def run_simulation(
         variability=variability,
         time_unit=unit,
     )
+    # CHOICE: late information makes the farm remember for longer (a herd builds and drains
+    # over a few delays); five times the longest mean delay is added to the relaxation time
+    relax += 5.0 * max(spec.delays.info.mean, spec.delays.join.mean, spec.delays.delete.mean)
     if spec.open_ended:
         _check_run_length(spec, relax)
     run = _run_spec(spec, relax)
     if spec.time_limit is not None:
         run = replace(run, deadline=time.perf_counter() + spec.time_limit)
-    if spec.counts:
+    if spec.counts or spec.delayed:
         run = replace(run, record=False)
 
     def engine(g: np.random.Generator) -> Any:
+        if spec.delayed:
+            start, _ = _initial_counts(spec, g)
+            return DelayEngine(run, g, spec.delays, spec.view == "own", start)
         if spec.counts:
             return CountsEngine(run, g, *_initial_counts(spec, g), speeds=work.speeds)
         init = _initial(spec, g)  # drawn first, then the task source

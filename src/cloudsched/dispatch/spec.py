@@ -14,6 +14,7 @@ from typing import Any
 
 from numpy.typing import ArrayLike
 
+from cloudsched.dispatch.delays import Delays, check_delay_policy, parse_delays
 from cloudsched.dispatch.initial import has_meanfield_start
 from cloudsched.dispatch.plugin import Policy
 from cloudsched.dispatch.policies import get_policy
@@ -85,10 +86,11 @@ class SimulationSpec:
     given; building the spec checks them and fills the resolved fields: ``model`` (the
     :class:`~cloudsched.dispatch.plugin.Policy`), ``m`` (dispatchers), ``start``
     (``meanfield`` or ``empty``), ``fixed_warmup`` (the warm-up fraction, None: detected),
-    ``work`` (the resolved arrival/service model) and ``counts`` (the occupancy-count engine
-    runs).  ``d``, ``threshold``, ``tasks``,
-    ``horizon``, ``replications``, ``batches``, ``precision`` and ``max_tasks`` hold their
-    checked values.
+    ``work`` (the resolved arrival/service model), ``counts`` (the occupancy-count engine
+    runs), ``delays`` (the parsed :class:`~cloudsched.dispatch.delays.Delays`) and
+    ``delayed`` (the delay engine runs: some delay, or ``view="own"``).  ``d``,
+    ``threshold``, ``tasks``, ``horizon``, ``replications``, ``batches``, ``precision`` and
+    ``max_tasks`` hold their checked values.
     """
 
     policy: str | Policy
@@ -116,12 +118,16 @@ class SimulationSpec:
     keep_response_times: bool = False
     time_limit: float | None = None
     unchecked: bool = False
+    delay: Delays | str | list[str] | None = None
+    view: str = "shared"
     model: Policy = field(init=False, repr=False)
     m: int = field(init=False)
     start: str = field(init=False)
     fixed_warmup: float | None = field(init=False)
     work: Workload = field(init=False, repr=False)
     counts: bool = field(init=False)
+    delays: Delays = field(init=False)
+    delayed: bool = field(init=False)
 
     def __post_init__(self) -> None:
         pol = get_policy(self.policy)
@@ -136,7 +142,9 @@ class SimulationSpec:
             self.service_scale,
             self.engine,
         )
-        counts = _counts_engine(
+        delays = parse_delays(self.delay)
+        delayed = self.view != "shared" or delays.any
+        counts = not delayed and _counts_engine(
             self.engine, pol, self.keep_response_times, servers, work, self.initial
         )
         per_server = 0 if counts else servers * BYTES_PER_SERVER
@@ -145,6 +153,10 @@ class SimulationSpec:
         if pol.dispatchers == "required" or self.dispatchers is not None or self.r is not None:
             m = _resolve_dispatchers(servers, self.dispatchers, self.r)
         high = m if pol.d == "dispatchers" else servers if pol.d == "servers" else None
+        if check_delay_policy(pol.name, pol.builtin, delays, self.view, m):
+            _check_delay_run(self.engine, work, self.keep_response_times)
+        elif self.engine == "delay":
+            raise ParameterError("engine", self.engine, "'delay' only with a delay or view='own'")
         tasks, horizon = _run_length(self.tasks, self.horizon, work, servers)
         replications = check_int("replications", self.replications, low=1, high=MAX_REPLICATIONS)
         check_memory(
@@ -191,6 +203,8 @@ class SimulationSpec:
             else check_real("time_limit", self.time_limit, low=0.0, high=1e9, low_open=True),
             "start": "meanfield" if self.initial == "meanfield" or auto_start else "empty",
             "counts": counts,
+            "delays": delays,
+            "delayed": delayed,
         }
         for name, value in resolved.items():
             object.__setattr__(self, name, value)
@@ -199,6 +213,22 @@ class SimulationSpec:
     def open_ended(self) -> bool:
         """Whether the run decides its own length (no ``tasks``, no ``horizon``)."""
         return self.tasks is None and self.horizon is None
+
+
+def _check_delay_run(engine: str, work: Workload, keep: bool) -> None:
+    """Refuse what the delay engine does not model (it runs the Markov farm only)."""
+    if engine not in ("auto", "delay"):
+        raise ParameterError("engine", engine, "'auto' or 'delay' with message delays")
+    if work.trace is not None or work.speeds is not None or work.general:
+        raise ParameterError(
+            "delay",
+            "given",
+            "used with Poisson arrivals, exp service and equal speeds (no trace, no speeds)",
+        )
+    if keep:
+        raise ParameterError(
+            "keep_response_times", keep, "False with delays (the delay engine keeps no records)"
+        )
 
 
 def _check_server_state(servers: int, need: int, policy: str, no_counts: bool) -> None:

@@ -5,6 +5,7 @@ from cloudsched.plotting.dispatch import (
     plot_histogram,
     plot_lines,
     plot_response_time,
+    plot_stale,
     plot_trajectory,
 )
 from cloudsched.plotting.placement import plot_tradeoff
@@ -14,6 +15,7 @@ __all__ = [
     "plot_histogram",
     "plot_lines",
     "plot_response_time",
+    "plot_stale",
     "plot_tradeoff",
     "plot_trajectory",
 ]

@@ -7,7 +7,43 @@ from typing import Any
 
 from cloudsched.io import atomic_path
 
-__all__ = ["pyplot", "readable_y", "save"]
+__all__ = ["POLICY_COLORS", "policy_color", "pyplot", "readable_y", "save"]
+
+
+#: One colour per policy, the same in every figure (matplotlib's tab10 and tab20 colours).
+POLICY_COLORS = {
+    "random": "#7f7f7f",
+    "round-robin": "#bcbd22",
+    "jsq": "#d62728",
+    "pod": "#1f77b4",
+    "jiq": "#2ca02c",
+    "jiq-pod": "#ff7f0e",
+    "jiq-sq": "#9467bd",
+    "jiq-threshold": "#8c564b",
+    "jiq-original": "#e377c2",
+    "dgp": "#1f77b4",
+    "fmw": "#ff7f0e",
+    "frame-maxweight": "#ff7f0e",
+    "storm-default": "#7f7f7f",
+    "even": "#7f7f7f",
+    "ras": "#9467bd",
+    "static": "#2ca02c",
+    "static-optimum": "#2ca02c",
+    "nginx": "#17becf",
+    "haproxy": "#e377c2",
+}
+
+
+def policy_color(label: str) -> str | None:
+    """Return the colour of the policy a legend label names (the longest name it holds).
+
+    ``pod(2), with replacement``, ``refined jiq-pod`` and ``JSQ`` all find theirs; a label
+    naming no known policy gets None (matplotlib's next colour).
+    """
+    import re
+
+    names = [w for w in re.findall(r"[a-z][a-z-]*", label.lower()) if w in POLICY_COLORS]
+    return POLICY_COLORS[max(names, key=len)] if names else None
 
 
 def pyplot() -> Any:

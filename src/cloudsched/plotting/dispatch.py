@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.plotting._mpl import pyplot, readable_y, save
+from cloudsched.plotting._mpl import policy_color, pyplot, readable_y, save
 
 __all__ = [
     "plot_cdf",
@@ -16,6 +16,7 @@ __all__ = [
     "plot_histogram",
     "plot_lines",
     "plot_response_time",
+    "plot_stale",
     "plot_trajectory",
 ]
 
@@ -233,6 +234,72 @@ def plot_compare(
     readable_y(ax, [r["mean_response_time"] for r in rows])
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7)
+    if title:
+        ax.set_title(title)
+    save(fig, path)
+
+
+def plot_stale(
+    rows: list[dict[str, object]],
+    random_mean: float,
+    path: str | os.PathLike[str],
+    *,
+    kind: str,
+    title: str = "",
+) -> None:
+    """Plot mean response time against message delay and save the figure.
+
+    Simulated means with their 95% intervals, the delayed mean field as lines (dotted
+    where it rests on a closure), random dispatch as the line not to cross.
+    """
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    labels = list(dict.fromkeys(str(r["policy"]) for r in rows))
+    delays = sorted({float(r["delay"]) for r in rows})  # type: ignore[arg-type]
+    ys: list[float] = [random_mean]
+    for label in labels:
+        mine = sorted((r for r in rows if r["policy"] == label), key=lambda r: r["delay"])  # type: ignore[arg-type, return-value]
+        x = np.array([r["delay"] for r in mine], dtype=float)
+        y = np.array([r["mean_response_time"] for r in mine], dtype=float)
+        lo = np.array([r["ci95_low"] for r in mine], dtype=float)
+        hi = np.array([r["ci95_high"] for r in mine], dtype=float)
+        color = policy_color(label)
+        ax.errorbar(
+            x,
+            y,
+            yerr=np.vstack([y - lo, hi - y]),
+            fmt="o-",
+            ms=4,
+            capsize=3,
+            lw=1.0,
+            color=color,
+            label=f"{label}, simulated",
+        )
+        theory = np.array([r["theory_mean"] for r in mine], dtype=float)
+        if np.isfinite(theory).any():
+            approx = any("approximate" in str(r["theory"]) for r in mine)
+            ax.plot(
+                x,
+                theory,
+                ls=":" if approx else "--",
+                lw=1.6,
+                color=color,
+                label=f"{label}, mean field" + (" (closure)" if approx else ""),
+            )
+            ys.extend(theory[np.isfinite(theory)])
+        ys.extend(hi)
+    ax.plot(
+        [delays[0], delays[-1]],
+        [random_mean] * 2,
+        color=policy_color("random"),
+        lw=1.2,
+        label="random (reads nothing)",
+    )
+    ax.set_xlabel(f"{kind} delay (mean service times)")
+    ax.set_ylabel("mean response time (mean service times)")
+    readable_y(ax, ys)
+    ax.grid(True, which="major", alpha=0.3)
+    ax.legend(fontsize=8)
     if title:
         ax.set_title(title)
     save(fig, path)

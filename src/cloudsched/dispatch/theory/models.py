@@ -18,6 +18,9 @@ keeping their own lists of policy names.  A row says
 * ``refined``: the refined (1/N) mean field (:mod:`~cloudsched.dispatch.theory.population`);
 * ``speed_classes``: a mean field with speed classes (:mod:`~cloudsched.dispatch.theory.speeds`);
 * ``relaxation``: the model whose relaxation time the simulator uses (itself, or a proxy);
+* ``delayed``: the delayed mean field (:mod:`~cloudsched.dispatch.theory.delayed`): ``"join"``
+  (join messages late; exact in the limit), ``"info closure"`` (lengths read late; a closure)
+  or ``""``;
 * ``why``: what the theory lacks for it, and why.
 """
 
@@ -50,6 +53,7 @@ class Model:
     refined: bool
     speed_classes: bool
     relaxation: str
+    delayed: str = ""
     why: str = ""
 
     def effective_d(self, d: int) -> int:
@@ -101,7 +105,8 @@ _ROWS = (
         refined=False,
         speed_classes=False,
         relaxation="jsq",
-        why="its drift is not smooth: no fluid ODE, no 1/N expansion, no speed classes",
+        why="its drift is not smooth: no fluid ODE, no 1/N expansion, no speed classes; with "
+        "late information it herds, which no delayed mean field here holds",
     ),
     Model(
         "pod",
@@ -113,6 +118,7 @@ _ROWS = (
         refined=True,
         speed_classes=True,
         relaxation="pod",
+        delayed="info closure",
     ),
     Model(
         "jiq",
@@ -124,6 +130,7 @@ _ROWS = (
         refined=True,
         speed_classes=True,
         relaxation="jiq",
+        delayed="join",
     ),
     Model(
         "jiq-pod",
@@ -135,6 +142,7 @@ _ROWS = (
         refined=True,
         speed_classes=True,
         relaxation="jiq-pod",
+        delayed="join",
     ),
     Model(
         "jiq-original",

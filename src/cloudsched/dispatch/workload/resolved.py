@@ -178,7 +178,7 @@ def resolve_workload(
     engine: str,
 ) -> Workload:
     """Validate the workload arguments of ``simulate`` and choose the engine."""
-    check_choice("engine", engine, ("auto", "exponential", "servers", "counts", "general"))
+    check_choice("engine", engine, ("auto", "exponential", "servers", "counts", "general", "delay"))
     if engine == "servers":  # the per-server Markov chain, by its other name
         engine = "exponential"
     for name, law in (("service", service), ("arrivals", arrivals)):

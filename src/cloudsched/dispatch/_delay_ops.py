@@ -1,0 +1,164 @@
+"""Compiled helpers of the delay engine: ordered views, the message heap, the I-queues.
+
+**Ordered view** (``val``, ``perm``, ``pos``, ``start``): ``val[s]`` is what a dispatcher
+reads for server ``s`` (a published length or its own active requests), ``perm`` lists the
+servers in increasing ``val`` and ``start[v]`` is the number of servers with ``val < v``
+(``start`` holds one more entry than the levels).  A change of one ``val`` by one is one
+swap (:func:`view_up`, :func:`view_down`), and a uniform server among those with the
+smallest value is one draw (:func:`view_least`): ``jsq`` on a view in O(1).
+
+**Message heap**: ``htime`` (float64) and ``hmsg`` (int64, ``(capacity, 4)``: kind, server,
+value, sequence number), a binary min-heap on time; ``hn[0]`` its size.
+
+**I-queues** (``iqe[k, :iqn[k]]``: the servers dispatcher ``k`` lists; ``epos[s]`` where
+``s`` is listed or -1; ``iq[j]``: dispatchers listing ``j`` servers, as in the counts
+engine).
+"""
+
+from __future__ import annotations
+
+from cloudsched._jit import kernel
+from cloudsched.dispatch import state as S
+
+__all__ = [
+    "MSG_DELETE",
+    "MSG_INFO",
+    "MSG_JOIN",
+    "heap_pop",
+    "heap_push",
+    "iq_add",
+    "iq_remove",
+    "view_down",
+    "view_least",
+    "view_set",
+    "view_up",
+]
+
+#: Message kinds in the heap.
+MSG_INFO, MSG_JOIN, MSG_DELETE = range(3)
+
+
+@kernel(nrt=False, inline=True)
+def view_up(val, perm, pos, start, s):
+    """Raise ``val[s]`` by one: swap ``s`` with the last server of its level."""
+    v = val[s]
+    last = start[v + 1] - 1
+    other = perm[last]
+    i = pos[s]
+    perm[i] = other
+    pos[other] = i
+    perm[last] = s
+    pos[s] = last
+    start[v + 1] = last
+    val[s] = v + 1
+
+
+@kernel(nrt=False, inline=True)
+def view_down(val, perm, pos, start, s):
+    """Lower ``val[s]`` by one: swap ``s`` with the first server of its level."""
+    v = val[s]
+    first = start[v]
+    other = perm[first]
+    i = pos[s]
+    perm[i] = other
+    pos[other] = i
+    perm[first] = s
+    pos[s] = first
+    start[v] = first + 1
+    val[s] = v - 1
+
+
+@kernel(nrt=False, inline=True)
+def view_set(val, perm, pos, start, s, to):
+    """Set ``val[s]`` to ``to`` (one swap per level crossed)."""
+    while val[s] < to:
+        view_up(val, perm, pos, start, s)
+    while val[s] > to:
+        view_down(val, perm, pos, start, s)
+
+
+@kernel(nrt=False, inline=True)
+def view_least(val, perm, start, x):
+    """Return a server with the smallest ``val`` (``x`` uniform in [0, 1)), uniformly."""
+    low = val[perm[0]]
+    return perm[int(x * start[low + 1])]
+
+
+@kernel(nrt=False, inline=True)
+def heap_push(htime, hmsg, hn, t, kind, server, value, seq):
+    """Add a message landing at time ``t``."""
+    i = hn[0]
+    hn[0] = i + 1
+    while i > 0:
+        parent = (i - 1) >> 1
+        if htime[parent] <= t:
+            break
+        htime[i] = htime[parent]
+        for c in range(4):
+            hmsg[i, c] = hmsg[parent, c]
+        i = parent
+    htime[i] = t
+    hmsg[i, 0] = kind
+    hmsg[i, 1] = server
+    hmsg[i, 2] = value
+    hmsg[i, 3] = seq
+
+
+@kernel(nrt=False, inline=True)
+def heap_pop(htime, hmsg, hn, out):
+    """Remove the earliest message into ``out`` (kind, server, value, sequence)."""
+    for c in range(4):
+        out[c] = hmsg[0, c]
+    n = hn[0] - 1
+    hn[0] = n
+    t = htime[n]
+    i = 0
+    while True:
+        child = 2 * i + 1
+        if child >= n:
+            break
+        if child + 1 < n and htime[child + 1] < htime[child]:
+            child += 1
+        if htime[child] >= t:
+            break
+        htime[i] = htime[child]
+        for c in range(4):
+            hmsg[i, c] = hmsg[child, c]
+        i = child
+    htime[i] = t
+    for c in range(4):
+        hmsg[i, c] = hmsg[n, c]
+
+
+@kernel(nrt=False, inline=True)
+def _iq_count(iq, fst, now, measuring, j, to):
+    """One I-queue goes from ``j`` to ``to`` entries (the empty ones are integrated)."""
+    if measuring and (j == 0 or to == 0):
+        fst[S.F_AREA_P0] += iq[0] * (now - fst[S.F_LAST_P0])
+        fst[S.F_LAST_P0] = now
+    iq[j] -= 1.0
+    iq[to] += 1.0
+
+
+@kernel(nrt=False, inline=True)
+def iq_add(iqe, iqn, epos, iq, fst, now, measuring, k, s):
+    """List server ``s`` in I-queue ``k``; returns its new size."""
+    c = iqn[k]
+    iqe[k, c] = s
+    epos[s] = c
+    iqn[k] = c + 1
+    _iq_count(iq, fst, now, measuring, c, c + 1)
+    return c + 1
+
+
+@kernel(nrt=False, inline=True)
+def iq_remove(iqe, iqn, epos, iq, fst, now, measuring, k, s):
+    """Remove server ``s`` from I-queue ``k`` (the last entry takes its place)."""
+    c = iqn[k] - 1
+    i = epos[s]
+    other = iqe[k, c]
+    iqe[k, i] = other
+    epos[other] = i
+    epos[s] = -1
+    iqn[k] = c
+    _iq_count(iq, fst, now, measuring, c + 1, c)
