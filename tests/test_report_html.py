@@ -18,7 +18,10 @@ const imgs = [...document.images];
 const bad = imgs.filter(i => !(i.complete && i.naturalWidth > 0 && i.offsetHeight > 0));
 const tables = [...document.querySelectorAll('table')]
   .filter(t => t.rows.length > 1 && t.offsetHeight > 0);
-document.title = 'PROBE ' + imgs.length + ' ' + bad.length + ' ' + tables.length;
+const widest = Math.max(0, ...[...document.querySelectorAll('table,img,figure,p')]
+  .map(e => Math.ceil(e.getBoundingClientRect().right)));
+document.title = 'PROBE ' + imgs.length + ' ' + bad.length + ' ' + tables.length + ' '
+  + document.documentElement.scrollWidth + ' ' + window.innerWidth + ' ' + widest;
 });</script>"""
 
 
@@ -45,7 +48,11 @@ def test_report_html_is_self_contained(tmp_path):
 
 
 def render(page_html, tmp_path):
-    """Load a page in headless Chromium; return (images, broken images, shown tables)."""
+    """Load a page in headless Chromium at 1280 x 900 pixels.
+
+    Returns (images, broken images, shown tables, page width, window width, the right
+    edge of the widest table, image, figure or paragraph).
+    """
     probe = tmp_path / "probe.html"
     probe.write_text(page_html.replace("</body>", PROBE + "</body>"))
     cmd = [
@@ -59,12 +66,13 @@ def render(page_html, tmp_path):
         "--disable-component-update",
         "--disable-sync",
         f"--user-data-dir={tmp_path / 'profile'}",
+        "--window-size=1280,900",
         "--virtual-time-budget=10000",
         "--dump-dom",
         probe.as_uri(),
     ]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
-    found = re.search(r"<title>PROBE (\d+) (\d+) (\d+)</title>", done.stdout)
+    found = re.search(r"<title>PROBE (\d+) (\d+) (\d+) (\d+) (\d+) (\d+)</title>", done.stdout)
     assert found, done.stderr[-2000:]
     return tuple(int(g) for g in found.groups())
 
@@ -78,10 +86,16 @@ def test_demo_report_displays_every_figure_and_table_in_chromium(tmp_path):
     page = path.read_text()
     figures, tables = page.count("<img "), page.count("<table>")
     assert figures >= 10 and tables >= 8
-    assert render(page, tmp_path) == (figures, 0, tables)
+    shown, bad, shown_tables, width, window, right = render(page, tmp_path)
+    assert (shown, bad, shown_tables) == (figures, 0, tables)
+    # no horizontal scrolling at 1280 pixels: the page and every table fit the window
+    assert window == 1280 and width <= window and right <= window, (width, window, right)
     # the probe can fail: a figure whose data is gone shows as broken
     broken = re.sub(r'src="data:image/png;base64,[^"]*"', 'src="missing.png"', page, count=1)
     assert render(broken, tmp_path)[1] == 1
+    # ... and a table too wide for the window shows as one
+    wide = "<table><tr>" + "<td>wide_column_name_that_does_not_break</td>" * 40 + "</tr></table>"
+    assert render(page.replace("</body>", wide + "</body>"), tmp_path)[3] > 1280
 
 
 def test_missing_values_show_as_a_dash_in_both_tables():

@@ -235,8 +235,43 @@ def demo(
     )
 
 
+def examples(
+    *,
+    out_arg: Annotated[
+        str, typer.Option("--out", help="Folder to write the example files to.")
+    ] = "examples",
+) -> None:
+    """Write the example files the documentation uses (workloads, clusters, plug-ins)."""
+    check_outputs(out_dir=out_arg)
+    from cloudsched.data import example_files
+    from cloudsched.errors import ParameterError
+    from cloudsched.io import atomic_write_bytes
+
+    out = Path(out_arg)
+    shipped = example_files()
+    for name, data in shipped.items():  # nothing is written if one file is in the way
+        target = out / name
+        if target.exists() and (not target.is_file() or target.read_bytes() != data):
+            raise ParameterError(
+                "--out",
+                out_arg,
+                f"a folder where {name} is absent or the same (it holds another {name})",
+            )
+    written = 0
+    for name, data in shipped.items():
+        target = out / name
+        if not target.exists():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            atomic_write_bytes(target, data)
+            written += 1
+    Console(stderr=True).print(
+        f"{written} example files written to {out}/ ({len(shipped) - written} already there)"
+    )
+
+
 def register(app: typer.Typer) -> None:
     """Add the commands to the main app."""
     app.command()(sweep)
     app.command()(reproduce)
     app.command()(demo)
+    app.command()(examples)

@@ -1,7 +1,10 @@
-"""Workload logs that ship with the package, addressable by name (``--trace NAME``).
+"""Data that ship with the package: workload logs by name, and the example files.
 
-Sources and licences: ``README.md`` in this folder.  :data:`DATASETS` maps a name to its
-file and format; :func:`dataset_path` gives the installed file.
+Sources and licences: ``README.md`` in this folder.  :data:`DATASETS` maps a log's name
+(``--trace NAME``) to its file and format; :func:`dataset_path` gives the installed file.
+``examples/`` holds the files the documentation's commands use (placement workloads and
+clusters, storm-starter Flux topologies, plug-in policies); ``cloudsched examples`` writes
+them to a folder (:func:`example_files`), and the checkout's ``examples/`` links to them.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["DATASETS", "dataset_path", "flux_path"]
+__all__ = ["DATASETS", "dataset_path", "example_files", "flux_path"]
 
 #: name -> (file in this package, format, sha256 of the file, what it is)
 DATASETS: dict[str, tuple[str, str, str, str]] = {
@@ -60,7 +63,23 @@ def dataset_path(name: str) -> Path:
 def flux_path(name: str) -> Path:
     """Return the installed copy of a storm-starter Flux file.
 
-    ``name`` is ``wordcount``, ``exclamation`` or ``rolling-top-words``; the files are the
-    same as ``examples/`` in the checkout.
+    ``name`` is ``wordcount``, ``exclamation`` or ``rolling-top-words``.
     """
-    return Path(str(files("cloudsched.data").joinpath("flux", f"{name}.yaml")))
+    return Path(str(files("cloudsched.data").joinpath("examples", f"{name}.yaml")))
+
+
+def example_files() -> dict[str, bytes]:
+    """Return the example files (path under ``examples/`` -> content), in name order."""
+    root = files("cloudsched.data").joinpath("examples")
+    out: dict[str, bytes] = {}
+    stack = [("", root)]
+    while stack:
+        prefix, folder = stack.pop()
+        for item in folder.iterdir():
+            name = f"{prefix}{item.name}"
+            if item.is_dir():
+                if item.name != "__pycache__":
+                    stack.append((name + "/", item))
+            elif item.name.endswith((".yaml", ".py")):
+                out[name] = item.read_bytes()
+    return dict(sorted(out.items()))

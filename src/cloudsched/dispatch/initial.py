@@ -2,7 +2,7 @@
 
 A run that starts empty at high load spends a long time filling up, and a fixed warm-up
 fraction does not know how long.  Starting from a state drawn from the mean-field steady
-state (``shared/design/dispatch-meanfield.md``) makes the warm-up short at any N: for
+state (``docs/explanation/design/dispatch-meanfield.md``) makes the warm-up short at any N: for
 ``random`` the draw is exactly stationary (N independent M/M/1 queues); for the other
 policies it is exact in the large-N limit.
 

@@ -16,6 +16,13 @@ import pandas as pd
 from cloudsched.dispatch.theory.meanfield import predict
 from cloudsched.experiments import jiq_data as d
 from cloudsched.experiments.common import CITATIONS, Setting, ci_half, run_grid, size_of
+from cloudsched.experiments.jiq_captions import (
+    error_vs_n_caption,
+    figure4_caption,
+    figure5_caption,
+    figure6_caption,
+    figure8_caption,
+)
 from cloudsched.experiments.jiq_trace_figures import figure9, figure10
 from cloudsched.experiments.report import Report
 from cloudsched.io import atomic_write_text
@@ -45,9 +52,7 @@ def figure4(report: Report, out_dir: Path, _s: Setting) -> None:
         for k, g in data.groupby("policy", sort=False)
     }
     plot_response_time(curves, out_dir / "figure4.png", title=f"Mean field, r = {R:g}")
-    report.figure(
-        "figure4.png", "Mean response time against load, mean field, r = 10 (data: figure4.csv)"
-    )
+    report.figure("figure4.png", figure4_caption(data))
     report.table(d.figure4_table(R), "figure4_table.csv", "Mean-field values, r = 10, d = 2")
 
 
@@ -83,7 +88,7 @@ def figure5(report: Report, out_dir: Path, s: Setting) -> None:
         log_y=False,
         title="N = 1000, r = 10: simulation (95% CI) against mean field",
     )
-    report.figure("figure5.png", "Mean response time, simulated (N = 1000) and predicted")
+    report.figure("figure5.png", figure5_caption(fig5))
     report.table(fig5, "figure5.csv", f"N = 1000; {s.length}")
 
 
@@ -131,11 +136,11 @@ def figure6(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
         curves,
         out_dir / "figure6.png",
         points=pts,
-        xlabel="load λ",
-        ylabel="request messages per server per unit time",
+        xlabel="load λ (arrival rate per server)",
+        ylabel="requests per server per mean service time",
         title="N = 1000, r = 10: join and delete requests",
     )
-    report.figure("figure6.png", "Request messages per server per unit time (Figure 6)")
+    report.figure("figure6.png", figure6_caption(variants, lam, mf.join_rate))
     fig6 = variants[variants["policy"].isin(["jiq", "jiq-original"])][
         ["variant", "load", "msg_join", "msg_delete", "msg_stale"]
     ].copy()
@@ -161,8 +166,8 @@ def figure7(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
     plot_lines(
         curves,
         out_dir / "figure7.png",
-        xlabel="i",
-        ylabel="s_i (fraction with >= i tasks)",
+        xlabel="i (tasks at a server)",
+        ylabel="s_i (fraction of servers with >= i tasks)",
         log_y=True,
         title=f"N = 1000, r = 10, load {heavy:g}, d = 2, z = 1",
     )
@@ -171,9 +176,11 @@ def figure7(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
         for lab, (_, y) in curves.items()
         if (y <= 0).any()
     ]
+    s2 = ", ".join(f"{lab} {y[1]:.3g}" for lab, (_, y) in curves.items())
     report.figure(
         "figure7.png",
-        f"Tail s_i at load {heavy:g} (Figure 7)"
+        f"Tail s_i at load {heavy:g}: the fraction of servers with two or more tasks is {s2} "
+        "(Figure 7)"
         + (
             "; s_i = 0 (no server ever seen with that many tasks) is not drawn on the log axis: "
             + ", ".join(unseen)
@@ -201,13 +208,13 @@ def figure8(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
         {},
         out_dir / "figure8.png",
         points=pts,
-        xlabel="load λ",
+        xlabel="load λ (arrival rate per server)",
         connect=True,
-        ylabel="mean response time T",
+        ylabel="mean response time (mean service times)",
         log_y=True,
         title="N = 1000, r = 10, simulation (95% CI)",
     )
-    report.figure("figure8.png", "Mean response time of five JIQ variants (Figure 8)")
+    report.figure("figure8.png", figure8_caption(variants))
     report.table(
         variants[["variant", "load", "mean_response_time", "ci95_low", "ci95_high"]],
         "figure8.csv",
@@ -248,7 +255,8 @@ def error_vs_n(report: Report, out_dir: Path, s: Setting) -> None:
         for lab, g in err.groupby("policy", sort=False)
     }
     ns = np.array(s.size["ns"])
-    lines = {"mean field (zero error)": (ns, np.zeros(ns.size)), **_refined_lines(ns)}
+    refined = _refined_lines(ns)
+    lines = {"mean field (zero error)": (ns, np.zeros(ns.size)), **refined}
     plot_lines(
         lines,
         out_dir / "error_vs_n.png",
@@ -258,15 +266,7 @@ def error_vs_n(report: Report, out_dir: Path, s: Setting) -> None:
         log_x=True,
         title="Load 0.9, r = 10: finite-N error (95% CI)",
     )
-    report.figure(
-        "error_vs_n.png",
-        "Relative error of the simulated mean response time "
-        "against the mean field, as N grows (points, 95% CI), and the refined 1/N "
-        "prediction's (lines, same colour): the simulated error shrinks like 1/N "
-        "along the refined line (at N = 100, precision 0.001: jiq +3.38% simulated, "
-        "+3.31% refined; jiq-pod +3.68%, +3.61%); the exact chain is out of reach "
-        "at these sizes (predict --servers N --method exact: N <= 4)",
-    )
+    report.figure("error_vs_n.png", error_vs_n_caption(err, refined))
     report.table(
         err[
             [

@@ -9,6 +9,7 @@ import pandas as pd
 
 from cloudsched.experiments import jiq_data as d
 from cloudsched.experiments.common import Setting, ci_half
+from cloudsched.experiments.jiq_captions import figure9_caption, figure10_caption
 from cloudsched.experiments.report import Report
 from cloudsched.io import atomic_write_text
 
@@ -26,7 +27,7 @@ def figure9(report: Report, out_dir: Path, s: Setting, part: Path) -> None:
         xlabel="response time (s)",
         title="Google 2011 part 0, N = 4000, r = 10, load 0.88",
     )
-    report.figure("figure9.png", "Response-time CDF per policy, replayed Google trace (Figure 9)")
+    report.figure("figure9.png", figure9_caption(summary))
     report.table(
         summary,
         "figure9.csv",
@@ -57,7 +58,7 @@ def figure10(report: Report, out_dir: Path, s: Setting, part: Path) -> None:
         {},
         out_dir / "figure10.png",
         points=pts,
-        xlabel="load λ (rescaled trace)",
+        xlabel="load λ (rescaled trace, per unit of capacity)",
         ylabel="mean response time (s)",
         log_y=True,
         connect=True,
@@ -72,9 +73,7 @@ def figure10(report: Report, out_dir: Path, s: Setting, part: Path) -> None:
         "times, too short for a certified interval (steady_state false in "
         "figure10.csv)"
     )
-    report.figure(
-        "figure10.png", f"Mean response time against load, replayed trace (Figure 10); {bars}"
-    )
+    report.figure("figure10.png", figure10_caption(fig10, bars))
     report.table(
         fig10,
         "figure10.csv",

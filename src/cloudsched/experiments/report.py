@@ -73,8 +73,12 @@ def _inline_html(text: str) -> str:
 
 
 def html_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
-    """Render ``df`` as an HTML table (no index; missing values as -)."""
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    """Render ``df`` as an HTML table (no index; missing values as -).
+
+    Column names may break after an underscore (``cost_rate_<wbr>ci95_<wbr>low``), so that a
+    table of many long names fits a 1280-pixel window.
+    """
+    head = "".join(f"<th>{html.escape(str(c)).replace('_', '_<wbr>')}</th>" for c in df.columns)
     rows = []
     for row in df.itertuples(index=False):
         cells = (_cell(v, floatfmt) for v in row)
@@ -85,7 +89,8 @@ def html_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
 _CSS = (
     "body{font-family:sans-serif;max-width:60em;margin:2em auto;padding:0 1em}"
     "table{border-collapse:collapse;font-size:0.85em}td,th{border:1px solid #ccc;"
-    "padding:0.2em 0.5em;text-align:right}img{max-width:100%}figcaption{font-style:italic}"
+    "padding:0.2em 0.4em;text-align:right}th{font-size:0.9em}img{max-width:100%}"
+    "figcaption{font-style:italic}"
 )
 
 

@@ -2,7 +2,7 @@
 
 A :class:`Topology` is an undirected simple graph on nodes ``0..K-1``; every node needs one
 slot, and an edge whose two nodes sit on different machines is a broken edge (the
-partitioning cost of ``shared/design/graph-placement.md``).  An edge carries a traffic
+partitioning cost of ``docs/explanation/design/graph-placement.md``).  An edge carries a traffic
 weight (networkx edge attribute ``weight``, 1 by default: the cost counts broken edges), and
 a node a CPU and memory demand (node attributes ``cpu`` and ``memory``, 0 by default), which
 must fit in the capacity of its machine (:class:`~cloudsched.placement.cluster.Cluster`).

@@ -7,7 +7,15 @@ from typing import Any
 
 from cloudsched.io import atomic_path
 
-__all__ = ["POLICY_COLORS", "policy_color", "pyplot", "readable_y", "save"]
+__all__ = [
+    "NEUTRAL_COLORS",
+    "POLICY_COLORS",
+    "Styles",
+    "policy_color",
+    "pyplot",
+    "readable_y",
+    "save",
+]
 
 
 #: One colour per policy, the same in every figure (matplotlib's tab10 and tab20 colours).
@@ -25,8 +33,12 @@ POLICY_COLORS = {
     "fmw": "#ff7f0e",
     "frame-maxweight": "#ff7f0e",
     "storm-default": "#7f7f7f",
+    "storm": "#7f7f7f",
     "even": "#7f7f7f",
     "ras": "#9467bd",
+    "resource-aware": "#9467bd",
+    "greedy": "#8c564b",
+    "maxweight": "#ff7f0e",
     "static": "#2ca02c",
     "static-optimum": "#2ca02c",
     "nginx": "#17becf",
@@ -44,6 +56,34 @@ def policy_color(label: str) -> str | None:
 
     names = [w for w in re.findall(r"[a-z][a-z-]*", label.lower()) if w in POLICY_COLORS]
     return POLICY_COLORS[max(names, key=len)] if names else None
+
+
+#: Colours for series that name no policy (bounds, references, settings): none is a policy's.
+NEUTRAL_COLORS = ("#000000", "#393b79", "#8c6d31", "#843c39", "#5254a3", "#637939")
+_DASHES = ("-", "--", ":", "-.")
+
+
+class Styles:
+    """Colour and line style per series of one figure.
+
+    A policy keeps its colour (:data:`POLICY_COLORS`), other series take
+    :data:`NEUTRAL_COLORS` in turn, and a colour used again in the same figure changes its
+    line style.
+    """
+
+    def __init__(self) -> None:
+        self._uses: dict[str, int] = {}
+        self._neutral = 0
+
+    def __call__(self, label: str) -> tuple[str, str]:
+        """Return (colour, line style) for the series named ``label``."""
+        color = policy_color(label)
+        if color is None:
+            color = NEUTRAL_COLORS[self._neutral % len(NEUTRAL_COLORS)]
+            self._neutral += 1
+        k = self._uses.get(color, 0)
+        self._uses[color] = k + 1
+        return color, _DASHES[k % len(_DASHES)]
 
 
 def pyplot() -> Any:

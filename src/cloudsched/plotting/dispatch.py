@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.plotting._mpl import policy_color, pyplot, readable_y, save
+from cloudsched.plotting._mpl import Styles, policy_color, pyplot, readable_y, save
 
 __all__ = [
     "plot_cdf",
@@ -37,7 +37,7 @@ def plot_response_time(
         points=points,
         log_y=log_y,
         xlabel="load λ (arrival rate per server)",
-        ylabel="mean response time T",
+        ylabel="mean response time (mean service times)",
     )
 
 
@@ -74,20 +74,30 @@ def plot_lines(
     """
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    style = Styles()
     colors = []
     ys: list[float] = []
     for label, (x, y) in curves.items():
         xx, yy = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
         keep = yy > 0 if log_y else np.ones(yy.size, dtype=bool)
-        (line,) = ax.plot(xx[keep], yy[keep], label=label, lw=1.8, marker="." if log_y else "")
-        colors.append(line.get_color())
+        color, dash = style(label)
+        ax.plot(
+            xx[keep],
+            yy[keep],
+            label=label,
+            lw=1.8,
+            marker="." if log_y else "",
+            color=color,
+            ls=dash,
+        )
+        colors.append(color)
         ys.extend(yy[keep])
     for k, (label, (x, y, err)) in enumerate((points or {}).items()):
-        # the k-th series of points shares the colour of the k-th curve (when each series
-        # has its curve; otherwise a reference line would lend its colour to one series)
-        color = colors[k] if len(colors) == len(points or {}) else None
+        # a series of points takes its policy's colour; else the k-th series the k-th
+        # curve's (when each series has its curve), or the curve whose label ends with its own
+        paired = colors[k] if len(colors) == len(points or {}) else None
         named = [c for lab, c in zip(curves, colors, strict=True) if lab.split()[-1] == label]
-        color = named[0] if named else color  # "refined jiq" lends its colour to "jiq"
+        chosen = policy_color(label) or (named[0] if named else paired)
         # an interval that was withheld (None or NaN) draws no bar
         yerr = None if err is None else np.asarray(err, dtype=float)
         ax.errorbar(
@@ -98,7 +108,7 @@ def plot_lines(
             ms=4,
             capsize=3,
             label=label,
-            color=color,
+            color=chosen or style(label)[0],
             lw=0.8,
         )
         ys.extend(np.asarray(y, dtype=float))
@@ -166,9 +176,11 @@ def plot_cdf(
     """Empirical CDFs of several samples (logarithmic x axis) saved as PNG."""
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    style = Styles()
     for label, values in samples.items():
         x = np.sort(np.asarray(values, dtype=np.float64))
-        ax.plot(x, np.arange(1, x.size + 1) / x.size, label=label, lw=1.6)
+        color, dash = style(label)
+        ax.plot(x, np.arange(1, x.size + 1) / x.size, label=label, lw=1.6, color=color, ls=dash)
     ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("fraction of tasks")
@@ -200,7 +212,9 @@ def plot_compare(
         )
         label += f" r={row['r']:g}" if len({r["r"] for r in rows}) > 1 else ""
         series.setdefault(label, []).append(row)
+    style = Styles()
     for label, group in series.items():
+        color, dash = style(label)
         group = sorted(group, key=lambda r: r["load"])
         x = np.array([r["load"] for r in group], dtype=float)
         y = np.array([r["mean_response_time"] for r in group], dtype=float)
@@ -215,6 +229,8 @@ def plot_compare(
             ms=4,
             capsize=3,
             lw=1.2,
+            ls=dash,
+            color=color,
             label=f"{label} (simulated, 95% CI)",
         )
         mf = [(r["load"], r["meanfield_T"]) for r in group if r.get("meanfield_T") is not None]

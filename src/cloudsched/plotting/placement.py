@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.plotting._mpl import pyplot, save
+from cloudsched.plotting._mpl import NEUTRAL_COLORS, policy_color, pyplot, save
 
 __all__ = ["plot_maxweight_frames", "plot_snapshots", "plot_tradeoff"]
 
@@ -45,13 +45,23 @@ def plot_tradeoff(
     for k, (name, (queue, cost, ci, labels)) in enumerate(curves.items()):
         x, y = np.asarray(queue, dtype=float), np.asarray(cost, dtype=float)
         err = None if ci is None else np.asarray(ci, dtype=float)
+        color = policy_color(name) if len(curves) == 1 else None  # settings of one policy
         ax.errorbar(
-            x, y, yerr=err, fmt="o-", ms=5, capsize=3, lw=1.6, label=name, color=f"C{(k * 3) % 10}"
+            x,
+            y,
+            yerr=err,
+            fmt="o-",
+            ms=5,
+            capsize=3,
+            lw=1.6,
+            label=name,
+            color=color or f"C{(k * 3) % 10}",
         )
         placed.append((x, y, list(labels)))
     styles = ["--", ":", "-.", (0, (5, 1))]
     for k, (label, level) in enumerate((lines or {}).items()):
-        ax.axhline(level, ls=styles[k % len(styles)], lw=1.4, color="0.35", label=label)
+        color = policy_color(label) or "0.35"
+        ax.axhline(level, ls=styles[k % len(styles)], lw=1.4, color=color, label=label)
     markers = ["s", "D", "^", "v", "P"]
     for k, (label, (qx, cy)) in enumerate((points or {}).items()):
         ax.plot(
@@ -60,7 +70,7 @@ def plot_tradeoff(
             marker=markers[k % len(markers)],
             ms=8,
             ls="none",
-            color=f"C{k + 1}",
+            color=policy_color(label) or NEUTRAL_COLORS[k % len(NEUTRAL_COLORS)],
             label=f"{label}: queue {qx:.3g}, cost {cy:.3g}",
         )
     ax.autoscale_view()
@@ -132,7 +142,7 @@ def plot_maxweight_frames(
         e = None if err is None else np.asarray(err, dtype=float)[keep]
         left.errorbar(t[keep], yy[keep], yerr=e, fmt="o-", ms=4, capsize=3, lw=1.2, label=label)
         shown.extend(yy[keep])
-    left.set_ylabel("per unit time")
+    left.set_ylabel("events per unit time (cost: traffic per unit time)")
     readable_y(left, shown)
     qy, qerr = queue
     right.errorbar(
@@ -154,7 +164,7 @@ def plot_maxweight_frames(
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_minor_formatter(NullFormatter())
-        ax.set_xlabel("frame length T")
+        ax.set_xlabel("frame length T (time units)")
         ax.grid(True, which="major", alpha=0.3)
         ax.legend(fontsize=8)
     if title:

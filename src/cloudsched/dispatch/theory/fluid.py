@@ -1,7 +1,7 @@
 """Fluid (mean-field ODE) trajectories for task dispatch.
 
 The state is the vector of fractions of servers in each mean-field state of
-``shared/design/dispatch-meanfield.md``:
+``docs/explanation/design/dispatch-meanfield.md``:
 
 * I-queue policies (``jiq``, ``jiq-pod``): ``q_1..q_K`` (busy with i tasks) followed by
   ``y_1..y_J`` with ``y_j = q_{0,j}`` (idle, its I-queue holds j servers).  The I-queue

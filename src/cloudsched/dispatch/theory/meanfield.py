@@ -1,6 +1,6 @@
 """Mean-field (large N, M with r = N/M fixed) predictions for task dispatch.
 
-Model and closed forms: ``shared/design/dispatch-meanfield.md``.  In short, with load
+Model and closed forms: ``docs/explanation/design/dispatch-meanfield.md``.  In short, with load
 ``lam`` (arrival rate per server), ``d`` probes and ``r`` servers per dispatcher:
 
 * tail ``s_1 = lam``, ``s_{i+1} = lam * p0 * s_i**d`` (``p0 = 1`` without I-queues);
