@@ -225,8 +225,8 @@ def demo(
     console = Console(stderr=True)
     console.print(
         f"cloudsched demo: writing a short report to {out}/ (measured on 2 cores: "
-        "about 90 s the first time, most of it compiling the simulator, which is "
-        "cached on disk; about 15 s after that)"
+        "about 3 minutes the first time, most of it compiling the simulator, which is "
+        "cached on disk; about 30 s after that)"
     )
     path = run_demo(out, log=lambda line: console.print(f"[dim]{line}[/dim]"))
     console.print(
