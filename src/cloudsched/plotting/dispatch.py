@@ -92,23 +92,28 @@ def plot_lines(
         )
         colors.append(color)
         ys.extend(yy[keep])
+    marks: dict[str, int] = {}
     for k, (label, (x, y, err)) in enumerate((points or {}).items()):
         # a series of points takes its policy's colour; else the k-th series the k-th
         # curve's (when each series has its curve), or the curve whose label ends with its own
         paired = colors[k] if len(colors) == len(points or {}) else None
         named = [c for lab, c in zip(curves, colors, strict=True) if lab.split()[-1] == label]
-        chosen = policy_color(label) or (named[0] if named else paired)
+        chosen = policy_color(label) or (named[0] if named else paired) or style(label)[0]
+        # two series of one colour (pod with and without replacement) differ by marker
+        again = marks.get(chosen, 0)
+        marks[chosen] = again + 1
         # an interval that was withheld (None or NaN) draws no bar
         yerr = None if err is None else np.asarray(err, dtype=float)
         ax.errorbar(
             x,
             y,
             yerr=yerr,
-            fmt="o-" if connect else "o",
+            fmt="os^Dv"[again % 5],
+            ls=("-", "--", ":", "-.")[again % 4] if connect else "none",
             ms=4,
             capsize=3,
             label=label,
-            color=chosen or style(label)[0],
+            color=chosen,
             lw=0.8,
         )
         ys.extend(np.asarray(y, dtype=float))
