@@ -230,7 +230,7 @@ def plot_compare(
             x,
             y,
             yerr=np.where(np.isfinite(err), err, 0),
-            fmt="o-",
+            fmt="o",
             ms=4,
             capsize=3,
             lw=1.2,
