@@ -17,12 +17,13 @@ delete requests), but with each server kept apart, because a late message names 
   it) so that a departure knows whose count to lower.
 * I-queues (``jiq``, ``jiq-pod``): a server that empties starts idle period ``sseq[s]``
   and sends a join to a uniform dispatcher; the join lists it when it lands.  A dispatcher
-  with entries takes its newest one; a task that reaches an idle server otherwise (random,
-  pod, or through an older entry) makes the server send a delete for its current period,
-  which removes that entry if it is still listed when the delete lands.  A task handed out
-  by an entry whose server is busy is counted as ``stale``.  Joins and deletes of one server
-  share a channel: each lands at its own delay or just after the previous one
-  (``chan[s]``), whichever is later.
+  with entries takes the last of its list (entries are appended; a removal moves the last
+  into the gap: the newest unless a delete intervened); a task that reaches an idle server
+  otherwise (random, pod, or through an older entry) makes the server send a delete for its
+  current period, which removes that entry if it is still listed when the delete lands.
+  A task handed out by an entry whose server is busy is counted as ``stale``.  Joins and
+  deletes of one server share a channel: each lands at its own delay or just after the
+  previous one (``chan[s]``), whichever is later.
 
 Events: after an ``Exp(lam N + nbusy)`` time comes an arrival (probability ``lam N / rate``)
 or the departure at a uniform busy server, unless the earliest message in the heap lands
@@ -274,7 +275,7 @@ def run_delay(
         if is_arrival:
             k = min(int(u / lam_n * m), m - 1)  # the dispatcher (u / lam_n is uniform)
             taken = -1
-            if iqueues and iqn[k] > 0:  # its newest entry
+            if iqueues and iqn[k] > 0:  # the last entry of its list
                 s = iqe[k, iqn[k] - 1]
                 taken = eseq[s]
                 iq_remove(iqe, iqn, epos, iq, fst, now, measuring, k, s)
