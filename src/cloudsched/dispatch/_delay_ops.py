@@ -18,7 +18,7 @@ engine).
 from __future__ import annotations
 
 from cloudsched._jit import kernel
-from cloudsched.dispatch import state as S
+from cloudsched.dispatch._kernel_counts import iq_move
 
 __all__ = [
     "MSG_DELETE",
@@ -131,23 +131,13 @@ def heap_pop(htime, hmsg, hn, out):
 
 
 @kernel(nrt=False, inline=True)
-def _iq_count(iq, fst, now, measuring, j, to):
-    """One I-queue goes from ``j`` to ``to`` entries (the empty ones are integrated)."""
-    if measuring and (j == 0 or to == 0):
-        fst[S.F_AREA_P0] += iq[0] * (now - fst[S.F_LAST_P0])
-        fst[S.F_LAST_P0] = now
-    iq[j] -= 1.0
-    iq[to] += 1.0
-
-
-@kernel(nrt=False, inline=True)
 def iq_add(iqe, iqn, epos, iq, fst, now, measuring, k, s):
     """List server ``s`` in I-queue ``k``; returns its new size."""
     c = iqn[k]
     iqe[k, c] = s
     epos[s] = c
     iqn[k] = c + 1
-    _iq_count(iq, fst, now, measuring, c, c + 1)
+    iq_move(iq, fst, now, measuring, c, c + 1)
     return c + 1
 
 
@@ -161,4 +151,4 @@ def iq_remove(iqe, iqn, epos, iq, fst, now, measuring, k, s):
     epos[other] = i
     epos[s] = -1
     iqn[k] = c
-    _iq_count(iq, fst, now, measuring, c + 1, c)
+    iq_move(iq, fst, now, measuring, c + 1, c)

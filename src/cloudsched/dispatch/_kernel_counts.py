@@ -64,6 +64,7 @@ __all__ = [
     "POD",
     "RANDOM",
     "erlang_time",
+    "iq_move",
     "join_level",
     "run_counts",
     "shortest_sizes",
@@ -193,7 +194,7 @@ def _size_class(weights, scale, x):
 
 
 @kernel(nrt=False, inline=True)
-def _iq_move(iq, fst, now, measuring, j, to):
+def iq_move(iq, fst, now, measuring, j, to):
     """One I-queue goes from ``j`` to ``to`` entries (the empty ones are integrated)."""
     if measuring and (j == 0 or to == 0):
         fst[S.F_AREA_P0] += iq[0] * (now - fst[S.F_LAST_P0])
@@ -327,7 +328,7 @@ def run_counts(
                 x = u / lam_n * m
                 if x >= iq[0]:  # it takes one of its idle servers
                     c = _size_class(iq, 0, x)
-                    _iq_move(iq, fst, now, measuring, c, c - 1)
+                    iq_move(iq, fst, now, measuring, c, c - 1)
                     took = True
             k = 0 if took else join_level(cnt, n, code, d, replace, rng)
             if iqueues and not took:
@@ -335,7 +336,7 @@ def run_counts(
                     msg[S.M_PROBE] += probes
                 if k == 0:  # an idle server, listed elsewhere: a delete request
                     c = _size_class(iq, 1, rng.random() * (n - cnt[1]))
-                    _iq_move(iq, fst, now, measuring, c, c - 1)
+                    iq_move(iq, fst, now, measuring, c, c - 1)
                     if measuring:
                         msg[S.M_DELETE] += 1
             j = k + 1
@@ -367,7 +368,7 @@ def run_counts(
                     c = _shortest_class(iq, m, d, 1.0 - rng.random())
                 else:
                     c = _size_class(iq, 0, rng.random() * m)
-                _iq_move(iq, fst, now, measuring, c, c + 1)
+                iq_move(iq, fst, now, measuring, c, c + 1)
                 if c + 1 > jmax:
                     jmax = c + 1
                 if measuring:
