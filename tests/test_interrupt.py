@@ -176,3 +176,30 @@ def test_a_time_limit_stops_a_builtin_run_between_chunks():
 
     with pytest.raises(TimeLimitExceeded, match=r"after [\d,]+ events"):
         simulate("pod", servers=100, load=0.95, precision=1e-6, time_limit=0.5, rng=1)
+
+
+def test_ctrl_c_inside_a_compiled_librarys_callback_is_delivered_after_it():
+    """A Ctrl-C that arrives while llvmlite's code runs (numba saving a kernel from a ctypes
+    callback, where a raised exception is dropped) is held and delivered once that code is
+    left, so the command still ends with ``interrupted:``, never with numba's traceback."""
+    import time
+
+    from cloudsched.cli._sigint import interruptible
+
+    namespace = {"__name__": "llvmlite.binding.fake", "signal": signal, "time": time}
+    exec(  # a function that llvmlite's module would own
+        "def callback():\n"
+        "    signal.raise_signal(signal.SIGINT)\n"
+        "    end = time.monotonic() + 0.5\n"
+        "    while time.monotonic() < end:\n"
+        "        pass\n"
+        "    return 'finished'\n",
+        namespace,
+    )
+    with interruptible():
+        assert namespace["callback"]() == "finished"  # not interrupted inside the callback
+        with pytest.raises(KeyboardInterrupt):
+            time.sleep(30)  # the held Ctrl-C lands here, a tenth of a second later
+        with pytest.raises(KeyboardInterrupt):  # outside any callback: at once
+            signal.raise_signal(signal.SIGINT)
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

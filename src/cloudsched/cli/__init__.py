@@ -33,6 +33,7 @@ from cloudsched.cli import (
     trace,
     tune,
 )
+from cloudsched.cli._sigint import interruptible
 from cloudsched.cli.common import one_line
 from cloudsched.errors import ExternalError, InputError, ParameterError
 
@@ -193,7 +194,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     command = typer.main.get_command(app)
     try:
         _reject_repeats(command, sys.argv[1:] if argv is None else argv)
-        code = command.main(args=argv, prog_name="cloudsched", standalone_mode=False)
+        with interruptible():
+            code = command.main(args=argv, prog_name="cloudsched", standalone_mode=False)
     except ParameterError as exc:
         sys.stderr.write(f"error: {one_line(_cli_name(exc))}\n")
         _exit(2, quick)
