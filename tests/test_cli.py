@@ -612,3 +612,32 @@ def test_help_texts_name_only_commands_that_exist():
     said = {m for t in texts for m in re.findall(r"cloudsched ([a-z][a-z-]*)", t)}
     assert said <= names | {"demo"}, said - names
     assert "policies" not in said
+
+
+@pytest.mark.parametrize("policy", ["pod", "jsq", "random"])
+def test_simulate_a_billion_servers_keeps_its_result_and_mean_field(capsys, policy):
+    """One dispatcher over 10^9 servers is r = 10^9, beyond the mean field's r range; r
+    only matters to I-queues, so the run's mean field is still shown (it once ended a
+    finished run with an error about --r)."""
+    from cloudsched.dispatch.theory.meanfield import predict
+
+    code, out, err = run(
+        capsys,
+        "simulate",
+        policy,
+        "--servers",
+        "1000000000",
+        "--load",
+        "0.9",
+        "--tasks",
+        "20000",
+        "--seed",
+        "1",
+        "--format",
+        "json",
+    )
+    doc = json.loads(out)
+    assert code == 0 and doc["servers"] == 10**9, err
+    expected = predict(policy, [0.9]).mean_response_time[0]
+    assert doc["meanfield_response_time"] == pytest.approx(expected, rel=1e-12)
+    assert "interval withheld" in err  # 20,000 tasks are far from a steady-state interval

@@ -44,9 +44,12 @@ def meanfield_mean(policy: str, load: float | None, r: float, d: int) -> float |
     """
     if policy not in MEANFIELD_POLICIES or load is None or not 0 < load < 1:
         return None
-    if MODELS[policy].iqueues and r < 1:
+    from cloudsched.dispatch.theory.meanfield import R_MAX, predict
+
+    if not MODELS[policy].iqueues:
+        r = 1.0  # servers per dispatcher matters only to I-queues (N / 1 may pass R_MAX)
+    elif not 1 <= r <= R_MAX:
         return None
-    from cloudsched.dispatch.theory.meanfield import predict
 
     return float(predict(policy, [load], r=r, d=d).mean_response_time[0])
 
@@ -64,7 +67,7 @@ def meanfield_quantile(policy: str, load: float, r: float, d: int, q: float = 0.
 
     from cloudsched.dispatch.theory.meanfield import predict
 
-    pred = predict(policy, [load], r=max(r, 1.0), d=d)
+    pred = predict(policy, [load], r=max(r, 1.0) if MODELS[policy].iqueues else 1.0, d=d)
     tail = np.asarray(pred.tails[0], dtype=float)
     power = 0 if MODELS[policy].probes == "all" else (pred.d or 1)
     g = np.concatenate([[1.0], pred.p0[0] * tail**power if power else np.zeros(tail.size)])
