@@ -12,6 +12,9 @@ drives one or several replications in lockstep and stops them when
 * the 95% half-width is at most ``precision`` times the mean;
 
 or when a replication reaches ``max_tasks`` arrivals (reported as ``stop_reason``).  The
+short replications of a large farm (:mod:`cloudsched.dispatch.short_run`) have a rule of
+their own: no warm-up cut, no drift, their interval plus its bias allowance within the
+precision, every replication within its span (else they stop there, ``"span"``).  The
 rule is checked on the micro-batches whose tasks have all left; when it holds, the estimate
 *is* the one it accepted (those micro-batches, the same warm-up cut and batches), so the
 precision reported is the precision that stopped the run.  The window then closes and the
@@ -23,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -31,6 +35,9 @@ from cloudsched.dispatch import state as K
 from cloudsched.dispatch.engine import Engine
 from cloudsched.dispatch.replication import RawRun
 from cloudsched.progress import Progress
+
+if TYPE_CHECKING:
+    from cloudsched.dispatch.short_run import ShortRun
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series
 
 __all__ = [
@@ -178,6 +185,40 @@ class _Status:
     fraction: float
     precision: float
     prefixes: tuple[int, ...] = ()
+    over: bool = False  # short replications past their span
+
+
+def _check_short(
+    engines: Sequence[Engine], batches: int, short: ShortRun, precision: float
+) -> _Status:
+    """Apply the short route's rule (:mod:`cloudsched.dispatch.short_run`).
+
+    No warm-up cut, a replication interval plus the bias allowance, every replication
+    within its span.
+    """
+    ests, prefixes, ends = [], [], []
+    for eng in engines:
+        written = (eng.measured - 1) // eng.width + 1
+        k = min(eng.complete_batches(), written - 1)
+        if k < 8:
+            return _Status(False, 0.0, math.inf)
+        ests.append(
+            analyse_series(
+                eng.mt.bsum[:k],
+                eng.mt.bcnt[:k],
+                eng.mt.snap[: k + 1, K.SN_T],
+                batches=batches,
+                truncation=0,
+            )
+        )
+        prefixes.append(k)
+        ends.append(float(eng.mt.snap[k, K.SN_T]))
+    means = np.array([e.mean for e in ests])
+    rel = (replication_interval(means) + short.bias) / abs(means.mean())
+    steady = not any(e.drifts(len(ests)) for e in ests)
+    ok = steady and rel <= precision and max(ends) <= short.span
+    fraction = min(0.99, (precision / rel) ** 2 if rel > 0 else 0.99)
+    return _Status(ok, fraction, rel, tuple(prefixes), over=max(ends) > short.span)
 
 
 def _check(engines: Sequence[Engine], batches: int, relaxation: float, precision: float) -> _Status:
@@ -231,11 +272,13 @@ def run_until_precise(
     precision: float,
     max_tasks: int,
     progress: Progress | None = None,
+    short: ShortRun | None = None,
 ) -> tuple[list[RawRun], str]:
     """Run open-ended replications in lockstep until the stopping rule holds.
 
     Returns the finished runs and the reason they stopped: ``"precision"`` (the rule
-    held) or ``"max_tasks"`` (a replication reached ``max_tasks`` measured arrivals first).
+    held), ``"max_tasks"`` (a replication reached ``max_tasks`` measured arrivals first) or,
+    with ``short`` (the short route's replications), ``"span"`` (they reached their span).
     """
     width = engines[0].width
     check = FIRST_CHECK_BATCHES * width
@@ -250,12 +293,16 @@ def run_until_precise(
                     raise RuntimeError("an open-ended run ended before its window closed")
                 if progress is not None and not eng.at_checkpoint:
                     progress(-1.0, "")
-        status = _check(engines, batches, relaxation, precision)
+        if short is None:
+            status = _check(engines, batches, relaxation, precision)
+        else:
+            status = _check_short(engines, batches, short, precision)
         if progress is not None:
             shown = "—" if not math.isfinite(status.precision) else f"{100 * status.precision:.3g}%"
             progress(status.fraction, f"precision {shown} (target {100 * precision:.3g}%)")
-        if status.done:
+        if status.done or status.over:
             accepted = status.prefixes
+            reason = "precision" if status.done else "span"
             break
         if check >= max_tasks:
             reason = "max_tasks"

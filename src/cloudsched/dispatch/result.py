@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from cloudsched.dispatch.spec import DEFAULT_BATCHES, SimulationSpec, overload_n
 from cloudsched.errors import ParameterError
 from cloudsched.results import finite_or_none, interval, interval_columns
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate
+
+if TYPE_CHECKING:
+    from cloudsched.dispatch.short_run import ShortRun
 
 __all__ = ["PERCENTILES", "SimulationResult", "summarise"]
 
@@ -48,7 +51,8 @@ class SimulationResult:
     mean over replications), ``measured_time`` (simulated time measured, summed over
     replications), ``relaxation_estimate``, ``precision_target`` (None for a fixed
     length), ``precision_reached`` (95% half-width / mean), ``stop_reason`` (``precision``,
-    ``max_tasks``, ``tasks``, ``horizon`` or ``trace``), ``ci_method``.  ``ci95`` is None
+    ``max_tasks``, ``span`` (short replications, :mod:`~cloudsched.dispatch.short_run`),
+    ``tasks``, ``horizon`` or ``trace``), ``ci_method``.  ``ci95`` is None
     when there is no steady state (``steady_state`` False) or when the run is too short for
     an honest interval; ``warnings`` says why, in words.
     """
@@ -131,14 +135,20 @@ class SimulationResult:
 
 
 def summarise(
-    runs: list[RawRun], spec: SimulationSpec, seed: int | None, relax: float, reason: str
+    runs: list[RawRun],
+    spec: SimulationSpec,
+    seed: int | None,
+    relax: float,
+    reason: str,
+    short: ShortRun | None = None,
 ) -> SimulationResult:
     """Build the result record of the finished replications ``runs`` of ``spec``.
 
     ``seed`` is the root seed (None for a given generator), ``relax`` the model's
-    relaxation time and ``reason`` why the run stopped.
+    relaxation time, ``reason`` why the run stopped and ``short`` the short route's
+    replications (:mod:`cloudsched.dispatch.short_run`), if they ran.
     """
-    fixed = spec.fixed_warmup
+    fixed = 0.0 if short is not None else spec.fixed_warmup
     ests = [estimate(raw, batches=spec.batches, relaxation=relax, warmup=fixed) for raw in runs]
     wins = [window(raw, est.truncation) for raw, est in zip(runs, ests, strict=True)]
     if any(raw.batches_used == 0 or est.batches == 0 for raw, est in zip(runs, ests, strict=True)):
@@ -148,7 +158,14 @@ def summarise(
             "long enough for tasks to arrive and be measured after the warm-up",
         )
     steady, notes = _verdict(spec, ests, wins, relax)
-    centre, ci, reached, method = _interval(spec, ests, steady, notes)
+    centre, ci, reached, method = _interval(spec, ests, steady, notes, short)
+    if reason == "span" and short is not None:
+        notes.append(
+            f"the {len(runs)} short replications reached their span of {short.span:g} time "
+            f"units before the precision target: precision reached "
+            f"{'none' if reached is None else f'{100 * reached:.3g}%'} (target "
+            f"{100 * spec.precision:.3g}%)"
+        )
     if reason == "max_tasks" and spec.open_ended:
         shown = "none" if reached is None else f"{100 * reached:.3g}%"
         notes.append(
@@ -245,10 +262,25 @@ def _verdict(
 
 
 def _interval(
-    spec: SimulationSpec, ests: list[SeriesEstimate], steady: bool, notes: list[str]
+    spec: SimulationSpec,
+    ests: list[SeriesEstimate],
+    steady: bool,
+    notes: list[str],
+    short: ShortRun | None = None,
 ) -> tuple[float, tuple[float, float] | None, float | None, str]:
     """Estimate, 95% interval (None unless certified), precision reached and method."""
-    if len(ests) > 1:
+    if short is not None:
+        means = np.array([e.mean for e in ests])
+        centre = float(means.mean())
+        half = replication_interval(means) + short.bias
+        method = (
+            f"short replications ({len(ests)}), each from its own mean-field start for at most "
+            f"{short.span:g} time units (at N = {spec.servers:,} the farm stays near it), "
+            f"Student t over their means + {short.bias:.2g} for the O(1/N) gap to the steady "
+            "state (3x the refined mean field's)"
+        )
+        certified = steady
+    elif len(ests) > 1:
         means = np.array([e.mean for e in ests])
         centre, half = float(means.mean()), replication_interval(means)
         method = f"replications ({len(ests)}), each cut at its {_warmup_name(spec.fixed_warmup)}"

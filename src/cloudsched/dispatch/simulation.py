@@ -25,7 +25,6 @@ Measurement (how it is done and why: ``README.md``, "Numbers you can trust"):
 
 from __future__ import annotations
 
-import math
 import time
 import warnings
 from collections.abc import Callable
@@ -45,6 +44,7 @@ from cloudsched.dispatch.measure import run_until_precise
 from cloudsched.dispatch.plugin import Policy
 from cloudsched.dispatch.replication import InitialState, RawRun, RunSpec
 from cloudsched.dispatch.result import SimulationResult, summarise
+from cloudsched.dispatch.short_run import ShortRun, check_run_length, short_run
 from cloudsched.dispatch.spec import (
     DEFAULT_BATCHES,
     DEFAULT_MAX_TASKS,
@@ -55,10 +55,8 @@ from cloudsched.dispatch.spec import (
 from cloudsched.dispatch.theory.relaxation import relaxation_time
 from cloudsched.dispatch.workload.distributions import Distribution
 from cloudsched.dispatch.workload.resolved import Trace
-from cloudsched.errors import ParameterError
 from cloudsched.progress import Progress
 from cloudsched.randomness import Seed, streams
-from cloudsched.steadystate import MIN_BATCH_RELAXATIONS
 
 __all__ = ["run_simulation", "simulate"]
 
@@ -242,7 +240,6 @@ def run_simulation(
     SimulationResult
         The summary record.
     """
-    seed, gens = streams(rng, spec.replications)
     if spec.work.load >= 1.0:
         warnings.warn(
             overload_note(spec.work.load, spec.tasks, spec.horizon), RuntimeWarning, stacklevel=2
@@ -261,9 +258,11 @@ def run_simulation(
     # CHOICE: late information makes the farm remember for longer (a herd builds and drains
     # over a few delays); five times the longest mean delay is added to the relaxation time
     relax += 5.0 * max(spec.delays.info.mean, spec.delays.join.mean, spec.delays.delete.mean)
-    if spec.open_ended:
-        _check_run_length(spec, relax)
-    run = _run_spec(spec, relax)
+    short = short_run(spec)  # None unless N is large enough for short replications
+    seed, gens = streams(rng, short.replications if short is not None else spec.replications)
+    if spec.open_ended and short is None:
+        check_run_length(spec, relax)
+    run = _run_spec(spec, relax, short)
     if spec.time_limit is not None:
         run = replace(run, deadline=time.perf_counter() + spec.time_limit)
     if spec.counts or spec.delayed:
@@ -287,45 +286,17 @@ def run_simulation(
             precision=spec.precision,
             max_tasks=spec.max_tasks,
             progress=progress,
+            short=short,
         )
     else:
         runs = _fixed_runs([partial(engine, g) for g in gens], progress)
         reason = "horizon" if spec.horizon is not None else "tasks"
         if work.trace is not None and spec.tasks == work.trace.arrivals.size - 1:
             reason = "trace"  # the whole log was replayed
-    return summarise(runs, spec, seed, relax, reason)
+    return summarise(runs, spec, seed, relax, reason, short)
 
 
-def _check_run_length(spec: SimulationSpec, relax: float) -> None:
-    """Refuse or warn when ``max_tasks`` would stop an open-ended run before it can certify.
-
-    A certified interval needs ``batches`` batches of at least five relaxation times: at
-    least that span of arrivals, whatever the engine (at N = 10^8 that is ~10^11).  With
-    the default ``max_tasks`` the run is refused before it starts (it would spend its whole
-    budget and still print no interval); a ``max_tasks`` the caller chose is a budget they
-    accept, so the run goes ahead with a warning.
-    """
-    per_time = spec.work.rate_per_server * spec.servers
-    need = per_time * spec.batches * MIN_BATCH_RELAXATIONS * relax
-    if not (math.isfinite(need) and need > spec.max_tasks):
-        return
-    why = (
-        f"a certified interval needs about {need:.2g} arrivals here ({spec.batches} batches "
-        f"of {MIN_BATCH_RELAXATIONS:g} relaxation times), more than max_tasks = "
-        f"{spec.max_tasks:.2g}"
-    )
-    if spec.max_tasks == DEFAULT_MAX_TASKS:
-        raise ParameterError(
-            "tasks",
-            None,
-            f"given (or horizon, for a run of a chosen length, or a larger max_tasks): {why}",
-        )
-    warnings.warn(
-        f"{why}: give tasks or horizon for a run of a chosen length", RuntimeWarning, stacklevel=3
-    )
-
-
-def _run_spec(spec: SimulationSpec, relax: float) -> RunSpec:
+def _run_spec(spec: SimulationSpec, relax: float, short: ShortRun | None = None) -> RunSpec:
     """Say what the kernel needs to know about each replication of ``spec``."""
     work, n = spec.work, spec.servers
     run = RunSpec(
@@ -344,8 +315,12 @@ def _run_spec(spec: SimulationSpec, relax: float) -> RunSpec:
         return replace(run, warm_tasks=0, end_tasks=spec.tasks)
     if spec.horizon is not None:
         return replace(run, t_warm=0.0, t_end=spec.horizon)
-    # micro-batches start at about 1/16 of a relaxation time
+    # micro-batches start at about 1/16 of a relaxation time (short replications: the first
+    # check, after 64 of them, comes past the arrivals their precision needs, so that it is
+    # usually the only look and does not pick a lucky low estimate of the spread)
     per_time = work.rate_per_server * n
+    if short is not None:
+        return replace(run, width=max(1, short.tasks // 48))
     return replace(run, width=max(1, int(min(per_time * relax / 16, spec.max_tasks / 1024))))
 
 

@@ -32,6 +32,7 @@ __all__ = [
     "as_arrays",
     "check_finite",
     "predict_finite",
+    "refined_mean",
 ]
 
 METHODS = ("auto", "meanfield", "refined", "exact")
@@ -69,6 +70,14 @@ def _refined(policy: str, n: int, lam: float, r: float, d: int, replace: bool) -
         return None
     model, pi = population_model(policy, lam, r=r, d=d, replace=replace)
     return refine(model, pi).tasks(n) / lam
+
+
+def refined_mean(policy: str, n: int, lam: float, r: float, d: int, *, replace: bool) -> float:
+    """Refined (1/N) mean response time of ``policy`` on ``n`` servers (a model with one)."""
+    value = _refined(policy, n, lam, r, d, replace)
+    if value is None:
+        raise ValueError(f"{policy} has no refined mean field")
+    return value
 
 
 def _exact_cheap(policy: str, n: int, m: int) -> bool:

@@ -1,0 +1,190 @@
+"""Steady state at very large N from short replications: a cost that does not grow with N.
+
+The stopping rule of :mod:`cloudsched.dispatch.measure` asks for batches of several
+relaxation times.  A relaxation time is a fixed span of simulated time whatever N, so at N
+servers it holds about ``N`` times as many events: at N = 10^9 an interval would need some
+10^12 of them.  Yet at large N the farm's occupancy barely moves: the fractions of servers
+per queue length stay within O(1/sqrt(N)) of the mean-field point, and the steady-state mean
+response time differs from the mean-field value by O(1/N) (Gast and Van Houdt's refined mean
+field).  A run need not wait for the farm to forget its start when its start is already a
+draw from around that point.  Hence this route, taken when it applies (:func:`short_run`):
+
+* :data:`SHORT_REPLICATIONS` independent replications, each from its own mean-field start
+  (every server's queue, and every I-queue's size, drawn from the mean-field law: the start
+  every default run already uses), each run for at most :data:`SHORT_SPAN` mean service
+  times, with no warm-up cut;
+* a Student-t interval over the replication means: the tasks' own variability and the
+  start's O(1/sqrt(N)) randomness are both independent across replications, so both are in
+  it;
+* plus an allowance for the O(1/N) gap between the response time near the mean-field point
+  and the steady-state mean: three times the refined mean field's 1/N correction (jsq, whose
+  total queue is an M/M/N queue's: three times its Erlang-C wait), added to the half-width.
+
+It applies to the policies with a 1/N model (random, pod, jiq, jiq-pod) and jsq, on the
+occupancy-count engine (Poisson arrivals, exponential service, equal speeds), one
+replication asked, an open-ended run, from N = :data:`SHORT_MIN_SERVERS` on; and only when a
+span holds enough tasks to reach the precision (the mean-field response-time variance over
+the tasks of one span at most a quarter of the budget, the allowance at most a quarter of
+the target half-width).  Otherwise the usual rule runs.  The cost is then set by the
+precision, not by N: about the same number of events at 10^7 servers as at 10^9.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from cloudsched._quantiles import t_quantile
+from cloudsched.dispatch.spec import DEFAULT_MAX_TASKS, SimulationSpec
+from cloudsched.dispatch.theory.meanfield import predict
+from cloudsched.errors import ParameterError
+from cloudsched.steadystate import MIN_BATCH_RELAXATIONS
+
+__all__ = [
+    "SHORT_MIN_SERVERS",
+    "SHORT_REPLICATIONS",
+    "SHORT_SPAN",
+    "ShortRun",
+    "check_run_length",
+    "response_moments",
+    "short_run",
+]
+
+#: Longest span of a short replication, in mean service times.
+SHORT_SPAN = 0.05
+#: Replications of the short route.
+SHORT_REPLICATIONS = 20
+#: Smallest farm for the short route.
+SHORT_MIN_SERVERS = 10**6
+#: The allowance is this many times the 1/N correction.
+BIAS_FACTOR = 3.0
+
+
+@dataclass(frozen=True)
+class ShortRun:
+    """How the short route runs.
+
+    ``replications`` of at most ``span`` time units each; ``bias``, the allowance added to
+    the half-width (in time units); ``tasks``, the arrivals per replication the precision
+    needs if the start adds no variance.
+    """
+
+    span: float
+    bias: float
+    tasks: int
+    replications: int = SHORT_REPLICATIONS
+
+
+def response_moments(policy: str, load: float, *, r: float, d: int) -> tuple[float, float]:
+    """Mean and variance of the mean-field response time (exp(1) service, FCFS).
+
+    A task joins behind K tasks with ``P(K >= j) = G_j`` (``p0 s_j^d``; jsq: none), and its
+    response time is Erlang(K + 1): ``E R = 1 + E K`` and ``E R^2 = E K^2 + 3 E K + 2``.
+    """
+    from cloudsched.dispatch.theory.models import MODELS
+
+    model = MODELS[policy]
+    pred = predict(policy, [load], r=r if model.iqueues else 1.0, d=d)
+    tail = np.asarray(pred.tails[0], dtype=np.float64)
+    power = 0 if model.probes == "all" else (pred.d or 1)
+    g = pred.p0[0] * tail**power if power else np.zeros(tail.size)  # G_1, G_2, ...
+    j = np.arange(1, g.size + 1)
+    ek, ek2 = float(g.sum()), float(np.sum((2 * j - 1) * g))
+    mean = 1.0 + ek
+    return mean, ek2 + 3 * ek + 2 - mean * mean
+
+
+def _erlang_c_wait(servers: int, load: float) -> float:
+    """Mean wait of an M/M/N queue (service mean 1), from Poisson terms (any N)."""
+    from scipy.stats import poisson
+
+    a = servers * load
+    top = poisson.pmf(servers, a) * servers / (servers - a)
+    c = top / (poisson.cdf(servers - 1, a) + top)
+    return float(c / (servers - a))
+
+
+def _gap(spec: SimulationSpec, mf_mean: float) -> float:
+    """|steady-state mean at N - mean-field mean| to first order, mean service times."""
+    from cloudsched.dispatch.theory.finite import refined_mean
+    from cloudsched.dispatch.theory.models import MODELS
+
+    n, load = spec.servers, spec.work.load
+    if spec.model.name == "random":  # independent M/M/1 queues: the mean field is exact
+        return 0.0
+    if MODELS[spec.model.name].probes == "all":
+        return _erlang_c_wait(n, load)
+    r = n / spec.m if spec.model.iqueues else 1.0
+    refined = refined_mean(spec.model.name, n, load, r, spec.d, replace=spec.with_replacement)
+    return abs(refined - mf_mean)
+
+
+def short_run(spec: SimulationSpec) -> ShortRun | None:
+    """Return the short route for ``spec``, or None where it does not apply (module notes)."""
+    model, work, n = spec.model, spec.work, spec.servers
+    if not (
+        spec.open_ended
+        and spec.replications == 1
+        and spec.counts
+        and spec.start == "meanfield"
+        and n >= SHORT_MIN_SERVERS
+        and model.source is None
+        and model.meanfield is not None
+        and 0.0 < work.load < 1.0
+    ):
+        return None
+    from cloudsched.dispatch.theory.models import MODELS
+
+    row = MODELS[model.name]
+    if not (row.refined or row.probes == "all"):
+        return None
+    unit = work.variability()[1]
+    mean, var = response_moments(
+        model.name, work.load, r=n / spec.m if model.iqueues else 1.0, d=spec.d
+    )
+    bias = BIAS_FACTOR * _gap(spec, mean)
+    target = spec.precision * mean
+    t = float(t_quantile(0.975, SHORT_REPLICATIONS - 1))
+    per_replication = SHORT_REPLICATIONS * (target / t) ** 2  # variance budget of one mean
+    tasks = work.rate_per_server * n * SHORT_SPAN
+    if bias > target / 4 or var / tasks > per_replication / 4:
+        return None
+    need = math.ceil(var / per_replication)
+    return ShortRun(span=SHORT_SPAN * unit, bias=bias * unit, tasks=need)
+
+
+def check_run_length(spec: SimulationSpec, relax: float) -> None:
+    """Refuse or warn when ``max_tasks`` would stop an open-ended run before it can certify.
+
+    A certified interval needs ``batches`` batches of at least five relaxation times: at
+    least that span of arrivals, whatever the engine (at N = 10^8 that is ~10^11).  With
+    the default ``max_tasks`` the run is refused before it starts (it would spend its whole
+    budget and still print no interval); a ``max_tasks`` the caller chose is a budget they
+    accept, so the run goes ahead with a warning.
+    """
+    per_time = spec.work.rate_per_server * spec.servers
+    need = per_time * spec.batches * MIN_BATCH_RELAXATIONS * relax
+    if not (math.isfinite(need) and need > spec.max_tasks):
+        return
+    why = (
+        f"a certified interval needs about {need:.2g} arrivals here ({spec.batches} batches "
+        f"of {MIN_BATCH_RELAXATIONS:g} relaxation times), more than max_tasks = "
+        f"{spec.max_tasks:.2g}"
+    )
+    if spec.servers >= SHORT_MIN_SERVERS:
+        why += (
+            " (short replications, whose cost does not grow with N, need random, pod, jsq, jiq "
+            "or jiq-pod on the counts engine, one replication and a mean-field start)"
+        )
+    if spec.max_tasks == DEFAULT_MAX_TASKS:
+        raise ParameterError(
+            "tasks",
+            None,
+            f"given (or horizon, for a run of a chosen length, or a larger max_tasks): {why}",
+        )
+    warnings.warn(
+        f"{why}: give tasks or horizon for a run of a chosen length", RuntimeWarning, stacklevel=4
+    )
