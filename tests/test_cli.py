@@ -641,3 +641,21 @@ def test_simulate_a_billion_servers_keeps_its_result_and_mean_field(capsys, poli
     expected = predict(policy, [0.9]).mean_response_time[0]
     assert doc["meanfield_response_time"] == pytest.approx(expected, rel=1e-12)
     assert "interval withheld" in err  # 20,000 tasks are far from a steady-state interval
+
+
+def test_the_command_line_loads_no_numeric_library_before_a_command_needs_it():
+    """``cloudsched --help`` and ``--version`` stay quick (0.3 s is the target): importing
+    the command line imports none of numpy, numba, pandas or scipy (a JSON helper's
+    top-level import once brought numpy in: +0.1 s)."""
+    import subprocess
+    import sys
+
+    code = "import sys, cloudsched.cli; print(sorted(set(sys.modules) & {LIBS!r}))"
+    libs = {"numpy", "numba", "pandas", "scipy"}
+    out = subprocess.run(
+        [sys.executable, "-c", code.replace("{LIBS!r}", repr(libs))],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert out.stdout.strip() == "[]", out.stdout

@@ -19,7 +19,6 @@ from rich.table import Table
 
 from cloudsched.errors import ParameterError, check_loads
 from cloudsched.io import atomic_write_text
-from cloudsched.results import finite_or_none
 
 if TYPE_CHECKING:
     import numpy as np
@@ -147,6 +146,8 @@ def to_json(payload: Any) -> str:
     ``notes``); a mapping that had such values also gets ``"undefined"``: each nulled
     field's path and what it was (``infinite`` or ``not a number``).
     """
+    from cloudsched.results import finite_or_none  # (numpy: not for --help)
+
     undefined: dict[str, str] = {}
     clean = finite_or_none(payload, undefined)
     if undefined and isinstance(clean, dict) and "undefined" not in clean:
