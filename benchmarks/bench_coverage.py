@@ -8,6 +8,8 @@ and counts the intervals that contain the case's reference:
   queues, at any N).
 * ``jiq-pod`` (d = 2, r = 10), N = 10,000, load 0.9: the refined mean field at N = 10,000
   (``predict --servers 10000 --method refined``; its own error is far below a run's).
+* ``pod-1e6-short``, ``jiq-1e6-0.99-short`` (r = 10), ``random-1e8-0.99-short``: the short
+  replications of a large farm; references the refined mean field at N (exact for random).
 * ``pod`` (d = 2), N = 1000, load 0.99: the long independent reference of
   ``benchmarks/reference_runs.py`` (empty start, fixed warm-up, 64 replications:
   5.4708 +- 0.0063), which no part of the default procedure enters.
@@ -49,6 +51,10 @@ CASES: dict[str, dict[str, Any]] = {
     "random-10000": {"policy": "random", "servers": 10_000, "load": 0.9},
     "jiq-pod-10000": {"policy": "jiq-pod", "servers": 10_000, "load": 0.9, "r": 10, "d": 2},
     "pod-1000-0.99": {"policy": "pod", "servers": 1000, "load": 0.99, "d": 2},
+    # short replications (cloudsched.dispatch.short_run): the smallest N where they run
+    "pod-1e6-short": {"policy": "pod", "servers": 10**6, "load": 0.9, "d": 2},
+    "jiq-1e6-0.99-short": {"policy": "jiq", "servers": 10**6, "load": 0.99, "r": 10, "d": 2},
+    "random-1e8-0.99-short": {"policy": "random", "servers": 10**8, "load": 0.99},
 }
 
 
@@ -57,10 +63,15 @@ def reference(name: str) -> float:
     case = CASES[name]
     if case["policy"] == "random":
         return 1.0 / (1.0 - case["load"])
-    if case["policy"] == "pod":
+    if name == "pod-1000-0.99":
         return 5.4708  # benchmarks/reference_runs.py pod 0.99 60000 64 1000
     (pred,) = predict_finite(
-        case["policy"], case["servers"], case["load"], r=case["r"], d=case["d"], method="refined"
+        case["policy"],
+        case["servers"],
+        case["load"],
+        r=case.get("r", 10.0),
+        d=case["d"],
+        method="refined",
     )
     return float(pred.value)
 
