@@ -31,6 +31,7 @@ from cloudsched.dispatch.theory.models import MODELS, check_meanfield_policy
 from cloudsched.errors import check_int, check_loads, check_real
 
 __all__ = [
+    "R_MAX",
     "R_MIN",
     "MeanFieldPrediction",
     "check_prediction",
