@@ -35,6 +35,10 @@ def test_the_route_applies_only_where_its_argument_holds():
     assert short_run(_spec("pod", 10**9, replications=2)) is None  # replications asked
     assert short_run(_spec("pod", 10**9, tasks=10**6)) is None  # a run of a chosen length
     assert short_run(_spec("pod", 10**9, initial="empty")) is None  # no mean-field start
+    # an I-queue model too large for the 1/N allowance (r = N: one dispatcher; it once
+    # filled 24 GB): the usual rule, which refuses the run under the default budget
+    assert short_run(_spec("jiq", 10**6, r=1e6)) is None
+    assert short_run(_spec("jiq-pod", 10**6, r=1000.0, load=0.5)) is None
     # a span of 0.05 at N = 10^6 cannot hold what a precision of 0.1% needs
     assert short_run(_spec("pod", 10**6, precision=0.001)) is None
     assert short_run(_spec("pod", 10**9, precision=0.001)) is not None

@@ -16,7 +16,8 @@ distinct servers unless ``replace`` (the simulator's default is the same).
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -24,6 +25,9 @@ from numpy.typing import ArrayLike
 from cloudsched.dispatch.theory.models import Model, get_model
 from cloudsched.errors import ParameterError, check_choice, check_int, check_loads, check_real
 from cloudsched.progress import Progress
+
+if TYPE_CHECKING:
+    from cloudsched.dispatch.theory.population import Refined
 
 __all__ = [
     "AUTO_EXACT_STATES",
@@ -63,13 +67,19 @@ class FinitePrediction:
 
 
 def _refined(policy: str, n: int, lam: float, r: float, d: int, replace: bool) -> float | None:
+    if not get_model(policy).refined:
+        return None
+    return _refinement(policy, lam, r, d, replace).tasks(n) / lam
+
+
+@lru_cache(maxsize=32)
+def _refinement(policy: str, lam: float, r: float, d: int, replace: bool) -> Refined:
+    """Return the refined mean field of one setting (cached: every N reads the same one)."""
     from cloudsched.dispatch.theory.finite_models import population_model
     from cloudsched.dispatch.theory.population import refine
 
-    if not get_model(policy).refined:
-        return None
     model, pi = population_model(policy, lam, r=r, d=d, replace=replace)
-    return refine(model, pi).tasks(n) / lam
+    return refine(model, pi)
 
 
 def refined_mean(policy: str, n: int, lam: float, r: float, d: int, *, replace: bool) -> float:

@@ -26,7 +26,7 @@ from cloudsched.dispatch.theory.meanfield import predict as mf_predict
 from cloudsched.dispatch.theory.models import MODELS, with_capability
 from cloudsched.dispatch.theory.population import PopulationModel
 
-__all__ = ["REFINED_POLICIES", "population_model"]
+__all__ = ["REFINED_POLICIES", "population_model", "population_size"]
 
 #: Policies with an exact population model (so a refined mean field).
 REFINED_POLICIES = with_capability("refined")
@@ -43,6 +43,12 @@ def _levels(policy: str, lam: float, r: float, d: int) -> tuple[int, int, np.nda
     if s.size < 3:
         s = np.concatenate([s, np.full(3 - s.size, _CUT)])
     return s.size, u.size, s, u
+
+
+def population_size(policy: str, lam: float, r: float, d: int) -> int:
+    """Coordinates of ``policy``'s population model (its cost grows as their cube)."""
+    k_levels, j_levels, _, _ = _levels(policy, lam, r, MODELS[policy].effective_d(d))
+    return k_levels + (j_levels - 1 if MODELS[policy].iqueues else 0)
 
 
 def _powers(s: np.ndarray, d: int, replace: bool, c: float) -> tuple[np.ndarray, np.ndarray]:
