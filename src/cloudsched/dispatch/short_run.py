@@ -162,7 +162,7 @@ def short_run(spec: SimulationSpec) -> ShortRun | None:
     target = spec.precision * mean
     t = float(t_quantile(0.975, SHORT_REPLICATIONS - 1))
     per_replication = SHORT_REPLICATIONS * (target / t) ** 2  # variance budget of one mean
-    tasks = work.rate_per_server * n * SHORT_SPAN
+    tasks = work.rate_per_server * n * SHORT_SPAN * unit  # arrivals in one span
     if bias > target / 4 or var / tasks > per_replication / 4:
         return None
     need = math.ceil(var / per_replication)
