@@ -243,3 +243,20 @@ def test_the_exact_chain_says_what_it_is_doing():
     assert said and said[0].startswith("exact chain: ")
     assert "states at 8 tasks per server" in said[0]
     assert all(fraction < 0 for fraction, _ in calls)  # a search: no share done to tell
+
+
+def test_a_refined_model_too_large_to_solve_is_refused_or_skipped_at_once():
+    """jiq with r = 1000 at load 0.5 has about 6,000 I-queue equations (tens of GB and
+    hours to expand; r = 10^6 filled 24 GB): ``--method refined`` is refused in one line
+    naming --r, ``auto`` falls back to the mean field and says why."""
+    from cloudsched.dispatch.theory.finite import MAX_REFINED_EQUATIONS
+    from cloudsched.dispatch.theory.finite_models import population_size
+    from cloudsched.errors import ParameterError
+
+    assert population_size("jiq", 0.5, 1000.0, 1) > MAX_REFINED_EQUATIONS
+    with pytest.raises(ParameterError, match="r must be small enough for the refined"):
+        predict_finite("jiq", 10**6, [0.5], r=1000.0, method="refined")
+    (auto,) = predict_finite("jiq", 10**6, [0.5], r=1000.0)
+    assert auto.source == "meanfield" and auto.refined is None
+    (small,) = predict_finite("jiq", 10**6, [0.5], r=10.0)  # the same at a size it solves
+    assert small.source == "refined" and small.refined is not None

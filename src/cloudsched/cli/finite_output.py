@@ -78,8 +78,9 @@ def finite_predict(
     if limits and fmt == "table" and out is None:
         print(
             f"note: T is the N -> infinity limit at load {', '.join(map(str, limits))}: "
-            f"{policy} has no refined model and its exact chain at N={servers} is too large "
-            "(--method exact tries it)"
+            f"{policy} has no refined model"
+            f"{' small enough here (a smaller --r has one)' if get_model(policy).refined else ''}"
+            f" and its exact chain at N={servers} is too large (--method exact tries it)"
         )
     if plot is not None:
         from cloudsched.plotting import plot_response_time

@@ -61,10 +61,10 @@ SHORT_REPLICATIONS = 20
 SHORT_MIN_SERVERS = 10**6
 #: The allowance is this many times the 1/N correction.
 BIAS_FACTOR = 3.0
-#: Largest I-queue population model solved for the allowance (dimension 318, jiq at load
-#: 0.99 and r = 10, takes 4 s; 582, jiq-pod at 0.5 and r = 100, far longer; r = 10^6 does
-#: not fit in memory): beyond it the route does not apply.
-MAX_REFINED = 400
+#: Largest I-queue population model solved for the allowance, so that it costs seconds at
+#: most (318 equations, jiq at load 0.99 and r = 10: 4 s; 581, jiq-pod at 0.5 and r = 100:
+#: 1.6 s; the cost grows as the cube): beyond it the route does not apply.
+MAX_REFINED = 600
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTO_EXACT_STATES",
+    "MAX_REFINED_EQUATIONS",
     "METHODS",
     "FinitePrediction",
     "as_arrays",
@@ -40,6 +41,11 @@ __all__ = [
 ]
 
 METHODS = ("auto", "meanfield", "refined", "exact")
+#: Largest I-queue population model the refined mean field solves (its memory grows as the
+#: square of its equations, about 200 bytes each pair, and its time as the cube: 581
+#: equations take 1.6 s and 60 MB, so 1500 about 30 s and 450 MB; jiq with r = 10^6 would
+#: need tens of GB).
+MAX_REFINED_EQUATIONS = 1500
 #: ``auto`` solves the exact chain up to about this many states (a few seconds).
 AUTO_EXACT_STATES = 20_000
 
@@ -66,9 +72,31 @@ class FinitePrediction:
         return asdict(self)
 
 
-def _refined(policy: str, n: int, lam: float, r: float, d: int, replace: bool) -> float | None:
-    if not get_model(policy).refined:
+def _refined(
+    policy: str, n: int, lam: float, r: float, d: int, replace: bool, strict: bool = True
+) -> float | None:
+    """Return the refined mean response time (None without a model).
+
+    An I-queue model of more than :data:`MAX_REFINED_EQUATIONS` equations is refused
+    (``strict``) or skipped (None).
+    """
+    model = get_model(policy)
+    if not model.refined:
         return None
+    if model.iqueues:
+        from cloudsched.dispatch.theory.finite_models import population_size
+
+        size = population_size(policy, lam, r, d)
+        if size > MAX_REFINED_EQUATIONS:
+            if not strict:
+                return None
+            raise ParameterError(
+                "r",
+                r,
+                f"small enough for the refined mean field's equations ({size} at load {lam:g}, "
+                f"at most {MAX_REFINED_EQUATIONS}; they grow with r's I-queue lengths): use "
+                "--method meanfield, or exact on a small farm",
+            )
     return _refinement(policy, lam, r, d, replace).tasks(n) / lam
 
 
@@ -189,7 +217,11 @@ def predict_finite(
     mf = meanfield_limit(policy, lam, r=r_eff, d=d, z=z).mean_response_time
     out = []
     for x, t_mf in zip(lam, mf, strict=True):
-        ref = _refined(policy, n, float(x), r_eff, d, replace) if method != "meanfield" else None
+        ref = (
+            _refined(policy, n, float(x), r_eff, d, replace, strict=method == "refined")
+            if method != "meanfield"
+            else None
+        )
         exact = trunc = None
         want_exact = method == "exact" or (
             method == "auto" and model.exact == "any" and _exact_cheap(policy, n, m)
