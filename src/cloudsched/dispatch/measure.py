@@ -35,10 +35,10 @@ from cloudsched.dispatch import state as K
 from cloudsched.dispatch.engine import Engine
 from cloudsched.dispatch.replication import RawRun
 from cloudsched.progress import Progress
+from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series
 
 if TYPE_CHECKING:
     from cloudsched.dispatch.short_run import ShortRun
-from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series
 
 __all__ = [
     "Window",
