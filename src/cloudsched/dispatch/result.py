@@ -269,21 +269,18 @@ def _interval(
     short: ShortRun | None = None,
 ) -> tuple[float, tuple[float, float] | None, float | None, str]:
     """Estimate, 95% interval (None unless certified), precision reached and method."""
-    if short is not None:
-        means = np.array([e.mean for e in ests])
-        centre = float(means.mean())
-        half = replication_interval(means) + short.bias
-        method = (
-            f"short replications ({len(ests)}), each from its own mean-field start for at most "
-            f"{short.span:g} time units (at N = {spec.servers:,} the farm stays near it), "
-            f"Student t over their means + {short.bias:.2g} for the O(1/N) gap to the steady "
-            "state (3x the refined mean field's)"
-        )
-        certified = steady
-    elif len(ests) > 1:
+    if len(ests) > 1:
         means = np.array([e.mean for e in ests])
         centre, half = float(means.mean()), replication_interval(means)
         method = f"replications ({len(ests)}), each cut at its {_warmup_name(spec.fixed_warmup)}"
+        if short is not None:
+            half += short.bias
+            method = (
+                f"short replications ({len(ests)}), each from its own mean-field start for at "
+                f"most {short.span:g} time units (at N = {spec.servers:,} the farm stays near "
+                f"it), Student t over their means + {short.bias:.2g} for the O(1/N) gap to the "
+                "steady state (3x the refined mean field's)"
+            )
         certified = steady
     else:
         est = ests[0]

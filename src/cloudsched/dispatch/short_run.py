@@ -40,6 +40,7 @@ import numpy as np
 from cloudsched._quantiles import t_quantile
 from cloudsched.dispatch.spec import DEFAULT_MAX_TASKS, SimulationSpec
 from cloudsched.dispatch.theory.meanfield import predict
+from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.errors import ParameterError
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS
 
@@ -49,6 +50,7 @@ __all__ = [
     "SHORT_SPAN",
     "ShortRun",
     "check_run_length",
+    "join_tail",
     "response_moments",
     "short_run",
 ]
@@ -82,19 +84,28 @@ class ShortRun:
     replications: int = SHORT_REPLICATIONS
 
 
-def response_moments(policy: str, load: float, *, r: float, d: int) -> tuple[float, float]:
-    """Mean and variance of the mean-field response time (exp(1) service, FCFS).
+def join_tail(policy: str, load: float, *, r: float, d: int) -> tuple[np.ndarray, float]:
+    """Return the mean field's ``P(K >= j)``, j = 1, 2, ..., and its mean response time.
 
-    A task joins behind K tasks with ``P(K >= j) = G_j`` (``p0 s_j^d``; jsq: none), and its
-    response time is Erlang(K + 1): ``E R = 1 + E K`` and ``E R^2 = E K^2 + 3 E K + 2``.
+    K is the queue a task joins and ``T = 1 + sum_j P(K >= j)``; ``P(K >= j) = p0 s_j^d``
+    (``p0 = 1`` without I-queues, ``d = 1`` for random and JIQ, none for jsq); ``r``
+    matters to I-queues only.
     """
-    from cloudsched.dispatch.theory.models import MODELS
-
     model = MODELS[policy]
     pred = predict(policy, [load], r=r if model.iqueues else 1.0, d=d)
     tail = np.asarray(pred.tails[0], dtype=np.float64)
     power = 0 if model.probes == "all" else (pred.d or 1)
-    g = pred.p0[0] * tail**power if power else np.zeros(tail.size)  # G_1, G_2, ...
+    g = pred.p0[0] * tail**power if power else np.zeros(tail.size)
+    return g, float(pred.mean_response_time[0])
+
+
+def response_moments(policy: str, load: float, *, r: float, d: int) -> tuple[float, float]:
+    """Mean and variance of the mean-field response time (exp(1) service, FCFS).
+
+    A task joins behind K tasks (:func:`join_tail`), and its response time is Erlang(K + 1):
+    ``E R = 1 + E K`` and ``E R^2 = E K^2 + 3 E K + 2``.
+    """
+    g, _ = join_tail(policy, load, r=r, d=d)  # G_1, G_2, ...
     j = np.arange(1, g.size + 1)
     ek, ek2 = float(g.sum()), float(np.sum((2 * j - 1) * g))
     mean = 1.0 + ek
@@ -118,7 +129,6 @@ def _gap(spec: SimulationSpec, mf_mean: float) -> float | None:
     """
     from cloudsched.dispatch.theory.finite import refined_mean
     from cloudsched.dispatch.theory.finite_models import population_size
-    from cloudsched.dispatch.theory.models import MODELS
 
     n, load = spec.servers, spec.work.load
     if spec.model.name == "random":  # independent M/M/1 queues: the mean field is exact
@@ -146,8 +156,6 @@ def short_run(spec: SimulationSpec) -> ShortRun | None:
         and 0.0 < work.load < 1.0
     ):
         return None
-    from cloudsched.dispatch.theory.models import MODELS
-
     row = MODELS[model.name]
     if not (row.refined or row.probes == "all"):
         return None

@@ -65,13 +65,11 @@ def meanfield_quantile(policy: str, load: float, r: float, d: int, q: float = 0.
     """
     from scipy.stats import poisson
 
-    from cloudsched.dispatch.theory.meanfield import predict
+    from cloudsched.dispatch.short_run import join_tail
 
-    pred = predict(policy, [load], r=max(r, 1.0) if MODELS[policy].iqueues else 1.0, d=d)
-    tail = np.asarray(pred.tails[0], dtype=float)
-    power = 0 if MODELS[policy].probes == "all" else (pred.d or 1)
-    g = np.concatenate([[1.0], pred.p0[0] * tail**power if power else np.zeros(tail.size)])
-    if abs(g.sum() - pred.mean_response_time[0]) > 1e-6 * pred.mean_response_time[0]:
+    tail, mean = join_tail(policy, load, r=max(r, 1.0), d=d)
+    g = np.concatenate([[1.0], tail])
+    if abs(g.sum() - mean) > 1e-6 * mean:
         raise AssertionError(f"{policy}: P(K >= j) does not sum to T")  # model and law disagree
     j = np.arange(g.size)
 
