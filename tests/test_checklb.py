@@ -13,12 +13,18 @@ import numpy as np
 import pytest
 
 from cloudsched.cli import main
-from cloudsched.dispatch.workload.upstreams import read_upstream_log
+from cloudsched.dispatch.workload.logfiles import TraceError
+from cloudsched.dispatch.workload.upstreams import detect_upstream_format, read_upstream_log
 from cloudsched.errors import ParameterError
-from cloudsched.experiments.checklb import check_lb, levels_at_arrivals, parse_law
+from cloudsched.experiments.checklb import (
+    check_lb,
+    levels_at_arrivals,
+    parse_law,
+    unresolved_arrivals,
+)
 from cloudsched.testing.balancer_logs import balancer_log
 
-LAWS = ["random", "pod:2", "pod:2r", "pod:3", "least-request", "round-robin"]
+LAWS = ["random", "pod:2", "pod:2r", "pod:3", "least-request", "round-robin", "jiq"]
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +53,57 @@ def test_the_true_law_is_accepted_and_every_other_rejected(logs, truth):
     if truth != "round-robin":
         best = check_lb(logs[truth], "random").best_fit
         assert best == truth or (truth == "pod:3" and best in ("pod:3", "pod:3r")), best
+
+
+@pytest.mark.parametrize("fmt", ["envoy", "envoy-json"])
+def test_envoy_logs_in_milliseconds_give_the_true_law(tmp_path, fmt):
+    """Envoy truncates START_TIME and DURATION to the millisecond: at 20 ms of service, 8
+    upstreams and 640 requests/s many arrivals have another request's end within the
+    clock's reach.  Counting them anyway (resolution 0) rejects the true law of the
+    deterministic choices (least-request, jiq); leaving them out accepts every true law.
+    """
+    for k, truth in enumerate(["pod:2r", "least-request", "jiq"]):
+        path = tmp_path / f"{truth}.log"
+        lines = balancer_log(
+            truth, k=8, load=0.8, requests=8000, seed=40 + k, mean_service=0.02, fmt=fmt
+        )
+        path.write_text("\n".join(lines) + "\n")
+        log = read_upstream_log(path, fmt)
+        assert log.resolution == 1e-3 and len(log.names) == 8
+        res = check_lb(log, truth)
+        assert res.consistent and res.left_out > 1000, res.verdict
+        assert res.requests + res.left_out == 8000
+        assert not check_lb(log, "random").consistent
+        if truth != "pod:2r":
+            naive = check_lb(read_upstream_log(path, fmt, resolution=0.0), truth)
+            assert not naive.consistent, naive.verdict
+
+
+def test_unresolved_arrivals_by_brute_force():
+    """An arrival is left out when another start is within one resolution of it, or an end
+    within (two before, one after); its own end does not count."""
+    rng = np.random.default_rng(5)
+    sent = 1.7e9 + np.sort(rng.integers(0, 3000, 400)) / 1e3  # whole milliseconds
+    end = sent + rng.integers(0, 40, 400) / 1e3
+    got = unresolved_arrivals(sent, end, 1e-3)
+    for i in range(sent.size):
+        others = np.arange(sent.size) != i
+        gap_s = np.round((sent[others] - sent[i]) * 1e3)
+        gap_e = np.round((end[others] - sent[i]) * 1e3)
+        want = bool(np.any(np.abs(gap_s) < 1) or np.any((gap_e > -2) & (gap_e < 1)))
+        assert got[i] == want, i
+    assert not unresolved_arrivals(sent, end, 0.0).any()
+
+
+def test_a_policy_with_the_right_mean_but_the_wrong_law_is_rejected(tmp_path):
+    """The least loaded 60% of the time, the most loaded otherwise: its mean transform
+    under random is within the margin of 0.5, its distribution far from uniform."""
+    path = tmp_path / "extremes.log"
+    lines = balancer_log("extremes", k=8, load=0.8, requests=15000, seed=3)
+    path.write_text("\n".join(lines) + "\n")
+    res = check_lb(read_upstream_log(path, "nginx", end_slack=0.0), "random")
+    assert abs(res.mean_f - 0.5) < 0.015 and res.statistic > 0.2
+    assert not res.consistent and res.p_value < 1e-100, res.verdict
 
 
 def test_the_direction_of_a_departure_is_named(logs):
@@ -104,6 +161,34 @@ def test_refusals():
         read_upstream_log("x.log", "nginx", log_format="$msec $status")
 
 
+def test_envoy_lines_and_their_refusals(tmp_path):
+    path = tmp_path / "e.log"
+    head = '"GET / HTTP/1.1" 200 - 0 10'
+    path.write_text(
+        f'[2026-12-01T18:00:00.100Z] {head} 25 24 "-" "curl" "id1" "api" "10.0.0.1:80"\n'
+        f'[2026-12-01T18:00:00.110Z] {head} 40 - "-" "a \\"quoted\\" agent" "id2" "api" '
+        '"10.0.0.2:80"\n'
+        f'[2026-12-01T18:00:00.120Z] {head} 3 - "-" "curl" "id3" "api" "-"\n'
+    )
+    log = read_upstream_log(path, "envoy")
+    assert log.names == ("10.0.0.1:80", "10.0.0.2:80") and log.dropped == 1
+    assert log.end - log.sent == pytest.approx([0.025, 0.040], abs=1e-6)
+    assert log.sent[1] - log.sent[0] == pytest.approx(0.010, abs=1e-6)
+    whole = tmp_path / "w.log"
+    whole.write_text(
+        '{"start_time": "2026-12-01T18:00:00Z", "duration": 5, "upstream_host": "a"}\n'
+    )
+    with pytest.raises(TraceError, match="START_TIME has whole seconds"):
+        read_upstream_log(whole, "envoy-json")
+    whole.write_text('{"start_time": "2026-12-01T18:00:00.100Z", "duration": 5}\n')
+    with pytest.raises(TraceError, match="needs the keys upstream_host"):
+        read_upstream_log(whole, "envoy-json")
+    assert detect_upstream_format(path) == "envoy" and detect_upstream_format(whole) == "envoy-json"
+    whole.write_text("hello\n")
+    with pytest.raises(TraceError, match="in none of the formats check-lb reads"):
+        detect_upstream_format(whole)
+
+
 def test_the_cli_prints_a_verdict_and_writes_json(logs, tmp_path, capsys):
     path = tmp_path / "pod2.log"
     path.write_text("\n".join(balancer_log("pod:2", k=6, load=0.7, requests=2000, seed=3)) + "\n")
@@ -116,6 +201,15 @@ def test_the_cli_prints_a_verdict_and_writes_json(logs, tmp_path, capsys):
         main([*argv, "--expect", "random", "--out", str(tmp_path / "r.json")])
     payload = json.loads((tmp_path / "r.json").read_text())
     assert payload["consistent"] is False and payload["best_fit"] == "pod:2"
+    capsys.readouterr()
+    envoy = tmp_path / "envoy.log"
+    lines = balancer_log("pod:2r", k=6, load=0.7, requests=2000, seed=3, fmt="envoy")
+    envoy.write_text("\n".join(lines) + "\n")
+    with pytest.raises(SystemExit):  # the format read from the first line
+        main(["check-lb", str(envoy), "--expect", "pod:2r", "--out", str(tmp_path / "e.json")])
+    payload = json.loads((tmp_path / "e.json").read_text())
+    assert payload["trace_format"] == "envoy" and payload["consistent"] is True
+    assert payload["left_out"] > 0 and payload["requests"] + payload["left_out"] == 2000
     capsys.readouterr()
     with pytest.raises(SystemExit) as exc:
         main([*argv, "--expect", "pod:9"])

@@ -17,7 +17,8 @@ def check_lb(
     log: Annotated[
         list[Path],
         typer.Argument(
-            help="The access log (gzip or plain; several files are read in order as one log)."
+            help="The access log (gzip or plain; several files are read in order as one "
+            "log), or a shipped log's name (envoy-sample, haproxy-sample)."
         ),
     ],
     *,
@@ -26,13 +27,19 @@ def check_lb(
         typer.Option(
             "--expect",
             help="The law the config names: random, least-request, "
-            "round-robin, pod:D (D sampled without replacement, as NGINX's "
-            "random two least_conn) or pod:Dr (with replacement).",
+            "round-robin, jiq (an idle upstream when one is idle), pod:D (D sampled "
+            "without replacement, as NGINX's random two least_conn) or pod:Dr (with "
+            "replacement, as HAProxy's random(2) and Envoy's LEAST_REQUEST choice_count).",
         ),
     ],
     log_type: Annotated[
-        str, typer.Option("--trace-format", help="haproxy (option httplog) or nginx.")
-    ] = "haproxy",
+        str | None,
+        typer.Option(
+            "--trace-format",
+            help="haproxy (option httplog), nginx, envoy (the default text format) or "
+            "envoy-json (start_time, duration, upstream_host); default: from the first line.",
+        ),
+    ] = None,
     log_format: Annotated[
         str | None,
         typer.Option(
@@ -46,7 +53,16 @@ def check_lb(
             "--end-slack",
             help="Seconds a request may still count at its upstream "
             "after its logged end (default: 0.001 for NGINX, whose logged times lag, "
-            "0 for HAProxy).",
+            "and Envoy, 0 for HAProxy).",
+        ),
+    ] = None,
+    resolution: Annotated[
+        float | None,
+        typer.Option(
+            "--resolution",
+            help="Seconds the log's times are truncated to: arrivals it cannot order "
+            "against another request's start or end are left out (default: 0.001 for "
+            "Envoy; 0, every arrival tested, for NGINX and HAProxy).",
         ),
     ] = None,
     alpha: Annotated[
@@ -69,15 +85,22 @@ def check_lb(
     ),
 ) -> None:
     """Test whether a balancer's choices, in its access log, follow the expected law."""
+    from cloudsched.dispatch.workload.logs import resolve_files
+
+    log, shipped = resolve_files(log)
     check_outputs(out=out, inputs=log)
     import pandas as pd
 
-    from cloudsched.dispatch.workload.upstreams import read_upstream_log
+    from cloudsched.dispatch.workload.upstreams import detect_upstream_format, read_upstream_log
     from cloudsched.experiments.checklb import check_lb as run_check
 
     fmt = resolve_format(fmt, out, ("table", "json"))
     alpha = check_real("--alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
-    data = read_upstream_log(log, log_type, log_format=log_format, end_slack=end_slack)
+    if log_type is None:
+        log_type = shipped or ("nginx" if log_format is not None else detect_upstream_format(log))
+    data = read_upstream_log(
+        log, log_type, log_format=log_format, end_slack=end_slack, resolution=resolution
+    )
     margin = check_real("--margin", margin, low=0.0, high=0.5)
     res = run_check(data, expect, alpha=alpha, margin=margin, seed=seed)
     fits = pd.DataFrame({"law": list(res.fits), "loglik": list(res.fits.values())})
@@ -89,6 +112,8 @@ def check_lb(
         "statistic": res.statistic,
         "mean_f": res.mean_f,
         "requests": res.requests,
+        "left_out": res.left_out,
+        "trace_format": log_type,
         "upstreams": res.upstreams,
         "dropped": res.dropped,
         "best_fit": res.best_fit,

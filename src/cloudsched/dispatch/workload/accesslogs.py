@@ -53,6 +53,7 @@ __all__ = [
     "ACCESS_FORMATS",
     "NGINX_DEFAULT_FORMAT",
     "detect_access_format",
+    "iso_time",
     "nginx_regex",
     "read_access_log",
 ]
@@ -138,7 +139,11 @@ def _clf_time(text: str) -> tuple[float, bool]:
     return stamp.timestamp(), "." in ss
 
 
-def _iso_time(text: str) -> tuple[float, bool]:
+def iso_time(text: str) -> tuple[float, bool]:
+    """Return an ISO 8601 time in seconds since the epoch, and whether it has a fraction.
+
+    A time without a zone is taken as UTC.
+    """
     stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
     if stamp.tzinfo is None:
         from datetime import UTC
@@ -219,7 +224,7 @@ def _parse_time(where: str, name: str, text: str) -> tuple[float, bool]:
             return float(text), True
         if name == "time_local":
             return _clf_time(text)
-        return _iso_time(text)
+        return iso_time(text)
     except (ValueError, IndexError, KeyError):
         raise TraceError(where, f"${name} is not a time: {text!r}") from None
 

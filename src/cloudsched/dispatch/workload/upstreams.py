@@ -12,6 +12,14 @@ the upstream that served it; the workload readers (:mod:`.accesslogs`) keep only
   (:data:`NGINX_UPSTREAM_FORMAT` is one such): the request is outstanding from ``$msec -
   $request_time`` to ``$msec``.  A request tried on several upstreams (``"a, b"``) counts
   for the last, which served it.
+* ``envoy``: Envoy's default text format (``[%START_TIME%] "..." %RESPONSE_CODE%
+  %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% ... "%UPSTREAM_HOST%"``, the
+  host the last quoted field); ``envoy-json``: one JSON object a line with ``start_time``
+  (ISO 8601 or seconds since the epoch), ``duration`` (ms) and ``upstream_host``, keys in
+  any letter case.  The request is outstanding from ``START_TIME`` to ``START_TIME +
+  DURATION``.  Envoy truncates both to the millisecond, so a request starts up to 1 ms and
+  ends up to 2 ms after the times logged: the log's ``resolution`` is 1 ms, and the check
+  leaves out the arrivals it cannot order against another request's start or end.
 
 Requests without an upstream (``-``, ``<NOSRV>``, aborted with a negative timer) are left
 out and counted.
@@ -19,6 +27,7 @@ out and counted.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,13 +35,19 @@ from pathlib import Path
 
 import numpy as np
 
-from cloudsched.dispatch.workload.accesslogs import nginx_regex
+from cloudsched.dispatch.workload.accesslogs import iso_time, nginx_regex
 from cloudsched.dispatch.workload.logfiles import TraceError, check_log_files, log_lines
 from cloudsched.errors import ParameterError, check_real
 
-__all__ = ["NGINX_UPSTREAM_FORMAT", "UPSTREAM_FORMATS", "UpstreamLog", "read_upstream_log"]
+__all__ = [
+    "NGINX_UPSTREAM_FORMAT",
+    "UPSTREAM_FORMATS",
+    "UpstreamLog",
+    "detect_upstream_format",
+    "read_upstream_log",
+]
 
-UPSTREAM_FORMATS = ("haproxy", "nginx")
+UPSTREAM_FORMATS = ("haproxy", "nginx", "envoy", "envoy-json")
 #: An NGINX ``log_format`` with what the check needs (the lab's proxies write it).
 NGINX_UPSTREAM_FORMAT = "$msec $request_time $upstream_addr $status"
 
@@ -41,6 +56,13 @@ _HAPROXY = re.compile(
     r"(?P<backend>[^/\s]+)/(?P<server>\S+) "
     r"(?P<TR>-?\d+)/(?P<Tw>-?\d+)/(?P<Tc>-?\d+)/(?P<Tr>-?\d+)/\+?(?P<Ta>-?\d+) "
 )
+_ENVOY = re.compile(
+    r'^\[(?P<start>[^\]]+)\] "[^"]*" \S+ \S+ \S+ \S+ (?P<duration>\S+) .*"(?P<host>[^"]*)"\s*$'
+)
+#: How long after its logged end a request may still count, per format (see the notes).
+END_SLACK = {"haproxy": 0.0, "nginx": 1e-3, "envoy": 1e-3, "envoy-json": 1e-3}
+#: The truncation of a format's times (s): arrivals it cannot order are left out (Envoy).
+RESOLUTION = {"haproxy": 0.0, "nginx": 0.0, "envoy": 1e-3, "envoy-json": 1e-3}
 
 
 @dataclass(frozen=True)
@@ -51,8 +73,16 @@ class UpstreamLog:
     its logged end: NGINX logs ``$msec`` from its cached clock, read once per turn of its
     event loop, so a request ends up to a turn after the time logged (1 ms here: CHOICE,
     measured on the lab's NGINX, where it makes plain ``random`` and ``random two
-    least_conn`` conform and anything less does not); HAProxy times each request itself
-    (0).
+    least_conn`` conform and anything less does not); Envoy truncates ``%START_TIME%`` and
+    ``%DURATION%`` to the millisecond (1 ms, the middle of the 2 ms an end may lag);
+    HAProxy times each request itself (0).
+
+    ``resolution`` (s): the log's times are truncated to it, so a request may start up to
+    one ``resolution`` and end up to two after its logged times; ``check-lb`` then tests
+    only the arrivals with no other start within one resolution and no end within (two
+    before, one after), whose counts the log fixes.  0: every arrival is tested, with
+    ``end_slack`` (calibrated on live NGINX and HAProxy runs, where leaving arrivals out
+    would cost most of the test's power).
     """
 
     sent: np.ndarray
@@ -62,6 +92,7 @@ class UpstreamLog:
     dropped: int
     source: str
     end_slack: float = 0.0
+    resolution: float = 0.0
 
 
 def _haproxy_times(m: re.Match[str], where: str) -> tuple[float, float] | None:
@@ -96,24 +127,85 @@ def _nginx_times(m: re.Match[str], where: str) -> tuple[float, float, str] | Non
     return end - total, end, addr
 
 
+def _envoy_times(
+    start: str, duration: str, host: str, where: str
+) -> tuple[float, float, str] | None:
+    """Sent and end times and the host of one Envoy request (None: no upstream served it)."""
+    host = host.strip()
+    if host in ("", "-") or duration.strip() in ("", "-"):
+        return None
+    text = start.strip()
+    try:
+        if text.replace(".", "", 1).isdigit():  # %START_TIME(%s.%3f)%
+            stamp, fraction = float(text), "." in text
+        else:
+            stamp, fraction = iso_time(text)
+    except ValueError:
+        raise TraceError(where, f"START_TIME is not a time: {text[:40]!r}") from None
+    if not fraction:
+        raise TraceError(
+            where,
+            "START_TIME has whole seconds: check-lb needs milliseconds (Envoy's default "
+            "%START_TIME%)",
+        )
+    try:
+        ms = float(duration)
+    except ValueError:
+        raise TraceError(where, f"DURATION must be milliseconds, got {duration[:40]!r}") from None
+    if not (0 <= ms <= 1e9):
+        raise TraceError(where, f"DURATION must be in [0, 1e9] ms, got {ms:g}")
+    return stamp, stamp + ms / 1e3, host
+
+
+def _envoy_json(text: str, where: str) -> tuple[float, float, str] | None:
+    try:
+        obj = {str(k).lower(): v for k, v in json.loads(text).items()}
+    except (ValueError, AttributeError, RecursionError):
+        raise TraceError(where, "not a JSON object") from None
+    need_keys = ("start_time", "duration", "upstream_host")
+    need = [key for key in need_keys if key not in obj]
+    if need:
+        raise TraceError(where, "a JSON log line needs the keys " + ", ".join(need))
+    start, duration, host = ("-" if obj[k] is None else str(obj[k]) for k in need_keys)
+    return _envoy_times(start, duration, host, where)
+
+
+def _parse(fmt: str, pattern: re.Pattern[str], text: str, where: str) -> object:
+    """``(sent, end, upstream)``, None for a request no upstream served, False: no match."""
+    if fmt == "envoy-json":
+        return _envoy_json(text, where) if text.strip() else False
+    m = pattern.search(text) if fmt == "haproxy" else pattern.match(text)
+    if m is None:
+        return False
+    if fmt == "haproxy":
+        times = _haproxy_times(m, where)
+        return None if times is None else (*times, f"{m['backend']}/{m['server']}")
+    if fmt == "envoy":
+        return _envoy_times(m["start"], m["duration"], m["host"], where)
+    return _nginx_times(m, where)
+
+
 def read_upstream_log(
     paths: str | Path | Sequence[str | Path],
     fmt: str,
     *,
     log_format: str | None = None,
     end_slack: float | None = None,
+    resolution: float | None = None,
 ) -> UpstreamLog:
     """Read who served each request and when (see the module notes for each format).
 
-    ``end_slack`` overrides the format's (:class:`UpstreamLog`): 0 for a log whose end
-    times are exact.
+    ``end_slack`` and ``resolution`` override the format's (:class:`UpstreamLog`): 0 and 0
+    for a log whose times are exact.
     """
     if fmt not in UPSTREAM_FORMATS:
         raise ParameterError("format", fmt, " or ".join(UPSTREAM_FORMATS))
     if end_slack is not None:
         end_slack = check_real("end_slack", end_slack, low=0.0, high=10.0)
+    if resolution is not None:
+        resolution = check_real("resolution", resolution, low=0.0, high=10.0)
     files = [paths] if isinstance(paths, str | Path) else list(paths)
-    pattern = _HAPROXY
+    pattern = {"haproxy": _HAPROXY, "envoy": _ENVOY}.get(fmt, _HAPROXY)
     if fmt == "nginx":
         log_format = log_format or NGINX_UPSTREAM_FORMAT
         need = [v for v in ("msec", "request_time", "upstream_addr") if f"${v}" not in log_format]
@@ -129,25 +221,22 @@ def read_upstream_log(
     names: dict[str, int] = {}
     dropped = 0
     for file, line_no, text in log_lines(files):
-        m = pattern.search(text) if fmt == "haproxy" else pattern.match(text)
-        if m is None:
+        got = _parse(fmt, pattern, text, f"{file}:{line_no}")
+        if got is False:
             continue
-        where = f"{file}:{line_no}"
-        if fmt == "haproxy":
-            times = _haproxy_times(m, where)
-            got = None if times is None else (*times, f"{m['backend']}/{m['server']}")
-        else:
-            got = _nginx_times(m, where)
         if got is None:
             dropped += 1
             continue
+        assert isinstance(got, tuple)
         sent.append(got[0])
         end.append(got[1])
         ups.append(names.setdefault(got[2], len(names)))
     if len(sent) < 2:
+        shown = f"nginx format {log_format!r}" if fmt == "nginx" else f"{fmt} format"
         raise TraceError(
             ", ".join(map(str, files)),
-            f"fewer than two requests with an upstream in the {fmt} format",
+            f"fewer than two requests with an upstream in the {shown}"
+            + (" (give the log's --log-format)" if fmt == "nginx" else ""),
         )
     return UpstreamLog(
         np.array(sent),
@@ -156,5 +245,28 @@ def read_upstream_log(
         tuple(names),
         dropped,
         ", ".join(map(str, files)),
-        (1e-3 if fmt == "nginx" else 0.0) if end_slack is None else end_slack,
+        END_SLACK[fmt] if end_slack is None else end_slack,
+        RESOLUTION[fmt] if resolution is None else resolution,
+    )
+
+
+def detect_upstream_format(paths: str | Path | Sequence[str | Path]) -> str:
+    """Name the format of a log from its first non-empty line (``--trace-format`` unset)."""
+    files = [paths] if isinstance(paths, str | Path) else list(paths)
+    check_log_files(files)
+    for _, _, text in log_lines(files[:1]):
+        if not text.strip():
+            continue
+        if text.lstrip().startswith("{"):
+            return "envoy-json"
+        for fmt, pattern in (("haproxy", _HAPROXY), ("envoy", _ENVOY)):
+            if (pattern.search(text) if fmt == "haproxy" else pattern.match(text)) is not None:
+                return fmt
+        if nginx_regex(NGINX_UPSTREAM_FORMAT).match(text) is not None:
+            return "nginx"
+        break
+    raise TraceError(
+        str(files[0]),
+        "its first line is in none of the formats check-lb reads (haproxy, nginx, envoy, "
+        "envoy-json): name it with --trace-format, and an NGINX log_format with --log-format",
     )
