@@ -38,7 +38,11 @@ def _topologies(items: list[str], traffic: str) -> list[Any]:
 def place_static(
     *,
     cluster: Annotated[
-        str, typer.Option("--cluster", help="MACHINESxSLOTS, groups (10x4,5x8) or a cluster file.")
+        str,
+        typer.Option(
+            "--cluster",
+            help="MACHINESxSLOTS (a slot holds one executor), groups (10x4,5x8) or a cluster file.",
+        ),
     ],
     topology: Annotated[
         list[str],

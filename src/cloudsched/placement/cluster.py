@@ -195,7 +195,7 @@ class Cluster:
             raise ParameterError(
                 name,
                 f"{topology.name} ({topology.nodes} nodes)",
-                f"at most the cluster's {self.total_slots} slots",
+                f"at most the cluster's {self.total_slots} slots (a slot per node)",
             )
         dem = topology.demands()
         for k, res in enumerate(RESOURCES):

@@ -78,7 +78,7 @@ class StaticPlacement:
 
 def _check_all_fit(cluster: Cluster, tops: Sequence[Topology]) -> None:
     for t in tops:
-        cluster.check_fits(t, t.name)
+        cluster.check_fits(t, "topology")  # the parameter; the message names the topology
     need = sum(t.nodes for t in tops)
     if need > cluster.total_slots:
         raise ParameterError(
