@@ -145,3 +145,12 @@ def test_bad_input_is_one_line(capsys, argv, fragment):
         main(["place", "static", "--cluster", "8x8", *argv])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1 and fragment in err, err
+
+
+def test_a_topology_larger_than_the_cluster_names_the_option(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["place", "static", "--cluster", "4x4", "--topology", "wordcount"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1
+    assert "--topology must be at most the cluster's 16 slots (a slot per node)" in err, err
+    assert "word-count (25 nodes)" in err
