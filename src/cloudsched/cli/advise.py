@@ -221,8 +221,10 @@ def _emit(res: Any, scale: float, unit: str, fmt: str, out: Path | None) -> None
             for lo, hi in zip(df["metric_low"], df["metric_high"], strict=True)
         ],
         theory=[
-            f"{v:.4g} ({s})" if s else "-"
-            for v, s in zip(df["theory_mean"], df["theory_source"], strict=True)
+            f"{v:.4g} ({s}){'*' if agree is False else ''}" if s else "-"
+            for v, s, agree in zip(
+                df["theory_mean"], df["theory_source"], df["theory_in_interval"], strict=True
+            )
         ],
     )[["d", "sampling", "mean_response_time", "theory", "metric", "interval", "examined"]]
     shown = shown.rename(

@@ -182,6 +182,9 @@ def advise(
         row = _row(res, d, rep, n, metric)
         theory = _theory(n, load, d, rep) if exponential else None
         row["theory_mean"], row["theory_source"] = theory if theory else (math.nan, "")
+        low, high = row["ci95_low"], row["ci95_high"]
+        known = theory is not None and math.isfinite(low) and math.isfinite(high)
+        row["theory_in_interval"] = bool(low <= row["theory_mean"] <= high) if known else None
         out.rows.append(row)
     if progress is not None:
         progress(1.0, "")
@@ -202,6 +205,15 @@ def _conclude(out: Advice) -> None:
     out.recommended = next((r for r in ordered if r["within_tolerance"]), None)
     if out.target is not None:
         out.meets_target = next((r for r in ordered if r["metric_high"] <= out.target), None)
+    off = [r for r in ordered if r.get("theory_in_interval") is False]
+    if off:
+        shown = ", ".join(f"d={r['d']}{'+r' if r['with_replacement'] else ''}" for r in off)
+        worst = max(r["d"] * (r["d"] - 1) / out.servers for r in off)
+        out.notes.append(
+            f"the theory is outside the simulated mean's 95% interval at {shown} (marked *): "
+            "the refined 1/N expansion loses accuracy as d(d-1)/N grows (up to "
+            f"{worst:.3g} here); the simulation is the number to use"
+        )
     missing = [r for r in ordered if not math.isfinite(r["metric_high"])]
     if missing:
         shown = ", ".join(f"d={r['d']}{'+r' if r['with_replacement'] else ''}" for r in missing)
