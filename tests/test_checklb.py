@@ -106,6 +106,32 @@ def test_a_policy_with_the_right_mean_but_the_wrong_law_is_rejected(tmp_path):
     assert not res.consistent and res.p_value < 1e-100, res.verdict
 
 
+def test_unequal_draws_are_named(tmp_path):
+    """A random balancer that draws one of 8 upstreams twice as often (as HAProxy's random
+    does on its consistent-hash ring) is not random, and the note says why."""
+    path = tmp_path / "skewed.log"
+    path.write_text("\n".join(balancer_log("skewed", k=8, load=0.7, requests=6000, seed=4)))
+    res = check_lb(read_upstream_log(path, "nginx"), "random")
+    assert not res.consistent
+    assert any("upstreams are not chosen equally often" in n for n in res.notes), res.notes
+    assert max(res.shares.values()) == pytest.approx(2 / 9, abs=0.02)
+    fair = tmp_path / "random.log"
+    fair.write_text("\n".join(balancer_log("random", k=8, load=0.7, requests=6000, seed=4)))
+    res = check_lb(read_upstream_log(fair, "nginx"), "random")
+    assert res.consistent and not any("equally" in n for n in res.notes)
+
+
+def test_the_resolution_is_the_logs_clock_step(tmp_path):
+    path = tmp_path / "ms.log"
+    path.write_text("1700000000.105 0.020 10.0.0.1:80 200\n1700000000.110 0.004 10.0.0.2:80 200\n")
+    assert read_upstream_log(path, "nginx").resolution == pytest.approx(1e-3)
+    path.write_text(
+        "1700000000.105001 0.020000 10.0.0.1:80 200\n1700000000.2 0.004123 10.0.0.2:80 200\n"
+    )
+    assert read_upstream_log(path, "nginx").resolution == pytest.approx(1e-6)  # the coarsest
+    assert read_upstream_log(path, "nginx", resolution=0.0).resolution == 0.0
+
+
 def test_the_direction_of_a_departure_is_named(logs):
     """pod:2's choices are less loaded than random's and more loaded than a full scan's."""
     assert check_lb(logs["pod:2"], "random").mean_f < 0.5

@@ -52,8 +52,8 @@ def check_lb(
         typer.Option(
             "--end-slack",
             help="Seconds a request may still count at its upstream "
-            "after its logged end (default: 0.001 for NGINX, whose logged times lag, "
-            "and Envoy, 0 for HAProxy).",
+            "after its logged end, with --resolution 0 (default: 0.001 for NGINX, whose "
+            "logged times lag, and Envoy; 0 for HAProxy).",
         ),
     ] = None,
     resolution: Annotated[
@@ -61,8 +61,9 @@ def check_lb(
         typer.Option(
             "--resolution",
             help="Seconds the log's times are truncated to: arrivals it cannot order "
-            "against another request's start or end are left out (default: 0.001 for "
-            "Envoy; 0, every arrival tested, for NGINX and HAProxy).",
+            "against another request's start or end are left out (default: the log's "
+            "clock step, 0.001 for all three formats; 0 tests every arrival, for exact "
+            "times).",
         ),
     ] = None,
     alpha: Annotated[
@@ -118,6 +119,7 @@ def check_lb(
         "dropped": res.dropped,
         "best_fit": res.best_fit,
         "share_least_loaded": res.share_least_loaded,
+        "shares": res.shares,
         "fits": res.fits,
         "notes": res.notes,
         "verdict": res.verdict,
@@ -126,7 +128,8 @@ def check_lb(
     text = format_frame(fits.head(6), fmt, title, payload)
     if fmt == "table":
         text += (
-            f"least-loaded upstream chosen: {res.share_least_loaded:.1%} of requests\n"
+            f"least-loaded upstream chosen: {res.share_least_loaded:.1%} of requests; each "
+            f"upstream {min(res.shares.values()):.1%} to {max(res.shares.values()):.1%}\n"
             f"verdict: {res.verdict}\n" + "".join(f"note: {n}\n" for n in res.notes)
         )
     emit(text, out)

@@ -194,6 +194,7 @@ class Conformance:
     fits: dict[str, float] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     left_out: int = 0
+    shares: dict[str, float] = field(default_factory=dict)
 
     @property
     def verdict(self) -> str:
@@ -255,7 +256,8 @@ def check_lb(
     """Test whether the choices in ``log`` (an :class:`UpstreamLog`) follow ``expect``.
 
     Consistent when the p-value is at least ``alpha``, or when the departure it detects is
-    within ``margin`` (``|mean F - 0.5|``; a note then says so).
+    small (``|mean F - 0.5|`` within ``margin`` and KS D within twice it; a note then says
+    so).
     """
     from scipy import stats
 
@@ -285,20 +287,13 @@ def check_lb(
     fits = {name: _loglik(kd, dd, rr, levels, chosen) for name, kd, dd, rr in _candidates(k)}
     best = max(fits, key=lambda name: fits[name])
     least = float(np.mean(chosen == levels.min(axis=1)))
+    counts = np.bincount(log.upstream, minlength=k)
+    shares = dict(zip(log.names, (counts / counts.sum()).tolist(), strict=True))
     if kind == "round-robin":
         share = _round_robin_share(log.upstream, log.sent, k)
+        rr = share >= ROUND_ROBIN_SHARE
         return Conformance(
-            expect,
-            n,
-            k,
-            log.dropped,
-            None,
-            share,
-            None,
-            least,
-            share >= ROUND_ROBIN_SHARE,
-            best,
-            fits,
+            expect, n, k, log.dropped, None, share, None, least, rr, best, fits, shares=shares
         )
     below, at = _level_probs(kind, d, replace, levels, chosen)
     n -= left_out
@@ -318,24 +313,44 @@ def check_lb(
         best,
         fits,
         left_out=left_out,
+        shares=shares,
     )
-    if left_out:
+    _add_notes(out, kind, counts, log.resolution, alpha, margin)
+    return out
+
+
+def _add_notes(
+    out: Conformance, kind: str, counts: np.ndarray, resolution: float, alpha: float, margin: float
+) -> None:
+    """Add what the verdict alone does not say: arrivals left out, small departures, shares."""
+    from scipy import stats
+
+    assert out.p_value is not None and out.mean_f is not None
+    if out.left_out:
         out.notes.append(
-            f"{left_out} of {n + left_out} arrivals left out: another request started or ended "
-            f"within the log's {log.resolution * 1e3:g} ms resolution of them, so the counts "
-            "they saw are unknown"
+            f"{out.left_out} of {out.requests + out.left_out} arrivals left out: another "
+            f"request started or ended within the log's {resolution * 1e3:g} ms resolution of "
+            "them, so the counts they saw are unknown"
         )
-    if ks.pvalue < alpha and out.consistent:
+    if out.p_value < alpha and out.consistent:
         out.notes.append(
-            f"the test detects a departure (p = {ks.pvalue:.2g}) but a small one: mean F "
-            f"{f.mean():.3f} is within {margin:g} of 0.5 and KS D {ks.statistic:.3f} within "
+            f"the test detects a departure (p = {out.p_value:.2g}) but a small one: mean F "
+            f"{out.mean_f:.3f} is within {margin:g} of 0.5 and KS D {out.statistic:.3f} within "
             f"{2 * margin:g} (pod:2 and pod:2r, the closest laws, differ by about 0.03 to 0.05 "
             "in mean F)"
         )
-    if n < 200:
-        out.notes.append(f"only {n} requests: the test has little power")
-    if math.isclose(least, 1.0) and kind != "least-request":
+    if kind == "random" and not out.consistent:  # the draws themselves may be unequal
+        p = float(stats.chisquare(counts).pvalue)
+        if p < alpha:
+            low, high = counts.min() / counts.sum(), counts.max() / counts.sum()
+            out.notes.append(
+                f"upstreams are not chosen equally often: {low:.1%} to {high:.1%} of requests "
+                f"each (chi-square p = {p:.2g}): the balancer draws them with unequal "
+                "probability"
+            )
+    if out.requests < 200:
+        out.notes.append(f"only {out.requests} requests: the test has little power")
+    if math.isclose(out.share_least_loaded, 1.0) and kind != "least-request":
         out.notes.append(
             "every request went to a least-loaded upstream: a light load cannot tell the laws apart"
         )
-    return out

@@ -38,6 +38,9 @@ def _choose(policy: str, counts: list[int], rng: np.random.Generator, state: lis
         pick = min(counts) if rng.random() < 0.6 else max(counts)
         ties = [u for u in range(k) if counts[u] == pick]
         return ties[int(rng.integers(len(ties)))]
+    if policy == "skewed":  # random, but the first upstream drawn twice as often
+        u = int(rng.integers(k + 1))
+        return 0 if u == k else u
     if policy == "jiq":  # one dispatcher: an idle upstream if it knows one, else any
         idle = [u for u in range(k) if counts[u] == 0]
         return idle[int(rng.integers(len(idle)))] if idle else int(rng.integers(k))

@@ -17,9 +17,15 @@ the upstream that served it; the workload readers (:mod:`.accesslogs`) keep only
   host the last quoted field); ``envoy-json``: one JSON object a line with ``start_time``
   (ISO 8601 or seconds since the epoch), ``duration`` (ms) and ``upstream_host``, keys in
   any letter case.  The request is outstanding from ``START_TIME`` to ``START_TIME +
-  DURATION``.  Envoy truncates both to the millisecond, so a request starts up to 1 ms and
-  ends up to 2 ms after the times logged: the log's ``resolution`` is 1 ms, and the check
-  leaves out the arrivals it cannot order against another request's start or end.
+  DURATION``.
+
+The three write times in milliseconds (NGINX: as many digits as ``$msec`` has), so a
+request starts up to one resolution and ends up to two after its logged times (a start and
+a duration truncated; NGINX's cached clock lags by less than a millisecond).  Arrivals that
+cannot be ordered against another request's start or end are left out of the test
+(``resolution``): counting them anyway made live NGINX ``least_conn`` and HAProxy
+``leastconn`` logs look unlike least-request (the least-loaded upstream chosen for 93-96%
+of requests instead of all; with the ambiguous arrivals left out, 99.6-100%).
 
 Requests without an upstream (``-``, ``<NOSRV>``, aborted with a negative timer) are left
 out and counted.
@@ -61,28 +67,22 @@ _ENVOY = re.compile(
 )
 #: How long after its logged end a request may still count, per format (see the notes).
 END_SLACK = {"haproxy": 0.0, "nginx": 1e-3, "envoy": 1e-3, "envoy-json": 1e-3}
-#: The truncation of a format's times (s): arrivals it cannot order are left out (Envoy).
-RESOLUTION = {"haproxy": 0.0, "nginx": 0.0, "envoy": 1e-3, "envoy-json": 1e-3}
 
 
 @dataclass(frozen=True)
 class UpstreamLog:
     """Requests in log order: sent and end times (s), the upstream's index, its names.
 
-    ``end_slack`` (s) is how long a request may still have counted at its upstream after
-    its logged end: NGINX logs ``$msec`` from its cached clock, read once per turn of its
-    event loop, so a request ends up to a turn after the time logged (1 ms here: CHOICE,
-    measured on the lab's NGINX, where it makes plain ``random`` and ``random two
-    least_conn`` conform and anything less does not); Envoy truncates ``%START_TIME%`` and
-    ``%DURATION%`` to the millisecond (1 ms, the middle of the 2 ms an end may lag);
-    HAProxy times each request itself (0).
+    ``end_slack`` (s): how long a request may still count at its upstream after its logged
+    end, for a log read with ``resolution`` 0 (NGINX logs ``$msec`` from its cached clock,
+    read once per turn of its event loop: 1 ms; Envoy's truncated start and duration: 1 ms;
+    HAProxy: 0).  With the log's own resolution no arrival tested has an end that near.
 
     ``resolution`` (s): the log's times are truncated to it, so a request may start up to
     one ``resolution`` and end up to two after its logged times; ``check-lb`` then tests
     only the arrivals with no other start within one resolution and no end within (two
     before, one after), whose counts the log fixes.  0: every arrival is tested, with
-    ``end_slack`` (calibrated on live NGINX and HAProxy runs, where leaving arrivals out
-    would cost most of the test's power).
+    ``end_slack`` (for a log whose times are exact).
     """
 
     sent: np.ndarray
@@ -111,7 +111,8 @@ def _haproxy_times(m: re.Match[str], where: str) -> tuple[float, float] | None:
     return stamp + (tr + tw) / 1e3, stamp + ta / 1e3
 
 
-def _nginx_times(m: re.Match[str], where: str) -> tuple[float, float, str] | None:
+def _nginx_times(m: re.Match[str], where: str) -> tuple[float, float, str, float] | None:
+    """Sent and end times, the upstream and the clock's step (from ``$msec``'s digits)."""
     f = m.groupdict()
     addr = f["upstream_addr"].split(",")[-1].strip().strip(":").strip()
     if addr in ("", "-"):
@@ -124,7 +125,8 @@ def _nginx_times(m: re.Match[str], where: str) -> tuple[float, float, str] | Non
         ) from None
     if not (end > 0 and total >= 0):
         raise TraceError(where, "$msec must be positive and $request_time not negative")
-    return end - total, end, addr
+    digits = max(len(f[k].strip().partition(".")[2]) for k in ("msec", "request_time"))
+    return end - total, end, addr, 10.0 ** -min(digits, 9)
 
 
 def _envoy_times(
@@ -157,7 +159,7 @@ def _envoy_times(
     return stamp, stamp + ms / 1e3, host
 
 
-def _envoy_json(text: str, where: str) -> tuple[float, float, str] | None:
+def _envoy_json(text: str, where: str) -> tuple[float, float, str, float] | None:
     try:
         obj = {str(k).lower(): v for k, v in json.loads(text).items()}
     except (ValueError, AttributeError, RecursionError):
@@ -167,11 +169,15 @@ def _envoy_json(text: str, where: str) -> tuple[float, float, str] | None:
     if need:
         raise TraceError(where, "a JSON log line needs the keys " + ", ".join(need))
     start, duration, host = ("-" if obj[k] is None else str(obj[k]) for k in need_keys)
-    return _envoy_times(start, duration, host, where)
+    got = _envoy_times(start, duration, host, where)
+    return None if got is None else (*got, 1e-3)
 
 
 def _parse(fmt: str, pattern: re.Pattern[str], text: str, where: str) -> object:
-    """``(sent, end, upstream)``, None for a request no upstream served, False: no match."""
+    """Return ``(sent, end, upstream, clock step)`` of a line.
+
+    None: a request no upstream served; False: the line is not in the format.
+    """
     if fmt == "envoy-json":
         return _envoy_json(text, where) if text.strip() else False
     m = pattern.search(text) if fmt == "haproxy" else pattern.match(text)
@@ -179,9 +185,10 @@ def _parse(fmt: str, pattern: re.Pattern[str], text: str, where: str) -> object:
         return False
     if fmt == "haproxy":
         times = _haproxy_times(m, where)
-        return None if times is None else (*times, f"{m['backend']}/{m['server']}")
+        return None if times is None else (*times, f"{m['backend']}/{m['server']}", 1e-3)
     if fmt == "envoy":
-        return _envoy_times(m["start"], m["duration"], m["host"], where)
+        got = _envoy_times(m["start"], m["duration"], m["host"], where)
+        return None if got is None else (*got, 1e-3)
     return _nginx_times(m, where)
 
 
@@ -220,6 +227,7 @@ def read_upstream_log(
     ups: list[int] = []
     names: dict[str, int] = {}
     dropped = 0
+    step = 0.0  # the coarsest clock step of the lines read
     for file, line_no, text in log_lines(files):
         got = _parse(fmt, pattern, text, f"{file}:{line_no}")
         if got is False:
@@ -228,6 +236,7 @@ def read_upstream_log(
             dropped += 1
             continue
         assert isinstance(got, tuple)
+        step = max(step, got[3])
         sent.append(got[0])
         end.append(got[1])
         ups.append(names.setdefault(got[2], len(names)))
@@ -246,7 +255,7 @@ def read_upstream_log(
         dropped,
         ", ".join(map(str, files)),
         END_SLACK[fmt] if end_slack is None else end_slack,
-        RESOLUTION[fmt] if resolution is None else resolution,
+        step if resolution is None else resolution,
     )
 
 
