@@ -33,7 +33,7 @@ def test_every_setting_matches_its_exact_chain():
 
 def test_a_theory_outside_the_simulated_interval_is_marked():
     """At N = 20 and load 0.9 the refined 1/N model is 5% low for pod(8) (1.569 against
-    1.6505 +- 0.002 simulated over 20 runs): its value is marked and a note says why; for
+    1.654 +- 0.006 simulated): its value is marked and a note says why; for
     pod(2) (2.768 against 2.767) it is not."""
     res = advise(servers=20, load=0.9, ds=[2, 8], metric="mean", seed=3)
     rows = {(r["d"], r["with_replacement"]): r for r in res.rows}
