@@ -105,8 +105,9 @@ def finite_predict(
 
 #: The largest remainder of the refined value against simulation, as a share of its 1/N
 #: term: 0.62 (0.67 counting the simulations' half-widths) over 76 settings of pod (N = 10
-#: to 100, d = 2 to 32, with and without replacement, loads 0.9 and 0.95;
-#: benchmarks/refined_remainder.py, runs in benchmarks/results/refined-remainder.csv).
+#: to 100, d = 2 to 32, with and without replacement, loads 0.9 and 0.95), at most 0.13
+#: over 12 of jiq and jiq-pod (benchmarks/refined_remainder.py, runs in
+#: benchmarks/results/refined-remainder.csv).
 REMAINDER_SHARE = 0.67
 
 
@@ -120,13 +121,12 @@ def _refined_notes(preds: Any) -> list[str]:
     left = REMAINDER_SHARE * term
     if left < 0.01 * worst.refined:
         return []
-    basis = "" if worst.policy == "pod" else f"; not measured for {worst.policy}"
     return [
         f"refined = the mean field + its 1/N term ({term:.3g} at load {worst.load:g}); the "
-        "1/N^2 term is not computed: against simulation of pod in 76 settings (N = 10-100, d "
-        f"up to 32, loads 0.9-0.95{basis}) what is left was at most 0.67 of the 1/N term, "
-        f"here {left:.3g} ({100 * left / worst.refined:.2g}% of {worst.refined:.4g}); "
-        "simulate for an interval"
+        "1/N^2 term is not computed: against simulation (76 settings of pod, N = 10-100, d "
+        "up to 32; 12 of jiq and jiq-pod, N = 20-100; loads 0.9-0.95) what is left was at "
+        f"most 0.67 of the 1/N term, here {left:.3g} ({100 * left / worst.refined:.2g}% of "
+        f"{worst.refined:.4g}); simulate for an interval"
     ]
 
 
