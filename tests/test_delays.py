@@ -290,6 +290,31 @@ def test_stale_study_findings_follow_the_rows(tmp_path):
     assert (tmp_path / "s.png").stat().st_size > 1000
 
 
+def test_a_theory_outside_the_simulated_interval_is_named():
+    """The delayed mean field is the N -> infinity limit (a closure for pod): where it
+    leaves the simulated interval the rows are marked and a finding says so."""
+    from cloudsched.experiments.stale import StaleStudy, findings
+
+    def row(delay, mean, theory, source="approximate (closure)"):
+        inside = None if theory is None else abs(theory - mean) <= 0.05
+        return {
+            "policy": "pod(2)",
+            "delay": delay,
+            "ci95_low": mean - 0.05,
+            "ci95_high": mean + 0.05,
+            "theory": source,
+            "theory_in_interval": inside,
+        }
+
+    study = StaleStudy(100, 0.9, "info", False)
+    study.rows = [row(0.0, 2.64, 2.614, "mean field (N = inf)"), row(1.0, 3.22, 3.10)]
+    (got,) = findings(study)
+    assert "pod(2) is outside the simulated mean's 95% interval at delay 1 (marked *)" in got
+    assert "N -> infinity limit and a closure" in got and "N = 100" in got
+    study.rows = [row(0.0, 2.64, 2.614, "mean field (N = inf)"), row(1.0, 3.22, None, "-")]
+    assert findings(study) == []
+
+
 def test_every_delayed_row_of_the_model_table_runs_and_the_others_refuse():
     from cloudsched.dispatch.theory.models import MODELS
 

@@ -140,8 +140,10 @@ def _emit(study: Any, fmt: str, out: Path | None) -> None:
             ],
             "p99": df["p99"],
             "mean (theory)": [
-                f"{v:.4g} ({s})" if math.isfinite(v) else s
-                for v, s in zip(df["theory_mean"], df["theory"], strict=True)
+                f"{v:.4g} ({s}){'*' if inside is False else ''}" if math.isfinite(v) else s
+                for v, s, inside in zip(
+                    df["theory_mean"], df["theory"], df["theory_in_interval"], strict=True
+                )
             ],
         }
     )

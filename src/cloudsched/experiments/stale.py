@@ -135,6 +135,10 @@ def stale_study(
             mean_t, source = (None, "-")
             if theory and not exponential:
                 mean_t, source = _theory(name, d, lam, delay, r)
+            low, high = res.ci95 if res.ci95 is not None else (math.nan, math.nan)
+            inside = (
+                None if mean_t is None or not math.isfinite(high) else bool(low <= mean_t <= high)
+            )
             study.rows.append(
                 {
                     "policy": label,
@@ -145,6 +149,7 @@ def stale_study(
                     "stale_per_task": res.messages.get("stale", 0.0) / lam,
                     "theory_mean": math.nan if mean_t is None else mean_t,
                     "theory": source,
+                    "theory_in_interval": inside,
                     "engine": res.engine,
                 }
             )
@@ -199,5 +204,15 @@ def findings(study: StaleStudy) -> list[str]:
             out.append(
                 f"{a} is worse than random dispatch ({rnd:.3g}) once {study.kind} messages "
                 f"take {cross:g} {unit}"
+            )
+    for a in labels:
+        mine = [r for r in study.rows if r["policy"] == a]
+        off = [r["delay"] for r in mine if r["theory_in_interval"] is False]
+        if off:
+            closure = " and a closure" if any("closure" in r["theory"] for r in mine) else ""
+            out.append(
+                f"the theory for {a} is outside the simulated mean's 95% interval at delay "
+                f"{', '.join(f'{x:g}' for x in off)} (marked *): it is the N -> infinity "
+                f"limit{closure}; the simulation is the number at N = {study.servers}"
             )
     return out
