@@ -498,6 +498,31 @@ def test_out_extension_and_format_that_disagree_are_refused(capsys, tmp_path):
     assert code == 2 and "extension is one of .json, .txt" in err
 
 
+def test_compare_says_when_the_mean_field_is_outside_the_interval():
+    from cloudsched.cli.compare import compare_table
+
+    def row(policy, mf, low, high):
+        return {
+            "policy": policy,
+            "d": 2,
+            "r": 10.0,
+            "load": 0.9,
+            "meanfield_T": mf,
+            "mean_response_time": (low + high) / 2,
+            "ci95_low": low,
+            "ci95_high": high,
+            "meanfield_p99": float("nan"),
+            "p99": float("nan"),
+            "messages_per_task": 2.0,
+            "steady_state": True,
+        }
+
+    text = compare_table([row("pod", 2.614, 2.75, 2.80), row("jiq", 1.765, 1.70, 1.80)], "t")
+    assert "outside the simulated interval for pod at load 0.9:" in text
+    assert "jiq" not in text.split("outside")[1] and max(map(len, text.splitlines())) <= 80
+    assert "outside" not in compare_table([row("jiq", 1.765, 1.70, 1.80)], "t")
+
+
 def test_compare_prints_one_table_of_theory_beside_simulation(capsys, tmp_path):
     png, pq = tmp_path / "c.png", tmp_path / "c.parquet"
     code, out, err = run(

@@ -60,6 +60,27 @@ def compare_table(rows: list[dict[str, Any]], title: str) -> str:
     text += "mf: mean field (N = inf); sim T: simulated mean; ± 95%: half-width of its CI\n"
     if not all(r["steady_state"] for r in rows):
         text += "* not steady: no interval, the number describes this run only\n"
+    off = [
+        r
+        for r in rows
+        if r["steady_state"]
+        and math.isfinite(r["meanfield_T"])
+        and math.isfinite(r["ci95_high"])
+        and not r["ci95_low"] <= r["meanfield_T"] <= r["ci95_high"]
+    ]
+    if off:
+        loads: dict[str, list[str]] = {}
+        for r in off:
+            loads.setdefault(r["policy"], []).append(_fmt(r["load"]))
+        names = "; ".join(f"{p} at load {', '.join(v)}" for p, v in loads.items())
+        import textwrap
+
+        note = (
+            f"mf T is outside the simulated interval for {names}: the N = inf limit leaves "
+            "out this farm's 1/N effect (`cloudsched predict POLICY --servers N` gives the "
+            "refined value)"
+        )
+        text += textwrap.fill(note, width=80) + "\n"
     short = [r for r in rows if r["steady_state"] and _short(r)]
     if short:
         asked = short[0].get("precision_target")
