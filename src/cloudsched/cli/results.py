@@ -113,6 +113,14 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
     late = res.delay != "none" or res.view != "shared"
     no_model = "with delays: cloudsched stale" if late else "no model for this setting"
     kinds = ("join", "delete", "probe", "stale") if late else ("join", "delete", "probe")
+    # messages are rates per server and time unit (JSON); the table gives them per task,
+    # as compare and tune do
+    tasks = res.measured_tasks / (res.measured_time * res.servers) if res.measured_time else 0.0
+
+    def per_task(kind: str) -> float | None:
+        rate = m.get(kind)
+        return None if rate is None or tasks <= 0 else rate / tasks
+
     rows: list[tuple[str, str]] = [
         ("policy", res.policy + (f" ({res.plugin})" if res.plugin else "")),
         (
@@ -129,7 +137,7 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
             " / ".join(_num(res.percentiles.get(k)) for k in ("p50", "p90", "p99")),
         ),
         ("p0 (empty I-queues)", _num(res.p0)),
-        ("messages " + "/".join(kinds), " / ".join(_num(m.get(k)) for k in kinds)),
+        ("messages/task " + "/".join(kinds), " / ".join(_num(per_task(k)) for k in kinds)),
         ("steady state", "yes" if res.steady_state else "NO"),
         ("warm-up / measured time", f"{_num(res.warmup_time)} / {_num(res.measured_time)}"),
         ("measured tasks", str(res.measured_tasks)),
