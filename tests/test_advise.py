@@ -44,6 +44,12 @@ def test_a_theory_outside_the_simulated_interval_is_marked():
         "outside the simulated mean's 95% interval at" in n and "d=8" in n for n in res.notes
     )
     assert rows[(20, False)]["theory_in_interval"] is None  # the full scan has no theory here
+    assert any("refined 1/N expansion" in n for n in res.notes)
+    exact = Advice(3, 0.7, "mean", 0.1, None)
+    exact.rows = [{**_row(3, False, 1.0, 1.1, full=True), "theory_source": "exact"}]
+    exact.rows[0]["theory_in_interval"] = False
+    _conclude(exact)
+    assert any("one time in 20" in n and "refined" not in n for n in exact.notes)
 
 
 def _row(d, rep, metric, high, full=False):
