@@ -4,7 +4,8 @@ Every record (dispatch, placement, live) states a 95% interval as a pair ``(low,
 or None when it is withheld (not steady, not certified): :func:`interval` builds one from a
 centre and a half-width (never below 0: times, lengths and costs are not negative),
 :func:`interval_columns` flattens one into a row's ``ci95_low``/``ci95_high`` (NaN when
-withheld) and :func:`half_of` gives its half-width back.
+withheld), :func:`half_of` gives its half-width back and :func:`in_interval` says whether a
+value (a theory's, say) lies in one.
 
 A result that cannot define a number (no interval, an infinite relaxation time, an empty
 type) holds NaN or infinity while it is computed; its JSON form and its dict hold None
@@ -20,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["finite_or_none", "half_of", "interval", "interval_columns"]
+__all__ = ["finite_or_none", "half_of", "in_interval", "interval", "interval_columns"]
 
 Interval = tuple[float, float]
 
@@ -34,6 +35,13 @@ def interval_columns(ci: Interval | None, name: str = "") -> dict[str, float]:
     """Return ``{name}ci95_low`` and ``{name}ci95_high`` of ``ci`` (NaN when withheld)."""
     low, high = ci if ci is not None else (math.nan, math.nan)
     return {f"{name}ci95_low": low, f"{name}ci95_high": high}
+
+
+def in_interval(value: float | None, low: float, high: float) -> bool | None:
+    """Whether ``value`` lies in ``[low, high]``; None when it or the interval is missing."""
+    if value is None or not all(map(math.isfinite, (value, low, high))):
+        return None
+    return bool(low <= value <= high)
 
 
 def half_of(ci: Interval | None) -> float | None:

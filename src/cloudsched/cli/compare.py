@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 import sys
+import textwrap
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -60,21 +61,19 @@ def compare_table(rows: list[dict[str, Any]], title: str) -> str:
     text += "mf: mean field (N = inf); sim T: simulated mean; ± 95%: half-width of its CI\n"
     if not all(r["steady_state"] for r in rows):
         text += "* not steady: no interval, the number describes this run only\n"
+    from cloudsched.results import in_interval
+
     off = [
         r
         for r in rows
         if r["steady_state"]
-        and math.isfinite(r["meanfield_T"])
-        and math.isfinite(r["ci95_high"])
-        and not r["ci95_low"] <= r["meanfield_T"] <= r["ci95_high"]
+        and in_interval(r["meanfield_T"], r["ci95_low"], r["ci95_high"]) is False
     ]
     if off:
         loads: dict[str, list[str]] = {}
         for r in off:
             loads.setdefault(r["policy"], []).append(_fmt(r["load"]))
         names = "; ".join(f"{p} at load {', '.join(v)}" for p, v in loads.items())
-        import textwrap
-
         note = (
             f"mf T is outside the simulated interval for {names}: the N = inf limit leaves "
             "out this farm's 1/N effect (`cloudsched predict POLICY --servers N` gives the "

@@ -125,8 +125,8 @@ def _refined_notes(preds: Any) -> list[str]:
         f"refined = the mean field + its 1/N term ({term:.3g} at load {worst.load:g}); the "
         "1/N^2 term is not computed: against simulation (76 settings of pod, N = 10-100, d "
         "up to 32; 12 of jiq and jiq-pod, N = 20-100; loads 0.9-0.95) what is left was at "
-        f"most 0.67 of the 1/N term, here {left:.3g} ({100 * left / worst.refined:.2g}% of "
-        f"{worst.refined:.4g}); simulate for an interval"
+        f"most {REMAINDER_SHARE:g} of the 1/N term, here {left:.3g} "
+        f"({100 * left / worst.refined:.2g}% of {worst.refined:.4g}); simulate for an interval"
     ]
 
 

@@ -33,7 +33,7 @@ import numpy as np
 from cloudsched.errors import SEED_LIMIT, ParameterError, check_choice, check_int, check_real
 from cloudsched.experiments.tune_search import metric_interval
 from cloudsched.progress import Progress
-from cloudsched.results import interval_columns
+from cloudsched.results import in_interval, interval_columns
 
 __all__ = ["METRICS", "Advice", "advise", "default_ds"]
 
@@ -182,9 +182,9 @@ def advise(
         row = _row(res, d, rep, n, metric)
         theory = _theory(n, load, d, rep) if exponential else None
         row["theory_mean"], row["theory_source"] = theory if theory else (math.nan, "")
-        low, high = row["ci95_low"], row["ci95_high"]
-        known = theory is not None and math.isfinite(low) and math.isfinite(high)
-        row["theory_in_interval"] = bool(low <= row["theory_mean"] <= high) if known else None
+        row["theory_in_interval"] = in_interval(
+            theory and theory[0], row["ci95_low"], row["ci95_high"]
+        )
         out.rows.append(row)
     if progress is not None:
         progress(1.0, "")

@@ -24,7 +24,7 @@ import numpy as np
 from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.errors import SEED_LIMIT, ParameterError, check_choice, check_int, check_real
 from cloudsched.progress import Progress
-from cloudsched.results import interval_columns
+from cloudsched.results import in_interval, interval_columns
 
 __all__ = ["DEFAULT_DELAYS", "KINDS", "StaleStudy", "parse_policy", "stale_study"]
 
@@ -135,10 +135,7 @@ def stale_study(
             mean_t, source = (None, "-")
             if theory and not exponential:
                 mean_t, source = _theory(name, d, lam, delay, r)
-            low, high = res.ci95 if res.ci95 is not None else (math.nan, math.nan)
-            inside = (
-                None if mean_t is None or not math.isfinite(high) else bool(low <= mean_t <= high)
-            )
+            low, high = res.ci95 or (math.nan, math.nan)
             study.rows.append(
                 {
                     "policy": label,
@@ -149,7 +146,7 @@ def stale_study(
                     "stale_per_task": res.messages.get("stale", 0.0) / lam,
                     "theory_mean": math.nan if mean_t is None else mean_t,
                     "theory": source,
-                    "theory_in_interval": inside,
+                    "theory_in_interval": in_interval(mean_t, low, high),
                     "engine": res.engine,
                 }
             )

@@ -131,8 +131,11 @@ def _nginx_times(m: re.Match[str], where: str) -> tuple[float, float, str, float
 
 def _envoy_times(
     start: str, duration: str, host: str, where: str
-) -> tuple[float, float, str] | None:
-    """Sent and end times and the host of one Envoy request (None: no upstream served it)."""
+) -> tuple[float, float, str, float] | None:
+    """Sent and end times, the host and the clock step (1 ms) of one Envoy request.
+
+    None: no upstream served it.
+    """
     host = host.strip()
     if host in ("", "-") or duration.strip() in ("", "-"):
         return None
@@ -156,7 +159,7 @@ def _envoy_times(
         raise TraceError(where, f"DURATION must be milliseconds, got {duration[:40]!r}") from None
     if not (0 <= ms <= 1e9):
         raise TraceError(where, f"DURATION must be in [0, 1e9] ms, got {ms:g}")
-    return stamp, stamp + ms / 1e3, host
+    return stamp, stamp + ms / 1e3, host, 1e-3
 
 
 def _envoy_json(text: str, where: str) -> tuple[float, float, str, float] | None:
@@ -169,8 +172,7 @@ def _envoy_json(text: str, where: str) -> tuple[float, float, str, float] | None
     if need:
         raise TraceError(where, "a JSON log line needs the keys " + ", ".join(need))
     start, duration, host = ("-" if obj[k] is None else str(obj[k]) for k in need_keys)
-    got = _envoy_times(start, duration, host, where)
-    return None if got is None else (*got, 1e-3)
+    return _envoy_times(start, duration, host, where)
 
 
 def _parse(fmt: str, pattern: re.Pattern[str], text: str, where: str) -> object:
@@ -187,8 +189,7 @@ def _parse(fmt: str, pattern: re.Pattern[str], text: str, where: str) -> object:
         times = _haproxy_times(m, where)
         return None if times is None else (*times, f"{m['backend']}/{m['server']}", 1e-3)
     if fmt == "envoy":
-        got = _envoy_times(m["start"], m["duration"], m["host"], where)
-        return None if got is None else (*got, 1e-3)
+        return _envoy_times(m["start"], m["duration"], m["host"], where)
     return _nginx_times(m, where)
 
 
