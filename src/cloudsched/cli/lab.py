@@ -98,6 +98,7 @@ def _summary(result: Any) -> str:
         ),
         ("± 95%", _fmt(half, 3)),
         ("fixed overhead (ms)", _fmt(lab["overhead_ms"], 3)),
+        ("forwarding under load (ms)", _fmt(lab["forwarding_ms"], 3)),
         ("mean - overhead (units)", _fmt(lab["net_mean_response_time"])),
         (
             "p50 / p99 / p99.9",

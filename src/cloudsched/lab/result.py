@@ -21,6 +21,7 @@ import pandas as pd
 from cloudsched.dispatch.result import PERCENTILES, SimulationResult
 from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.lab.loadgen import STATUS, Load, Records
+from cloudsched.lab.notes import run_warnings
 from cloudsched.lab.spec import LabSpec
 from cloudsched.steadystate import analyse_series
 
@@ -218,53 +219,6 @@ def _percentiles(lat: np.ndarray) -> dict[str, float]:
     return {k: float(np.percentile(lat, q)) for k, q in PERCENTILES.items()}
 
 
-def _warnings(spec: LabSpec, frame: pd.DataFrame, lab: dict[str, Any], steady: bool) -> list[str]:
-    out: list[str] = []
-    m = frame[frame["measured"]]
-    if not (m["status"] == "ok").any():
-        return ["no request was answered in the measurement: lengthen --duration or raise --load"]
-    for status in ("refused", "error", "unfinished"):
-        k = int((m["status"] == status).sum())
-        if k:
-            out.append(
-                f"{k} of {len(m)} measured requests {status} "
-                f"({'--max-inflight reached' if status == 'refused' else 'see status'})"
-            )
-    if spec.load >= 1.0:
-        out.append(f"load {spec.load:g} >= 1: no steady state, the mean grows with the run")
-    elif not steady:
-        out.append(
-            "the latency series is not steady over the run (drift or batches too "
-            "short for their correlation): the interval is not certified"
-        )
-    carried = lab["achieved_load"]
-    steady_load = not spec.kill and spec.load < 1.0
-    if steady_load and math.isfinite(carried) and abs(carried / spec.load - 1) > 0.05:
-        out.append(
-            f"the servers carried load {lab['achieved_load']:.3f}, not {spec.load:g}: "
-            "compare with a simulation at the achieved load"
-        )
-    busy = lab["cpu"].get("machine_busy", math.nan)
-    if max(lab["cpu"].get("machine_share", 0.0), busy if math.isfinite(busy) else 0.0) > 0.8:
-        out.append(
-            f"the machine was {busy:.0%} busy (the lab: {lab['cpu']['machine_share']:.0%}): "
-            "latencies include waiting for a core"
-        )
-    refused = lab.get("rejected", {})
-    if any(refused.values()):
-        out.append(
-            f"refused {refused['datagrams']} datagrams and {refused['requests']} requests "
-            f"without the run's key, and {refused['bad_requests']} requests out of range: "
-            "something else on this machine sent to the lab's ports (none of it was acted on)"
-        )
-    if lab["send_lag_ms"] > 0.5 * spec.unit * 1e3:
-        out.append(
-            f"the generator sent {lab['send_lag_ms']:.2f} ms late on average "
-            "(counted in the latency, from the scheduled time)"
-        )
-    return out
-
-
 def _rejected(snap: Snapshot) -> dict[str, int]:
     """Count what the run's processes refused over the whole run (cumulative at the end)."""
     every = [*snap.servers, *snap.dispatchers]
@@ -298,6 +252,8 @@ def _lab_block(
     ok = frame[frame["measured"] & (frame["status"] == "ok")]
     overhead = out["overhead"]
     sojourn = (ok["wait"] + ok["service"]).to_numpy() / spec.unit
+    # what the path outside the servers took under load; the calibration measured it idle
+    forwarding = (ok["latency"] - ok["wait"] - ok["service"]).to_numpy()
     return {
         "balancer": spec.balancer,
         "unit_seconds": spec.unit,
@@ -305,6 +261,7 @@ def _lab_block(
         "mode": spec.mode,
         "overhead": overhead / spec.unit,
         "overhead_ms": overhead * 1e3,
+        "forwarding_ms": float(np.mean(forwarding)) * 1e3 if forwarding.size else math.nan,
         "net_mean_response_time": mean - overhead / spec.unit,
         "backend_sojourn_mean": float(np.mean(sojourn)) if sojourn.size else math.nan,
         "service_mean_measured": float(ok["service"].mean() / spec.unit) if len(ok) else math.nan,
@@ -339,7 +296,7 @@ def summarise(spec: LabSpec, load: Load, out: dict[str, Any], wall: float) -> La
     servers = _servers_block(spec, a, b, window)
     disps = _dispatchers_block(spec, a, b, window)
     lab = _lab_block(spec, frame, out, mean, servers, disps)
-    warnings = _warnings(spec, frame, lab, steady)
+    warnings = run_warnings(spec, frame, lab, steady, (ci[1] - mean) if ci else math.nan)
     rates = servers["rates"]
     occ = servers["occupancy"]
     tail = [float(x) for x in (1.0 - np.cumsum(occ))[:-1]]
