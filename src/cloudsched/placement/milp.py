@@ -27,9 +27,9 @@ from collections.abc import Sequence
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint
 
-from cloudsched._quiet import solve_quietly
+from cloudsched.placement._highs import solve_milp
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.topology import Topology
 
@@ -138,17 +138,13 @@ def exact_max_weight(
     a = sparse.csr_array((coef, (r_idx, c_idx)), shape=(len(rows), nvar))
     lo = np.array([r[2] for r in rows], dtype=float)
     hi = np.array([r[3] for r in rows], dtype=float)
-    options: dict[str, float | bool] = {"mip_rel_gap": 1e-9, "disp": False}
-    if time_limit is not None:
-        options["time_limit"] = float(time_limit)
-    res = solve_quietly(
+    res = solve_milp(
         "HiGHS (max-weight MILP)",
-        milp,
         np.asarray(obj),
         constraints=LinearConstraint(a, lo, hi),
         integrality=np.asarray(integral),
         bounds=Bounds(0.0, 1.0),
-        options=options,
+        time_limit=time_limit,
     )
     bound = -float(res.mip_dual_bound) if res.mip_dual_bound is not None else math.inf
     if res.x is None:  # no feasible point within the time limit: use the empty configuration

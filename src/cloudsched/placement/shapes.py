@@ -36,9 +36,9 @@ from dataclasses import dataclass
 import networkx as nx
 import numpy as np
 from scipy import sparse
-from scipy.optimize import Bounds, LinearConstraint, milp
+from scipy.optimize import Bounds, LinearConstraint
 
-from cloudsched._quiet import solve_quietly
+from cloudsched.placement._highs import solve_milp
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.graphcuts import forest_split, graph_bound
 from cloudsched.placement.topology import Topology
@@ -213,19 +213,14 @@ def _cover(
     lo = np.concatenate([sizes, np.zeros(len(types))])
     hi = np.concatenate([sizes, [float(ms.size) for ms in types]])
     limit = MILP_TIME_LIMIT if time_limit is None else time_limit
-    options: dict[str, float | bool] = {
-        "disp": False,
-        "mip_rel_gap": 1e-9,
-        "time_limit": max(float(limit), 0.01),
-    }
-    res_ = solve_quietly(
+    res_ = solve_milp(
         "HiGHS (least-cost template)",
-        milp,
         -kept[p_idx],
         constraints=LinearConstraint(a, lo, hi),
         integrality=np.ones(len(cols)),
         bounds=Bounds(0, np.inf),
-        options=options,
+        time_limit=max(float(limit), 0.01),
+        fine=False,
     )
     bound = -float(res_.mip_dual_bound) if res_.mip_dual_bound is not None else math.inf
     if res_.x is None:
