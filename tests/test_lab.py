@@ -375,6 +375,11 @@ def test_lab_compare_puts_models_beside_the_live_run(tmp_path, capsys):
     assert {"simulation", "live", "live - overhead"} <= sources
     assert any(s.startswith("theory") for s in sources)
     assert "against simulated" in text and (out / "lab-compare.png").stat().st_size > 0
+    # the live run's warnings come with its numbers: 1.5 s of 10 ms units in 20 batches is
+    # 7.5 units a batch, under 5 model relaxation times (6.6 units), so never certified
+    warned = json.loads((out / "lab-compare.json").read_text())["warnings"]
+    assert any("not steady" in w for w in warned), warned
+    assert all(w.startswith("jiq-pod live: ") and f"warning: {w}" in text for w in warned)
 
 
 def test_warmup_is_a_fraction_of_the_run_as_in_simulate(capsys):

@@ -306,8 +306,12 @@ def lab_compare(
         probe_timeout=probe_timeout,
         seed=seed,
     )
-    rows, cdfs, _lives = compare_lab(spec, list(policies))
+    rows, cdfs, lives = compare_lab(spec, list(policies))
     notes = compare_notes(spec, list(policies))
+    # what qualifies each live number, as lab run prints it under its own table
+    warned = [
+        f"{p} live: {w}" for p, r in zip(policies, lives, strict=True) for w in r.record.warnings
+    ]
     out.mkdir(parents=True, exist_ok=True)
     plot_lab_compare(rows, cdfs, out / "lab-compare.png")
     cols: dict[str, list[str]] = {
@@ -346,12 +350,14 @@ def lab_compare(
     )
     text = render_table(cols, title) + "".join(f"note: {n}\n" for n in notes)
     text += "".join(line + "\n" for line in _captions(rows))
-    atomic_write_text(out / "lab-compare.json", to_json({"rows": rows, "notes": notes}) + "\n")
+    text += "".join(f"warning: {w}\n" for w in warned)
+    payload = to_json({"rows": rows, "notes": notes, "warnings": warned})
+    atomic_write_text(out / "lab-compare.json", payload + "\n")
     atomic_write_text(
         out / "lab-compare.md", f"# {title}\n\n![compare](lab-compare.png)\n\n```\n{text}```\n"
     )
     wrote(out, "lab-compare.png, lab-compare.json, lab-compare.md")
-    typer.echo(to_json({"rows": rows, "notes": notes}) if fmt == "json" else text, nl=fmt == "json")
+    typer.echo(payload if fmt == "json" else text, nl=fmt == "json")
 
 
 def register(app: typer.Typer) -> None:
