@@ -201,11 +201,15 @@ class Conformance:
         """One sentence for the report."""
         what = f"{self.requests} requests over {self.upstreams} upstreams"
         if self.expect == "round-robin":
-            share = f"the counts stay within 2 after {self.statistic:.1%} of requests"
+            share = (
+                f"the upstreams' running counts are within 2 of each other at "
+                f"{self.statistic:.1%} of the requests "
+                f"(round robin: {ROUND_ROBIN_SHARE:.0%} or more)"
+            )
             return (
                 f"consistent with round-robin: {share} ({what})"
                 if self.consistent
-                else f"NOT round-robin: only {share}; best fit among the load-aware laws: "
+                else f"NOT round-robin: {share}; best fit among the load-aware laws: "
                 f"{self.best_fit} ({what})"
             )
         assert self.p_value is not None and self.mean_f is not None
