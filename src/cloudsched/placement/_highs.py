@@ -4,10 +4,11 @@ With HiGHS's defaults a configuration of weight up to about 1e-6 is not told fro
 empty one: the max-weight MILP returned weight 0, "optimal", where the best was 3e-7 (one
 to three copies of a topology of value 1e-7 placed on one machine).  What decides it is the
 MIP feasibility tolerance (default 1e-6; here 1e-10, the least HiGHS accepts), with the
-absolute gap (default 1e-6) tightened too: the weights found are then within about 1e-9
-of the best (measured on every small case of ``tests/test_placement_optimize.py``).
-:func:`scipy.optimize.milp` names neither option but passes what it does not know to HiGHS
-verbatim, with a warning that this module expects and silences for these calls alone.
+absolute gap (default 1e-6) tightened too: the weights found are then within 3e-9 of the
+best on every small case of ``tests/test_placement_optimize.py``'s shapes (values 1e-10 to
+1e-7 against traffic costs of 1 to 3).  :func:`scipy.optimize.milp` names neither option
+but passes what it does not know to HiGHS verbatim (scipy 1.11 to 1.17), with a warning
+that this module expects and silences for these calls alone.
 """
 
 from __future__ import annotations
