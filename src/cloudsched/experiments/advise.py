@@ -183,7 +183,7 @@ def advise(
         theory = _theory(n, load, d, rep) if exponential else None
         row["theory_mean"], row["theory_source"] = theory if theory else (math.nan, "")
         row["theory_in_interval"] = in_interval(
-            theory and theory[0], row["ci95_low"], row["ci95_high"]
+            theory[0] if theory else None, row["ci95_low"], row["ci95_high"]
         )
         out.rows.append(row)
     if progress is not None:

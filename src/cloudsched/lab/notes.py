@@ -17,7 +17,7 @@ from cloudsched.lab.spec import LabSpec
 __all__ = ["run_warnings"]
 
 
-def _overhead_warning(lab: dict[str, Any], half: float) -> list[str]:
+def _overhead_warning(lab: dict[str, Any], half: float | None) -> list[str]:
     """Flag ``mean - overhead`` when the path took longer or shorter under load than idle.
 
     The net mean less the servers' own sojourn mean is the forwarding time under load less
@@ -25,7 +25,7 @@ def _overhead_warning(lab: dict[str, Any], half: float) -> list[str]:
     off by more than the interval says (a busy machine slows the proxies, for one).
     """
     gap = lab["net_mean_response_time"] - lab["backend_sojourn_mean"]
-    if not (math.isfinite(gap) and math.isfinite(half)) or abs(gap) <= half:
+    if half is None or not (math.isfinite(gap) and math.isfinite(half)) or abs(gap) <= half:
         return []
     return [
         f"the forwarding path took {lab['forwarding_ms']:.2f} ms a request under load against "
@@ -36,9 +36,12 @@ def _overhead_warning(lab: dict[str, Any], half: float) -> list[str]:
 
 
 def run_warnings(
-    spec: LabSpec, frame: pd.DataFrame, lab: dict[str, Any], steady: bool, half: float
+    spec: LabSpec, frame: pd.DataFrame, lab: dict[str, Any], steady: bool, half: float | None
 ) -> list[str]:
-    """List what a reader of a live run's numbers must know (``half``: the mean's half-width)."""
+    """List what a reader of a live run's numbers must know.
+
+    ``half`` is the half-width of the mean's interval (None when it is withheld).
+    """
     out: list[str] = []
     m = frame[frame["measured"]]
     if not (m["status"] == "ok").any():

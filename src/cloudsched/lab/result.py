@@ -23,6 +23,7 @@ from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.lab.loadgen import STATUS, Load, Records
 from cloudsched.lab.notes import run_warnings
 from cloudsched.lab.spec import LabSpec
+from cloudsched.results import half_of
 from cloudsched.steadystate import analyse_series
 
 __all__ = ["LabResult", "Snapshot", "records_frame", "summarise"]
@@ -296,7 +297,7 @@ def summarise(spec: LabSpec, load: Load, out: dict[str, Any], wall: float) -> La
     servers = _servers_block(spec, a, b, window)
     disps = _dispatchers_block(spec, a, b, window)
     lab = _lab_block(spec, frame, out, mean, servers, disps)
-    warnings = run_warnings(spec, frame, lab, steady, (ci[1] - mean) if ci else math.nan)
+    warnings = run_warnings(spec, frame, lab, steady, half_of(ci))
     rates = servers["rates"]
     occ = servers["occupancy"]
     tail = [float(x) for x in (1.0 - np.cumsum(occ))[:-1]]
