@@ -316,9 +316,9 @@ def test_a_theory_outside_the_simulated_interval_is_named():
 
 
 def test_every_delayed_row_of_the_model_table_runs_and_the_others_refuse():
-    from cloudsched.dispatch.theory.models import MODELS
+    from cloudsched.policy_table import TABLE
 
-    for policy, model in MODELS.items():
+    for policy, model in TABLE.items():
         if model.delayed:
             p = delayed_meanfield(policy, 0.7, 0.5, d=2)
             assert math.isfinite(p.mean_response_time) and p.converged

@@ -18,22 +18,22 @@ import pytest
 from cloudsched.dispatch import predict
 from cloudsched.dispatch.plugin import registered
 from cloudsched.dispatch.policies import POLICIES
-from cloudsched.dispatch.theory.models import MODELS, get_model, with_capability
 from cloudsched.errors import ParameterError
+from cloudsched.policy_table import TABLE, get_row, with_capability
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "cloudsched"
 
 
 def test_every_builtin_policy_has_a_row_and_the_registry_agrees():
-    assert list(MODELS) == list(POLICIES)
+    assert list(TABLE) == list(POLICIES)
     for name, policy in registered().items():
         if policy.source:  # a plug-in loaded by another test
             continue
-        model = MODELS[name]
+        model = TABLE[name]
         assert policy.iqueues == model.iqueues, name
         assert policy.meanfield == (name if model.closed_form else None), name
         assert policy.relaxation == model.relaxation, name
-        assert MODELS[model.relaxation].relaxation == model.relaxation  # a proxy has its own
+        assert TABLE[model.relaxation].relaxation == model.relaxation  # a proxy has its own
         assert (policy.d == "servers") == (model.probes == "d"), name
         lacks = not (model.fluid and model.refined and model.speed_classes and model.exact == "any")
         assert bool(model.why) == lacks, f"{name}: say why a model is missing, and only then"
@@ -41,12 +41,12 @@ def test_every_builtin_policy_has_a_row_and_the_registry_agrees():
 
 def test_unknown_policy_is_refused_naming_the_models():
     with pytest.raises(ParameterError, match="policy must be one of random, round-robin"):
-        get_model("nope")
+        get_row("nope")
     with pytest.raises(ValueError, match="capability must be one of"):
         with_capability("nope")
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(TABLE))
 def test_mean_field_and_relaxation_of_every_row(name):
     from cloudsched.dispatch.theory.relaxation import relaxation_time
 
@@ -55,9 +55,9 @@ def test_mean_field_and_relaxation_of_every_row(name):
     assert math.isfinite(relaxation_time(name, 0.7, servers=100, r=5.0, d=2))
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(TABLE))
 def test_finite_n_methods_follow_the_table(name):
-    model = MODELS[name]
+    model = TABLE[name]
     kw = {"servers": 3, "r": 3.0, "d": 2}  # one dispatcher: round-robin's E_N/M/1 applies
     for method, has in (("refined", model.refined), ("exact", model.exact_at(1))):
         if has:
@@ -68,11 +68,11 @@ def test_finite_n_methods_follow_the_table(name):
                 predict(name, [0.6], method=method, **kw)
 
 
-@pytest.mark.parametrize("name", list(MODELS))
+@pytest.mark.parametrize("name", list(TABLE))
 def test_fluid_and_speed_classes_follow_the_table(name):
     from cloudsched.dispatch.theory.fluid import fluid_steady_state
 
-    model = MODELS[name]
+    model = TABLE[name]
     if model.fluid:
         tasks = fluid_steady_state(name, 0.6, r=5.0, d=2).mean_tasks[-1]
         want = predict(name, [0.6], r=5.0, d=2).mean_response_time[0]
@@ -91,19 +91,11 @@ def test_fluid_and_speed_classes_follow_the_table(name):
 
 def test_effective_d_is_the_table_s():
     """pod and jiq-pod use d; the others behave as d = 1 whatever d is given."""
-    for name, model in MODELS.items():
+    for name, model in TABLE.items():
         if model.meanfield == "limit":
             continue
         a, b = (predict(name, [0.8], r=5.0, d=d).mean_response_time[0] for d in (1, 3))
         assert (a != b) == (model.probes == "d" or name == "jiq-sq"), name
-
-
-def test_lab_lists_agree_with_the_table():
-    from cloudsched.lab.protocol import IQUEUE_POLICIES, PROBE_POLICIES
-    from cloudsched.lab.spec import LAB_POLICIES
-
-    assert set(IQUEUE_POLICIES) == {p for p in LAB_POLICIES if MODELS[p].iqueues}
-    assert set(PROBE_POLICIES) == {p for p in LAB_POLICIES if MODELS[p].probes == "d"}
 
 
 def _membership_lists(tree: ast.AST) -> list[tuple[int, list[str]]]:
@@ -116,7 +108,7 @@ def _membership_lists(tree: ast.AST) -> list[tuple[int, list[str]]]:
                 right, ast.Tuple | ast.List | ast.Set
             ):
                 names = [
-                    e.value for e in right.elts if isinstance(e, ast.Constant) and e.value in MODELS
+                    e.value for e in right.elts if isinstance(e, ast.Constant) and e.value in TABLE
                 ]
                 if len(names) >= 2:
                     out.append((node.lineno, names))
@@ -145,11 +137,11 @@ def test_sweep_predict_kind_covers_every_row(tmp_path):
 
     path = tmp_path / "p.yaml"
     path.write_text(
-        f"kind: predict\nfixed: {{load: 0.8, r: 5.0}}\ngrid: {{policy: [{', '.join(MODELS)}]}}\n"
+        f"kind: predict\nfixed: {{load: 0.8, r: 5.0}}\ngrid: {{policy: [{', '.join(TABLE)}]}}\n"
     )
     df = run_sweep(load_spec(path), tmp_path / "s").set_index("param.policy")
-    assert sorted(df.index) == sorted(MODELS)
-    for name in MODELS:
+    assert sorted(df.index) == sorted(TABLE)
+    for name in TABLE:
         want = predict(name, [0.8], r=5.0).mean_response_time[0]
         assert df.loc[name, "mean_response_time"] == pytest.approx(want, rel=1e-12)
     path.write_text(

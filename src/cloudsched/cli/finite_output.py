@@ -29,8 +29,8 @@ def finite_predict(
 
     from cloudsched.cli.common import LazyProgress
     from cloudsched.dispatch.theory.finite import as_arrays
-    from cloudsched.dispatch.theory.models import get_model
     from cloudsched.dispatch.theory.prediction import predict
+    from cloudsched.policy_table import get_row
 
     bar = LazyProgress(f"predict {policy} N={servers}", delay=1.0)
     try:
@@ -75,7 +75,7 @@ def finite_predict(
         "notes": notes,
     }
     probes = ""
-    if get_model(policy).probes == "d":
+    if get_row(policy).probes == "d":
         probes = f", d={first.d} {'with' if replace else 'without'} replacement"
     title = f"{policy} at N={first.servers}, M={first.dispatchers}{probes}: mean response time"
     shown = df.astype(object).where(df.notna(), "-") if fmt == "table" else df
@@ -85,7 +85,7 @@ def finite_predict(
         print(
             f"note: T is the N -> infinity limit at load {', '.join(map(str, limits))}: "
             f"{policy} has no refined model"
-            f"{' small enough here (a smaller --r has one)' if get_model(policy).refined else ''}"
+            f"{' small enough here (a smaller --r has one)' if get_row(policy).refined else ''}"
             f" and its exact chain at N={servers} is too large (--method exact tries it)"
         )
     if fmt == "table" and out is None:

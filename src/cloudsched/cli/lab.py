@@ -71,9 +71,9 @@ def _iqueue_items(rec: Any, lab: dict[str, Any]) -> list[tuple[str, str]]:
         return []
     c = lab["dispatcher_counts"]
     items = []
-    from cloudsched.dispatch.theory.models import MODELS
+    from cloudsched.policy_table import TABLE
 
-    if rec.policy in MODELS and MODELS[rec.policy].iqueues:
+    if rec.policy in TABLE and TABLE[rec.policy].iqueues:
         items += [
             ("mean I-queue length", _fmt(lab["mean_iqueue"], 3)),
             ("join delay: idle to listed (ms)", _fmt(lab["join_delay_ms"], 3)),

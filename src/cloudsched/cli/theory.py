@@ -22,6 +22,7 @@ from cloudsched.cli.common import (
 )
 from cloudsched.cli.dispatch import parse_speeds
 from cloudsched.errors import ParameterError, check_int
+from cloudsched.policy_table import TABLE
 
 __all__ = ["register"]
 
@@ -125,7 +126,7 @@ def predict(
     df = pd.DataFrame(pred.to_rows(tail=tail)).drop(columns=["policy", "r", "d"])
     payload = {"policy": policy, "params": {"r": pred.r, "d": pred.d}, "points": points}
     title = f"mean field: {policy} (r={pred.r}, d={pred.d})"
-    if policy == "jiq-threshold":
+    if TABLE[policy].threshold:
         title = f"mean field: {policy} (r={pred.r}, z={threshold})"
     if fmt == "table":  # short headers: the table fits 80 columns
         df = df.rename(

@@ -7,6 +7,7 @@ import textwrap
 from typing import Any
 
 from cloudsched.cli.common import render_table, to_json
+from cloudsched.policy_table import TABLE
 
 __all__ = ["explain", "log_replay"]
 
@@ -113,7 +114,7 @@ def explain(res: Any, scale: float, unit: str, fmt: str, trace: list[str] | None
             "resampled from it), and checked on the log itself replayed as it is "
             "(log replay: every request, one sample path, no interval)"
         )
-    if any(c["policy"] == "jsq" for c in res.certified):
+    if any(c["policy"] in TABLE and TABLE[c["policy"]].probes == "all" for c in res.certified):
         notes.append(
             "jsq is the ideal: it reads every queue length for free (no messages "
             "counted), which no real dispatcher does"

@@ -1,5 +1,9 @@
 """The nine built-in dispatch policies, written as plug-ins are (:mod:`.plugin`).
 
+What each one needs from a run (dispatchers, ``d``, a threshold, I-queues, memory) and which
+model describes it are its row of :mod:`cloudsched.policy_table`: :func:`_builtin` registers
+the hooks below with those options.
+
 Bookkeeping (the paper leaves these open; ``CHOICE`` marks our rules):
 
 * ``random``: a uniform server.  ``round-robin``: each dispatcher cycles over all N servers
@@ -38,8 +42,25 @@ from typing import Any
 from cloudsched._jit import kernel
 from cloudsched.dispatch import view as v
 from cloudsched.dispatch.plugin import hook, register_policy
+from cloudsched.policy_table import TABLE
 
 __all__: list[str] = []  # the policies are reached through the registry
+
+
+def _builtin(name: str) -> Any:
+    """Register the decorated hooks as built-in ``name``, with the needs of its table row."""
+    row = TABLE[name]
+    return register_policy(
+        name,
+        dispatchers=row.dispatchers,
+        d=row.d,
+        threshold=row.threshold,
+        with_replacement=row.with_replacement,
+        iqueues=row.iqueues,
+        memory=row.memory,
+        meanfield=name if row.closed_form else None,
+        relaxation=row.relaxation,
+    )
 
 
 @kernel(nrt=False, inline=True)
@@ -74,7 +95,7 @@ def _list_idle(st, rng, z):
             v.iqueue_join(st, v.random_iqueue(st, rng), s)
 
 
-@register_policy("random", meanfield="random")
+@_builtin("random")
 class Random:
     """A uniform server."""
 
@@ -83,7 +104,7 @@ class Random:
         return v.uniform(rng, par.n)
 
 
-@register_policy("round-robin", dispatchers="required", memory="dispatchers")
+@_builtin("round-robin")
 class RoundRobin:
     """Each dispatcher cycles over all servers, from a uniformly drawn start."""
 
@@ -99,7 +120,7 @@ class RoundRobin:
         return s
 
 
-@register_policy("jsq", meanfield="jsq")
+@_builtin("jsq")
 class JoinShortestQueue:
     """A uniform server among the shortest queues."""
 
@@ -122,7 +143,7 @@ class JoinShortestQueue:
         v.buckets_down(st, s, v.queue_length(st, s) + 1)
 
 
-@register_policy("pod", d="servers", with_replacement=True, meanfield="pod")
+@_builtin("pod")
 class PowerOfD:
     """Probe d servers and join the first least loaded."""
 
@@ -133,7 +154,7 @@ class PowerOfD:
         return s
 
 
-@register_policy("jiq", dispatchers="required", iqueues=True, meanfield="jiq")
+@_builtin("jiq")
 class JoinIdleQueue:
     """Distributed JIQ with delete requests: idle servers listed in I-queues."""
 
@@ -155,14 +176,7 @@ class JoinIdleQueue:
         _join_if_idle(st, rng, s, 0)
 
 
-@register_policy(
-    "jiq-pod",
-    dispatchers="required",
-    iqueues=True,
-    d="servers",
-    with_replacement=True,
-    meanfield="jiq-pod",
-)
+@_builtin("jiq-pod")
 class JoinIdleQueuePod:
     """JIQ, and Pod(d) when the dispatcher's I-queue is empty."""
 
@@ -188,7 +202,7 @@ class JoinIdleQueuePod:
         _join_if_idle(st, rng, s, 0)
 
 
-@register_policy("jiq-original", dispatchers="required", iqueues=True, relaxation="jiq")
+@_builtin("jiq-original")
 class JoinIdleQueueOriginal:
     """JIQ without delete requests: listed servers may be busy (stale entries)."""
 
@@ -211,9 +225,7 @@ class JoinIdleQueueOriginal:
         _join_if_idle(st, rng, s, 0)
 
 
-@register_policy(
-    "jiq-threshold", dispatchers="required", iqueues=True, threshold=True, relaxation="jiq"
-)
+@_builtin("jiq-threshold")
 class JoinIdleQueueThreshold:
     """JIQ where a server is listed while it holds at most z tasks."""
 
@@ -238,7 +250,7 @@ class JoinIdleQueueThreshold:
         _join_if_idle(st, rng, s, par.z)
 
 
-@register_policy("jiq-sq", dispatchers="required", iqueues=True, d="dispatchers", relaxation="jiq")
+@_builtin("jiq-sq")
 class JoinIdleQueueShortest:
     """JIQ where an idle server joins the shortest of d sampled I-queues."""
 

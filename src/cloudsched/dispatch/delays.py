@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from cloudsched.errors import ParameterError, check_real
+from cloudsched.policy_table import TABLE, with_capability
 
 __all__ = [
     "DELAY_KINDS",
@@ -52,18 +53,12 @@ __all__ = [
 
 #: Message kinds that can be delayed.
 DELAY_KINDS = ("info", "join", "delete")
-#: The policies the delay engine runs, and the message kinds each one sends.
-DELAY_POLICIES = {
-    "random": (),
-    "pod": ("info",),
-    "jsq": ("info",),
-    "jiq": ("join", "delete"),
-    "jiq-pod": ("info", "join", "delete"),
-}
+#: The policies the delay engine runs, and the message kinds each one sends (the table).
+DELAY_POLICIES = {p: TABLE[p].messages for p in with_capability("delay")}
 #: What a dispatcher reads: the published lengths (``shared``) or its own active requests.
 VIEWS = ("shared", "own")
-#: Policies that choose on their own active requests with ``view="own"``.
-OWN_VIEW_POLICIES = ("pod", "jsq")
+#: Policies that choose on their own active requests with ``view="own"`` (the table).
+OWN_VIEW_POLICIES = tuple(p for p in DELAY_POLICIES if "own" in TABLE[p].views)
 #: Longest delay accepted, in mean service times.
 MAX_DELAY = 1e6
 

@@ -21,8 +21,8 @@ import numpy as np
 from cloudsched.dispatch.policies import MEANFIELD_POLICIES
 from cloudsched.dispatch.replication import InitialState
 from cloudsched.dispatch.theory.meanfield import predict
-from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.dispatch.workload.distributions import Distribution
+from cloudsched.policy_table import TABLE
 
 __all__ = ["has_meanfield_start", "meanfield_counts", "meanfield_state"]
 
@@ -74,7 +74,7 @@ def meanfield_state(
     pred = predict(policy, [load], r=r, d=d, tail_tol=1e-300, max_tail=10_000)
     occupancy = pred.occupancy(0)
     iqueue = _NONE
-    if MODELS[policy].iqueues:
+    if TABLE[policy].iqueues:
         sizes = _draw(pred.iqueue(0), dispatchers, rng)
         idle = int(min(sizes.sum(), servers))
         if idle < sizes.sum():  # more listed than servers (tiny farms): trim at random
@@ -121,7 +121,7 @@ def meanfield_counts(
     ``q_i`` given ``i >= 1`` (when the sizes add up to more than N, as in a tiny farm, N of
     the entries are kept at random and every server is idle).
     """
-    iqueues = MODELS[policy].iqueues
+    iqueues = TABLE[policy].iqueues
     pred = predict(policy, [load], r=r if iqueues else 1.0, d=d, tail_tol=1e-300, max_tail=10_000)
     occupancy = pred.occupancy(0)
     if not iqueues:

@@ -50,8 +50,8 @@ from pathlib import Path
 from typing import Any
 
 from cloudsched._jit import kernel
-from cloudsched.dispatch.theory.models import with_capability
 from cloudsched.errors import ParameterError
+from cloudsched.policy_table import with_capability
 
 __all__ = ["PluginError", "Policy", "hook", "load_plugin", "register_policy", "registered"]
 

@@ -11,12 +11,8 @@ from __future__ import annotations
 
 from cloudsched.dispatch import builtin_policies  # noqa: F401  (registers the built-ins)
 from cloudsched.dispatch.plugin import PluginError, Policy, load_plugin, registered
-from cloudsched.dispatch.theory.models import (
-    NoMeanFieldModelError,
-    check_meanfield_policy,
-    with_capability,
-)
 from cloudsched.errors import ParameterError
+from cloudsched.policy_table import NoMeanFieldModelError, check_meanfield_policy, with_capability
 
 __all__ = [
     "MEANFIELD_POLICIES",
@@ -31,7 +27,7 @@ __all__ = [
 POLICIES: tuple[str, ...] = tuple(registered())
 
 #: Built-in policies with a closed-form mean field, which plug-ins may borrow (the model
-#: table, :mod:`cloudsched.dispatch.theory.models`; design note ``dispatch-meanfield.md``).
+#: table, :mod:`cloudsched.policy_table`; design note ``dispatch-meanfield.md``).
 MEANFIELD_POLICIES: tuple[str, ...] = with_capability("closed_form")
 
 

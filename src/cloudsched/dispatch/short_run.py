@@ -40,8 +40,8 @@ import numpy as np
 from cloudsched._quantiles import t_quantile
 from cloudsched.dispatch.spec import DEFAULT_MAX_TASKS, SimulationSpec
 from cloudsched.dispatch.theory.meanfield import predict
-from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.errors import ParameterError
+from cloudsched.policy_table import TABLE
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS
 
 __all__ = [
@@ -91,7 +91,7 @@ def join_tail(policy: str, load: float, *, r: float, d: int) -> tuple[np.ndarray
     (``p0 = 1`` without I-queues, ``d = 1`` for random and JIQ, none for jsq); ``r``
     matters to I-queues only.
     """
-    model = MODELS[policy]
+    model = TABLE[policy]
     pred = predict(policy, [load], r=r if model.iqueues else 1.0, d=d)
     tail = np.asarray(pred.tails[0], dtype=np.float64)
     power = 0 if model.probes == "all" else (pred.d or 1)
@@ -131,9 +131,9 @@ def _gap(spec: SimulationSpec, mf_mean: float) -> float | None:
     from cloudsched.dispatch.theory.finite_models import population_size
 
     n, load = spec.servers, spec.work.load
-    if spec.model.name == "random":  # independent M/M/1 queues: the mean field is exact
+    if TABLE[spec.model.name].independent:  # random: M/M/1 queues, the mean field is exact
         return 0.0
-    if MODELS[spec.model.name].probes == "all":
+    if TABLE[spec.model.name].probes == "all":
         return _erlang_c_wait(n, load)
     r = n / spec.m if spec.model.iqueues else 1.0
     if spec.model.iqueues and population_size(spec.model.name, load, r, spec.d) > MAX_REFINED:
@@ -156,7 +156,7 @@ def short_run(spec: SimulationSpec) -> ShortRun | None:
         and 0.0 < work.load < 1.0
     ):
         return None
-    row = MODELS[model.name]
+    row = TABLE[model.name]
     if not (row.refined or row.probes == "all"):
         return None
     unit = work.variability()[1]

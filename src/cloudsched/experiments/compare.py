@@ -17,7 +17,7 @@ import numpy as np
 
 from cloudsched.dispatch.policies import MEANFIELD_POLICIES, get_policy
 from cloudsched.dispatch.result import SimulationResult
-from cloudsched.dispatch.theory.models import MODELS
+from cloudsched.policy_table import TABLE
 from cloudsched.progress import Progress
 from cloudsched.results import interval_columns
 
@@ -46,7 +46,7 @@ def meanfield_mean(policy: str, load: float | None, r: float, d: int) -> float |
         return None
     from cloudsched.dispatch.theory.meanfield import R_MAX, predict
 
-    if not MODELS[policy].iqueues:
+    if not TABLE[policy].iqueues:
         r = 1.0  # servers per dispatcher matters only to I-queues (N / 1 may pass R_MAX)
     elif not 1 <= r <= R_MAX:
         return None

@@ -21,8 +21,8 @@ from typing import Any
 
 import numpy as np
 
-from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.errors import SEED_LIMIT, ParameterError, check_choice, check_int, check_real
+from cloudsched.policy_table import TABLE
 from cloudsched.progress import Progress
 from cloudsched.results import in_interval, interval_columns
 
@@ -61,7 +61,7 @@ def parse_policy(text: str, kind: str) -> tuple[str, int]:
         raise ParameterError(
             "--policy", text, f"one of {', '.join(senders)} (pod and jiq-pod as pod:D)"
         )
-    if MODELS[name].probes == "d":
+    if TABLE[name].probes == "d":
         d = check_int("--policy", int(d_text) if d_text.isdigit() else -1, low=1)
         return name, d
     if d_text:
@@ -118,7 +118,7 @@ def stale_study(
     total, k = len(chosen) * len(grid), 0
     seeds = np.random.SeedSequence(seed).spawn(total)
     for name, d in chosen:
-        label = f"{name}({d})" if MODELS[name].probes == "d" else name
+        label = f"{name}({d})" if TABLE[name].probes == "d" else name
         for delay in grid:
             spec = f"{kind}={'exp:' if exponential else ''}{delay:g}"
             res = simulate(

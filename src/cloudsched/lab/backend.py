@@ -39,7 +39,8 @@ import numpy as np
 
 from cloudsched.lab.auth import Signer, Verifier, http_token, key_from_env, token_ok
 from cloudsched.lab.child import die_with_parent, guard, ready
-from cloudsched.lab.protocol import IQUEUE_POLICIES, read_message, response_bytes
+from cloudsched.lab.protocol import read_message, response_bytes
+from cloudsched.policy_table import TABLE
 
 __all__ = ["main"]
 
@@ -130,7 +131,7 @@ class Server:
 
     def join(self, idle_since: float | None = None) -> None:
         """Join a uniformly drawn dispatcher's I-queue when the queue empties (JIQ family)."""
-        if self.policy not in IQUEUE_POLICIES or not self.peers:
+        if not TABLE[self.policy].iqueues or not self.peers:
             return
         k = int(self.rng.integers(len(self.peers)))
         self.listed = k
@@ -143,7 +144,7 @@ class Server:
 
     def arrive(self, popped_by: int) -> None:
         """Take a task: leave the I-queue, with a delete request if it was not popped."""
-        if self.listed >= 0 and self.policy in IQUEUE_POLICIES:
+        if self.listed >= 0 and TABLE[self.policy].iqueues:
             if popped_by != self.listed:
                 self.count["delete"] += 1
                 self.send(self.listed, f"D {self.index}")

@@ -17,11 +17,11 @@ from typing import Any
 
 import numpy as np
 
-from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.errors import ParameterError
 from cloudsched.lab.result import LabResult
 from cloudsched.lab.run import run_lab
 from cloudsched.lab.spec import LabSpec
+from cloudsched.policy_table import TABLE
 from cloudsched.results import half_of
 
 __all__ = ["compare_lab", "compare_notes"]
@@ -31,7 +31,7 @@ def _theory(spec: LabSpec) -> dict[str, Any] | None:
     from cloudsched.dispatch.theory.finite import predict_finite
     from cloudsched.dispatch.workload.distributions import Exponential
 
-    model = MODELS.get(spec.policy)
+    model = TABLE.get(spec.policy)
     if model is None or spec.slow or not isinstance(spec.law, Exponential) or spec.load >= 1.0:
         return None
     if not (model.refined or model.exact_at(spec.dispatchers)):
@@ -176,12 +176,12 @@ def compare_lab(
 def compare_notes(spec: LabSpec, policies: list[str]) -> list[str]:
     """Say what differs between the live system and the models it is compared with."""
     notes = []
-    if "jsq" in policies:
+    if any(TABLE[p].probes == "all" for p in policies):
         notes.append(
             "jsq live decides on each dispatcher's own outstanding requests; the "
             "simulation and theory are the global JSQ"
         )
-    if spec.balancer != "lab" and "pod" in policies:
+    if spec.balancer != "lab" and any(TABLE[p].probes == "d" for p in policies):
         notes.append(
             f"{spec.balancer}'s pod compares its own open connections (no probes); "
             "the models probe the servers' queues"

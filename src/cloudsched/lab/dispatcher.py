@@ -2,7 +2,8 @@
 
 Run by the controller as ``python -m cloudsched.lab.dispatcher ARGS`` (see :func:`main`).
 Policies, each on this dispatcher's own information (nothing is shared between
-dispatchers, as in the paper):
+dispatchers, as in the paper), by the ``pick`` and ``iqueues`` of their row in
+:mod:`cloudsched.policy_table`:
 
 * ``random``: a server drawn uniformly; ``round-robin``: the next server in a cycle that
   starts at a random offset;
@@ -37,13 +38,8 @@ import numpy as np
 
 from cloudsched.lab.auth import Signer, Verifier, http_token, key_from_env, token_ok
 from cloudsched.lab.child import die_with_parent, guard, ready
-from cloudsched.lab.protocol import (
-    IQUEUE_POLICIES,
-    PROBE_POLICIES,
-    read_message,
-    request_bytes,
-    response_bytes,
-)
+from cloudsched.lab.protocol import read_message, request_bytes, response_bytes
+from cloudsched.policy_table import TABLE
 
 __all__ = ["MAX_TRIES", "main"]
 
@@ -178,24 +174,22 @@ class Dispatcher:
     async def choose(self, exclude: set[int]) -> tuple[int, bool, str]:
         """Server for the next request: (server, popped from the I-queue, probe replies)."""
         live = self._alive(exclude)
-        p = self.policy
-        if p in IQUEUE_POLICIES:
+        row = TABLE[self.policy]
+        if row.iqueues:
             if self.iqueue:
                 self.count["from_iqueue"] += 1
                 return self.pop(), True, ""
             self.count["fallback"] += 1
-            if p == "jiq":
-                return live[int(self.rng.integers(len(live)))], False, ""
-        if p in PROBE_POLICIES:
+        if row.pick == "least of d":
             s, probed = await self._probe(live)
             return s, False, probed
-        if p == "round-robin":
+        if row.pick == "cycle":
             n = len(self.alive)
             for _ in range(n):
                 self.rr = (self.rr + 1) % n
                 if self.rr in live:
                     return self.rr, False, ""
-        if p == "jsq":
+        if row.pick == "least":
             low = min(self.outstanding[i] for i in live)
             best = [i for i in live if self.outstanding[i] == low]
             return best[int(self.rng.integers(len(best)))], False, ""

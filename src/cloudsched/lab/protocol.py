@@ -28,21 +28,7 @@ from __future__ import annotations
 
 import asyncio
 
-__all__ = [
-    "IQUEUE_POLICIES",
-    "PROBE_POLICIES",
-    "HttpMessage",
-    "read_message",
-    "request_bytes",
-    "response_bytes",
-]
-
-#: The lab's policies with I-queues, as the theory's model table says
-#: (:mod:`cloudsched.dispatch.theory.models`; tests/test_models.py checks they agree).
-#: Written out here: the lab's server and dispatcher processes do not import the simulator.
-IQUEUE_POLICIES = ("jiq", "jiq-pod")
-#: The lab's policies that probe d servers (``probes == "d"`` in the table).
-PROBE_POLICIES = ("pod", "jiq-pod")
+__all__ = ["HttpMessage", "read_message", "request_bytes", "response_bytes"]
 
 #: No header block of the lab is longer; a longer one is a protocol error.
 MAX_HEADER = 16384

@@ -2,7 +2,8 @@
 
 Each of the ``M`` dispatchers is an independent instance (one process, no shared state:
 the paper's setting), listening on its own port of 127.0.0.1 and balancing over the same
-backends with the directive the policy maps to:
+backends with the directive the policy maps to (the ``nginx`` and ``haproxy`` columns of
+:mod:`cloudsched.policy_table`):
 
 ==============  ==================================  ================================
 policy          NGINX (``upstream`` block)          HAProxy (``backend`` section)
@@ -34,23 +35,10 @@ from pathlib import Path
 
 from cloudsched.dispatch.workload.upstreams import NGINX_UPSTREAM_FORMAT as ACCESS_FORMAT
 from cloudsched.errors import ExternalError
+from cloudsched.policy_table import TABLE
 
-__all__ = ["DIRECTIVES", "binary", "haproxy_config", "nginx_config", "wait_listening"]
+__all__ = ["binary", "haproxy_config", "nginx_config", "wait_listening"]
 
-DIRECTIVES = {
-    "nginx": {
-        "random": "random;",
-        "round-robin": "",
-        "jsq": "least_conn;",
-        "pod": "random two least_conn;",
-    },
-    "haproxy": {
-        "random": "balance random(1)",
-        "round-robin": "balance roundrobin",
-        "jsq": "balance leastconn",
-        "pod": "balance random({d})",
-    },
-}
 _SEARCH = ("/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin")
 
 
@@ -97,7 +85,7 @@ http {{
     access_log {temp}/access{index}.log cloudsched;
 {paths}
     upstream backends {{
-        {DIRECTIVES["nginx"][policy]}
+        {TABLE[policy].nginx}
 {servers}
         keepalive 512;
     }}
@@ -151,7 +139,7 @@ frontend dispatcher{index}
     http-request deny deny_status 403 unless {{ req.hdr(x-lab-key) -m str {_token(token)} }}
     default_backend backends
 backend backends
-    {DIRECTIVES["haproxy"][policy].format(d=d)}
+    {str(TABLE[policy].haproxy).format(d=d)}
     option httpchk
     http-check send meth GET uri /health hdr X-Lab-Key {_token(token)}
 {servers}

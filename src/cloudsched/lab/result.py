@@ -19,10 +19,10 @@ import numpy as np
 import pandas as pd
 
 from cloudsched.dispatch.result import PERCENTILES, SimulationResult
-from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.lab.loadgen import STATUS, Load, Records
 from cloudsched.lab.notes import run_warnings
 from cloudsched.lab.spec import LabSpec
+from cloudsched.policy_table import TABLE
 from cloudsched.results import half_of
 from cloudsched.steadystate import analyse_series
 
@@ -192,7 +192,7 @@ def _dispatchers_block(spec: LabSpec, a: Snapshot, b: Snapshot, window: float) -
     empty = sum(_delta(x, y, "empty_time") for x, y in pairs)
     length = sum(_delta(x, y, "length_time") for x, y in pairs)
     m = max(len(pairs), 1)
-    p0 = empty / (m * window) if pairs and MODELS[spec.policy].iqueues else 1.0
+    p0 = empty / (m * window) if pairs and TABLE[spec.policy].iqueues else 1.0
     joins = count["join_received"]
     return {
         "count": count,

@@ -13,9 +13,9 @@ import os
 import re
 from dataclasses import dataclass, field
 
-from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.dispatch.workload.distributions import Distribution, parse_spec
 from cloudsched.errors import ParameterError, check_int, check_real
+from cloudsched.policy_table import TABLE, with_capability
 
 __all__ = [
     "BALANCERS",
@@ -28,11 +28,13 @@ __all__ = [
     "parse_unit",
 ]
 
-#: Policies the lab's own dispatchers run.
-LAB_POLICIES = ("random", "round-robin", "jsq", "pod", "jiq", "jiq-pod")
+#: Policies the lab's own dispatchers run (the policy table's ``lab`` column).
+LAB_POLICIES = with_capability("lab")
 BALANCERS = ("lab", "nginx", "haproxy")
-#: Policies NGINX and HAProxy have (see :mod:`cloudsched.lab.proxies` for the directives).
-PROXY_POLICIES = ("random", "round-robin", "jsq", "pod")
+#: Policies NGINX and HAProxy have: a directive of each in the policy table.
+PROXY_POLICIES = tuple(
+    p for p, row in TABLE.items() if row.nginx is not None and row.haproxy is not None
+)
 MAX_SERVERS = 64
 MAX_DISPATCHERS = 16
 MAX_REQUESTS = 2_000_000
@@ -133,21 +135,22 @@ class LabSpec:
         check_int("servers", self.servers, low=1, high=MAX_SERVERS)
         check_int("dispatchers", self.dispatchers, low=1, high=min(self.servers, MAX_DISPATCHERS))
         check_real("load", self.load, low=0.0, high=1.5, low_open=True)
-        if MODELS[self.policy].probes == "d":  # the others do not probe d servers
+        if TABLE[self.policy].probes == "d":  # the others do not probe d servers
             check_int("d", self.d, low=1, high=self.servers)
-        if self.balancer == "nginx" and self.policy == "pod" and self.d != 2:
+        nginx_d = self.balancer == "nginx" and TABLE[self.policy].probes == "d"
+        if nginx_d and self.d != 2:  # NGINX's random takes two choices, no other number
             raise ParameterError("d", self.d, "2 with --balancer nginx (random two least_conn)")
         check_real("duration", self.duration, low=0.5, high=3600.0)
         self.warmup_seconds  # noqa: B018  (checks warmup)
         if self.mode not in ("sleep", "cpu"):
             raise ParameterError("mode", self.mode, "sleep or cpu")
         check_real("drop", self.drop, low=0.0, high=1.0, high_open=True)
-        if self.drop > 0 and not MODELS[self.policy].iqueues:
+        if self.drop > 0 and not TABLE[self.policy].iqueues:
             raise ParameterError(
                 "drop",
                 self.drop,
                 "0 unless the policy has I-queues ("
-                + ", ".join(p for p in LAB_POLICIES if MODELS[p].iqueues)
+                + ", ".join(p for p in LAB_POLICIES if TABLE[p].iqueues)
                 + ")",
             )
         check_int("max_inflight", self.max_inflight, low=1, high=100_000)

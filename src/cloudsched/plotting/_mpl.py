@@ -6,6 +6,7 @@ import os
 from typing import Any
 
 from cloudsched.io import atomic_path
+from cloudsched.policy_table import TABLE
 
 __all__ = [
     "NEUTRAL_COLORS",
@@ -18,17 +19,11 @@ __all__ = [
 ]
 
 
-#: One colour per policy, the same in every figure (matplotlib's tab10 and tab20 colours).
+#: One colour per policy, the same in every figure (matplotlib's tab10 and tab20 colours):
+#: the dispatch policies' from their rows of :mod:`cloudsched.policy_table`, then the
+#: placement schedulers' and the live proxies'.
 POLICY_COLORS = {
-    "random": "#7f7f7f",
-    "round-robin": "#bcbd22",
-    "jsq": "#d62728",
-    "pod": "#1f77b4",
-    "jiq": "#2ca02c",
-    "jiq-pod": "#ff7f0e",
-    "jiq-sq": "#9467bd",
-    "jiq-threshold": "#8c564b",
-    "jiq-original": "#e377c2",
+    **{name: row.colour for name, row in TABLE.items()},
     "dgp": "#1f77b4",
     "fmw": "#ff7f0e",
     "frame-maxweight": "#ff7f0e",

@@ -1,6 +1,6 @@
 """The theory of task dispatch: mean field, fluid, exact chain, refined mean field, speeds.
 
-:mod:`.models` is the table of what the theory knows about each built-in policy;
+:mod:`cloudsched.policy_table` says what the theory knows about each built-in policy;
 :func:`~cloudsched.dispatch.theory.prediction.predict` answers from it (the mean field, the
 finite-N models at ``servers=N``, or speed classes).  Modules:
 
@@ -16,24 +16,14 @@ finite-N models at ``servers=N``, or speed classes).  Modules:
 
 from typing import Any
 
-from cloudsched.dispatch.theory.models import MODELS, Model, get_model, with_capability
-
-__all__ = [
-    "MODELS",
-    "Model",
-    "check_predict",
-    "get_model",
-    "meanfield_limit",
-    "predict",
-    "with_capability",
-]
+__all__ = ["check_predict", "meanfield_limit", "predict"]
 
 
 def __getattr__(name: str) -> Any:
     """Load ``predict`` (and the solvers) on first use.
 
-    The simulator and the plug-in table read the model table without them, and the
-    solvers import the policy table: loading them here at once would be circular.
+    The simulator reads the policy table without them: loading them here at once would
+    cost every import of the simulator the solvers.
     """
     if name in ("check_predict", "meanfield_limit", "predict"):
         from cloudsched.dispatch.theory import prediction

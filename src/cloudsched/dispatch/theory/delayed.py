@@ -46,22 +46,22 @@ import numpy as np
 
 from cloudsched.dispatch.theory._delayed_jiq import jiq_rhs
 from cloudsched.dispatch.theory.meanfield import predict
-from cloudsched.dispatch.theory.models import MODELS
 from cloudsched.errors import ParameterError, check_int, check_real
+from cloudsched.policy_table import TABLE
 
 __all__ = ["APPROXIMATE", "DELAYED_POLICIES", "DelayedPrediction", "delayed_meanfield"]
 
 Rhs = Callable[[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]
-Model = tuple[
+PolicyRow = tuple[
     Iterator[np.ndarray], float, Callable[[np.ndarray], np.ndarray], Callable[[np.ndarray], bool]
 ]
 Outcome = tuple[np.ndarray, np.ndarray, np.ndarray, float, float, bool]
 
 #: Policies with a delayed mean field (the model table's ``delayed``), and the kind of
 #: delay each one takes.
-DELAYED_POLICIES = {p: m.delayed.split()[0] for p, m in MODELS.items() if m.delayed}
+DELAYED_POLICIES = {p: m.delayed.split()[0] for p, m in TABLE.items() if m.delayed}
 #: Which of them rest on a closure (an approximation; see the module notes).
-APPROXIMATE = tuple(p for p, m in MODELS.items() if m.delayed.endswith("closure"))
+APPROXIMATE = tuple(p for p, m in TABLE.items() if m.delayed.endswith("closure"))
 #: Longest integration (time units) before a run is called unconverged.
 MAX_HORIZON = 50_000.0
 #: Longest delay accepted (mean service times): the horizon grows with it.
@@ -104,7 +104,7 @@ class DelayedPrediction:
 def _check(
     policy: str, load: float, delay: float, d: int, r: float
 ) -> tuple[float, float, int, float]:
-    if policy == "jsq":
+    if TABLE[policy].probes == "all":  # jsq
         raise ParameterError(
             "policy",
             policy,
@@ -115,7 +115,7 @@ def _check(
         raise ParameterError("policy", policy, f"one of {', '.join(DELAYED_POLICIES)}")
     lam = check_real("load", load, low=0.0, high=1.0, low_open=True, high_open=True)
     tau = check_real("delay", delay, low=0.0, high=MAX_TAU)
-    d = check_int("d", d, low=1, high=4096) if MODELS[policy].probes == "d" else 1
+    d = check_int("d", d, low=1, high=4096) if TABLE[policy].probes == "d" else 1
     r = check_real("r", r, low=1.0, high=1e4)
     return lam, tau, d, r
 
@@ -145,7 +145,7 @@ def delayed_meanfield(
         if kind == "info":
             states, h, busy, full = _pod_states(lam, tau, d, levels)
         else:
-            states, h, busy, full = _jiq_states(lam, tau, d, r, policy == "jiq-pod", levels)
+            states, h, busy, full = _jiq_states(lam, tau, d, r, TABLE[policy].probes == "d", levels)
         out = _drive(states, h, tau, busy, full, tol)
         if out is not None:
             break
@@ -250,7 +250,7 @@ def _pod_rates(b: np.ndarray, lam: float, d: int) -> np.ndarray:
     return lam * np.where(b > 1e-12, share / safe, limit)
 
 
-def _pod_states(lam: float, tau: float, d: int, levels: int) -> Model:
+def _pod_states(lam: float, tau: float, d: int, levels: int) -> PolicyRow:
     """Return the ``info``-delay model of pod under the path closure (see :func:`_drive`)."""
     from scipy.linalg import expm  # here: it takes 0.2 s to import
 
@@ -290,7 +290,7 @@ def _pod_states(lam: float, tau: float, d: int, levels: int) -> Model:
     return stepped(), h, lambda q: q[1:], lambda q: bool(q[-1] > 1e-9)
 
 
-def _jiq_states(lam: float, tau: float, d: int, r: float, pod: bool, levels: int) -> Model:
+def _jiq_states(lam: float, tau: float, d: int, r: float, pod: bool, levels: int) -> PolicyRow:
     """Return the ``join``-delay model (states, step, busy levels, truncation check)."""
     name = "jiq-pod" if pod else "jiq"
     pred = predict(name, [lam], r=r, d=d, tail_tol=1e-300, max_tail=levels)

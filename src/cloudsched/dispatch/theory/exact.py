@@ -31,8 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from cloudsched.dispatch.theory.models import MODELS, with_capability
 from cloudsched.errors import ParameterError
+from cloudsched.policy_table import TABLE, with_capability
 from cloudsched.progress import Progress
 
 __all__ = ["EXACT_POLICIES", "MAX_STATES", "ExactSolution", "solve_exact", "state_count"]
@@ -61,7 +61,7 @@ class ExactSolution:
 
 def _choice(policy: str, c: tuple[int, ...], n: int, d: int, replace: bool) -> list[float]:
     """Probability that a non-I-queue choice lands on a server at each level."""
-    probes = MODELS[policy].probes
+    probes = TABLE[policy].probes
     if probes == "one" or (probes == "d" and d == 1):
         return [ck / n for ck in c]
     if probes == "all":
@@ -94,7 +94,7 @@ def state_count(policy: str, n: int, m: int, cap: int) -> int:
     it exceeds :data:`MAX_STATES`).
     """
     servers = comb(n + cap, cap)
-    if not MODELS[policy].iqueues or servers > MAX_STATES:
+    if not TABLE[policy].iqueues or servers > MAX_STATES:
         return servers
     p = _partitions(n, m)
     return sum(comb(n - idle + cap - 1, cap - 1) * p[idle] for idle in range(n + 1))
@@ -202,7 +202,7 @@ def _solve_once(
 ) -> ExactSolution:
     from scipy import sparse
 
-    iq = MODELS[policy].iqueues
+    iq = TABLE[policy].iqueues
     e0 = [0] * (n + 1)
     if iq:  # all servers idle, spread over the dispatchers as evenly as possible
         for k in range(m):
@@ -262,9 +262,9 @@ def solve_exact(
         raise ParameterError(
             "policy", policy, "one of " + ", ".join(EXACT_POLICIES) + " for the exact chain"
         )
-    if not MODELS[policy].iqueues:
+    if not TABLE[policy].iqueues:
         m = 1
-    if policy == "random":  # independent M/M/1 queues at every N
+    if TABLE[policy].independent:  # random: independent M/M/1 queues at every N
         return ExactSolution(1.0 / (1.0 - load), 0.0, 0, 0)
 
     def say(text: str) -> None:

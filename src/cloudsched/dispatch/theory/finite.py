@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch.theory.models import Model, get_model
 from cloudsched.errors import ParameterError, check_choice, check_int, check_loads, check_real
+from cloudsched.policy_table import PolicyRow, get_row
 from cloudsched.progress import Progress
 
 if TYPE_CHECKING:
@@ -80,7 +80,7 @@ def _refined(
     An I-queue model of more than :data:`MAX_REFINED_EQUATIONS` equations is refused
     (``strict``) or skipped (None).
     """
-    model = get_model(policy)
+    model = get_row(policy)
     if not model.refined:
         return None
     if model.iqueues:
@@ -124,7 +124,7 @@ def _exact_cheap(policy: str, n: int, m: int) -> bool:
     return state_count(policy, n, m, 24) <= AUTO_EXACT_STATES
 
 
-def _check_method(model: Model, method: str, m: int) -> None:
+def _check_method(model: PolicyRow, method: str, m: int) -> None:
     """Refuse a method the model table says the policy lacks, naming the ones it has."""
     has = (
         ["meanfield"]
@@ -151,7 +151,7 @@ def check_finite(
     tol: float,
 ) -> tuple[int, np.ndarray, float, int, float, int]:
     """Check the arguments of :func:`predict_finite`; return N, loads, r, d, tol and M."""
-    model = get_model(policy)
+    model = get_row(policy)
     method = check_choice("method", method, METHODS)
     n = check_int("servers", servers, low=1, high=10**9)
     lam = check_loads("load", loads)
@@ -208,7 +208,7 @@ def predict_finite(
     from cloudsched.dispatch.theory.exact import solve_exact
     from cloudsched.dispatch.theory.limit import meanfield_limit
 
-    model = get_model(policy)
+    model = get_row(policy)
     n, lam, r, d, tol, m = check_finite(
         policy, servers, loads, r=r, d=d, replace=replace, method=method, tol=tol
     )

@@ -23,8 +23,8 @@ import numpy as np
 
 from cloudsched.dispatch.theory.meanfield import iqueue_distribution
 from cloudsched.dispatch.theory.meanfield import predict as mf_predict
-from cloudsched.dispatch.theory.models import MODELS, with_capability
 from cloudsched.dispatch.theory.population import PopulationModel
+from cloudsched.policy_table import TABLE, with_capability
 
 __all__ = ["REFINED_POLICIES", "population_model", "population_size"]
 
@@ -35,7 +35,7 @@ _CUT = 1e-14
 
 def _levels(policy: str, lam: float, r: float, d: int) -> tuple[int, int, np.ndarray, np.ndarray]:
     """Return the truncation ``(K, J)`` and the mean field's ``s_1..s_K`` and ``u_0..u_J``."""
-    iq = MODELS[policy].iqueues
+    iq = TABLE[policy].iqueues
     pred = mf_predict(policy, [lam], r=r, d=d, tail_tol=_CUT, max_tail=100_000)
     p0 = float(pred.p0[0])
     s = np.asarray(pred.tails[0], dtype=np.float64)
@@ -47,8 +47,8 @@ def _levels(policy: str, lam: float, r: float, d: int) -> tuple[int, int, np.nda
 
 def population_size(policy: str, lam: float, r: float, d: int) -> int:
     """Coordinates of ``policy``'s population model (its cost grows as their cube)."""
-    k_levels, j_levels, _, _ = _levels(policy, lam, r, MODELS[policy].effective_d(d))
-    return k_levels + (j_levels - 1 if MODELS[policy].iqueues else 0)
+    k_levels, j_levels, _, _ = _levels(policy, lam, r, TABLE[policy].effective_d(d))
+    return k_levels + (j_levels - 1 if TABLE[policy].iqueues else 0)
 
 
 def _powers(s: np.ndarray, d: int, replace: bool, c: float) -> tuple[np.ndarray, np.ndarray]:
@@ -156,9 +156,9 @@ def population_model(
     """
     from cloudsched.dispatch.theory.population import fixed_point
 
-    d_eff = MODELS[policy].effective_d(d)
+    d_eff = TABLE[policy].effective_d(d)
     k_levels, j_levels, s, u = _levels(policy, lam, r, d_eff)
-    if not MODELS[policy].iqueues:
+    if not TABLE[policy].iqueues:
         model = _pod(lam, d_eff, k_levels, replace)
         x0 = s
     else:

@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from cloudsched.dispatch.theory.meanfield import R_MIN, predict
-from cloudsched.dispatch.theory.models import MODELS, with_capability
 from cloudsched.errors import ParameterError, check_int, check_loads, check_real
+from cloudsched.policy_table import TABLE, with_capability
 from cloudsched.progress import Progress
 
 __all__ = ["FluidTrajectory", "fluid_steady_state", "fluid_trajectory"]
@@ -95,7 +95,7 @@ def _sizes(policy: str, load: float, r: float, d: int) -> tuple[int, int]:
     """Return truncation levels (K busy levels, J I-queue sizes) with negligible mass beyond."""
     pred = predict(policy, [load], r=r, d=d, tail_tol=1e-16, max_tail=5000)
     k_levels = max(12, pred.tails[0].size + 8)
-    if not MODELS[policy].iqueues:
+    if not TABLE[policy].iqueues:
         return k_levels, 0
     j_levels = max(12, pred.iqueue(0).size + 8, int(3 * r) + 8)
     return k_levels, j_levels
@@ -153,7 +153,7 @@ def _initial_state(
     initial_tasks: int,
     initial_load: float | None,
 ) -> np.ndarray:
-    iq = MODELS[policy].iqueues
+    iq = TABLE[policy].iqueues
     busy = np.zeros(k_levels if iq else k_levels + 1)
     offset = 1 if iq else 0  # index of level 1 in `busy`
     y = np.zeros(j_levels)
@@ -181,7 +181,7 @@ def _validate(policy: str, load: float, r: float, d: int) -> tuple[float, float,
         raise ParameterError("policy", policy, "one of " + ", ".join(FLUID_POLICIES))
     lam = float(check_loads("load", load)[0])
     r = check_real("r", r, low=R_MIN)
-    d = MODELS[policy].effective_d(check_int("d", d, low=1, high=4096))
+    d = TABLE[policy].effective_d(check_int("d", d, low=1, high=4096))
     return lam, r, d
 
 
@@ -212,7 +212,7 @@ def _solve(
     progress: Progress | None = None,
 ) -> FluidTrajectory:
     """Integrate from ``x0`` at time ``t_eval[0]`` and convert states to tails and p0."""
-    j_levels = x0.size - k_levels if MODELS[policy].iqueues else 0
+    j_levels = x0.size - k_levels if TABLE[policy].iqueues else 0
     rhs = _rhs_iqueue(lam, r, d, k_levels, j_levels) if j_levels else _rhs_plain(lam, d)
     if progress is not None:
         rhs = _watched(rhs, float(t_eval[0]), float(t_eval[-1]), progress)

@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 
 from cloudsched.dispatch.theory import meanfield as closed
 from cloudsched.dispatch.theory.meanfield import MeanFieldPrediction
-from cloudsched.dispatch.theory.models import get_model
+from cloudsched.policy_table import get_row
 
 __all__ = ["meanfield_limit"]
 
@@ -27,7 +27,7 @@ def meanfield_limit(
     z: int = 1,
 ) -> MeanFieldPrediction:
     """Return the mean-field limit of ``policy`` at each load (arguments as :func:`predict`)."""
-    model = get_model(policy)
+    model = get_row(policy)
     if model.closed_form:
         return closed.predict(policy, loads, r=r, d=d, tail_tol=tail_tol, max_tail=max_tail)
     from cloudsched.dispatch.theory.variants import predict_variant

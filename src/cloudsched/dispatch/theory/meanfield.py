@@ -1,6 +1,6 @@
 """Mean-field (large N, M with r = N/M fixed) predictions for task dispatch.
 
-Model and closed forms: ``docs/explanation/design/dispatch-meanfield.md``.  In short, with load
+PolicyRow and closed forms: ``docs/explanation/design/dispatch-meanfield.md``.  In short, with load
 ``lam`` (arrival rate per server), ``d`` probes and ``r`` servers per dispatcher:
 
 * tail ``s_1 = lam``, ``s_{i+1} = lam * p0 * s_i**d`` (``p0 = 1`` without I-queues);
@@ -27,8 +27,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch.theory.models import MODELS, check_meanfield_policy
 from cloudsched.errors import check_int, check_loads, check_real
+from cloudsched.policy_table import TABLE, check_meanfield_policy
 
 __all__ = [
     "R_MAX",
@@ -251,7 +251,7 @@ class MeanFieldPrediction:
 
         Policies without I-queues return ``[1.0]`` (every I-queue is empty).
         """
-        model = MODELS.get(self.policy)
+        model = TABLE.get(self.policy)
         if model is None or not (model.iqueues and model.closed_form):
             return np.array([1.0])
         assert self.r is not None and self.d is not None
@@ -352,13 +352,13 @@ def predict(
         policy, loads, r=r, d=d, tail_tol=tail_tol, max_tail=max_tail
     )
 
-    model = MODELS[policy]
+    model = TABLE[policy]
     has_iqueue = model.iqueues
     d_eff = model.effective_d(d)
     p0 = jiq_p0(lam, r, d_eff) if has_iqueue else np.ones_like(lam)
     zeros = np.zeros_like(lam)
 
-    if policy == "jsq":
+    if model.probes == "all":
         # Large-N limit of JSQ: every task finds an idle server, s_1 = lam and s_2 = 0.
         tails = tuple(np.array([x]) for x in lam)
         return MeanFieldPrediction(

@@ -19,8 +19,8 @@ from numpy.typing import ArrayLike
 
 from cloudsched.dispatch.theory import meanfield as closed
 from cloudsched.dispatch.theory.limit import meanfield_limit
-from cloudsched.dispatch.theory.models import get_model
 from cloudsched.errors import ParameterError
+from cloudsched.policy_table import get_row
 from cloudsched.progress import Progress
 
 __all__ = ["check_predict", "meanfield_limit", "predict"]  # meanfield_limit: from .limit
@@ -42,7 +42,7 @@ def check_predict(
     max_tail: int = 1000,
 ) -> None:
     """Raise the :class:`ParameterError` :func:`predict` would, without solving anything."""
-    model = get_model(policy)
+    model = get_row(policy)
     if servers is not None and speeds is not None:
         raise ParameterError(
             "speeds", "given", "without servers (the finite-N models have equal speeds)"
@@ -95,7 +95,7 @@ def predict(
     Parameters
     ----------
     policy : str
-        A built-in policy (:data:`~cloudsched.dispatch.theory.models.MODELS` says what each
+        A built-in policy (:data:`~cloudsched.policy_table.TABLE` says what each
         one has).
     loads : float or array_like
         Arrival rate per server (relative to capacity with ``speeds``), each in (0, 1).

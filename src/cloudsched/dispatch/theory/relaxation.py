@@ -31,7 +31,7 @@ from functools import lru_cache
 import numpy as np
 
 from cloudsched.dispatch.theory import fluid as F
-from cloudsched.dispatch.theory.models import MODELS
+from cloudsched.policy_table import TABLE
 
 __all__ = ["relaxation_time"]
 
@@ -102,9 +102,9 @@ def relaxation_time(
     """
     if load >= 1.0:
         return math.inf
-    base = MODELS[MODELS[policy].relaxation]  # its own model, or the proxy the table names
+    base = TABLE[TABLE[policy].relaxation]  # its own model, or the proxy the table names
     floor = _mmn(load, servers)
-    if base.policy == "random":
+    if base.independent:  # random: independent M/M/1 queues
         value = 1.0 / (1.0 - math.sqrt(load)) ** 2
     elif base.fluid:
         rr = r if base.iqueues else 1.0  # without I-queues r means nothing to it

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from cloudsched.dispatch.theory.models import MODELS, with_capability
 from cloudsched.errors import ParameterError
+from cloudsched.policy_table import TABLE, with_capability
 
 __all__ = [
     "HETEROGENEOUS_POLICIES",
@@ -70,8 +70,8 @@ def _drift(
     policy: str, lam: float, mu: np.ndarray, r: float, d: int, k_levels: int, j_levels: int
 ) -> Callable[[np.ndarray], np.ndarray]:
     nc, k1 = mu.size, k_levels + 1
-    iq = MODELS[policy].iqueues
-    d_eff = MODELS[policy].effective_d(d)
+    iq = TABLE[policy].iqueues
+    d_eff = TABLE[policy].effective_d(d)
     js = np.arange(j_levels + 1, dtype=np.float64)
 
     def f(x: np.ndarray) -> np.ndarray:
@@ -121,8 +121,8 @@ def predict_heterogeneous(
         )
     mu, alpha = speed_classes(speeds)
     lam = load * float(alpha @ mu)
-    iq = MODELS[policy].iqueues
-    if policy == "random" and lam >= mu.min():
+    iq = TABLE[policy].iqueues
+    if TABLE[policy].independent and lam >= mu.min():
         raise ParameterError(
             "load",
             load,
@@ -130,7 +130,7 @@ def predict_heterogeneous(
             "random with these speeds (a uniform choice overloads the "
             "slowest class)",
         )
-    worst = lam / mu.min() if policy == "random" else load
+    worst = lam / mu.min() if TABLE[policy].independent else load
     k_levels = min(int(60 + np.log(1e-14) / np.log(worst)), 3000)
     j_levels = int(3 * r + 10 * np.sqrt(r) + 30) if iq else 0
     base = mf_predict(policy, [load], r=r, d=d, tail_tol=1e-300, max_tail=k_levels)
@@ -141,7 +141,7 @@ def predict_heterogeneous(
     x0 = q.ravel()
     if iq:
         u = np.zeros(j_levels + 1)
-        p = iqueue_distribution(float(base.p0[0]), load, r, MODELS[policy].effective_d(d))
+        p = iqueue_distribution(float(base.p0[0]), load, r, TABLE[policy].effective_d(d))
         u[: min(p.size, j_levels + 1)] = p[: j_levels + 1]
         x0 = np.concatenate([x0, u / u.sum()])
     f = _drift(policy, lam, mu, r, d, k_levels, j_levels)

@@ -36,11 +36,15 @@ def shift_down(u: np.ndarray, rate: np.ndarray | float) -> np.ndarray:
 
 
 def drift_iq(
-    lam: float, r: float, d: int, z: int, k_levels: int, j_levels: int, policy: str
+    lam: float, r: float, d: int, z: int, k_levels: int, j_levels: int, shortest: bool
 ) -> Drift:
-    """Drift of ``(q_0..q_K, u_0..u_J)`` for jiq-sq (``z = 0``) and jiq-threshold."""
+    """Drift of ``(q_0..q_K, u_0..u_J)`` for jiq-sq and jiq-threshold.
+
+    ``shortest``: an idle server joins the shortest of ``d`` sampled I-queues (jiq-sq, whose
+    servers are listed while idle: ``z`` is taken as 0), else a uniform one.
+    """
     js = np.arange(j_levels + 1, dtype=np.float64)
-    z_eff = 0 if policy == "jiq-sq" else z
+    z_eff = 0 if shortest else z
 
     def f(x: np.ndarray) -> np.ndarray:
         q, u = x[: k_levels + 1], x[k_levels + 1 :]
@@ -55,7 +59,7 @@ def drift_iq(
         dq[1:] += up[:-1]
         joins = q[z_eff + 1] + taken * pi[:-1].sum()  # from z+1 down, and re-joins
         delete = lam * u[0] * q[z_eff]
-        if policy == "jiq-sq":
+        if shortest:
             tail = np.cumsum(u[::-1])[::-1]
             land = tail**d - np.concatenate([tail[1:], [0.0]]) ** d
             du = r * joins * (np.concatenate([[0.0], land[:-1]]) - land)

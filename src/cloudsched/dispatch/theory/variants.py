@@ -54,6 +54,7 @@ from cloudsched.dispatch.theory.variant_drifts import (
     drift_original,
     drift_threshold,
 )
+from cloudsched.policy_table import TABLE
 
 __all__ = [
     "VARIANT_POLICIES",
@@ -65,8 +66,9 @@ __all__ = [
     "steady_state",
 ]
 
-#: Policies solved here (round-robin's mean-field limit is random's).
-VARIANT_POLICIES = ("jiq-sq", "jiq-threshold", "jiq-original")
+#: Policies solved here: those with a numerical fixed point in the policy table (round-robin's
+#: mean-field limit is random's).
+VARIANT_POLICIES = tuple(p for p, row in TABLE.items() if row.meanfield == "fixed-point")
 
 
 class VariantState:
@@ -240,12 +242,13 @@ def solve_variant(
 def _solve_variant(policy: str, lam: float, r: float, d: int, z: int) -> VariantState:
     k_levels = int(40 + 10 * z + np.log(1e-14) / np.log(lam) / 4)
     j_levels = int(3 * r + 10 * np.sqrt(r) + 30)
+    row = TABLE[policy]
     for _ in range(4):
         q, u = _start(lam, r, k_levels, j_levels)
-        if policy == "jiq-original":
+        if not row.deletes:  # stale entries (jiq-original)
             y, w, u = _solve_original(lam, r, q, u, k_levels, j_levels)
             q = np.concatenate([y.sum(axis=1), np.zeros(k_levels + 1 - y.shape[0])]) + w
-        elif policy == "jiq-threshold" and z > 0:
+        elif row.threshold and z > 0:
             listed = float(q[: z + 1].sum())
             u = _poisson(r * listed, j_levels)
             js = np.arange(1, j_levels + 1)
@@ -260,7 +263,7 @@ def _solve_variant(policy: str, lam: float, r: float, d: int, z: int) -> Variant
             u = np.concatenate([[1.0 - u_pos.sum()], u_pos])
             rejoin = float((lam * r * y[:-1] / js).sum())  # taken below z: listed again
         else:
-            f = drift_iq(lam, r, d, z, k_levels, j_levels, policy)
+            f = drift_iq(lam, r, d, z, k_levels, j_levels, row.join == "shortest of d")
             x = steady_state(f, np.concatenate([q, u]))
             q, u = x[: k_levels + 1], x[k_levels + 1 :]
         if max(q[-1], u[-1]) < 1e-11:
@@ -271,10 +274,10 @@ def _solve_variant(policy: str, lam: float, r: float, d: int, z: int) -> Variant
     levels = np.arange(q.size, dtype=np.float64)
     tail = np.cumsum(q[::-1])[::-1][1:]
     tail = tail[: max(1, int(np.sum(tail >= 1e-9)))]
-    if policy == "jiq-original":
+    if not row.deletes:
         stale = float((lam * r * y[1:] / np.arange(1, y.shape[1] + 1)).sum())
         return VariantState(float(levels @ q), float(u[0]), tail, float(w[1]), 0.0, 0.0, stale)
-    if policy == "jiq-sq":
+    if row.join == "shortest of d":
         return VariantState(
             float(levels @ q),
             float(u[0]),
@@ -323,7 +326,7 @@ def predict_variant(
     from cloudsched.dispatch.theory.meanfield import MeanFieldPrediction
 
     lam, r, d, z = check_variant(loads, r=r, d=d, z=z)
-    if policy == "round-robin":  # many dispatchers: Poisson arrivals at each server
+    if TABLE[policy].pick == "cycle":  # many dispatchers: Poisson arrivals at each server
         from cloudsched.dispatch.theory.meanfield import predict
 
         pred = predict("random", lam, tail_tol=tail_tol, max_tail=max_tail)
@@ -340,7 +343,7 @@ def predict_variant(
     return MeanFieldPrediction(
         policy,
         r,
-        d if policy == "jiq-sq" else 1,
+        d if TABLE[policy].d is not None else 1,
         lam,
         col("p0"),
         col("tasks") / lam,

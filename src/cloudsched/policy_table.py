@@ -1,0 +1,373 @@
+"""The one table of built-in dispatch policies: what each needs, who runs it, what theory holds.
+
+One row per built-in policy (:data:`TABLE`, in the order the policies are registered).  The
+registry (:mod:`cloudsched.dispatch.builtin_policies` registers each built-in with its row's
+needs), the engines (:mod:`cloudsched.dispatch.engines`), the theory
+(:mod:`cloudsched.dispatch.theory`), the live lab and the command line read their facts
+here; no other module keeps a list of policy names or a code per policy
+(``tests/test_models.py`` checks).  A row says
+
+**What a run must give it** (the options of
+:func:`~cloudsched.dispatch.plugin.register_policy`):
+
+* ``dispatchers``: ``required`` (M or r), ``optional`` or ``unused``;
+* ``d``: what ``d`` counts: ``servers`` probed, ``dispatchers`` (I-queues) sampled, or None;
+* ``threshold``: it takes ``z``; ``with_replacement``: its probes may be drawn with
+  replacement; ``memory``: its own memory (``dispatchers``, ``servers`` or a number).
+
+**How it dispatches** (what the engines that do not run its hooks implement):
+
+* ``pick``: where a task goes when no I-queue entry serves it: ``uniform`` (a uniform
+  server), ``cycle`` (each dispatcher's own round), ``least of d`` (the least loaded of d
+  probed servers, ties uniform) or ``least`` (a uniform server among the least loaded);
+* ``iqueues``: dispatchers keep I-queues of idle servers, and a task goes to an entry first;
+  ``join``: where an idle server lists itself: ``uniform`` (a uniform I-queue) or
+  ``shortest of d`` (the shortest of d sampled I-queues); ``deletes``: a server that gets a
+  task otherwise sends a delete request (so listed means idle), else its entry goes stale;
+* ``engines``: the simulator's engines that run it (``servers``, ``counts``, ``classes``,
+  ``delay``; :mod:`cloudsched.dispatch.engines`); ``views``: what its dispatchers may read
+  (``shared``: the published lengths; ``own``: each dispatcher's own active requests);
+* ``lab``: the live lab's dispatchers run it; ``nginx`` / ``haproxy``: the directive that
+  makes that proxy balance this way (None: no such directive);
+* ``colour``: its colour in every figure.
+
+**What the theory knows** (:mod:`cloudsched.dispatch.theory`):
+
+* ``meanfield``: how its mean field is solved: ``closed`` (closed forms), ``fixed-point``
+  (a numerical fixed point) or ``limit`` (round-robin: its many-dispatcher limit is
+  random's);
+* ``fluid``: a fluid ODE; ``exact``: the exact chain at finite N, ``any``, ``one
+  dispatcher`` (round-robin's ``E_N/M/1``) or ``""``; ``refined``: the refined (1/N) mean
+  field; ``speed_classes``: a mean field with speed classes;
+* ``relaxation``: the policy whose relaxation time the simulator uses (itself, or a proxy);
+* ``delayed``: the delayed mean field: ``join`` (join messages late; exact in the limit),
+  ``info closure`` (lengths read late; a closure) or ``""``;
+* ``why``: what the theory lacks for it, and why.
+
+Derived facts (properties): ``probes`` (how many servers a decision looks at: ``one``,
+``d`` or ``all``), ``messages`` (the kinds of message it sends that can be late:
+``info``, ``join``, ``delete``) and ``independent`` (its servers are independent M/M/1
+queues).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cloudsched.errors import ParameterError
+
+__all__ = [
+    "ENGINE_NAMES",
+    "JOINS",
+    "PICKS",
+    "TABLE",
+    "NoMeanFieldModelError",
+    "PolicyRow",
+    "check_meanfield_policy",
+    "get_row",
+    "with_capability",
+]
+
+#: Where a task goes when no I-queue entry serves it (``PolicyRow.pick``).
+PICKS = ("uniform", "cycle", "least of d", "least")
+#: Where an idle server lists itself (``PolicyRow.join``; "" without I-queues).
+JOINS = ("", "uniform", "shortest of d")
+#: The simulator's engines, in the order ``engine="auto"`` prefers them last to first.
+ENGINE_NAMES = ("servers", "counts", "classes", "delay")
+_PROBES = {"uniform": "one", "cycle": "one", "least of d": "d", "least": "all"}
+
+
+@dataclass(frozen=True)
+class PolicyRow:
+    """One built-in policy: what it needs, how it dispatches, who runs it, what theory holds."""
+
+    policy: str
+    pick: str
+    engines: tuple[str, ...]
+    meanfield: str
+    fluid: bool
+    exact: str
+    refined: bool
+    speed_classes: bool
+    relaxation: str
+    colour: str
+    dispatchers: str = "unused"
+    d: str | None = None
+    threshold: bool = False
+    with_replacement: bool = False
+    memory: str | int = 0
+    iqueues: bool = False
+    join: str = ""
+    deletes: bool = False
+    views: tuple[str, ...] = ("shared",)
+    lab: bool = False
+    nginx: str | None = None
+    haproxy: str | None = None
+    delayed: str = ""
+    why: str = ""
+
+    def __post_init__(self) -> None:
+        if self.pick not in PICKS or self.join not in JOINS or bool(self.join) != self.iqueues:
+            raise ValueError(f"{self.policy}: pick in {PICKS}, join in {JOINS} with I-queues")
+        if not set(self.engines) <= set(ENGINE_NAMES) or "servers" not in self.engines:
+            raise ValueError(f"{self.policy}: engines among {ENGINE_NAMES}, servers included")
+
+    @property
+    def probes(self) -> str:
+        """Servers a decision looks at: ``one``, ``d`` or ``all``.
+
+        ``one``: a uniform server, the next in a cycle or an I-queue's entry; ``d``: the least
+        loaded of d probes; ``all``: global state.
+        """
+        return _PROBES[self.pick]
+
+    @property
+    def messages(self) -> tuple[str, ...]:
+        """Kinds of message it sends that can be late.
+
+        ``info`` (it reads queue lengths), ``join`` (its idle servers list themselves) and
+        ``delete`` (a listed server that gets a task otherwise leaves its I-queue).
+        """
+        reads = ("info",) if self.probes in ("d", "all") else ()
+        return reads + ("join",) * self.iqueues + ("delete",) * self.deletes
+
+    @property
+    def independent(self) -> bool:
+        """Its servers are independent M/M/1 queues (a uniform split of Poisson arrivals)."""
+        return self.pick == "uniform" and not self.iqueues
+
+    def effective_d(self, d: int) -> int:
+        """Servers probed per decision as the formulas use it: ``d`` for ``probes="d"``, else 1."""
+        return d if self.probes == "d" else 1
+
+    @property
+    def closed_form(self) -> bool:
+        """The mean field has a closed form (plug-ins may borrow it)."""
+        return self.meanfield == "closed"
+
+    def exact_at(self, dispatchers: int) -> bool:
+        """Say whether the exact chain applies with ``dispatchers`` dispatchers."""
+        return self.exact == "any" or (self.exact == "one dispatcher" and dispatchers == 1)
+
+
+_ROWS = (
+    PolicyRow(
+        "random",
+        pick="uniform",
+        engines=("servers", "counts", "classes", "delay"),
+        meanfield="closed",
+        fluid=True,
+        exact="any",
+        refined=True,
+        speed_classes=True,
+        relaxation="random",
+        lab=True,
+        nginx="random;",
+        haproxy="balance random(1)",
+        colour="#7f7f7f",
+    ),
+    PolicyRow(
+        "round-robin",
+        pick="cycle",
+        engines=("servers",),
+        dispatchers="required",
+        memory="dispatchers",
+        meanfield="limit",
+        fluid=False,
+        exact="one dispatcher",
+        refined=False,
+        speed_classes=False,
+        relaxation="random",
+        lab=True,
+        nginx="",
+        haproxy="balance roundrobin",
+        colour="#bcbd22",
+        why="no finite-N model with several dispatchers; the mean-field limit is "
+        "random's (Palm-Khintchine)",
+    ),
+    PolicyRow(
+        "jsq",
+        pick="least",
+        engines=("servers", "counts", "classes", "delay"),
+        views=("shared", "own"),
+        meanfield="closed",
+        fluid=False,
+        exact="any",
+        refined=False,
+        speed_classes=False,
+        relaxation="jsq",
+        lab=True,
+        nginx="least_conn;",
+        haproxy="balance leastconn",
+        colour="#d62728",
+        why="its drift is not smooth: no fluid ODE, no 1/N expansion, no speed classes; with "
+        "late information it herds, which no delayed mean field here holds",
+    ),
+    PolicyRow(
+        "pod",
+        pick="least of d",
+        engines=("servers", "counts", "classes", "delay"),
+        views=("shared", "own"),
+        d="servers",
+        with_replacement=True,
+        meanfield="closed",
+        fluid=True,
+        exact="any",
+        refined=True,
+        speed_classes=True,
+        relaxation="pod",
+        delayed="info closure",
+        lab=True,
+        nginx="random two least_conn;",  # NGINX's random takes two choices, no other d
+        haproxy="balance random({d})",
+        colour="#1f77b4",
+    ),
+    PolicyRow(
+        "jiq",
+        pick="uniform",
+        engines=("servers", "counts", "delay"),
+        dispatchers="required",
+        iqueues=True,
+        join="uniform",
+        deletes=True,
+        meanfield="closed",
+        fluid=True,
+        exact="any",
+        refined=True,
+        speed_classes=True,
+        relaxation="jiq",
+        delayed="join",
+        lab=True,
+        colour="#2ca02c",
+    ),
+    PolicyRow(
+        "jiq-pod",
+        pick="least of d",
+        engines=("servers", "counts", "delay"),
+        dispatchers="required",
+        iqueues=True,
+        join="uniform",
+        deletes=True,
+        d="servers",
+        with_replacement=True,
+        meanfield="closed",
+        fluid=True,
+        exact="any",
+        refined=True,
+        speed_classes=True,
+        relaxation="jiq-pod",
+        delayed="join",
+        lab=True,
+        colour="#ff7f0e",
+    ),
+    PolicyRow(
+        "jiq-original",
+        pick="uniform",
+        engines=("servers",),
+        dispatchers="required",
+        iqueues=True,
+        join="uniform",
+        deletes=False,
+        meanfield="fixed-point",
+        fluid=False,
+        exact="",
+        refined=False,
+        speed_classes=False,
+        relaxation="jiq",
+        colour="#e377c2",
+        why="a numerical mean field only (a pair closure of stale entries)",
+    ),
+    PolicyRow(
+        "jiq-threshold",
+        pick="uniform",
+        engines=("servers",),
+        dispatchers="required",
+        iqueues=True,
+        join="uniform",
+        deletes=True,
+        threshold=True,
+        meanfield="fixed-point",
+        fluid=False,
+        exact="",
+        refined=False,
+        speed_classes=False,
+        relaxation="jiq",
+        colour="#8c564b",
+        why="a numerical mean field only (a pair closure: level, I-queue size)",
+    ),
+    PolicyRow(
+        "jiq-sq",
+        pick="uniform",
+        engines=("servers", "counts"),
+        dispatchers="required",
+        iqueues=True,
+        join="shortest of d",
+        deletes=True,
+        d="dispatchers",
+        meanfield="fixed-point",
+        fluid=False,
+        exact="",
+        refined=False,
+        speed_classes=False,
+        relaxation="jiq",
+        colour="#9467bd",
+        why="a numerical mean field only (joins sample d I-queues)",
+    ),
+)
+
+#: The rows, by policy name, in the order the built-in policies are registered.
+TABLE: dict[str, PolicyRow] = {row.policy: row for row in _ROWS}
+
+_CAPABILITIES = ("iqueues", "fluid", "exact", "refined", "speed_classes", "closed_form", "lab")
+
+
+def get_row(policy: str) -> PolicyRow:
+    """Return the row of ``policy`` (a :class:`ParameterError` lists the rows there are)."""
+    try:
+        return TABLE[policy]
+    except (KeyError, TypeError):
+        raise ParameterError(
+            "policy",
+            policy,
+            "one of "
+            + ", ".join(TABLE)
+            + " (a plug-in borrows one: register_policy(meanfield=...))",
+        ) from None
+
+
+def with_capability(name: str) -> tuple[str, ...]:
+    """Return the policies whose row has capability ``name``.
+
+    ``name`` is one of the boolean facts, ``exact`` (an exact chain at any number of
+    dispatchers) or an engine's name (the policies that engine runs).
+    """
+    if name in ENGINE_NAMES:
+        return tuple(p for p, row in TABLE.items() if name in row.engines)
+    if name not in _CAPABILITIES:
+        raise ValueError(f"capability must be one of {_CAPABILITIES + ENGINE_NAMES}")
+    if name == "exact":
+        return tuple(p for p, row in TABLE.items() if row.exact == "any")
+    return tuple(p for p, row in TABLE.items() if getattr(row, name))
+
+
+def check_meanfield_policy(policy: str) -> str:
+    """Return ``policy`` if its mean field has a closed form; raise a clear error otherwise."""
+    if get_row(policy).closed_form:
+        return policy
+    raise NoMeanFieldModelError(policy)
+
+
+class NoMeanFieldModelError(ParameterError):
+    """The policy is known, but its mean field has no closed form."""
+
+    def __init__(self, policy: str) -> None:
+        closed = with_capability("closed_form")
+        super().__init__("policy", policy, "one of " + ", ".join(closed))
+        self.args = (
+            f"no closed-form mean field for {policy}; policies with one: "
+            + ", ".join(closed)
+            + " (cloudsched.dispatch.predict solves the others numerically)",
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
