@@ -337,7 +337,7 @@ def test_simulate_with_service_and_arrival_laws(capsys):
     )
     assert code == 0
     doc = json.loads(out)
-    assert doc["engine"] == "general" and doc["load"] == 0.7
+    assert (doc["engine"], doc["clock"], doc["load"]) == ("servers", "event-list", 0.7)
 
 
 def test_simulate_trace_csv(capsys, tmp_path):

@@ -9,13 +9,15 @@ import pytest
 from scipy import stats
 
 from cloudsched.dispatch import predict, simulate
-from cloudsched.dispatch import state as K
-from cloudsched.dispatch.counts import CountsEngine
-from cloudsched.dispatch.erlang import erlang_histogram
+from cloudsched.dispatch.engines import records as K
+from cloudsched.dispatch.engines.classes.engine import ClassesRun
+from cloudsched.dispatch.engines.classes.mirror import mirror_classes
+from cloudsched.dispatch.engines.counts.engine import CountsRun
+from cloudsched.dispatch.engines.counts.mirror import mirror_counts
+from cloudsched.dispatch.engines.erlang import erlang_histogram
+from cloudsched.dispatch.engines.replication import RunSpec
 from cloudsched.dispatch.measure import histogram_percentiles
-from cloudsched.dispatch.replication import RunSpec
 from cloudsched.errors import ParameterError
-from cloudsched.testing.counts_mirror import mirror_counts
 
 CASES = [
     ("pod", 2, False),
@@ -53,7 +55,7 @@ def test_the_kernel_makes_the_mirrors_draws_and_bookkeeping(policy, d, replace, 
             policy, n, m, 0.8, d=d, replace=replace, warm_tasks=100, end_tasks=2000, record=False
         )
     iq = np.bincount(sizes) if policy.startswith("jiq") else None
-    eng = CountsEngine(spec, np.random.default_rng(11), np.bincount(queues), iq)
+    eng = CountsRun(spec, np.random.default_rng(11), np.bincount(queues), iq)
     while not eng.advance(1000):  # small budgets: resuming changes nothing
         pass
     raw = eng.result()
@@ -61,16 +63,18 @@ def test_the_kernel_makes_the_mirrors_draws_and_bookkeeping(policy, d, replace, 
     assert raw.width == ref["width"]
     assert np.array_equal(raw.batch_count, ref["bcnt"])
     np.testing.assert_allclose(raw.batch_sum, ref["bsum"], rtol=1e-12)  # merges add in pairs
-    levels = min(eng.joins.shape[1], ref["joins"].shape[1])
-    assert np.array_equal(eng.joins[:, :levels], ref["joins"][:, :levels])
+    joins = eng.mt.hist  # the levels joined per segment
+    levels = min(joins.shape[1], ref["joins"].shape[1])
+    assert np.array_equal(joins[:, :levels], ref["joins"][:, :levels])
     assert raw.events == ref["events"] and raw.t_end == ref["t_end"]
     assert raw.t_warm == ref["t_warm"]
     assert list(raw.messages[[K.M_JOIN, K.M_DELETE, K.M_PROBE]]) == ref["messages"]
     assert raw.p0_area == pytest.approx(ref["p0_area"], rel=1e-9)
     if iq is not None:
-        held = np.repeat(np.arange(eng.iq.size), eng.iq.astype(int))
+        held = np.repeat(np.arange(eng.st.iq.size), eng.st.iq.astype(int))
         assert list(held) == ref["iqueues"]
-    final = np.repeat(np.arange(eng.cnt.size), (eng.cnt - np.append(eng.cnt[1:], 0)).astype(int))
+    cnt = eng.st.cnt
+    final = np.repeat(np.arange(cnt.size), (cnt - np.append(cnt[1:], 0)).astype(int))
     assert list(final) == ref["queues"]
     top = min(raw.tail_area.size, ref["tail_area"].size)
     np.testing.assert_allclose(raw.tail_area[:top], ref["tail_area"][:top], rtol=1e-9, atol=1e-9)
@@ -93,24 +97,25 @@ def test_speed_classes_make_the_mirrors_draws_and_bookkeeping(policy, d, replace
         spec = RunSpec(
             policy, n, 1, rate, d=d, replace=replace, warm_tasks=100, end_tasks=2000, record=False
         )
-    eng = CountsEngine(spec, np.random.default_rng(11), speeds=np.array(speeds))
+    eng = ClassesRun(spec, np.random.default_rng(11), np.array(speeds))
     while not eng.advance(1000):
         pass
     raw = eng.result()
-    ref = mirror_counts(spec, np.random.default_rng(11), speeds=speeds)
+    ref = mirror_classes(spec, np.random.default_rng(11), speeds)
     assert raw.width == ref["width"] and raw.events == ref["events"]
     assert np.array_equal(raw.batch_count, ref["bcnt"])
     np.testing.assert_allclose(raw.batch_sum, ref["bsum"], rtol=1e-12)
-    levels = min(eng.joins.shape[2], ref["joins"].shape[2])
-    assert np.array_equal(eng.joins[:, :, :levels], ref["joins"][:, :, :levels])
-    assert eng.joins.sum() == raw.measured
+    joins = eng.mt.hist  # the (class, level) pairs joined per segment
+    levels = min(joins.shape[2], ref["joins"].shape[2])
+    assert np.array_equal(joins[:, :, :levels], ref["joins"][:, :, :levels])
+    assert joins.sum() == raw.measured
     for c, mine in enumerate(ref["class_queues"]):
-        at_least = eng.ccnt[c]
+        at_least = eng.st.ccnt[c]
         final = np.repeat(
             np.arange(at_least.size), (at_least - np.append(at_least[1:], 0)).astype(int)
         )
         assert list(final) == mine, c
-    np.testing.assert_array_equal(eng.cnt, eng.ccnt.sum(axis=0))
+    np.testing.assert_array_equal(eng.st.cnt, eng.st.ccnt.sum(axis=0))
     top = min(raw.tail_area.size, ref["tail_area"].size)
     np.testing.assert_allclose(raw.tail_area[:top], ref["tail_area"][:top], rtol=1e-9, atol=1e-9)
 
@@ -141,7 +146,8 @@ def test_speed_classes_have_the_event_list_engines_law(policy, kw):
         for eng in ("counts", "general")
     }
     counts, events = runs["counts"], runs["general"]
-    assert {r.engine for r in counts} == {"counts"} and {r.engine for r in events} == {"general"}
+    assert {r.engine for r in counts} == {"classes"} and {r.engine for r in events} == {"servers"}
+    assert {r.clock for r in events} == {"event-list"}
     _agree([r.mean_response_time for r in counts], [r.mean_response_time for r in events], "mean")
     _agree([r.percentiles["p99"] for r in counts], [r.percentiles["p99"] for r in events], "p99")
     _agree([r.tail[0] for r in counts], [r.tail[0] for r in events], "s_1")
@@ -176,7 +182,7 @@ def test_speed_classes_are_refused_where_they_do_not_apply():
             engine="counts",
             tasks=1000,
         )
-    with pytest.raises(ParameterError, match="random, pod, jsq"):
+    with pytest.raises(ParameterError, match="random, jsq, pod"):
         simulate("jiq", servers=100, r=10, load=0.5, speeds=two, engine="counts", tasks=1000)
     with pytest.raises(ParameterError, match="Poisson"):
         simulate(
@@ -192,7 +198,7 @@ def test_speed_classes_are_refused_where_they_do_not_apply():
             tasks=1000,
             initial="meanfield",
         )
-    with pytest.raises(ParameterError, match="'general', 'auto' or 'counts'"):
+    with pytest.raises(ParameterError, match="'general', 'servers', 'auto' or 'counts'"):
         simulate("pod", servers=100, load=0.5, speeds=two, engine="exponential", tasks=1000)
 
 
@@ -302,7 +308,7 @@ def test_a_billion_servers_cost_what_a_thousand_cost():
     [
         ({"policy": "jiq-threshold"}, "for jiq-threshold"),
         ({"keep_response_times": True}, "keep_response_times"),
-        ({"speeds": [1.0, 2.0, 1.0, 1.0], "policy": "jiq", "r": 2}, "random, pod, jsq"),
+        ({"speeds": [1.0, 2.0, 1.0, 1.0], "policy": "jiq", "r": 2}, "random, jsq, pod"),
         ({"service": "det"}, "Poisson"),
     ],
 )
@@ -317,30 +323,39 @@ def test_auto_runs_counts_from_a_hundred_thousand_servers_where_it_applies():
     """Below AUTO_COUNTS_SERVERS auto keeps the per-server engine (published results
     unchanged); from it on, the counts engine wherever it applies, with the same result as
     asking for it."""
-    from cloudsched.dispatch.spec import AUTO_COUNTS_SERVERS
+    from cloudsched.dispatch.engines.choice import AUTO_COUNTS_SERVERS
 
     n = AUTO_COUNTS_SERVERS
     kw = {"load": 0.9, "tasks": 20_000, "rng": 1}
-    assert simulate("pod", servers=n - 1, **kw).engine == "exponential"
+
+    def ran(policy, **more):
+        res = simulate(policy, **{**kw, **more})
+        return res.engine, res.clock
+
+    below = simulate("pod", servers=n - 1, **kw)
+    assert (below.engine, below.clock) == ("servers", "markov")
+    assert below.engine_reason == f"auto: {n - 1:,} servers (counts from {n:,}); the Markov clock"
     auto = simulate("pod", servers=n, **kw)
     asked = simulate("pod", servers=n, engine="counts", **kw)
-    timing = ("wall_seconds", "events_per_second")
-    assert auto.engine == "counts"
-    assert {k: v for k, v in auto.to_dict().items() if k not in timing} == {
-        k: v for k, v in asked.to_dict().items() if k not in timing
+    differ = ("wall_seconds", "events_per_second", "engine_reason")
+    assert auto.engine == "counts" and auto.engine_reason.startswith(f"auto: {n:,} servers")
+    assert asked.engine_reason == "asked for"
+    assert {k: v for k, v in auto.to_dict().items() if k not in differ} == {
+        k: v for k, v in asked.to_dict().items() if k not in differ
     }
-    assert simulate("jiq-pod", servers=n, r=10, **kw).engine == "counts"
-    assert simulate("jiq-threshold", servers=n, r=10, **kw).engine == "exponential"
-    assert simulate("round-robin", servers=n, r=10, **kw).engine == "exponential"
-    assert simulate("pod", servers=n, keep_response_times=True, **kw).engine == "exponential"
-    assert simulate("pod", servers=n, service="det", **kw).engine == "general"
-    assert simulate("pod", servers=n, engine="servers", **kw).engine == "exponential"
-    two = np.where(np.arange(n) % 4 == 0, 2.0, 1.0)  # speed classes: counts for pod
-    assert simulate("pod", servers=n, speeds=two, **kw).engine == "counts"
-    assert simulate("pod", servers=n - 1, speeds=two[:-1], **kw).engine == "general"
-    assert simulate("jiq", servers=n, r=10, speeds=two, **kw).engine == "general"
+    assert ran("jiq-pod", servers=n, r=10) == ("counts", "markov")
+    assert ran("jiq-threshold", servers=n, r=10) == ("servers", "markov")
+    assert ran("round-robin", servers=n, r=10) == ("servers", "markov")
+    assert ran("pod", servers=n, keep_response_times=True) == ("servers", "markov")
+    assert ran("pod", servers=n, service="det") == ("servers", "event-list")
+    assert ran("pod", servers=n, engine="servers") == ("servers", "markov")
+    assert ran("pod", servers=n, engine="general") == ("servers", "event-list")
+    two = np.where(np.arange(n) % 4 == 0, 2.0, 1.0)  # speed classes: the classes engine for pod
+    assert ran("pod", servers=n, speeds=two) == ("classes", "markov")
+    assert ran("pod", servers=n - 1, speeds=two[:-1]) == ("servers", "event-list")
+    assert ran("jiq", servers=n, r=10, speeds=two) == ("servers", "event-list")
     # a mean-field start with speeds: counts would start empty, so auto keeps the event list
-    assert simulate("pod", servers=n, speeds=two, initial="meanfield", **kw).engine == "general"
+    assert ran("pod", servers=n, speeds=two, initial="meanfield") == ("servers", "event-list")
 
 
 def test_a_farm_too_big_for_the_servers_engine_is_pointed_to_counts(monkeypatch):

@@ -10,15 +10,15 @@ from typer.testing import CliRunner
 
 from cloudsched.cli import app, main
 from cloudsched.dispatch import simulate
-from cloudsched.dispatch.delay_engine import DelayEngine
 from cloudsched.dispatch.delays import Delay, Delays, parse_delays
+from cloudsched.dispatch.engines.delay.engine import DelayRun
+from cloudsched.dispatch.engines.delay.mirror import mirror_delay
+from cloudsched.dispatch.engines.replication import RunSpec, initial_width
 from cloudsched.dispatch.policies import get_policy
-from cloudsched.dispatch.replication import RunSpec, initial_width
 from cloudsched.dispatch.theory.delayed import delayed_meanfield
 from cloudsched.dispatch.theory.meanfield import predict
 from cloudsched.errors import ParameterError
 from cloudsched.experiments.stale import stale_study
-from cloudsched.testing.delay_mirror import mirror_delay
 
 runner = CliRunner()
 Z = 3.29  # two-sided 99.9%: a seeded check that fails one time in a thousand by chance
@@ -28,7 +28,7 @@ def _engine(policy, n, m, load, d, replace, delays, own, tasks, seed):
     spec = RunSpec(
         get_policy(policy), n, m, load, d, replace=replace, end_tasks=tasks, record=False
     )
-    eng = DelayEngine(spec, np.random.default_rng(seed), parse_delays(delays), own)
+    eng = DelayRun(spec, np.random.default_rng(seed), parse_delays(delays), own)
     while not eng.advance(10**7):
         pass
     return eng, eng.result(), initial_width(spec)
@@ -75,30 +75,30 @@ def test_engine_matches_its_plain_python_mirror_bit_for_bit(case):
     assert np.array_equal(run.batch_count, ref.bcnt[:used])
     assert int(run.batch_count.sum()) == tasks
     assert np.array_equal(run.messages, ref.msg)
-    assert np.array_equal(eng.q, ref.queues)
-    levels = eng.cnt.size
+    assert np.array_equal(eng.st.q, ref.queues)
+    levels = eng.st.cnt.size
     assert np.array_equal(run_joins(eng), ref.joins[:, :levels].sum(axis=0))
     if policy.startswith("jiq"):
-        held = [sorted(eng.iqe[k, : eng.iqn[k]].tolist()) for k in range(m)]
+        held = [sorted(eng.st.lists.entries[k, : eng.st.lists.size[k]].tolist()) for k in range(m)]
         assert held == [sorted(x) for x in ref.iqueues]
     if not own and policy != "jiq":
-        assert np.array_equal(eng.board, ref.board)
+        assert np.array_equal(eng.st.board.val, ref.board)
 
 
 def run_joins(eng):
-    return eng.joins.sum(axis=0)
+    return eng.mt.hist.sum(axis=0)
 
 
 def test_growth_cases_really_grow():
     """The last four cases above exercise each table's growth (else they prove nothing)."""
     eng, *_ = _engine("pod", 200, 1, 0.9, 2, False, "info=3", False, 4000, 5)
-    assert eng.htime.size > 1024
+    assert eng.st.msgs.time.size > 1024
     eng, *_ = _engine("jsq", 10, 1, 0.99, 1, False, "info=20", False, 4000, 5)
-    assert eng.cnt.size > 64
+    assert eng.st.cnt.size > 64
     eng, *_ = _engine("jiq", 100, 1, 0.5, 1, False, "delete=0.5", False, 4000, 5)
-    assert eng.iqe.shape[1] > 64
+    assert eng.st.lists.entries.shape[1] > 64
     eng, *_ = _engine("jsq", 800, 4, 0.95, 1, False, "", True, 4000, 5)
-    assert eng.tnext.size > 1024
+    assert eng.st.tasks.next.size > 1024
 
 
 @pytest.mark.parametrize("policy", ["pod", "jsq", "jiq", "jiq-pod"])
@@ -264,7 +264,7 @@ def test_cli_simulate_and_stale():
         (["simulate", "jsq", "--servers", "9", "--load", "0.8", "--view", "all"], "--view"),
         (
             ["stale", "--policy", "jiq"],
-            "--policy must be one of pod, jsq, jiq-pod (pod and jiq-pod as pod:D)",
+            "--policy must be one of jsq, pod, jiq-pod (pod and jiq-pod as pod:D)",
         ),
         (["stale", "--kind", "probe"], "--kind must be one of info, join"),
         (["stale", "--delays", "0,x"], "--delays must be comma-separated numbers"),

@@ -172,7 +172,7 @@ def test_a_time_limit_stops_a_plugin_hook_that_never_returns(tmp_path, command):
 
 def test_a_time_limit_stops_a_builtin_run_between_chunks():
     from cloudsched.dispatch import simulate
-    from cloudsched.dispatch.guard import TimeLimitExceeded
+    from cloudsched.dispatch.engines.guard import TimeLimitExceeded
 
     with pytest.raises(TimeLimitExceeded, match=r"after [\d,]+ events"):
         simulate("pod", servers=100, load=0.95, precision=1e-6, time_limit=0.5, rng=1)

@@ -61,9 +61,9 @@ def test_other_compile_errors_are_not_hidden(fresh_jit, monkeypatch):
 
 CHILD = """
 import numpy as np
-from cloudsched.dispatch.engine import Engine
-from cloudsched.dispatch.replication import RunSpec
-eng = Engine(RunSpec("jiq-pod", 10, 2, 0.9, 2, end_tasks=100), np.random.default_rng(0))
+from cloudsched.dispatch.engines.servers.engine import ServersRun
+from cloudsched.dispatch.engines.replication import RunSpec
+eng = ServersRun(RunSpec("jiq-pod", 10, 2, 0.9, 2, end_tasks=100), np.random.default_rng(0))
 eng.advance(10**6)
 print(sum(eng._run.stats.cache_hits.values()), sum(eng._run.stats.cache_misses.values()))
 """
@@ -207,8 +207,8 @@ def test_editing_a_helper_module_recompiles_the_kernel(tmp_path):
 
 
 def test_the_placement_and_dispatch_kernels_are_keyed_on_their_helpers():
-    import cloudsched.dispatch._kernel
     import cloudsched.dispatch.builtin_policies
+    import cloudsched.dispatch.engines.servers.kernel
     import cloudsched.placement._kernel  # noqa: F401
     from cloudsched._jit import source_modules
 
@@ -223,8 +223,8 @@ def test_the_placement_and_dispatch_kernels_are_keyed_on_their_helpers():
         "cloudsched.placement.policies",
         "cloudsched._jit",
     } <= placement
-    assert {"cloudsched.dispatch.view", "cloudsched.dispatch.state"} <= names(
-        "cloudsched.dispatch._kernel"
+    assert {"cloudsched.dispatch.view", "cloudsched.dispatch.engines.records"} <= names(
+        "cloudsched.dispatch.engines.servers.kernel"
     )
     # a built-in policy's kernel also follows its hooks' module
     assert "cloudsched.dispatch.builtin_policies" in names("cloudsched.dispatch.builtin_policies")

@@ -7,9 +7,11 @@ from hypothesis import strategies as st
 
 from cloudsched.dispatch import POLICIES as BUILTIN_POLICIES
 from cloudsched.dispatch import predict, simulate
-from cloudsched.dispatch import state as K
-from cloudsched.dispatch.engine import Engine, run_once
-from cloudsched.dispatch.replication import InitialState, RunSpec
+from cloudsched.dispatch.engines import records as K
+from cloudsched.dispatch.engines.replication import InitialState, RunSpec
+from cloudsched.dispatch.engines.servers import records as S
+from cloudsched.dispatch.engines.servers.engine import ServersRun, run_once
+from cloudsched.dispatch.engines.servers.mirror import mirror_run
 from cloudsched.dispatch.workload.distributions import (
     BoundedPareto,
     Exponential,
@@ -19,7 +21,6 @@ from cloudsched.dispatch.workload.distributions import (
 )
 from cloudsched.dispatch.workload.resolved import RenewalSource, Trace, TraceSource
 from cloudsched.errors import ParameterError
-from cloudsched.testing.dispatch_mirror import mirror_run
 
 POLICIES = list(BUILTIN_POLICIES)
 
@@ -132,7 +133,7 @@ def test_compiled_kernel_matches_reference_bit_for_bit(system):
     assert np.allclose(fast.snap_area[:, :cols], slow.snap_area, rtol=1e-9, atol=1e-12)
 
 
-def check_invariants(engine: Engine, policy: str, z: int) -> None:
+def check_invariants(engine: ServersRun, policy: str, z: int) -> None:
     qlen = engine.qlen
     n = engine.n
     # tasks are conserved: every arrival is in a queue or has departed
@@ -142,30 +143,30 @@ def check_invariants(engine: Engine, policy: str, z: int) -> None:
     # busy list holds exactly the busy servers
     nbusy = int(engine.st.ist[K.I_NBUSY])
     assert sorted(engine.st.busy[:nbusy]) == sorted(np.flatnonzero(qlen > 0))
-    assert np.array_equal(engine.st.srv[engine.st.busy[:nbusy], K.S_BUSY], np.arange(nbusy))
+    assert np.array_equal(engine.st.srv[engine.st.busy[:nbusy], S.S_BUSY], np.arange(nbusy))
     # FIFO lists have the recorded lengths
     for s in range(n):
-        k, length = int(engine.st.srv[s, K.S_HEAD]), 0
+        k, length = int(engine.st.srv[s, S.S_HEAD]), 0
         while k >= 0:
             length += 1
-            k = int(engine.st.pool[k, K.P_NEXT])
+            k = int(engine.st.pool[k, S.P_NEXT])
         assert length == qlen[s]
-        tail = int(engine.st.srv[s, K.S_TAIL])
-        assert tail == -1 if qlen[s] == 0 else engine.st.pool[tail, K.P_NEXT] == -1
+        tail = int(engine.st.srv[s, S.S_TAIL])
+        assert tail == -1 if qlen[s] == 0 else engine.st.pool[tail, S.P_NEXT] == -1
     if policy == "jsq":
         order = engine.st.jperm
         assert sorted(order) == list(range(n))
-        assert np.array_equal(engine.st.srv[order, K.S_JPOS], np.arange(n))
+        assert np.array_equal(engine.st.srv[order, S.S_JPOS], np.arange(n))
         assert np.all(np.diff(qlen[order]) >= 0)
         assert qlen.min() == engine.st.ist[K.I_JSQ_MIN]
     if policy.startswith("jiq"):
         queues = engine.iqueues()
         listed = np.concatenate(queues) if queues else np.array([], dtype=np.int64)
         assert len(set(listed.tolist())) == listed.size  # no server listed twice
-        iq_of = engine.st.srv[:, K.S_IQ]
+        iq_of = engine.st.srv[:, S.S_IQ]
         for m, members in enumerate(queues):
             assert np.all(iq_of[members] == m)
-            assert np.array_equal(engine.st.srv[members, K.S_IQPOS], np.arange(members.size))
+            assert np.array_equal(engine.st.srv[members, S.S_IQPOS], np.arange(members.size))
         assert int((iq_of >= 0).sum()) == listed.size
         assert engine.st.ist[K.I_NEMPTY] == sum(1 for q in queues if q.size == 0)
         flags = np.zeros(n, bool)
@@ -184,7 +185,7 @@ def check_invariants(engine: Engine, policy: str, z: int) -> None:
 def test_invariants_hold_after_every_event(system):
     policy, z, seed = system[0], system[5], system[8]
     source, speeds, initial = make_source(system)
-    engine = Engine(run_spec(system), np.random.default_rng(seed), source, speeds, initial)
+    engine = ServersRun(run_spec(system), np.random.default_rng(seed), source, speeds, initial)
     check_invariants(engine, policy, z)
     for _ in range(400):
         done = engine.advance(1)
@@ -200,20 +201,20 @@ def test_invariants_hold_after_every_event(system):
         assert kept.size == raw.response_times.size == raw.measured
 
 
-def check_heap(engine: Engine) -> None:
+def check_heap(engine: ServersRun) -> None:
     """Event list: exactly the busy servers, heap-ordered; no task waits a negative time."""
     size = int(engine.st.ist[K.I_HEAP_N])
     heap, keys = engine.st.heap[:size], engine.st.hkey[:size]
     assert sorted(heap) == sorted(np.flatnonzero(engine.qlen > 0))
     for i in range(1, size):
         assert keys[(i - 1) // 2] <= keys[i]
-    assert np.array_equal(engine.st.srv[heap, K.S_HPOS], np.arange(size))
+    assert np.array_equal(engine.st.srv[heap, S.S_HPOS], np.arange(size))
     now = engine.st.fst[K.F_NOW]
     for s, key in zip(heap, keys, strict=True):
-        task = int(engine.st.srv[s, K.S_HEAD])
-        start = key - engine.st.pool[task, K.P_SVC] / engine.st.speed[s]
+        task = int(engine.st.srv[s, S.S_HEAD])
+        start = key - engine.st.pool[task, S.P_SVC] / engine.st.speed[s]
         # service started after the task arrived (wait >= 0) and not after now
-        assert engine.st.pool[task, K.P_ARR] <= start + 1e-9
+        assert engine.st.pool[task, S.P_ARR] <= start + 1e-9
         assert start <= now + 1e-9
 
 

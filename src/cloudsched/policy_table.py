@@ -29,7 +29,9 @@ here; no other module keeps a list of policy names or a code per policy
   (``shared``: the published lengths; ``own``: each dispatcher's own active requests);
 * ``lab``: the live lab's dispatchers run it; ``nginx`` / ``haproxy``: the directive that
   makes that proxy balance this way (None: no such directive);
-* ``colour``: its colour in every figure.
+* ``colour``: its colour in every figure; ``defaults``: the commands that try it when no
+  policy is named (``tune``; ``stale info`` and ``stale join``, the studies of late
+  information and of late I-queue messages), read by :func:`default_policies`.
 
 **What the theory knows** (:mod:`cloudsched.dispatch.theory`):
 
@@ -64,6 +66,7 @@ __all__ = [
     "NoMeanFieldModelError",
     "PolicyRow",
     "check_meanfield_policy",
+    "default_policies",
     "get_row",
     "with_capability",
 ]
@@ -105,6 +108,7 @@ class PolicyRow:
     haproxy: str | None = None
     delayed: str = ""
     why: str = ""
+    defaults: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.pick not in PICKS or self.join not in JOINS or bool(self.join) != self.iqueues:
@@ -165,6 +169,7 @@ _ROWS = (
         nginx="random;",
         haproxy="balance random(1)",
         colour="#7f7f7f",
+        defaults=("tune",),
     ),
     PolicyRow(
         "round-robin",
@@ -200,6 +205,7 @@ _ROWS = (
         nginx="least_conn;",
         haproxy="balance leastconn",
         colour="#d62728",
+        defaults=("stale info",),
         why="its drift is not smooth: no fluid ODE, no 1/N expansion, no speed classes; with "
         "late information it herds, which no delayed mean field here holds",
     ),
@@ -221,6 +227,7 @@ _ROWS = (
         nginx="random two least_conn;",  # NGINX's random takes two choices, no other d
         haproxy="balance random({d})",
         colour="#1f77b4",
+        defaults=("tune", "stale info"),
     ),
     PolicyRow(
         "jiq",
@@ -239,6 +246,7 @@ _ROWS = (
         delayed="join",
         lab=True,
         colour="#2ca02c",
+        defaults=("tune", "stale join"),
     ),
     PolicyRow(
         "jiq-pod",
@@ -259,6 +267,7 @@ _ROWS = (
         delayed="join",
         lab=True,
         colour="#ff7f0e",
+        defaults=("tune", "stale join"),
     ),
     PolicyRow(
         "jiq-original",
@@ -348,6 +357,11 @@ def with_capability(name: str) -> tuple[str, ...]:
     if name == "exact":
         return tuple(p for p, row in TABLE.items() if row.exact == "any")
     return tuple(p for p, row in TABLE.items() if getattr(row, name))
+
+
+def default_policies(command: str) -> tuple[str, ...]:
+    """Return the policies ``command`` tries when none is named (the ``defaults`` column)."""
+    return tuple(p for p, row in TABLE.items() if command in row.defaults)
 
 
 def check_meanfield_policy(policy: str) -> str:

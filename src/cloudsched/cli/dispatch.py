@@ -176,9 +176,10 @@ def simulate(
         str,
         typer.Option(
             "--engine",
-            help="auto, servers (= exponential), counts (occupancy "
-            "counts; auto from N = 100,000), general (event list), delay (with --delay "
-            "or --view own; auto then). See README Speed.",
+            help="auto, servers (every server apart; its Markov clock alone: exponential, "
+            "its event list alone: general), counts (occupancy counts; auto from N = "
+            "100,000), classes (counts per speed class), delay (with --delay or --view "
+            "own; auto then). The card says which ran and why.",
         ),
     ] = "auto",
     speeds: Annotated[

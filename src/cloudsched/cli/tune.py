@@ -11,6 +11,7 @@ import typer
 from cloudsched.cli.common import LazyProgress, check_outputs, policies_given, trace_laws
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat
 from cloudsched.errors import ParameterError, check_real
+from cloudsched.policy_table import default_policies
 
 __all__ = ["register"]
 
@@ -144,7 +145,7 @@ def tune(
             target=target / scale,
             metric=metric,
             servers=(lo, hi),
-            policies=policies_given(policy_args, policy) or ("random", "pod", "jiq", "jiq-pod"),
+            policies=policies_given(policy_args, policy) or default_policies("tune"),
             ds=d or (2, 3),
             rs=r or (10.0,),
             thresholds=threshold or (1,),

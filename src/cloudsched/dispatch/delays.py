@@ -1,9 +1,8 @@
 """Message delays and stale views: what a dispatcher knows, and when it learns it.
 
 Without delays every message takes effect at once and every dispatcher reads the true queue
-lengths (the engines of :mod:`cloudsched.dispatch.engine` and
-:mod:`cloudsched.dispatch.counts`).  :class:`Delays` says how long each kind of message
-takes, fixed or exponential, in mean service times:
+lengths (the other engines, :mod:`cloudsched.dispatch.engines`).  :class:`Delays` says how
+long each kind of message takes, fixed or exponential, in mean service times:
 
 ``info``
     Each change of a server's queue length is published to the dispatchers by an update
@@ -28,7 +27,7 @@ tasks it sent itself and has not seen finish (a proxy's active requests, as Envo
 ``LEAST_REQUEST`` or NGINX's ``least_conn`` per proxy), so it is blind to the others'
 traffic.  ``pod`` and ``jsq`` choose on those counts.
 
-The engine that runs these is :mod:`cloudsched.dispatch.delay_engine`; its mean field,
+The engine that runs these is :mod:`cloudsched.dispatch.engines.delay.engine`; its mean field,
 solved by the method of steps, is :mod:`cloudsched.dispatch.theory.delayed`.
 """
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cloudsched.dispatch.engines.replication import InitialState
 from cloudsched.dispatch.policies import MEANFIELD_POLICIES
-from cloudsched.dispatch.replication import InitialState
 from cloudsched.dispatch.theory.meanfield import predict
 from cloudsched.dispatch.workload.distributions import Distribution
 from cloudsched.policy_table import TABLE

@@ -31,9 +31,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from cloudsched._quantiles import t_quantile
-from cloudsched.dispatch import state as K
-from cloudsched.dispatch.engine import Engine
-from cloudsched.dispatch.replication import RawRun
+from cloudsched.dispatch.engines import records as K
+from cloudsched.dispatch.engines.replication import RawRun, Replication
 from cloudsched.progress import Progress
 from cloudsched.steadystate import MIN_BATCH_RELAXATIONS, SeriesEstimate, analyse_series
 
@@ -189,7 +188,7 @@ class _Status:
 
 
 def _check_short(
-    engines: Sequence[Engine], batches: int, short: ShortRun, precision: float
+    engines: Sequence[Replication], batches: int, short: ShortRun, precision: float
 ) -> _Status:
     """Apply the short route's rule (:mod:`cloudsched.dispatch.short_run`).
 
@@ -221,7 +220,9 @@ def _check_short(
     return _Status(ok, fraction, rel, tuple(prefixes), over=max(ends) > short.span)
 
 
-def _check(engines: Sequence[Engine], batches: int, relaxation: float, precision: float) -> _Status:
+def _check(
+    engines: Sequence[Replication], batches: int, relaxation: float, precision: float
+) -> _Status:
     """Apply the stopping rule to the complete micro-batches of every replication."""
     ests = []
     spans = []
@@ -265,7 +266,7 @@ def _check(engines: Sequence[Engine], batches: int, relaxation: float, precision
 
 
 def run_until_precise(
-    engines: Sequence[Engine],
+    engines: Sequence[Replication],
     *,
     batches: int,
     relaxation: float,

@@ -156,7 +156,7 @@ class Policy:
         disk cache when it can be).
         """
         from cloudsched._jit import source_fingerprint
-        from cloudsched.dispatch._kernel import build
+        from cloudsched.dispatch.engines.servers.kernel import build
 
         checked = not self.builtin and not unchecked
         key = (self.fingerprint, bool(general), checked)

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
-from cloudsched.dispatch import state as K
+from cloudsched.dispatch.engines import records as K
+from cloudsched.dispatch.engines.replication import RawRun
 from cloudsched.dispatch.measure import (
     Window,
     estimate,
@@ -21,7 +22,6 @@ from cloudsched.dispatch.measure import (
     replication_interval,
     window,
 )
-from cloudsched.dispatch.replication import RawRun
 from cloudsched.dispatch.spec import DEFAULT_BATCHES, SimulationSpec, overload_note
 from cloudsched.errors import ParameterError
 from cloudsched.results import finite_or_none, interval, interval_columns
@@ -52,7 +52,10 @@ class SimulationResult:
     replications), ``relaxation_estimate``, ``precision_target`` (None for a fixed
     length), ``precision_reached`` (95% half-width / mean), ``stop_reason`` (``precision``,
     ``max_tasks``, ``span`` (short replications, :mod:`~cloudsched.dispatch.short_run`),
-    ``tasks``, ``horizon`` or ``trace``), ``ci_method``.  ``ci95`` is None
+    ``tasks``, ``horizon`` or ``trace``), ``ci_method``, ``engine`` (``servers``,
+    ``counts``, ``classes`` or ``delay``), ``clock`` (``markov``: the next event drawn from
+    the chain's rates; ``event-list``: the earliest of the given arrivals and the
+    completions) and ``engine_reason``.  ``ci95`` is None
     when there is no steady state (``steady_state`` False) or when the run is too short for
     an honest interval; ``warnings`` says why, in words.
     """
@@ -93,6 +96,8 @@ class SimulationResult:
     wall_seconds: float
     events_per_second: float
     engine: str
+    clock: str = "markov"  # how the engine finds the next event: markov or event-list
+    engine_reason: str = ""  # why that engine ran (engines.choice.choose)
     delay: str = "none"  # message delays (delay engine), as Delays prints them
     view: str = "shared"  # what dispatchers read: published lengths or their own requests
     log_span: float | None = None  # trace replays: the log's span in mean service times
@@ -212,13 +217,9 @@ def summarise(
         events=events,
         wall_seconds=wall,
         events_per_second=events / wall if wall > 0 else math.inf,
-        engine="delay"
-        if spec.delayed
-        else "counts"
-        if spec.counts
-        else "general"
-        if work.general
-        else "exponential",
+        engine=spec.choice.engine,
+        clock=spec.choice.clock,
+        engine_reason=spec.choice.reason,
         delay=str(spec.delays),
         view=spec.view,
         log_span=work.trace.span / work.variability()[1] if work.trace is not None else None,

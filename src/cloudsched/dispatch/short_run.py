@@ -148,7 +148,7 @@ def short_run(spec: SimulationSpec) -> ShortRun | None:
     if not (
         spec.open_ended
         and spec.replications == 1
-        and spec.counts
+        and spec.choice.engine == "counts"
         and spec.start == "meanfield"
         and n >= SHORT_MIN_SERVERS
         and model.source is None

@@ -30,19 +30,15 @@ import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
-from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch.counts import CountsEngine
-from cloudsched.dispatch.delay_engine import DelayEngine
 from cloudsched.dispatch.delays import Delays
-from cloudsched.dispatch.engine import Engine
-from cloudsched.dispatch.initial import meanfield_counts, meanfield_state
+from cloudsched.dispatch.engines.registry import ENGINES
+from cloudsched.dispatch.engines.replication import RawRun, Replication, RunSpec
 from cloudsched.dispatch.measure import run_until_precise
 from cloudsched.dispatch.plugin import Policy
-from cloudsched.dispatch.replication import InitialState, RawRun, RunSpec
 from cloudsched.dispatch.result import SimulationResult, summarise
 from cloudsched.dispatch.short_run import ShortRun, check_run_length, short_run
 from cloudsched.dispatch.spec import (
@@ -98,9 +94,10 @@ def simulate(
     """Simulate a dispatch policy until its steady-state mean is known to ``precision``.
 
     By default arrivals are Poisson and service times exponential with mean 1, simulated
-    by the compiled Markov-chain engine (the fast path).  Other service or inter-arrival
-    laws, per-server speeds or a trace switch to the compiled event-list engine, which has
-    the same policies, measurements and result record.  How runs start, how long they
+    by the compiled per-server engine on the Markov clock (the fast path).  Other service
+    or inter-arrival laws, per-server speeds or a trace switch it to the event list, with
+    the same policies, measurements and result record; very large farms run on occupancy
+    counts, late messages on the delay engine (``engine``).  How runs start, how long they
     last, and how the warm-up and the interval are found: see the module notes.
 
     Parameters
@@ -160,20 +157,22 @@ def simulate(
     service_scale : float
         Multiplies trace service times (unit conversion).
     engine : str
-        ``auto``, ``exponential`` or ``servers`` (the Markov chain on every server),
-        ``counts`` (the chain on occupancy counts, :mod:`cloudsched.dispatch.counts`:
-        ``random``, ``pod``, ``jsq``, ``jiq``, ``jiq-pod`` and ``jiq-sq``, no
-        ``keep_response_times``; its cost does not grow with N) or ``general`` (the
-        event list).  ``auto`` runs counts from ``AUTO_COUNTS_SERVERS`` (100,000) servers
-        on where it applies, else the per-server chain when arrivals are Poisson and
-        service exp(1) with equal speeds, else the event list; ``result.engine`` says
-        which ran.
+        ``auto`` (chosen by :func:`~cloudsched.dispatch.engines.choice.choose`: the delay
+        engine for delays or ``view="own"``; from 100,000 servers the count engines where
+        they apply; else the per-server engine), or one engine by name: ``servers`` (every
+        server apart; its clock is the Markov chain where arrivals are Poisson and service
+        exp(1) at equal speeds, else the event list; ``exponential`` insists on the Markov
+        clock, ``general`` on the event list), ``counts`` (occupancy counts: the policies
+        whose table row lists it, no ``keep_response_times``; its cost does not grow with
+        N), ``classes`` (occupancy counts per speed class: random, pod, jsq with at most 16
+        distinct speeds; ``counts`` with speeds runs it too) or ``delay``.  The result says
+        which ran (``engine``), with which clock (``clock``) and why (``engine_reason``).
     keep_response_times : bool
         Keep every response time measured after the warm-up (``response_times``, float32, in
         arrival order).
     time_limit : float, optional
         Stop the run after this many seconds of wall time with
-        :class:`~cloudsched.dispatch.guard.TimeLimitExceeded` (also a plug-in hook that
+        :class:`~cloudsched.dispatch.engines.guard.TimeLimitExceeded` (also a plug-in hook that
         never returns; Ctrl-C stops any run at once).
     unchecked : bool
         Compile a plug-in's kernel without bounds checking (its speed is then the
@@ -265,17 +264,12 @@ def run_simulation(
     run = _run_spec(spec, relax, short)
     if spec.time_limit is not None:
         run = replace(run, deadline=time.perf_counter() + spec.time_limit)
-    if spec.counts or spec.delayed:
+    chosen = ENGINES[spec.choice.engine]
+    if not chosen.records:
         run = replace(run, record=False)
 
-    def engine(g: np.random.Generator) -> Any:
-        if spec.delayed:
-            start, _ = _initial_counts(spec, g)
-            return DelayEngine(run, g, spec.delays, spec.view == "own", start)
-        if spec.counts:
-            return CountsEngine(run, g, *_initial_counts(spec, g), speeds=work.speeds)
-        init = _initial(spec, g)  # drawn first, then the task source
-        return Engine(run, g, work.source(g, n), work.speeds, init)
+    def engine(g: np.random.Generator) -> Replication:
+        return chosen.replication(spec, run, g, spec.choice.clock)
 
     if spec.open_ended:
         engines = [engine(g) for g in gens]
@@ -324,7 +318,9 @@ def _run_spec(spec: SimulationSpec, relax: float, short: ShortRun | None = None)
     return replace(run, width=max(1, int(min(per_time * relax / 16, spec.max_tasks / 1024))))
 
 
-def _fixed_runs(engines: list[Callable[[], Any]], progress: Progress | None) -> list[RawRun]:
+def _fixed_runs(
+    engines: list[Callable[[], Replication]], progress: Progress | None
+) -> list[RawRun]:
     """Replications of fixed length, one after the other (each engine built when it runs)."""
     out = []
     for k, make in enumerate(engines):
@@ -336,33 +332,3 @@ def _fixed_runs(engines: list[Callable[[], Any]], progress: Progress | None) -> 
     if progress is not None:
         progress(1.0, "")
     return out
-
-
-def _initial(spec: SimulationSpec, rng: np.random.Generator) -> InitialState | None:
-    """Draw the start of one replication from the policy's mean field (None: empty)."""
-    model = spec.model.meanfield
-    if spec.start != "meanfield" or model is None:
-        return None
-    work, n, m = spec.work, spec.servers, spec.m
-    return meanfield_state(
-        model,
-        n,
-        m,
-        work.load,
-        r=n / m,
-        d=spec.d,
-        rng=rng,
-        service=work.service if work.general else None,
-    )
-
-
-Counts = tuple[np.ndarray | None, np.ndarray | None]
-
-
-def _initial_counts(spec: SimulationSpec, rng: np.random.Generator) -> Counts:
-    """Servers per queue length and I-queues per size at time 0 (None: empty)."""
-    model = spec.model.meanfield
-    if spec.start != "meanfield" or model is None:
-        return None, None
-    n, m = spec.servers, spec.m
-    return meanfield_counts(model, n, m, spec.work.load, r=n / m, d=spec.d, rng=rng)

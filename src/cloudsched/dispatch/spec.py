@@ -14,18 +14,18 @@ from typing import Any
 
 from numpy.typing import ArrayLike
 
-from cloudsched.dispatch.delays import Delays, check_delay_policy, parse_delays
+from cloudsched.dispatch.delays import Delays, parse_delays
+from cloudsched.dispatch.engines.choice import Choice, choose, why_not_counts
+from cloudsched.dispatch.engines.replication import MICRO_BATCHES
 from cloudsched.dispatch.initial import has_meanfield_start
 from cloudsched.dispatch.plugin import Policy
 from cloudsched.dispatch.policies import get_policy
-from cloudsched.dispatch.replication import MICRO_BATCHES
 from cloudsched.dispatch.workload.distributions import Distribution
-from cloudsched.dispatch.workload.resolved import Trace, Workload, markov_laws, resolve_workload
+from cloudsched.dispatch.workload.resolved import Trace, Workload, resolve_workload
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.resources import INT_LIMIT, check_memory
 
 __all__ = [
-    "AUTO_COUNTS_SERVERS",
     "DEFAULT_BATCHES",
     "DEFAULT_MAX_TASKS",
     "DEFAULT_PRECISION",
@@ -50,9 +50,6 @@ DEFAULT_BATCHES = 20
 DEFAULT_PRECISION = 0.01
 #: Default cap on the arrivals of one replication of an open-ended run.
 DEFAULT_MAX_TASKS = 5_000_000_000
-#: From this many servers ``engine="auto"`` runs the occupancy-count engine where it applies.
-AUTO_COUNTS_SERVERS = 100_000
-
 
 #: Servers per dispatcher when a policy needs dispatchers and neither r nor M is given.
 DEFAULT_R = 10.0
@@ -86,9 +83,9 @@ class SimulationSpec:
     given; building the spec checks them and fills the resolved fields: ``model`` (the
     :class:`~cloudsched.dispatch.plugin.Policy`), ``m`` (dispatchers), ``start``
     (``meanfield`` or ``empty``), ``fixed_warmup`` (the warm-up fraction, None: detected),
-    ``work`` (the resolved arrival/service model), ``counts`` (the occupancy-count engine
-    runs), ``delays`` (the parsed :class:`~cloudsched.dispatch.delays.Delays`) and
-    ``delayed`` (the delay engine runs: some delay, or ``view="own"``).  ``d``,
+    ``work`` (the resolved arrival/service model), ``delays`` (the parsed
+    :class:`~cloudsched.dispatch.delays.Delays`) and ``choice`` (the engine that runs it,
+    its clock and why: :func:`~cloudsched.dispatch.engines.choice.choose`).  ``d``,
     ``threshold``, ``tasks``, ``horizon``, ``replications``, ``batches``, ``precision`` and
     ``max_tasks`` hold their checked values.
     """
@@ -125,9 +122,8 @@ class SimulationSpec:
     start: str = field(init=False)
     fixed_warmup: float | None = field(init=False)
     work: Workload = field(init=False, repr=False)
-    counts: bool = field(init=False)
     delays: Delays = field(init=False)
-    delayed: bool = field(init=False)
+    choice: Choice = field(init=False)
 
     def __post_init__(self) -> None:
         pol = get_policy(self.policy)
@@ -140,23 +136,18 @@ class SimulationSpec:
             self.speeds,
             self.trace,
             self.service_scale,
-            self.engine,
         )
-        delays = parse_delays(self.delay)
-        delayed = self.view != "shared" or delays.any
-        counts = not delayed and _counts_engine(
-            self.engine, pol, self.keep_response_times, servers, work, self.initial
-        )
-        per_server = 0 if counts else servers * BYTES_PER_SERVER
-        _check_server_state(servers, per_server, pol.name, work.general or self.keep_response_times)
         m = 1
         if pol.dispatchers == "required" or self.dispatchers is not None or self.r is not None:
             m = _resolve_dispatchers(servers, self.dispatchers, self.r)
+        early = {"model": pol, "work": work, "m": m, "delays": parse_delays(self.delay)}
+        for name, value in early.items():
+            object.__setattr__(self, name, value)
+        choice = choose(self)  # the one place an engine is chosen
+        counts = choice.engine in ("counts", "classes")
+        per_server = 0 if choice.engine != "servers" else servers * BYTES_PER_SERVER
+        _check_server_state(self, servers, per_server)
         high = m if pol.d == "dispatchers" else servers if pol.d == "servers" else None
-        if check_delay_policy(pol.name, pol.builtin, delays, self.view, m):
-            _check_delay_run(self.engine, work, self.keep_response_times)
-        elif self.engine == "delay":
-            raise ParameterError("engine", self.engine, "'delay' only with a delay or view='own'")
         tasks, horizon = _run_length(self.tasks, self.horizon, work, servers)
         replications = check_int("replications", self.replications, low=1, high=MAX_REPLICATIONS)
         check_memory(
@@ -181,12 +172,15 @@ class SimulationSpec:
                 self.initial,
                 "'auto' or 'empty' with speeds on the counts engine (the farm starts empty)",
             )
-        auto_start = self.initial == "auto" and model_start and not work.general
+        # the mean-field start is of equal servers under Markov laws
+        auto_start = (
+            self.initial == "auto"
+            and model_start
+            and choice.clock == "markov"
+            and work.speeds is None
+        )
         resolved: dict[str, Any] = {
-            "model": pol,
             "servers": servers,
-            "work": work,
-            "m": m,
             "tasks": tasks,
             "horizon": horizon,
             "replications": replications,
@@ -202,9 +196,7 @@ class SimulationSpec:
             if self.time_limit is None
             else check_real("time_limit", self.time_limit, low=0.0, high=1e9, low_open=True),
             "start": "meanfield" if self.initial == "meanfield" or auto_start else "empty",
-            "counts": counts,
-            "delays": delays,
-            "delayed": delayed,
+            "choice": choice,
         }
         for name, value in resolved.items():
             object.__setattr__(self, name, value)
@@ -215,30 +207,12 @@ class SimulationSpec:
         return self.tasks is None and self.horizon is None
 
 
-def _check_delay_run(engine: str, work: Workload, keep: bool) -> None:
-    """Refuse what the delay engine does not model (it runs the Markov farm only)."""
-    if engine not in ("auto", "delay"):
-        raise ParameterError("engine", engine, "'auto' or 'delay' with message delays")
-    if work.trace is not None or work.speeds is not None or work.general:
-        raise ParameterError(
-            "delay",
-            "given",
-            "used with Poisson arrivals, exp service and equal speeds (no trace, no speeds)",
-        )
-    if keep:
-        raise ParameterError(
-            "keep_response_times", keep, "False with delays (the delay engine keeps no records)"
-        )
-
-
-def _check_server_state(servers: int, need: int, policy: str, no_counts: bool) -> None:
+def _check_server_state(spec: SimulationSpec, servers: int, need: int) -> None:
     """Refuse a per-server state beyond the memory limit (naming the counts engine if it can)."""
-    from cloudsched.dispatch.counts import COUNT_POLICIES
-
     try:
         check_memory("servers", servers, need, "the server state")
     except ParameterError as exc:
-        if no_counts or policy not in COUNT_POLICIES:
+        if why_not_counts(spec) is not None:
             raise
         raise ParameterError(
             "servers",
@@ -247,62 +221,6 @@ def _check_server_state(servers: int, need: int, policy: str, no_counts: bool) -
             "keeps no per-server state (give --tasks or --horizon: at this N "
             "an open-ended run needs very many events)",
         ) from None
-
-
-def _counts_engine(
-    engine: str, pol: Policy, keep: bool, servers: int, work: Workload, initial: str
-) -> bool:
-    """Whether the occupancy-count engine runs.
-
-    ``engine="counts"`` asks for it (its limits checked here); ``auto`` chooses it from
-    :data:`AUTO_COUNTS_SERVERS` servers on, for a built-in policy it runs, Poisson arrivals,
-    exp(1) service, equal speeds (or at most ``MAX_SPEED_CLASSES`` distinct speeds for
-    random, pod and jsq; they start empty, so not with ``initial="meanfield"``) and no
-    per-task records.  Below that N the per-server engines run
-    (their results are those the tests and the README's tables were measured with); above
-    it the per-server state stops fitting in the CPU caches and the counts engine is 6-12
-    times faster (``benchmarks/bench_counts.py``).
-    """
-    from cloudsched.dispatch.counts import (
-        CLASS_POLICIES,
-        COUNT_POLICIES,
-        MAX_SPEED_CLASSES,
-        speed_classes,
-    )
-
-    runs = pol.builtin and pol.name in COUNT_POLICIES
-    laws = work.trace is None and markov_laws(work.service, work.interarrival)
-    classes = 1 if work.speeds is None else speed_classes(work.speeds)[0].size
-    fits = (classes == 1 and work.speeds is None) or (
-        pol.name in CLASS_POLICIES and classes <= MAX_SPEED_CLASSES
-    )
-    if engine == "auto":
-        starts = work.speeds is None or initial != "meanfield"
-        return runs and laws and fits and starts and not keep and servers >= AUTO_COUNTS_SERVERS
-    if engine != "counts":
-        return False
-    if not runs:
-        raise ParameterError(
-            "engine",
-            engine,
-            "'auto', 'exponential' or 'general' for "
-            f"{pol.name} (counts runs {', '.join(COUNT_POLICIES)})",
-        )
-    if not fits:
-        raise ParameterError(
-            "engine",
-            engine,
-            "'auto' or 'general' with speeds unless the "
-            f"policy is {', '.join(CLASS_POLICIES)} and there are at most "
-            f"{MAX_SPEED_CLASSES} distinct speeds ({classes} given)",
-        )
-    if keep:
-        raise ParameterError(
-            "engine",
-            engine,
-            "'auto' or 'exponential' with keep_response_times (counts keeps no per-task records)",
-        )
-    return True
 
 
 def _run_length(

@@ -1,12 +1,13 @@
 """The view of the simulated system that dispatch policies are written against.
 
 A policy (:mod:`cloudsched.dispatch.policies`) is a few compiled hooks that receive the
-state record ``st`` (:class:`~cloudsched.dispatch.state.State`), the parameters ``par``
-(:class:`~cloudsched.dispatch.state.Params`: ``par.n``, ``par.m``, ``par.d``, ``par.z``,
-``par.replace``) and the run's random stream ``rng`` (a ``numpy.random.Generator``; every
-draw a policy makes must come from it).  The functions here read and change that state the
-way the simulator expects; they are compiled, and calls to them are inlined into the
-kernel, so a policy written with them runs as fast as the simulator's own code.
+state record ``st`` (:class:`~cloudsched.dispatch.engines.servers.records.State`), the
+parameters ``par`` (:class:`~cloudsched.dispatch.engines.servers.records.Params`: ``par.n``,
+``par.m``, ``par.d``, ``par.z``, ``par.replace``) and the run's random stream ``rng`` (a
+``numpy.random.Generator``; every draw a policy makes must come from it).  The functions
+here read and change that state the way the simulator expects; they are compiled, and calls
+to them are inlined into the kernel, so a policy written with them runs as fast as the
+simulator's own code.
 
 Servers are numbered ``0 .. N-1`` and dispatchers ``0 .. M-1``.  Reading:
 :func:`servers`, :func:`dispatchers`, :func:`queue_length`, :func:`now`, :func:`measuring`.
@@ -27,7 +28,8 @@ shuffle of ``st.perm`` unless ``replace``.
 from __future__ import annotations
 
 from cloudsched._jit import kernel
-from cloudsched.dispatch import state as S
+from cloudsched.dispatch.engines import records as R
+from cloudsched.dispatch.engines.servers import records as S
 
 __all__ = [
     "DELETE",
@@ -56,7 +58,7 @@ __all__ = [
 ]
 
 #: Message kinds for :func:`count`.
-JOIN, DELETE, PROBE, STALE = S.M_JOIN, S.M_DELETE, S.M_PROBE, S.M_STALE
+JOIN, DELETE, PROBE, STALE = R.M_JOIN, R.M_DELETE, R.M_PROBE, R.M_STALE
 
 
 @kernel(nrt=False, inline=True)
@@ -95,13 +97,13 @@ def queue_length(st, s):
 @kernel(nrt=False, inline=True)
 def now(st):
     """Return the simulated time of the current event."""
-    return st.fst[S.F_NOW]
+    return st.fst[R.F_NOW]
 
 
 @kernel(nrt=False, inline=True)
 def measuring(st):
     """Whether the current event is inside the measurement window."""
-    return st.ist[S.I_PHASE] == S.MEASURE
+    return st.ist[R.I_PHASE] == R.MEASURE
 
 
 @kernel(nrt=False, inline=True)
@@ -109,7 +111,7 @@ def count(st, kind, k):
     """Count ``k`` messages of ``kind`` (``JOIN``, ``DELETE``, ``PROBE``, ``STALE``)."""
     if kind < 0 or kind >= 4:
         raise IndexError("count: kind must be JOIN, DELETE, PROBE or STALE")
-    if st.ist[S.I_PHASE] == S.MEASURE:
+    if st.ist[R.I_PHASE] == R.MEASURE:
         st.msg[kind] += k
 
 
@@ -169,7 +171,7 @@ def sample_servers(st, rng, d, replace):
 @kernel(nrt=False, inline=True)
 def shortest_queue(st, rng):
     """Return a uniform server among the shortest queues (see :func:`buckets_up`)."""
-    low = st.ist[S.I_JSQ_MIN]
+    low = st.ist[R.I_JSQ_MIN]
     first = st.bstart[low]
     return st.jperm[first + uniform(rng, st.bstart[low + 1] - first)]
 
@@ -187,8 +189,8 @@ def buckets_up(st, s, old):
     jperm[j] = s
     srv[s, S.S_JPOS] = j
     bstart[new] -= 1
-    if old == st.ist[S.I_JSQ_MIN] and bstart[old] == bstart[new]:
-        st.ist[S.I_JSQ_MIN] = new
+    if old == st.ist[R.I_JSQ_MIN] and bstart[old] == bstart[new]:
+        st.ist[R.I_JSQ_MIN] = new
 
 
 @kernel(nrt=False, inline=True)
@@ -203,8 +205,8 @@ def buckets_down(st, s, old):
     jperm[j] = s
     srv[s, S.S_JPOS] = j
     bstart[old] += 1
-    if old - 1 < st.ist[S.I_JSQ_MIN]:
-        st.ist[S.I_JSQ_MIN] = old - 1
+    if old - 1 < st.ist[R.I_JSQ_MIN]:
+        st.ist[R.I_JSQ_MIN] = old - 1
 
 
 @kernel(nrt=False, inline=True)
@@ -224,10 +226,10 @@ def listed(st, s):
 @kernel(nrt=False, inline=True)
 def _touch_p0(st):
     """Bring the integral of the number of empty I-queues up to the current time."""
-    if st.ist[S.I_PHASE] == S.MEASURE:
-        t = st.fst[S.F_NOW]
-        st.fst[S.F_AREA_P0] += st.ist[S.I_NEMPTY] * (t - st.fst[S.F_LAST_P0])
-        st.fst[S.F_LAST_P0] = t
+    if st.ist[R.I_PHASE] == R.MEASURE:
+        t = st.fst[R.F_NOW]
+        st.fst[R.F_AREA_P0] += st.ist[R.I_NEMPTY] * (t - st.fst[R.F_LAST_P0])
+        st.fst[R.F_LAST_P0] = t
 
 
 @kernel(nrt=False)
@@ -243,10 +245,10 @@ def _double_block(st, m):
         start = st.free_head[cls]
         st.free_head[cls] = arena[start]
     else:
-        start = ist[S.I_ARENA_TOP]
+        start = ist[R.I_ARENA_TOP]
         if start + new_cap > arena.shape[0]:
             raise IndexError("iqueue_join: more than two servers listed in one event")
-        ist[S.I_ARENA_TOP] += new_cap
+        ist[R.I_ARENA_TOP] += new_cap
     old = dsp[m, S.D_START]
     for k in range(size):
         arena[start + k] = arena[old + k]
@@ -254,8 +256,8 @@ def _double_block(st, m):
     st.free_head[cls - 1] = old
     dsp[m, S.D_START] = start
     dsp[m, S.D_CAP] = new_cap
-    if new_cap > ist[S.I_MAXCAP]:
-        ist[S.I_MAXCAP] = new_cap
+    if new_cap > ist[R.I_MAXCAP]:
+        ist[R.I_MAXCAP] = new_cap
 
 
 @kernel(nrt=False, inline=True)
@@ -275,7 +277,7 @@ def iqueue_join(st, m, s):
         _double_block(st, m)
     if size == 0:
         _touch_p0(st)
-        st.ist[S.I_NEMPTY] -= 1
+        st.ist[R.I_NEMPTY] -= 1
     st.arena[dsp[m, S.D_START] + size] = s
     st.srv[s, S.S_IQPOS] = size
     st.srv[s, S.S_IQ] = m
@@ -301,7 +303,7 @@ def iqueue_leave(st, s):
     srv[s, S.S_IQPOS] = -1
     if last_idx == 0:
         _touch_p0(st)
-        st.ist[S.I_NEMPTY] += 1
+        st.ist[R.I_NEMPTY] += 1
 
 
 @kernel(nrt=False, inline=True)

@@ -22,14 +22,20 @@ from typing import Any
 import numpy as np
 
 from cloudsched.errors import SEED_LIMIT, ParameterError, check_choice, check_int, check_real
-from cloudsched.policy_table import TABLE
+from cloudsched.policy_table import TABLE, default_policies
 from cloudsched.progress import Progress
 from cloudsched.results import in_interval, interval_columns
 
 __all__ = ["DEFAULT_DELAYS", "KINDS", "StaleStudy", "parse_policy", "stale_study"]
 
-#: Message kinds a study varies, and the policies shown by default for each.
-KINDS = {"info": ("jsq", "pod:2"), "join": ("jiq", "jiq-pod:2")}
+#: Message kinds a study varies, and the policies shown by default for each (the policy
+#: table's ``defaults``; those that probe d servers with d = 2).
+KINDS = {
+    kind: tuple(
+        f"{p}:2" if TABLE[p].probes == "d" else p for p in default_policies(f"stale {kind}")
+    )
+    for kind in ("info", "join")
+}
 #: Delays (mean service times) studied by default.
 DEFAULT_DELAYS = (0.0, 0.25, 0.5, 1.0, 2.0, 4.0)
 

@@ -46,6 +46,7 @@ from cloudsched.dispatch.policies import MEANFIELD_POLICIES
 from cloudsched.errors import SEED_LIMIT, ParameterError, check_choice, check_int, check_real
 from cloudsched.experiments.compare import meanfield_mean, meanfield_quantile, setting_grid
 from cloudsched.experiments.tune_search import Search, Tuner, fits, metric_interval, smallest_fit
+from cloudsched.policy_table import default_policies
 
 __all__ = ["TuneResult", "meanfield_quantile", "metric_interval", "tune"]
 
@@ -163,7 +164,7 @@ def tune(
     target: float,
     metric: str = "p99",
     servers: tuple[int, int],
-    policies: Sequence[str] = ("random", "pod", "jiq", "jiq-pod"),
+    policies: Sequence[str] | None = None,
     ds: Sequence[int] = (2, 3),
     rs: Sequence[float] = (10.0,),
     thresholds: Sequence[int] = (1,),
@@ -181,7 +182,8 @@ def tune(
     """Search the cheapest certified settings (see the module notes for the method).
 
     ``rate`` is the farm's arrival rate and ``target`` the metric's bound, both in mean
-    service times; ``servers`` the range of N; ``service`` and ``arrivals`` laws as
+    service times; ``servers`` the range of N; ``policies`` those to try (None: the policy
+    table's defaults for ``tune``); ``service`` and ``arrivals`` laws as
     :func:`~cloudsched.dispatch.simulate` takes them (default Poisson and exp(1)).
     ``replay(candidate, n, load, rng)``, given, returns the metric of the setting on a log
     replayed as it is (in the same unit); a setting certified on the laws must also meet
@@ -191,6 +193,8 @@ def tune(
     metric = check_choice("metric", metric, METRICS)
     target = check_real("target", target, low=0.0, low_open=True)
     rate = check_real("rate", rate, low=0.0, low_open=True)
+    if policies is None:  # the policy table's defaults: random, pod, jiq, jiq-pod
+        policies = default_policies("tune")
     lo_n, hi_n = (check_int("servers", n, low=1, high=2**62) for n in servers)
     ds, rs, thresholds = _check_grid(policies, ds, rs, thresholds, lo_n, hi_n)
     precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True)

@@ -1,7 +1,6 @@
 """What arrives and how long it takes: the resolved workload of a simulation.
 
-Also the task sources of the general (event-list) engine: renewal arrivals, or a replayed
-trace.
+Also the task sources of the event list: renewal arrivals, or a replayed trace.
 """
 
 from __future__ import annotations
@@ -12,7 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from cloudsched.dispatch.workload.distributions import Distribution, Exponential, parse_spec
-from cloudsched.errors import ParameterError, check_choice, check_real
+from cloudsched.errors import ParameterError, check_real
 
 __all__ = [
     "MAX_LOAD",
@@ -130,14 +129,12 @@ def markov_laws(service: Distribution, interarrival: Distribution) -> bool:
 
 @dataclass(frozen=True)
 class Workload:
-    """Resolved arrivals and services: the fast path, or task sources for the event list.
+    """Resolved arrivals and services, and the task sources of the event list.
 
     ``rate_per_server`` is the arrival rate per server, ``load`` the offered load per unit
-    of capacity; ``general`` is False on the Markov-chain fast path (Poisson arrivals,
-    exp(1) service, equal speeds).
+    of capacity.
     """
 
-    general: bool
     rate_per_server: float  # arrivals per server per unit time
     load: float  # offered load per unit of capacity
     interarrival: Distribution
@@ -145,10 +142,8 @@ class Workload:
     trace: Trace | None
     speeds: np.ndarray | None
 
-    def source(self, rng: np.random.Generator, n: int) -> RenewalSource | TraceSource | None:
-        """Task source of one replication (None on the fast path)."""
-        if not self.general:
-            return None
+    def source(self, rng: np.random.Generator, n: int) -> RenewalSource | TraceSource:
+        """Task source of one replication on the event list."""
         if self.trace is not None:
             return TraceSource(self.trace)
         arr_rng, svc_rng = rng.spawn(2)
@@ -175,12 +170,8 @@ def resolve_workload(
     speeds: ArrayLike | None,
     trace: Trace | None,
     service_scale: float,
-    engine: str,
 ) -> Workload:
-    """Validate the workload arguments of ``simulate`` and choose the engine."""
-    check_choice("engine", engine, ("auto", "exponential", "servers", "counts", "general", "delay"))
-    if engine == "servers":  # the per-server Markov chain, by its other name
-        engine = "exponential"
+    """Validate the workload arguments of ``simulate`` (the engine is chosen elsewhere)."""
     for name, law in (("service", service), ("arrivals", arrivals)):
         if law is not None and not isinstance(law, str | Distribution):
             raise ParameterError(
@@ -201,8 +192,6 @@ def resolve_workload(
     capacity = float(speed.sum()) if speed is not None else float(servers)
     service_scale = check_real("service_scale", service_scale, low=0.0, low_open=True)
     if trace is not None:
-        if engine in ("exponential", "counts"):
-            raise ParameterError("engine", engine, "'general' or 'auto' when a trace is replayed")
         if service is not None or arrivals is not None:
             raise ParameterError("trace", trace.source, "given without service or arrivals laws")
         if load is not None:
@@ -212,27 +201,9 @@ def resolve_workload(
             raise ParameterError("trace", trace.source, "arrivals that span a positive time")
         offered = float(replay.services.sum() / (max(replay.span, 1e-300) * capacity))
         rate = (replay.arrivals.size - 1) / max(replay.span, 1e-300) / servers
-        return Workload(True, rate, offered, gap, svc, replay, speed)
+        return Workload(rate, offered, gap, svc, replay, speed)
     if load is None:
         raise ParameterError("load", None, "a number > 0 (it may be left out only with a trace)")
     load = check_real("load", load, low=0.0, high=MAX_LOAD, low_open=True)
-    fast = (
-        isinstance(svc, Exponential)
-        and svc.mean == 1.0
-        and isinstance(gap, Exponential)
-        and speed is None
-    )
-    if engine == "exponential" and not fast:
-        raise ParameterError(
-            "engine",
-            engine,
-            "'general', 'auto' or 'counts' unless arrivals "
-            "are Poisson and service exp(1) at equal speeds",
-        )
-    if engine == "counts" and not (fast or (speed is not None and markov_laws(svc, gap))):
-        raise ParameterError(
-            "engine", engine, "'general' or 'auto' unless arrivals are Poisson and service exp(1)"
-        )
-    general = engine == "general" or not fast
     rate = load * capacity / svc.mean / servers
-    return Workload(general, rate, load, gap, svc, None, speed)
+    return Workload(rate, load, gap, svc, None, speed)

@@ -1,6 +1,6 @@
 """Slow pure-Python mirror of the delay engine, for differential tests.
 
-The same random draws in the same order as :mod:`cloudsched.dispatch._kernel_delay`, with
+The same random draws in the same order as :mod:`cloudsched.dispatch.engines.delay.kernel`, with
 plain Python bookkeeping: lists for the queues, the busy servers and the I-queues, a dict
 per dispatcher of its active requests, a :mod:`heapq` of messages (ties broken by the order
 sent), and each server's tasks as a list of the dispatchers that sent them.  The ordered

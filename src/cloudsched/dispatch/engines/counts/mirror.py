@@ -1,6 +1,6 @@
 """Slow pure-Python mirror of the occupancy-count engine, for differential tests.
 
-The same random draws in the same order as :mod:`cloudsched.dispatch._kernel_counts`, with
+The same random draws in the same order as :mod:`cloudsched.dispatch.engines.counts.kernel`, with
 independent bookkeeping: the farm is a plain list of N queue lengths, and the number of
 servers holding at least ``k`` tasks is counted from that list at every event (not kept);
 time averages are accumulated over every level at every event; micro-batch sums, counts,
@@ -16,8 +16,8 @@ import math
 
 import numpy as np
 
-from cloudsched.dispatch import state as K
-from cloudsched.dispatch.replication import RunSpec, initial_width
+from cloudsched.dispatch.engines import records as K
+from cloudsched.dispatch.engines.replication import RunSpec, initial_width
 
 __all__ = ["mirror_counts"]
 

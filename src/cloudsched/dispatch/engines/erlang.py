@@ -13,7 +13,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from cloudsched.dispatch import state as S
+from cloudsched.dispatch.engines import records as S
 
 __all__ = ["erlang_histogram"]
 

@@ -1,24 +1,26 @@
 """Compiled helpers of the delay engine: ordered views, the message heap, the I-queues.
 
-**Ordered view** (``val``, ``perm``, ``pos``, ``start``): ``val[s]`` is what a dispatcher
-reads for server ``s`` (a published length or its own active requests), ``perm`` lists the
-servers in increasing ``val`` and ``start[v]`` is the number of servers with ``val < v``
-(``start`` holds one more entry than the levels).  A change of one ``val`` by one is one
-swap (:func:`view_up`, :func:`view_down`), and a uniform server among those with the
-smallest value is one draw (:func:`view_least`): ``jsq`` on a view in O(1).
+**Ordered view** (:class:`~.records.View`): ``val[s]`` is what a dispatcher reads for server
+``s`` (a published length or its own active requests), ``perm`` lists the servers in
+increasing ``val`` and ``start[v]`` is the number of servers with ``val < v`` (``start``
+holds one more entry than the levels).  A change of one ``val`` by one is one swap
+(:func:`view_up`, :func:`view_down`), and a uniform server among those with the smallest
+value is one draw (:func:`view_least`): ``jsq`` on a view in O(1).  :func:`own_view` is
+dispatcher ``k``'s row of the per-dispatcher views.
 
-**Message heap**: ``htime`` (float64) and ``hmsg`` (int64, ``(capacity, 4)``: kind, server,
-value, sequence number), a binary min-heap on time; ``hn[0]`` its size.
+**Message heap** (:class:`~.records.Messages`): ``time`` (float64) and ``body`` (int64,
+``(capacity, 4)``: kind, server, value, sequence number), a binary min-heap on time;
+``size[0]`` its size.
 
-**I-queues** (``iqe[k, :iqn[k]]``: the servers dispatcher ``k`` lists; ``epos[s]`` where
-``s`` is listed or -1; ``iq[j]``: dispatchers listing ``j`` servers, as in the counts
-engine).
+**I-queues** (:class:`~.records.IQueues`; ``iq[j]``: dispatchers listing ``j`` servers, as in
+the counts engine).
 """
 
 from __future__ import annotations
 
 from cloudsched._jit import kernel
-from cloudsched.dispatch._kernel_counts import iq_move
+from cloudsched.dispatch.engines.counts.kernel import iq_move
+from cloudsched.dispatch.engines.delay.records import View
 
 __all__ = [
     "MSG_DELETE",
@@ -28,6 +30,7 @@ __all__ = [
     "heap_push",
     "iq_add",
     "iq_remove",
+    "own_view",
     "view_down",
     "view_least",
     "view_set",
@@ -39,8 +42,9 @@ MSG_INFO, MSG_JOIN, MSG_DELETE = range(3)
 
 
 @kernel(nrt=False, inline=True)
-def view_up(val, perm, pos, start, s):
+def view_up(view, s):
     """Raise ``val[s]`` by one: swap ``s`` with the last server of its level."""
+    val, perm, pos, start = view
     v = val[s]
     last = start[v + 1] - 1
     other = perm[last]
@@ -54,8 +58,9 @@ def view_up(val, perm, pos, start, s):
 
 
 @kernel(nrt=False, inline=True)
-def view_down(val, perm, pos, start, s):
+def view_down(view, s):
     """Lower ``val[s]`` by one: swap ``s`` with the first server of its level."""
+    val, perm, pos, start = view
     v = val[s]
     first = start[v]
     other = perm[first]
@@ -69,24 +74,31 @@ def view_down(val, perm, pos, start, s):
 
 
 @kernel(nrt=False, inline=True)
-def view_set(val, perm, pos, start, s, to):
+def view_set(view, s, to):
     """Set ``val[s]`` to ``to`` (one swap per level crossed)."""
-    while val[s] < to:
-        view_up(val, perm, pos, start, s)
-    while val[s] > to:
-        view_down(val, perm, pos, start, s)
+    while view.val[s] < to:
+        view_up(view, s)
+    while view.val[s] > to:
+        view_down(view, s)
 
 
 @kernel(nrt=False, inline=True)
-def view_least(val, perm, start, x):
+def view_least(view, x):
     """Return a server with the smallest ``val`` (``x`` uniform in [0, 1)), uniformly."""
-    low = val[perm[0]]
-    return perm[int(x * start[low + 1])]
+    low = view.val[view.perm[0]]
+    return view.perm[int(x * view.start[low + 1])]
 
 
 @kernel(nrt=False, inline=True)
-def heap_push(htime, hmsg, hn, t, kind, server, value, seq):
+def own_view(own, k):
+    """Dispatcher ``k``'s view of its own active requests (rows of the ``(M, N)`` tables)."""
+    return View(own.val[k], own.perm[k], own.pos[k], own.start[k])
+
+
+@kernel(nrt=False, inline=True)
+def heap_push(msgs, t, kind, server, value, seq):
     """Add a message landing at time ``t``."""
+    htime, hmsg, hn = msgs.time, msgs.body, msgs.size
     i = hn[0]
     hn[0] = i + 1
     while i > 0:
@@ -105,8 +117,9 @@ def heap_push(htime, hmsg, hn, t, kind, server, value, seq):
 
 
 @kernel(nrt=False, inline=True)
-def heap_pop(htime, hmsg, hn, out):
+def heap_pop(msgs, out):
     """Remove the earliest message into ``out`` (kind, server, value, sequence)."""
+    htime, hmsg, hn = msgs.time, msgs.body, msgs.size
     for c in range(4):
         out[c] = hmsg[0, c]
     n = hn[0] - 1
@@ -131,8 +144,9 @@ def heap_pop(htime, hmsg, hn, out):
 
 
 @kernel(nrt=False, inline=True)
-def iq_add(iqe, iqn, epos, iq, fst, now, measuring, k, s):
+def iq_add(lists, iq, fst, now, measuring, k, s):
     """List server ``s`` in I-queue ``k``; returns its new size."""
+    iqe, iqn, epos = lists.entries, lists.size, lists.pos
     c = iqn[k]
     iqe[k, c] = s
     epos[s] = c
@@ -142,8 +156,9 @@ def iq_add(iqe, iqn, epos, iq, fst, now, measuring, k, s):
 
 
 @kernel(nrt=False, inline=True)
-def iq_remove(iqe, iqn, epos, iq, fst, now, measuring, k, s):
+def iq_remove(lists, iq, fst, now, measuring, k, s):
     """Remove server ``s`` from I-queue ``k`` (the last entry takes its place)."""
+    iqe, iqn, epos = lists.entries, lists.size, lists.pos
     c = iqn[k] - 1
     i = epos[s]
     other = iqe[k, c]

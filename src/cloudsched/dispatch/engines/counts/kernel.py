@@ -1,8 +1,11 @@
 """Compiled event loop of the occupancy-count engine: servers that are exchangeable.
 
-For ``random``, ``pod(d)`` (with or without replacement), ``jsq``, ``jiq`` and ``jiq-pod``
-(with delete requests) with Poisson arrivals and exp(1) service at equal speeds, which server
-holds which tasks, and which dispatcher holds which I-queue, does not matter: the numbers
+For a policy that chooses by queue length alone (its row of :mod:`cloudsched.policy_table`
+picks ``uniform``, ``least of d`` or ``least``, and its idle servers, if it lists them, join
+a ``uniform`` I-queue or the ``shortest of d``, with delete requests: ``random``, ``pod(d)``
+with or without replacement, ``jsq``, ``jiq``, ``jiq-pod``, ``jiq-sq``) with Poisson arrivals
+and exp(1) service at equal speeds, which server holds which tasks, and which dispatcher
+holds which I-queue, does not matter: the numbers
 ``cnt[i]`` of servers holding at least ``i`` tasks (``cnt[0] = N``) and ``iq[j]`` of I-queues
 holding ``j`` entries are a Markov chain of their own, and the state is O(longest queue +
 longest I-queue), not O(N).  (With delete requests the listed servers are exactly the idle
@@ -24,14 +27,15 @@ ones, ``N - cnt[1] = sum_j j iq[j]``.)
   servers; an empty one sends it to a uniform server (``jiq``) or by pod(d) (``jiq-pod``),
   and if that server was idle a delete request removes it from its I-queue, whose size class
   is drawn in proportion to ``j iq[j]`` (one ``random``).  A server that empties joins a
-  uniform I-queue (one ``random``).
+  uniform I-queue (one ``random``); ``jiq-sq``'s joins the shortest of d sampled ones
+  (one ``random``, and d probe messages).
 * A task that joins a server holding ``k`` tasks leaves after an Erlang(``k + 1``) time
   (FCFS, exponential service).  That time is drawn at its arrival and enters the
   micro-batch sums there (the batch is complete when its last task has arrived; the
   conditional mean ``k + 1`` instead would hide the service times' own variance from the
   intervals), and ``joins[segment, k]`` counts the levels joined, from which the whole
-  response-time distribution follows exactly (:mod:`cloudsched.dispatch.counts`).  No task
-  is stored: memory does not grow with the run.
+  response-time distribution follows exactly (:mod:`cloudsched.dispatch.engines.counts.engine`).
+  No task is stored: memory does not grow with the run.
 
 Random draws, in order, per event: ``standard_exponential`` (time step), ``random`` (event
 type and, for a departure, the level; for the jiq family also the dispatcher); for an
@@ -39,13 +43,13 @@ arrival not served from an I-queue, one ``random`` (the level joined; none for `
 more for a delete request; for a measured arrival its response time (``k + 1``
 ``standard_exponential``, or one ``standard_gamma`` when ``k + 1 > 8``); for a departure
 that leaves a jiq server idle, one ``random`` (the I-queue it joins).
-:func:`cloudsched.testing.counts_mirror.mirror_counts` makes the same draws in plain Python.
+:func:`cloudsched.dispatch.engines.counts.mirror.mirror_counts` makes the same draws in plain
+Python.
 
-Measurement follows the per-server kernel (:mod:`cloudsched.dispatch._kernel`): the window
-opens at arrival ``ctl[C_ARR_WARM]`` (or time ``t_warm``) and closes at arrival
-``ctl[C_ARR_END]`` (or time ``t_end``); row ``b`` of the snapshots holds the running
-integrals when micro-batch ``b`` opens.  With no task to follow after the close, the run is
-done there (no drain).
+Measurement is every engine's (:mod:`cloudsched.dispatch.engines.window`): the window opens
+at arrival ``ctl[C_ARR_WARM]`` (or time ``t_warm``) and closes at arrival ``ctl[C_ARR_END]``
+(or time ``t_end``); row ``b`` of the snapshots holds the running integrals when micro-batch
+``b`` opens.  With no task to follow after the close, the run is done there (no drain).
 """
 
 from __future__ import annotations
@@ -53,26 +57,19 @@ from __future__ import annotations
 import numpy as np
 
 from cloudsched._jit import kernel
-from cloudsched.dispatch import state as S
-from cloudsched.dispatch._counts_window import snapshot, window_step
+from cloudsched.dispatch.engines import records as R
+from cloudsched.dispatch.engines.counts.records import JOIN_SHORTEST, LEAST, LEAST_OF_D
+from cloudsched.dispatch.engines.window import batch_shifts, snapshot, window_step
 
 __all__ = [
-    "JIQ",
-    "JIQ_POD",
-    "JIQ_SQ",
-    "JSQ",
-    "POD",
-    "RANDOM",
     "erlang_time",
     "iq_move",
     "join_level",
     "run_counts",
+    "shortest_class",
     "shortest_sizes",
     "uniform_sizes",
 ]
-
-#: Policy codes.
-RANDOM, POD, JSQ, JIQ, JIQ_POD, JIQ_SQ = range(6)
 
 
 @kernel(nrt=False)
@@ -133,20 +130,20 @@ def _level_pod(cnt, n, d, replace, v):
 
 
 @kernel(nrt=False, inline=True)
-def join_level(cnt, n, code, d, replace, rng):
-    """Return the level an arrival joins (``jsq``: the lowest one with a server)."""
-    if code == JSQ:
+def join_level(cnt, par, rng):
+    """Return the level an arrival joins by ``par.pick`` (``least``: the lowest with a server)."""
+    if par.pick == LEAST:
         k = 0
-        while cnt[k + 1] >= n:
+        while cnt[k + 1] >= par.n:
             k += 1
         return k
-    if code in (JIQ, JIQ_SQ):
-        return _level_pod(cnt, n, 1, replace, 1.0 - rng.random())
-    return _level_pod(cnt, n, d, replace, 1.0 - rng.random())
+    if par.pick == LEAST_OF_D:
+        return _level_pod(cnt, par.n, par.d, par.replace, 1.0 - rng.random())
+    return _level_pod(cnt, par.n, 1, par.replace, 1.0 - rng.random())  # uniform
 
 
 @kernel(nrt=False, inline=True)
-def _shortest_class(iq, m, d, v):
+def shortest_class(iq, m, d, v):
     """Return the size of the shortest of d distinct uniform I-queues (v uniform in (0, 1]).
 
     The largest c with ``P(min >= c) = prod_{i<d} (V_c - i) / (M - i) >= v``, ``V_c`` the
@@ -172,7 +169,7 @@ def shortest_sizes(servers, m, d, out, rng):
     """
     top = 0
     for _ in range(servers):
-        c = _shortest_class(out, m, d, 1.0 - rng.random())
+        c = shortest_class(out, m, d, 1.0 - rng.random())
         if c + 1 >= out.shape[0]:
             return -1
         out[c] -= 1.0
@@ -197,8 +194,8 @@ def _size_class(weights, scale, x):
 def iq_move(iq, fst, now, measuring, j, to):
     """One I-queue goes from ``j`` to ``to`` entries (the empty ones are integrated)."""
     if measuring and (j == 0 or to == 0):
-        fst[S.F_AREA_P0] += iq[0] * (now - fst[S.F_LAST_P0])
-        fst[S.F_LAST_P0] = now
+        fst[R.F_AREA_P0] += iq[0] * (now - fst[R.F_LAST_P0])
+        fst[R.F_LAST_P0] = now
     iq[j] -= 1.0
     iq[to] += 1.0
 
@@ -215,114 +212,64 @@ def erlang_time(rng, j):
 
 
 @kernel(nrt=False)
-def run_counts(
-    cnt,
-    iq,
-    ist,
-    fst,
-    msg,
-    area,
-    last,
-    bsum,
-    bcnt,
-    joins,
-    snap,
-    snap_area,
-    ctl,
-    lam_n,
-    n,
-    m,
-    code,
-    d,
-    replace,
-    t_warm,
-    t_end,
-    rng,
-):
-    """Advance the chain until done or until the caller must act (a status of ``state``).
+def run_counts(st, mt, ctl, par, rng):
+    """Advance the chain until done or until the caller must act (a status of ``records``).
 
-    ``cnt`` (float64, ``(L,)``): servers with at least i tasks; ``iq`` (float64, ``(J,)``):
-    I-queues holding j entries (``iq[0] = M`` without I-queues); ``ist`` / ``fst``: the
-    scalars ``I_ARRIVALS``, ``I_EVENTS``, ``I_PHASE``, ``I_MAXLEN``, ``I_MAXCAP`` (largest
-    I-queue), ``I_ARR_CLOSE`` and ``F_NOW``, ``F_TWARM``, ``F_TEND``, ``F_AREA_P0``,
-    ``F_LAST_P0`` (integral of the empty I-queues) of :mod:`cloudsched.dispatch.state`;
-    ``msg``: message counters; ``area`` / ``last``: integrals of ``cnt`` and their last
-    update; ``bsum`` / ``bcnt``: micro-batch sums and counts; ``joins`` (float64,
-    ``(H_SEGMENTS, L)``): levels joined per histogram segment; ``snap`` / ``snap_area``: the
-    snapshot tables.
+    ``st``, ``par``: :mod:`.records`; ``mt``: the shared meter, whose ``hist`` (float64,
+    ``(H_SEGMENTS, L)``) counts the levels joined per histogram segment.
     """
-    wshift = 0
-    while (1 << wshift) < ctl[S.C_WIDTH]:
-        wshift += 1
+    cnt, iq, ist, fst, msg = st.cnt, st.iq, st.ist, st.fst, st.msg
+    area, last, bsum, bcnt, joins = mt.area, mt.last, mt.bsum, mt.bcnt, mt.hist
+    wshift, segshift = batch_shifts(mt, ctl)
     nmicro = bsum.shape[0]
-    segshift = 0
-    while (S.H_SEGMENTS << segshift) < nmicro:
-        segshift += 1
     levels = cnt.shape[0]
-    arr_end = ctl[S.C_ARR_END]
-    arr_warm = ctl[S.C_ARR_WARM]
-    width = ctl[S.C_WIDTH]
-    budget = ctl[S.C_BUDGET]
-    now = fst[S.F_NOW]
-    arrivals = ist[S.I_ARRIVALS]
-    phase = ist[S.I_PHASE]
-    maxlen = ist[S.I_MAXLEN]
-    jmax = ist[S.I_MAXCAP]
-    iqueues = code >= JIQ  # jiq, jiq-pod, jiq-sq
-    probes = d if code in (POD, JIQ_POD) else 0
+    lam_n, n, m, d = par.lam_n, par.n, par.m, par.d
+    arr_warm = ctl[R.C_ARR_WARM]
+    width = ctl[R.C_WIDTH]
+    budget = ctl[R.C_BUDGET]
+    now = fst[R.F_NOW]
+    arrivals = ist[R.I_ARRIVALS]
+    phase = ist[R.I_PHASE]
+    maxlen = ist[R.I_MAXLEN]
+    jmax = ist[R.I_MAXCAP]
+    iqueues = par.iqueues
+    shortest = par.join == JOIN_SHORTEST
+    probes = par.probes
     done = 0
-    status = S.CHUNK
+    status = R.CHUNK
     while True:
-        if phase == S.DRAIN:
-            status = S.DONE
+        if phase == R.DRAIN:
+            status = R.DONE
             break
         if done >= budget:
             break
         if maxlen + 2 >= levels:
-            status = S.NEED_LEVELS
+            status = R.NEED_LEVELS
             break
         if jmax + 2 >= iq.shape[0]:
-            status = S.NEED_ARENA
+            status = R.NEED_ARENA
             break
-        if phase == S.MEASURE and arrivals - arr_warm >= width * nmicro:
-            status = S.NEED_MERGE
+        if phase == R.MEASURE and arrivals - arr_warm >= width * nmicro:
+            status = R.NEED_MERGE
             break
         busy = cnt[1]
         rate = lam_n + busy
         now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        phase, arr_warm, now = window_step(
-            cnt,
-            iq,
-            ist,
-            fst,
-            msg,
-            area,
-            last,
-            snap,
-            snap_area,
-            ctl,
-            arrivals,
-            arr_warm,
-            arr_end,
-            phase,
-            now,
-            is_arrival,
-            t_warm,
-            t_end,
-        )
-        if phase == S.DRAIN:  # the window closed at this event
+        phase, now = window_step(st, mt, ctl, par, arrivals, now, is_arrival, iq[0])
+        arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
+        if phase == R.DRAIN:  # the window closed at this event
             done += 1
             continue
-        measuring = phase == S.MEASURE
+        measuring = phase == R.MEASURE
         done += 1
         checkpoint = False
         if is_arrival:
             if measuring:
                 order = arrivals - arr_warm
                 if order > 0 and order & (width - 1) == 0:
-                    snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, order >> wshift, now)
+                    snapshot(st, mt, iq[0], order >> wshift, now)
             took = False
             if iqueues:  # the dispatcher (u / lam_n uniform): its I-queue's size class
                 x = u / lam_n * m
@@ -330,15 +277,15 @@ def run_counts(
                     c = _size_class(iq, 0, x)
                     iq_move(iq, fst, now, measuring, c, c - 1)
                     took = True
-            k = 0 if took else join_level(cnt, n, code, d, replace, rng)
+            k = 0 if took else join_level(cnt, par, rng)
             if iqueues and not took:
                 if measuring:
-                    msg[S.M_PROBE] += probes
+                    msg[R.M_PROBE] += probes
                 if k == 0:  # an idle server, listed elsewhere: a delete request
                     c = _size_class(iq, 1, rng.random() * (n - cnt[1]))
                     iq_move(iq, fst, now, measuring, c, c - 1)
                     if measuring:
-                        msg[S.M_DELETE] += 1
+                        msg[R.M_DELETE] += 1
             j = k + 1
             if measuring:
                 b = order >> wshift
@@ -346,8 +293,8 @@ def run_counts(
                 bcnt[b] += 1
                 joins[b >> segshift, k] += 1.0
                 if not iqueues:
-                    msg[S.M_PROBE] += probes
-                checkpoint = order + 1 == ctl[S.C_NEXT_CHECK]
+                    msg[R.M_PROBE] += probes
+                checkpoint = order + 1 == ctl[R.C_NEXT_CHECK]
                 area[j] += cnt[j] * (now - last[j])
                 last[j] = now
             cnt[j] += 1.0
@@ -363,25 +310,25 @@ def run_counts(
                 area[k] += cnt[k] * (now - last[k])
                 last[k] = now
             cnt[k] -= 1.0
-            if iqueues and k == 1:  # idle: it joins an I-queue (jiq-sq: the shortest of d)
-                if code == JIQ_SQ:
-                    c = _shortest_class(iq, m, d, 1.0 - rng.random())
+            if iqueues and k == 1:  # idle: it joins an I-queue (or the shortest of d sampled)
+                if shortest:
+                    c = shortest_class(iq, m, d, 1.0 - rng.random())
                 else:
                     c = _size_class(iq, 0, rng.random() * m)
                 iq_move(iq, fst, now, measuring, c, c + 1)
                 if c + 1 > jmax:
                     jmax = c + 1
                 if measuring:
-                    msg[S.M_JOIN] += 1
-                    if code == JIQ_SQ:
-                        msg[S.M_PROBE] += d
+                    msg[R.M_JOIN] += 1
+                    if shortest:
+                        msg[R.M_PROBE] += d
         if checkpoint:
-            status = S.CHECKPOINT
+            status = R.CHECKPOINT
             break
-    fst[S.F_NOW] = now
-    ist[S.I_ARRIVALS] = arrivals
-    ist[S.I_PHASE] = phase
-    ist[S.I_MAXLEN] = maxlen
-    ist[S.I_MAXCAP] = jmax
-    ist[S.I_EVENTS] += done
+    fst[R.F_NOW] = now
+    ist[R.I_ARRIVALS] = arrivals
+    ist[R.I_PHASE] = phase
+    ist[R.I_MAXLEN] = maxlen
+    ist[R.I_MAXCAP] = jmax
+    ist[R.I_EVENTS] += done
     return status

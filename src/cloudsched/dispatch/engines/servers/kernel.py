@@ -1,16 +1,16 @@
-"""Compiled event loop of task dispatch, specialised for one policy at compile time.
+"""Compiled event loop of the per-server engine, specialised for one policy at compile time.
 
-Two engines share the loop.  The Markov-chain engine (Poisson arrivals, exponential
-service): with ``B`` busy servers the next event comes after an ``Exp(lam*N + B)`` time; with
-probability ``lam*N / (lam*N + B)`` it is an arrival, otherwise the departure of the task in
-service at a busy server chosen uniformly (memorylessness makes this exact).  The event-list
-engine (given tasks, any laws, server speeds): the next event is the earlier of the next
-arrival and the earliest completion (a binary heap; an arrival comes first on a tie).  Every
-task is tracked individually (FIFO per server, one shared pool), so response times are exact.
-Once the measurement window has closed (the drain), tasks stop arriving and only departures
-are simulated until the last measured task has left: a later arrival joins a queue behind
-every task already there, so it cannot change a measured response time (in the Markov
-engine the drain is the same chain with arrival rate 0).
+Two clocks share the loop.  The Markov clock (Poisson arrivals, exponential service): with
+``B`` busy servers the next event comes after an ``Exp(lam*N + B)`` time; with probability
+``lam*N / (lam*N + B)`` it is an arrival, otherwise the departure of the task in service at
+a busy server chosen uniformly (memorylessness makes this exact).  The event list (given
+tasks, any laws, server speeds): the next event is the earlier of the next arrival and the
+earliest completion (a binary heap; an arrival comes first on a tie).  Every task is tracked
+individually (FIFO per server, one shared pool), so response times are exact. Once the
+measurement window has closed (the drain), tasks stop arriving and only departures are
+simulated until the last measured task has left: a later arrival joins a queue behind every
+task already there, so it cannot change a measured response time (on the Markov clock the
+drain is the same chain with arrival rate 0).
 
 :func:`build` compiles ``init`` and ``run`` for a policy's hooks
 (:mod:`cloudsched.dispatch.policies`) and an engine: hooks are compile-time constants, so a
@@ -18,10 +18,10 @@ policy costs what its own code costs.  Work per event is O(1) plus the policy's.
 pool, the I-queue arena or the per-level arrays run short, ``run`` returns a status asking
 the caller to enlarge them, then resumes: no event is ever half applied.
 
-Random draws, in order, per event: Markov engine: ``standard_exponential`` (time step),
+Random draws, in order, per event: Markov clock: ``standard_exponential`` (time step),
 ``random`` (event type; it also picks the busy server of a departure and the dispatcher of an
-arrival); event-list engine: ``random`` for the dispatcher, only for policies that use
-dispatchers; then the policy's draws.  The mirror in :mod:`cloudsched.testing.dispatch_mirror`
+arrival); event list: ``random`` for the dispatcher, only for policies that use dispatchers;
+then the policy's draws.  The mirror in :mod:`cloudsched.dispatch.engines.servers.mirror`
 makes the same draws in the same order.
 """
 
@@ -32,7 +32,15 @@ from collections.abc import Callable
 import numpy as np
 
 from cloudsched._jit import kernel, specialised
-from cloudsched.dispatch import state as S
+from cloudsched.dispatch.engines import records as R
+from cloudsched.dispatch.engines.servers import records as S
+from cloudsched.dispatch.engines.window import (
+    batch_shifts,
+    close_window,
+    open_window,
+    snapshot,
+    window_step,
+)
 from cloudsched.dispatch.view import iqueue_join, uniform
 
 __all__ = ["build", "hist_bin"]
@@ -44,14 +52,14 @@ def hist_bin(x, scratch):
 
     The bin is read off the bits of the float64 (exponent and the top 9 mantissa bits),
     through ``scratch`` (float64, shape ``(1,)``): ``x = 2**e * (1 + j / 512 + ...)`` falls in
-    bin ``(e + 1 - S.H_EMIN) * 512 + j``, the same as ``frexp`` would give.
+    bin ``(e + 1 - R.H_EMIN) * 512 + j``, the same as ``frexp`` would give.
     """
     scratch[0] = x
-    k = (scratch.view(np.int64)[0] >> (52 - 9)) - S.BITS_OFFSET
+    k = (scratch.view(np.int64)[0] >> (52 - 9)) - R.BITS_OFFSET
     if k < 0:
         return 0
-    if k >= S.H_BINS:
-        return S.H_BINS - 1
+    if k >= R.H_BINS:
+        return R.H_BINS - 1
     return k
 
 
@@ -97,50 +105,12 @@ def _sift_down(st, i, size):
     srv[s, S.S_HPOS] = i
 
 
-@kernel(nrt=False)
-def _snapshot(st, mt, row, t):
-    """Record the running integrals at time ``t`` in row ``row`` of the snapshot tables."""
-    mt.snap[row, S.SN_T] = t
-    mt.snap[row, S.SN_P0] = st.fst[S.F_AREA_P0] + st.ist[S.I_NEMPTY] * (t - st.fst[S.F_LAST_P0])
-    for k in range(4):
-        mt.snap[row, S.SN_MSG + k] = st.msg[k]
-    for i in range(mt.snap_area.shape[1]):
-        mt.snap_area[row, i] = mt.area[i] + st.cnt[i] * (t - mt.last[i])
-
-
-@kernel(nrt=False)
-def _start_measure(st, mt, ctl, tw):
-    """Open the measurement window at time ``tw``: measured ordinals count from here."""
-    st.ist[S.I_PHASE] = S.MEASURE
-    st.fst[S.F_TWARM] = tw
-    for i in range(mt.area.shape[0]):
-        mt.area[i] = 0.0
-        mt.last[i] = tw
-    st.fst[S.F_AREA_P0] = 0.0
-    st.fst[S.F_LAST_P0] = tw
-    _snapshot(st, mt, 0, tw)
-    ctl[S.C_ARR_WARM] = st.ist[S.I_ARRIVALS]
-
-
-@kernel(nrt=False)
-def _finish_measure(st, mt, te):
-    """Close the measurement window at time ``te`` (the drain follows)."""
-    st.ist[S.I_ARR_CLOSE] = st.ist[S.I_ARRIVALS]
-    for i in range(mt.area.shape[0]):
-        mt.area[i] += st.cnt[i] * (te - mt.last[i])
-        mt.last[i] = te
-    st.fst[S.F_AREA_P0] += st.ist[S.I_NEMPTY] * (te - st.fst[S.F_LAST_P0])
-    st.fst[S.F_LAST_P0] = te
-    st.fst[S.F_TEND] = te
-    st.ist[S.I_PHASE] = S.DRAIN
-
-
 @kernel(nrt=False, inline=True)
 def _add_task(st, mt, s, now, size, tag, measuring, general):
     """Append a task (arrival time ``now``, ``size``, ordinal tag) to server ``s``'s FIFO."""
     srv, pool, ist = st.srv, st.pool, st.ist
-    idx = ist[S.I_POOL_FREE]
-    ist[S.I_POOL_FREE] = int(pool[idx, S.P_NEXT])
+    idx = ist[R.I_POOL_FREE]
+    ist[R.I_POOL_FREE] = int(pool[idx, S.P_NEXT])
     pool[idx, S.P_NEXT] = -1.0
     pool[idx, S.P_ARR] = now
     pool[idx, S.P_SVC] = size
@@ -157,44 +127,44 @@ def _add_task(st, mt, s, now, size, tag, measuring, general):
         mt.area[new] += st.cnt[new] * (now - mt.last[new])
         mt.last[new] = now
     st.cnt[new] += 1
-    if new > ist[S.I_MAXLEN]:
-        ist[S.I_MAXLEN] = new
+    if new > ist[R.I_MAXLEN]:
+        ist[R.I_MAXLEN] = new
     if old == 0:
-        nbusy = ist[S.I_NBUSY]
+        nbusy = ist[R.I_NBUSY]
         srv[s, S.S_BUSY] = nbusy
         st.busy[nbusy] = s
-        ist[S.I_NBUSY] = nbusy + 1
+        ist[R.I_NBUSY] = nbusy + 1
         if general:
-            h = ist[S.I_HEAP_N]
+            h = ist[R.I_HEAP_N]
             st.heap[h] = s
             st.hkey[h] = now + size / st.speed[s]
             _sift_up(st, h)
-            ist[S.I_HEAP_N] = h + 1
+            ist[R.I_HEAP_N] = h + 1
     return old
 
 
 @kernel(nrt=False, inline=True)
-def _record(st, mt, idx, now, wshift, segshift, record, scratch):
+def _record(st, mt, idx, now, shifts, record):
     """Measure the response time of the departing task in pool row ``idx`` (if tagged)."""
     tag = int(st.pool[idx, S.P_ORD])
     if tag == 0:
         return
     rt = now - st.pool[idx, S.P_ARR]
-    b = (tag - 1) >> wshift
+    b = (tag - 1) >> shifts[0]
     mt.bsum[b] += rt
     mt.bcnt[b] += 1
-    mt.hist[b >> segshift, hist_bin(rt, scratch)] += 1
-    if rt < st.fst[S.F_RT_MIN]:
-        st.fst[S.F_RT_MIN] = rt
-    if rt > st.fst[S.F_RT_MAX]:
-        st.fst[S.F_RT_MAX] = rt
+    mt.hist[b >> shifts[1], hist_bin(rt, mt.scratch)] += 1
+    if rt < st.fst[R.F_RT_MIN]:
+        st.fst[R.F_RT_MIN] = rt
+    if rt > st.fst[R.F_RT_MAX]:
+        st.fst[R.F_RT_MAX] = rt
     if record:
         mt.buf[tag - 1] = rt
-    st.ist[S.I_MEAS_IN_SYS] -= 1
+    st.ist[R.I_MEAS_IN_SYS] -= 1
 
 
 @kernel(nrt=False, inline=True)
-def _remove_task(st, mt, s, now, measuring, general, wshift, segshift, record, scratch):
+def _remove_task(st, mt, s, now, measuring, general, shifts, record):
     """Remove the task in service at server ``s``; the next one (if any) starts."""
     srv, pool, ist = st.srv, st.pool, st.ist
     idx = srv[s, S.S_HEAD]
@@ -202,9 +172,9 @@ def _remove_task(st, mt, s, now, measuring, general, wshift, segshift, record, s
     srv[s, S.S_HEAD] = nxt
     if nxt < 0:
         srv[s, S.S_TAIL] = -1
-    _record(st, mt, idx, now, wshift, segshift, record, scratch)
-    pool[idx, S.P_NEXT] = ist[S.I_POOL_FREE]
-    ist[S.I_POOL_FREE] = idx
+    _record(st, mt, idx, now, shifts, record)
+    pool[idx, S.P_NEXT] = ist[R.I_POOL_FREE]
+    ist[R.I_POOL_FREE] = idx
     old = srv[s, S.S_QLEN]
     new = old - 1
     if measuring:
@@ -213,13 +183,13 @@ def _remove_task(st, mt, s, now, measuring, general, wshift, segshift, record, s
     st.cnt[old] -= 1
     srv[s, S.S_QLEN] = new
     if general:
-        h = ist[S.I_HEAP_N]
+        h = ist[R.I_HEAP_N]
         if new > 0:  # the next task starts service at once
             st.hkey[0] = now + pool[srv[s, S.S_HEAD], S.P_SVC] / st.speed[s]
             _sift_down(st, 0, h)
         else:
             h -= 1
-            ist[S.I_HEAP_N] = h
+            ist[R.I_HEAP_N] = h
             srv[s, S.S_HPOS] = -1
             if h > 0:
                 st.heap[0] = st.heap[h]
@@ -227,31 +197,31 @@ def _remove_task(st, mt, s, now, measuring, general, wshift, segshift, record, s
                 _sift_down(st, 0, h)
     if new == 0:
         p = srv[s, S.S_BUSY]
-        nbusy = ist[S.I_NBUSY] - 1
+        nbusy = ist[R.I_NBUSY] - 1
         moved = st.busy[nbusy]
         st.busy[p] = moved
         srv[moved, S.S_BUSY] = p
         srv[s, S.S_BUSY] = -1
-        ist[S.I_NBUSY] = nbusy
+        ist[R.I_NBUSY] = nbusy
 
 
 @kernel(nrt=False, inline=True)
 def _blocked(st, mt, ctl, iqueues, nmicro, record):
-    """Status asking the caller to act before the next event, or S.CHUNK to go on."""
+    """Status asking the caller to act before the next event, or R.CHUNK to go on."""
     ist = st.ist
-    if ist[S.I_POOL_FREE] < 0:
-        return S.NEED_POOL
-    if iqueues and ist[S.I_ARENA_TOP] + 4 * ist[S.I_MAXCAP] > st.arena.shape[0]:
-        return S.NEED_ARENA
-    if ist[S.I_MAXLEN] + 2 >= st.cnt.shape[0]:
-        return S.NEED_LEVELS
-    measured = ist[S.I_ARRIVALS] - ctl[S.C_ARR_WARM]
-    if ist[S.I_PHASE] == S.MEASURE:
-        if measured >= ctl[S.C_WIDTH] * nmicro:
-            return S.NEED_MERGE
+    if ist[R.I_POOL_FREE] < 0:
+        return R.NEED_POOL
+    if iqueues and ist[R.I_ARENA_TOP] + 4 * ist[R.I_MAXCAP] > st.arena.shape[0]:
+        return R.NEED_ARENA
+    if ist[R.I_MAXLEN] + 2 >= st.cnt.shape[0]:
+        return R.NEED_LEVELS
+    measured = ist[R.I_ARRIVALS] - ctl[R.C_ARR_WARM]
+    if ist[R.I_PHASE] == R.MEASURE:
+        if measured >= ctl[R.C_WIDTH] * nmicro:
+            return R.NEED_MERGE
         if record and measured >= mt.buf.shape[0]:
-            return S.BUFFER_FULL
-    return S.CHUNK
+            return R.BUFFER_FULL
+    return R.CHUNK
 
 
 @kernel(nrt=False)
@@ -274,19 +244,19 @@ def _place_initial(st, par, init_q, init_svc, general):
             srv[s, S.S_TAIL] = idx
             srv[s, S.S_QLEN] += 1
             st.cnt[srv[s, S.S_QLEN]] += 1
-            st.ist[S.I_MAXLEN] = max(st.ist[S.I_MAXLEN], srv[s, S.S_QLEN])
+            st.ist[R.I_MAXLEN] = max(st.ist[R.I_MAXLEN], srv[s, S.S_QLEN])
         if init_q[s] > 0:
-            h = st.ist[S.I_NBUSY]
+            h = st.ist[R.I_NBUSY]
             srv[s, S.S_BUSY] = h
             st.busy[h] = s
-            st.ist[S.I_NBUSY] = h + 1
+            st.ist[R.I_NBUSY] = h + 1
             if general:
-                h = st.ist[S.I_HEAP_N]
+                h = st.ist[R.I_HEAP_N]
                 st.heap[h] = s
                 st.hkey[h] = pool[srv[s, S.S_HEAD], S.P_SVC] / st.speed[s]
                 _sift_up(st, h)
-                st.ist[S.I_HEAP_N] = h + 1
-    st.ist[S.I_POOL_FREE] = free if free < pool.shape[0] else -1
+                st.ist[R.I_HEAP_N] = h + 1
+    st.ist[R.I_POOL_FREE] = free if free < pool.shape[0] else -1
 
 
 @kernel(nrt=False)
@@ -312,17 +282,17 @@ def _reset(st, mt):
     st.free_head[:] = -1
     st.ist[:] = 0
     st.fst[:] = 0.0
-    st.fst[S.F_RT_MIN] = np.inf
+    st.fst[R.F_RT_MIN] = np.inf
     m_count = st.dsp.shape[0]
-    st.ist[S.I_NEMPTY] = m_count
+    st.ist[R.I_NEMPTY] = m_count
     cap0 = st.dsp[0, S.D_CAP]
     for m in range(m_count):
         st.dperm[m] = m
         st.dsp[m, S.D_START] = m * cap0
         st.dsp[m, S.D_SIZE] = 0
         st.dsp[m, S.D_CAP] = cap0
-    st.ist[S.I_ARENA_TOP] = m_count * cap0
-    st.ist[S.I_MAXCAP] = cap0
+    st.ist[R.I_ARENA_TOP] = m_count * cap0
+    st.ist[R.I_MAXCAP] = cap0
     mt.area[:] = 0.0
     mt.last[:] = 0.0
 
@@ -354,18 +324,18 @@ def build(
     ``on_start(st, par, rng, given)`` (``given``: whether ``init_iq`` was).
 
     ``run(st, mt, tasks, par, ctl, rng)`` advances until done or until the caller must act
-    (a status code of :mod:`cloudsched.dispatch.state`).  Measurement: the k-th measured
+    (a status code of :mod:`cloudsched.dispatch.engines.records`).  Measurement: the k-th measured
     arrival (k = 0, 1, ...) carries ``k + 1`` in its pool row and belongs to micro-batch
     ``k // width``; at its departure its response time is added to ``bsum`` / ``bcnt`` and
-    the histogram segment of its micro-batch, and in record mode to ``buf[k]`` (S.BUFFER_FULL
+    the histogram segment of its micro-batch, and in record mode to ``buf[k]`` (R.BUFFER_FULL
     asks for a longer ``buf`` before an arrival would have no row there).
-    When micro-batch ``B`` would open, ``run`` returns S.NEED_MERGE (the caller merges pairs
+    When micro-batch ``B`` would open, ``run`` returns R.NEED_MERGE (the caller merges pairs
     and doubles the width); row ``b`` of the snapshots holds the running integrals when
     micro-batch ``b`` opens.  After the measured arrival that brings the count to
-    ``ctl[S.C_NEXT_CHECK]`` it returns S.CHECKPOINT; a choice outside ``[0, N)`` returns
-    S.BAD_SERVER (the value in ``ist[S.I_BAD]``).  Event-list engine: ``tasks`` holds a chunk
-    consumed from ``ist[S.I_TASK_PTR]``; ``ctl[S.C_LAST_CHUNK] = 1`` marks the last one
-    (otherwise ``run`` returns S.NEED_TASKS at its end).  ``fingerprint`` identifies the hooks
+    ``ctl[R.C_NEXT_CHECK]`` it returns R.CHECKPOINT; a choice outside ``[0, N)`` returns
+    R.BAD_SERVER (the value in ``ist[R.I_BAD]``).  Event-list engine: ``tasks`` holds a chunk
+    consumed from ``ist[R.I_TASK_PTR]``; ``ctl[R.C_LAST_CHUNK] = 1`` marks the last one
+    (otherwise ``run`` returns R.NEED_TASKS at its end).  ``fingerprint`` identifies the hooks
     in the on-disk cache.
     """
 
@@ -382,87 +352,73 @@ def build(
 
     def run(st, mt, tasks, par, ctl, rng):
         ist, fst = st.ist, st.fst
-        wshift = 0
-        while (1 << wshift) < ctl[S.C_WIDTH]:
-            wshift += 1
-        nmicro = mt.bsum.shape[0]  # a power of two, a multiple of S.H_SEGMENTS
-        segshift = 0
-        while (S.H_SEGMENTS << segshift) < nmicro:
-            segshift += 1
-        scratch = mt.scratch
-        lam_n, arr_end = par.lam_n, ctl[S.C_ARR_END]
-        now = fst[S.F_NOW]
+        shifts = batch_shifts(mt, ctl)
+        nmicro = mt.bsum.shape[0]  # a power of two, a multiple of R.H_SEGMENTS
+        lam_n = par.lam_n
+        now = fst[R.F_NOW]
         done = 0
-        status = S.CHUNK
+        status = R.CHUNK
         while True:
-            if ist[S.I_PHASE] == S.DRAIN and ist[S.I_MEAS_IN_SYS] == 0:
-                status = S.DONE
+            if ist[R.I_PHASE] == R.DRAIN and ist[R.I_MEAS_IN_SYS] == 0:
+                status = R.DONE
                 break
-            if done >= ctl[S.C_BUDGET]:
+            if done >= ctl[R.C_BUDGET]:
                 break
             status = _blocked(st, mt, ctl, iqueues, nmicro, par.record)
-            if status != S.CHUNK:
+            if status != R.CHUNK:
                 break
             u = 0.0
             # In the drain no task arrives any more: a later arrival queues behind every
             # measured task (FIFO), so it cannot change a measured response time.
-            draining = ist[S.I_PHASE] == S.DRAIN
+            draining = ist[R.I_PHASE] == R.DRAIN
             lam = 0.0 if draining else lam_n
             if general:
-                ptr = ist[S.I_TASK_PTR]
+                ptr = ist[R.I_TASK_PTR]
                 if draining:
                     na = np.inf
-                elif ptr >= tasks.arr.shape[0] and ctl[S.C_LAST_CHUNK] == 0:
-                    status = S.NEED_TASKS
+                elif ptr >= tasks.arr.shape[0] and ctl[R.C_LAST_CHUNK] == 0:
+                    status = R.NEED_TASKS
                     break
                 else:
                     na = tasks.arr[ptr] if ptr < tasks.arr.shape[0] else np.inf
-                nd = st.hkey[0] if ist[S.I_HEAP_N] > 0 else np.inf
+                nd = st.hkey[0] if ist[R.I_HEAP_N] > 0 else np.inf
                 if na == np.inf and nd == np.inf:  # no task left anywhere
-                    if ist[S.I_PHASE] == S.WARMUP:
-                        _start_measure(st, mt, ctl, now)
-                    if ist[S.I_PHASE] == S.MEASURE:
-                        _finish_measure(st, mt, now)
-                    status = S.DONE
+                    if ist[R.I_PHASE] == R.WARMUP:
+                        open_window(st, mt, ctl, ist[R.I_ARRIVALS], ist[R.I_NEMPTY], now)
+                    if ist[R.I_PHASE] == R.MEASURE:
+                        close_window(st, mt, ist[R.I_ARRIVALS], ist[R.I_NEMPTY], now)
+                    status = R.DONE
                     break
                 is_arrival = na <= nd
                 now = na if is_arrival else nd
             else:
-                rate = lam + ist[S.I_NBUSY]
+                rate = lam + ist[R.I_NBUSY]
                 now = now + rng.standard_exponential() / rate
                 u = rng.random() * rate
                 is_arrival = u < lam
-            fst[S.F_NOW] = now
-            arrivals = ist[S.I_ARRIVALS]
-            if ist[S.I_PHASE] == S.WARMUP:
-                if arr_end < 0 and now >= par.t_warm:
-                    _start_measure(st, mt, ctl, par.t_warm)
-                elif arr_end >= 0 and is_arrival and arrivals == ctl[S.C_ARR_WARM]:
-                    _start_measure(st, mt, ctl, now)
-            if ist[S.I_PHASE] == S.MEASURE:
-                if arr_end < 0 and now >= par.t_end:
-                    _finish_measure(st, mt, par.t_end)
-                elif arr_end >= 0 and is_arrival and arrivals == arr_end:
-                    _finish_measure(st, mt, now)
-            measuring = ist[S.I_PHASE] == S.MEASURE
+            fst[R.F_NOW] = now
+            arrivals = ist[R.I_ARRIVALS]
+            # the measured tasks are followed after the window closes (the drain)
+            phase, _ = window_step(st, mt, ctl, par, arrivals, now, is_arrival, ist[R.I_NEMPTY])
+            measuring = phase == R.MEASURE
             done += 1
             checkpoint = False
             if is_arrival:
                 tag = 0
                 if measuring:
-                    order = arrivals - ctl[S.C_ARR_WARM]
-                    if order > 0 and order & (ctl[S.C_WIDTH] - 1) == 0:
-                        _snapshot(st, mt, order >> wshift, now)
-                    checkpoint = order + 1 == ctl[S.C_NEXT_CHECK]
+                    order = arrivals - ctl[R.C_ARR_WARM]
+                    if order > 0 and order & (ctl[R.C_WIDTH] - 1) == 0:
+                        snapshot(st, mt, ist[R.I_NEMPTY], order >> shifts[0], now)
+                    checkpoint = order + 1 == ctl[R.C_NEXT_CHECK]
                     tag = order + 1
-                    ist[S.I_MEAS_IN_SYS] += 1
-                ist[S.I_ARRIVALS] = arrivals + 1
+                    ist[R.I_MEAS_IN_SYS] += 1
+                ist[R.I_ARRIVALS] = arrivals + 1
                 size = 0.0
                 m = 0
                 if general:
-                    ptr = ist[S.I_TASK_PTR]
+                    ptr = ist[R.I_TASK_PTR]
                     size = tasks.svc[ptr]
-                    ist[S.I_TASK_PTR] = ptr + 1
+                    ist[R.I_TASK_PTR] = ptr + 1
                     if per_dispatcher:
                         m = uniform(rng, par.m)
                 else:
@@ -472,8 +428,8 @@ def build(
                         m = par.m - 1
                 s = choose(st, par, rng, m)
                 if s < 0 or s >= par.n:
-                    ist[S.I_BAD] = s
-                    status = S.BAD_SERVER
+                    ist[R.I_BAD] = s
+                    status = R.BAD_SERVER
                     break
                 _add_task(st, mt, s, now, size, tag, measuring, general)
                 on_arrival(st, par, rng, s, m)
@@ -482,17 +438,15 @@ def build(
                     s = st.heap[0]
                 else:
                     k = int(u - lam)
-                    if k >= ist[S.I_NBUSY]:
-                        k = ist[S.I_NBUSY] - 1
+                    if k >= ist[R.I_NBUSY]:
+                        k = ist[R.I_NBUSY] - 1
                     s = st.busy[k]
-                _remove_task(
-                    st, mt, s, now, measuring, general, wshift, segshift, par.record, scratch
-                )
+                _remove_task(st, mt, s, now, measuring, general, shifts, par.record)
                 on_departure(st, par, rng, s)
             if checkpoint:
-                status = S.CHECKPOINT
+                status = R.CHECKPOINT
                 break
-        ist[S.I_EVENTS] += done
+        ist[R.I_EVENTS] += done
         return status
 
     key = f"{fingerprint}:{'general' if general else 'markov'}:{'checked' if checked else ''}"

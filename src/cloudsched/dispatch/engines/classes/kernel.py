@@ -13,28 +13,28 @@ measurements read it).  The policies here choose by queue length alone (``random
   ``[0, ccnt[c, 1])`` gives the level as in the equal-speed kernel (the largest ``k`` with
   ``ccnt[c, k] > w'``): a uniform busy server of that class, picked with rate proportional
   to its speed.
-* An arrival joins level ``k`` exactly as in :mod:`cloudsched.dispatch._kernel_counts`
+* An arrival joins level ``k`` exactly as in :mod:`cloudsched.dispatch.engines.counts.kernel`
   (read off ``cnt``); the server is then of class ``c`` with probability
   ``(ccnt[c, k] - ccnt[c, k + 1]) / (cnt[k] - cnt[k + 1])``: the policies break ties
   uniformly, so the server chosen is uniform among the sampled ones at level ``k``, which
   are uniform among all servers at level ``k`` (one more ``random`` when K > 1).
 * Its response time is Erlang(``k + 1``) / ``speed[c]`` (FCFS, exponential work of mean 1),
   drawn at joining; ``joins[segment, c, k]`` counts the (class, level) pairs joined, from
-  which :func:`cloudsched.dispatch.erlang.erlang_histogram` gives the exact distribution.
+  which :func:`cloudsched.dispatch.engines.erlang.erlang_histogram` gives the exact distribution.
 
 Random draws, in order, per event: ``standard_exponential`` (time step), ``random`` (event
 type, and for a departure its class and level); for an arrival one ``random`` for the level
 (none for ``jsq``), then one for the class when K > 1, then its response time (as in the
-equal-speed kernel).  :func:`cloudsched.testing.counts_mirror.mirror_counts` (``speeds=``)
+equal-speed kernel).  :func:`cloudsched.dispatch.engines.counts.mirror.mirror_counts` (``speeds=``)
 makes the same draws in plain Python.
 """
 
 from __future__ import annotations
 
 from cloudsched._jit import kernel
-from cloudsched.dispatch import state as S
-from cloudsched.dispatch._counts_window import snapshot, window_step
-from cloudsched.dispatch._kernel_counts import POD, erlang_time, join_level
+from cloudsched.dispatch.engines import records as R
+from cloudsched.dispatch.engines.counts.kernel import erlang_time, join_level
+from cloudsched.dispatch.engines.window import batch_shifts, snapshot, window_step
 
 __all__ = ["run_classes"]
 
@@ -87,109 +87,65 @@ def _arrival_class(ccnt, cnt, k, rng):
 
 
 @kernel(nrt=False)
-def run_classes(
-    cnt,
-    ccnt,
-    speed,
-    iq,
-    ist,
-    fst,
-    msg,
-    area,
-    last,
-    bsum,
-    bcnt,
-    joins,
-    snap,
-    snap_area,
-    ctl,
-    lam_n,
-    n,
-    code,
-    d,
-    replace,
-    t_warm,
-    t_end,
-    rng,
-):
-    """Advance the chain until done or until the caller must act (a status of ``state``).
+def run_classes(st, mt, ctl, par, rng):
+    """Advance the chain until done or until the caller must act (a status of ``records``).
 
-    As :func:`cloudsched.dispatch._kernel_counts.run_counts`, with ``ccnt`` (float64,
-    ``(K, L)``), ``speed`` (float64, ``(K,)``) and ``joins`` of shape
-    ``(H_SEGMENTS, K, L)``; ``iq`` is ``[M]`` (no I-queues).
+    As :func:`cloudsched.dispatch.engines.counts.kernel.run_counts`, with the state of
+    :mod:`.records` and ``mt.hist`` of shape ``(H_SEGMENTS, K, L)``.
     """
-    wshift = 0
-    while (1 << wshift) < ctl[S.C_WIDTH]:
-        wshift += 1
+    cnt, ccnt, speed, ist, fst, msg = st.cnt, st.ccnt, st.speed, st.ist, st.fst, st.msg
+    area, last, bsum, bcnt, joins = mt.area, mt.last, mt.bsum, mt.bcnt, mt.hist
+    wshift, segshift = batch_shifts(mt, ctl)
     nmicro = bsum.shape[0]
-    segshift = 0
-    while (S.H_SEGMENTS << segshift) < nmicro:
-        segshift += 1
     levels = cnt.shape[0]
     classes = speed.shape[0]
-    arr_end, arr_warm = ctl[S.C_ARR_END], ctl[S.C_ARR_WARM]
-    width, budget = ctl[S.C_WIDTH], ctl[S.C_BUDGET]
-    now = fst[S.F_NOW]
-    arrivals, phase, maxlen = ist[S.I_ARRIVALS], ist[S.I_PHASE], ist[S.I_MAXLEN]
-    probes = d if code == POD else 0
+    lam_n = par.lam_n
+    arr_warm = ctl[R.C_ARR_WARM]
+    width, budget = ctl[R.C_WIDTH], ctl[R.C_BUDGET]
+    now = fst[R.F_NOW]
+    arrivals, phase, maxlen = ist[R.I_ARRIVALS], ist[R.I_PHASE], ist[R.I_MAXLEN]
+    probes = par.probes
+    empty = st.iq[0]
     done = 0
-    status = S.CHUNK
+    status = R.CHUNK
     while True:
-        if phase == S.DRAIN:
-            status = S.DONE
+        if phase == R.DRAIN:
+            status = R.DONE
             break
         if done >= budget:
             break
         if maxlen + 2 >= levels:
-            status = S.NEED_LEVELS
+            status = R.NEED_LEVELS
             break
-        if phase == S.MEASURE and arrivals - arr_warm >= width * nmicro:
-            status = S.NEED_MERGE
+        if phase == R.MEASURE and arrivals - arr_warm >= width * nmicro:
+            status = R.NEED_MERGE
             break
         rate = lam_n + _busy_rate(ccnt, speed)
         now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        phase, arr_warm, now = window_step(
-            cnt,
-            iq,
-            ist,
-            fst,
-            msg,
-            area,
-            last,
-            snap,
-            snap_area,
-            ctl,
-            arrivals,
-            arr_warm,
-            arr_end,
-            phase,
-            now,
-            is_arrival,
-            t_warm,
-            t_end,
-        )
-        if phase == S.DRAIN:  # the window closed at this event
+        phase, now = window_step(st, mt, ctl, par, arrivals, now, is_arrival, empty)
+        arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
+        if phase == R.DRAIN:  # the window closed at this event
             done += 1
             continue
-        measuring = phase == S.MEASURE
+        measuring = phase == R.MEASURE
         done += 1
         checkpoint = False
         if is_arrival:
-            k = join_level(cnt, n, code, d, replace, rng)
+            k = join_level(cnt, par, rng)
             c = _arrival_class(ccnt, cnt, k, rng) if classes > 1 else 0
             j = k + 1
             if measuring:
                 order = arrivals - arr_warm
                 if order > 0 and order & (width - 1) == 0:
-                    snapshot(cnt, iq, fst, msg, area, last, snap, snap_area, order >> wshift, now)
+                    snapshot(st, mt, empty, order >> wshift, now)
                 b = order >> wshift
                 bsum[b] += erlang_time(rng, j) / speed[c]
                 bcnt[b] += 1
                 joins[b >> segshift, c, k] += 1.0
-                msg[S.M_PROBE] += probes
-                checkpoint = order + 1 == ctl[S.C_NEXT_CHECK]
+                msg[R.M_PROBE] += probes
+                checkpoint = order + 1 == ctl[R.C_NEXT_CHECK]
                 area[j] += cnt[j] * (now - last[j])
                 last[j] = now
             cnt[j] += 1.0
@@ -205,11 +161,11 @@ def run_classes(
             cnt[k] -= 1.0
             ccnt[c, k] -= 1.0
         if checkpoint:
-            status = S.CHECKPOINT
+            status = R.CHECKPOINT
             break
-    fst[S.F_NOW] = now
-    ist[S.I_ARRIVALS] = arrivals
-    ist[S.I_PHASE] = phase
-    ist[S.I_MAXLEN] = maxlen
-    ist[S.I_EVENTS] += done
+    fst[R.F_NOW] = now
+    ist[R.I_ARRIVALS] = arrivals
+    ist[R.I_PHASE] = phase
+    ist[R.I_MAXLEN] = maxlen
+    ist[R.I_EVENTS] += done
     return status

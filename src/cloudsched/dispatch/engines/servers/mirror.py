@@ -1,7 +1,7 @@
 """Slow pure-Python mirror of the dispatch simulator, for differential tests.
 
-An order-faithful transliteration of the compiled kernel (:mod:`cloudsched.dispatch._kernel`)
-and of the nine built-in policies (:mod:`cloudsched.dispatch.builtin_policies`): the same
+An order-faithful transliteration of the compiled per-server kernel (:mod:`.kernel`) and of
+the nine built-in policies (:mod:`cloudsched.dispatch.builtin_policies`): the same
 algorithm and the same random draws in the same order, written plainly: Python lists and
 deques, and time averages accumulated over every level at every event (not lazily).  For the
 same seed it gives bit-identical response times and message counts; time averages agree to rounding.
@@ -18,9 +18,9 @@ from collections import deque
 
 import numpy as np
 
-from cloudsched.dispatch import state as K
+from cloudsched.dispatch.engines import records as K
+from cloudsched.dispatch.engines.replication import InitialState, RawRun, RunSpec, TaskSource
 from cloudsched.dispatch.policies import get_policy
-from cloudsched.dispatch.replication import InitialState, RawRun, RunSpec, TaskSource
 
 __all__ = ["mirror_run"]
 

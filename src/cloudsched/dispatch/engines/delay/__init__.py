@@ -1,0 +1,1 @@
+"""One engine: :mod:`.engine` (its replication), :mod:`.kernel`, :mod:`.records`, :mod:`.mirror`."""

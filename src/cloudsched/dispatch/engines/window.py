@@ -1,0 +1,102 @@
+"""The measurement window every engine's kernel shares, event by event.
+
+The window opens at arrival ``ctl[C_ARR_WARM]`` (or time ``par.t_warm``) and closes at
+arrival ``ctl[C_ARR_END]`` (or time ``par.t_end``; ``ctl[C_ARR_END] < 0``: a run in time).
+While it is open, the integrals of ``st.cnt`` (in the :class:`~.records.Meter`) and of the
+empty I-queues (``st.fst``) run, and row ``b`` of the snapshots holds them when micro-batch
+``b`` opens.  :func:`window_step` is the one place that decides when the window opens and
+closes; the kernels differ only in what they do after it closes (the per-server engine
+follows the measured tasks until they leave, the count engines are done).
+
+``st`` is any engine's state record (it holds ``cnt``, ``ist``, ``fst`` and ``msg``), ``mt``
+its :class:`~.records.Meter`, ``par`` its parameters (``t_warm``, ``t_end``); ``empty`` is
+the number of empty I-queues at the event.
+"""
+
+from __future__ import annotations
+
+from cloudsched._jit import kernel
+from cloudsched.dispatch.engines import records as R
+
+__all__ = ["batch_shifts", "close_window", "open_window", "snapshot", "window_step"]
+
+
+@kernel(nrt=False)
+def snapshot(st, mt, empty, row, t):
+    """Record the running integrals at time ``t`` in row ``row`` of the snapshot tables."""
+    mt.snap[row, R.SN_T] = t
+    mt.snap[row, R.SN_P0] = st.fst[R.F_AREA_P0] + empty * (t - st.fst[R.F_LAST_P0])
+    for k in range(4):
+        mt.snap[row, R.SN_MSG + k] = st.msg[k]
+    for i in range(mt.snap_area.shape[1]):
+        mt.snap_area[row, i] = mt.area[i] + st.cnt[i] * (t - mt.last[i])
+
+
+@kernel(nrt=False)
+def open_window(st, mt, ctl, arrivals, empty, tw):
+    """Open the measurement window at time ``tw``: measured ordinals count from here."""
+    st.ist[R.I_PHASE] = R.MEASURE
+    st.fst[R.F_TWARM] = tw
+    st.fst[R.F_AREA_P0] = 0.0
+    st.fst[R.F_LAST_P0] = tw
+    for i in range(mt.area.shape[0]):
+        mt.area[i] = 0.0
+        mt.last[i] = tw
+    for k in range(4):
+        st.msg[k] = 0
+    snapshot(st, mt, empty, 0, tw)
+    ctl[R.C_ARR_WARM] = arrivals
+
+
+@kernel(nrt=False)
+def close_window(st, mt, arrivals, empty, te):
+    """Close the measurement window at time ``te``."""
+    for i in range(mt.area.shape[0]):
+        mt.area[i] += st.cnt[i] * (te - mt.last[i])
+        mt.last[i] = te
+    st.fst[R.F_AREA_P0] += empty * (te - st.fst[R.F_LAST_P0])
+    st.fst[R.F_LAST_P0] = te
+    st.fst[R.F_TEND] = te
+    st.ist[R.I_ARR_CLOSE] = arrivals
+    st.ist[R.I_PHASE] = R.DRAIN
+
+
+@kernel(nrt=False, inline=True)
+def window_step(st, mt, ctl, par, arrivals, now, is_arrival, empty):
+    """Open or close the measurement window at the event just drawn (time ``now``).
+
+    ``arrivals``: the arrivals before this event.  Returns the phase (``DRAIN`` once closed)
+    and the time of the event, which is ``t_end`` when a run in time closes at it.
+    """
+    phase = st.ist[R.I_PHASE]
+    arr_end = ctl[R.C_ARR_END]
+    if phase == R.WARMUP:
+        if arr_end < 0 and now >= par.t_warm:
+            phase = R.MEASURE
+            open_window(st, mt, ctl, arrivals, empty, par.t_warm)
+        elif arr_end >= 0 and is_arrival and arrivals == ctl[R.C_ARR_WARM]:
+            phase = R.MEASURE
+            open_window(st, mt, ctl, arrivals, empty, now)
+    if phase == R.MEASURE:
+        te = -1.0
+        if arr_end < 0 and now >= par.t_end:
+            te = par.t_end
+        elif arr_end >= 0 and is_arrival and arrivals == arr_end:
+            te = now
+        if te >= 0.0:
+            close_window(st, mt, arrivals, empty, te)
+            phase = R.DRAIN
+            now = te
+    return phase, now
+
+
+@kernel(nrt=False, inline=True)
+def batch_shifts(mt, ctl):
+    """Return log2 of the micro-batch width and of the micro-batches per histogram segment."""
+    wshift = 0
+    while (1 << wshift) < ctl[R.C_WIDTH]:
+        wshift += 1
+    segshift = 0
+    while (R.H_SEGMENTS << segshift) < mt.bsum.shape[0]:
+        segshift += 1
+    return wshift, segshift
