@@ -21,10 +21,10 @@ import time
 
 import numpy as np
 
-from cloudsched.dispatch.counts import CountsEngine
-from cloudsched.dispatch.engine import Engine
+from cloudsched.dispatch.engines.counts.engine import CountsEngine
+from cloudsched.dispatch.engines.replication import RunSpec
+from cloudsched.dispatch.engines.servers.engine import Engine
 from cloudsched.dispatch.initial import meanfield_counts, meanfield_state
-from cloudsched.dispatch.replication import RunSpec
 
 POLICIES = ("random", "pod", "jiq-pod")
 

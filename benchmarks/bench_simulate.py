@@ -4,7 +4,7 @@ Model: N = 1000 servers, load 0.9, exponential service of mean 1, Poisson arriva
 and Pod(2).  In one run this script times
 
 * the compiled engine (``cloudsched.dispatch.simulate``, every task's response recorded);
-* the pure-Python mirror of the same algorithm (``cloudsched.testing.dispatch_mirror``);
+* the pure-Python mirror of the same algorithm (``cloudsched.dispatch.engines.servers.mirror``);
 * a plain-Python event-list simulator with ``heapq`` (one event per arrival and departure);
 * SimPy (one process per task, a ``Resource`` per server), if installed;
 
@@ -31,8 +31,8 @@ from collections import deque
 import numpy as np
 
 from cloudsched.dispatch import POLICIES, simulate
-from cloudsched.dispatch.replication import RunSpec
-from cloudsched.testing.dispatch_mirror import mirror_run as reference_run
+from cloudsched.dispatch.engines.replication import RunSpec
+from cloudsched.dispatch.engines.servers.mirror import mirror_run as reference_run
 
 N, LOAD = 1000, 0.9
 
