@@ -21,9 +21,10 @@ import time
 
 import numpy as np
 
-from cloudsched.dispatch.engines.counts.engine import CountsEngine
-from cloudsched.dispatch.engines.replication import RunSpec
-from cloudsched.dispatch.engines.servers.engine import Engine
+from cloudsched.dispatch.engines.classes.engine import ClassesRun
+from cloudsched.dispatch.engines.counts.engine import CountsRun
+from cloudsched.dispatch.engines.replication import Replication, RunSpec
+from cloudsched.dispatch.engines.servers.engine import ServersRun
 from cloudsched.dispatch.initial import meanfield_counts, meanfield_state
 
 POLICIES = ("random", "pod", "jiq-pod")
@@ -35,10 +36,10 @@ def _rate(policy: str, n: int, tasks: int, seed: int, counts: bool) -> float:
     rng = np.random.default_rng(seed)
     if counts:
         init, iq = meanfield_counts(policy, n, m, 0.9, r=n / m, d=2, rng=rng)
-        eng: CountsEngine | Engine = CountsEngine(spec, rng, init, iq)
+        eng: Replication = CountsRun(spec, rng, init, iq)
     else:
         start = meanfield_state(policy, n, m, 0.9, r=n / m, d=2, rng=rng)
-        eng = Engine(spec, rng, initial=start)
+        eng = ServersRun(spec, rng, initial=start)
     t0 = time.process_time()
     while not eng.advance(1 << 22):
         pass
@@ -78,14 +79,14 @@ def _class_rate(n: int, tasks: int, seed: int, counts: bool) -> float:
     )
     rng = np.random.default_rng(seed)
     if counts:
-        eng: CountsEngine | Engine = CountsEngine(spec, rng, speeds=speeds)
+        eng: Replication = ClassesRun(spec, rng, speeds)
     else:
         from cloudsched.dispatch.workload.distributions import Exponential
         from cloudsched.dispatch.workload.resolved import RenewalSource
 
         arr, svc = rng.spawn(2)
         source = RenewalSource(Exponential(), Exponential(), spec.rate * n, arr, svc)
-        eng = Engine(spec, rng, source, speeds)
+        eng = ServersRun(spec, rng, source, speeds)
     t0 = time.process_time()
     while not eng.advance(1 << 22):
         pass
