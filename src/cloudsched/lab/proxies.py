@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cloudsched.dispatch.workload.upstreams import NGINX_UPSTREAM_FORMAT as ACCESS_FORMAT
+from cloudsched.dispatch.workload.formats import NGINX_UPSTREAM_FORMAT as ACCESS_FORMAT
 from cloudsched.errors import ExternalError
 from cloudsched.policy_table import TABLE
 

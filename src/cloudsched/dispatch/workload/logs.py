@@ -15,11 +15,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from cloudsched.data import DATASETS, dataset_path
-from cloudsched.dispatch.workload.accesslogs import (
-    ACCESS_FORMATS,
-    detect_access_format,
-    read_access_log,
-)
+from cloudsched.dispatch.workload.accesslogs import ACCESS_FORMATS, read_access_log
+from cloudsched.dispatch.workload.formats import detect_line
 from cloudsched.dispatch.workload.traces import FORMATS, TraceError, TraceLog, read_trace
 from cloudsched.errors import ParameterError
 
@@ -62,24 +59,29 @@ def _first_line(path: Path) -> str:
 
 def detect_format(path: Path) -> str:
     """Return the format of the log ``path``, from its name (``.swf``) or its first line."""
+    return _detect(path)[0]
+
+
+def _detect(path: Path) -> tuple[str, str | None]:
+    """Return the format of the log ``path`` and, for NGINX, the ``log_format`` recognised."""
     if ".swf" in path.name.lower():
-        return "swf"
+        return "swf", None
     line = _first_line(path)
     fields = line.rstrip("\r\n").split(",")
     if len(fields) == 13 and fields[0].strip().isdigit():
-        return "google2011"
+        return "google2011", None
     names = {f.strip().lower() for f in fields}
     if {"arrival", "service"} <= names:
-        return "csv"
-    fmt = detect_access_format(line)
-    if fmt is None:
+        return "csv", None
+    found = detect_line(line)
+    if found is None:
         raise TraceError(
             f"{path}:1",
             "cannot tell the log's format: give --trace-format (one of "
             + ", ".join(ALL_FORMATS[1:])
             + "; nginx logs in a custom format need --log-format)",
         )
-    return fmt
+    return found
 
 
 def read_log(
@@ -100,8 +102,12 @@ def read_log(
     if fmt not in ALL_FORMATS:
         raise ParameterError("trace_format", fmt, "one of " + ", ".join(ALL_FORMATS))
     files, named = resolve_files(paths)
-    if fmt == "auto":
-        fmt = "nginx" if log_format is not None else named or detect_format(files[0])
+    if fmt == "auto" and log_format is not None:
+        fmt = "nginx"
+    elif fmt == "auto" and named is not None:
+        fmt = named
+    elif fmt == "auto":
+        fmt, log_format = _detect(files[0])  # an NGINX log in a format it recognises
     if log_format is not None and fmt != "nginx":
         raise ParameterError("log_format", log_format, "given only for nginx logs")
     if fmt in ACCESS_FORMATS:

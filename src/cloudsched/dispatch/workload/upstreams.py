@@ -1,7 +1,9 @@
 """Which upstream served each request, and when: access logs read for ``check-lb``.
 
 A conformance check needs, per request, the time the proxy sent it, the time it ended and
-the upstream that served it; the workload readers (:mod:`.accesslogs`) keep only times.
+the upstream that served it; the workload readers (:mod:`.accesslogs`) keep only times.  How
+a line of each format is read is :mod:`.formats` (the one table both read); here, what the
+check takes from it.
 
 * ``haproxy``: ``option httplog`` lines (the default HTTP log): the accept date in brackets
   (milliseconds), ``backend/server``, and the timers ``TR/Tw/Tc/Tr/Ta`` (ms).  The request is
@@ -33,15 +35,20 @@ out and counted.
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from cloudsched.dispatch.workload.accesslogs import iso_time, nginx_regex
+from cloudsched.dispatch.workload.formats import (
+    LOG_FORMATS,
+    NGINX_UPSTREAM_FORMAT,
+    Request,
+    detect_line,
+    line_pattern,
+    read_line,
+)
 from cloudsched.dispatch.workload.logfiles import TraceError, check_log_files, log_lines
 from cloudsched.errors import ParameterError, check_real
 
@@ -53,18 +60,8 @@ __all__ = [
     "read_upstream_log",
 ]
 
-UPSTREAM_FORMATS = ("haproxy", "nginx", "envoy", "envoy-json")
-#: An NGINX ``log_format`` with what the check needs (the lab's proxies write it).
-NGINX_UPSTREAM_FORMAT = "$msec $request_time $upstream_addr $status"
-
-_HAPROXY = re.compile(
-    r"\[(?P<date>\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)\] (?P<frontend>\S+) "
-    r"(?P<backend>[^/\s]+)/(?P<server>\S+) "
-    r"(?P<TR>-?\d+)/(?P<Tw>-?\d+)/(?P<Tc>-?\d+)/(?P<Tr>-?\d+)/\+?(?P<Ta>-?\d+) "
-)
-_ENVOY = re.compile(
-    r'^\[(?P<start>[^\]]+)\] "[^"]*" \S+ \S+ \S+ \S+ (?P<duration>\S+) .*"(?P<host>[^"]*)"\s*$'
-)
+#: The formats that name each request's upstream (the table's ``upstream`` field).
+UPSTREAM_FORMATS = tuple(f for f, spec in LOG_FORMATS.items() if "upstream" in dict(spec.fields))
 #: How long after its logged end a request may still count, per format (see the notes).
 END_SLACK = {"haproxy": 0.0, "nginx": 1e-3, "envoy": 1e-3, "envoy-json": 1e-3}
 
@@ -95,102 +92,39 @@ class UpstreamLog:
     resolution: float = 0.0
 
 
-def _haproxy_times(m: re.Match[str], where: str) -> tuple[float, float] | None:
-    from datetime import datetime
+def _times(fmt: str, req: Request | None, where: str) -> object:
+    """Return ``(sent, end, upstream, clock step)`` of a line's request.
 
-    try:
-        stamp = datetime.strptime(m["date"], "%d/%b/%Y:%H:%M:%S.%f").timestamp()
-    except ValueError:
-        try:
-            stamp = datetime.strptime(m["date"], "%d/%b/%Y:%H:%M:%S").timestamp()
-        except ValueError:
-            raise TraceError(where, f"bad date {m['date']!r}") from None
-    tr, tw, ta = int(m["TR"]), int(m["Tw"]), int(m["Ta"])
-    if min(tr, tw, ta) < 0 or m["server"] in ("<NOSRV>", "-"):
-        return None
-    return stamp + (tr + tw) / 1e3, stamp + ta / 1e3
-
-
-def _nginx_times(m: re.Match[str], where: str) -> tuple[float, float, str, float] | None:
-    """Sent and end times, the upstream and the clock's step (from ``$msec``'s digits)."""
-    f = m.groupdict()
-    addr = f["upstream_addr"].split(",")[-1].strip().strip(":").strip()
-    if addr in ("", "-"):
-        return None
-    try:
-        end, total = float(f["msec"]), float(f["request_time"])
-    except ValueError:
-        raise TraceError(
-            where, f"bad $msec or $request_time ({f['msec']}, {f['request_time']})"
-        ) from None
-    if not (end > 0 and total >= 0):
-        raise TraceError(where, "$msec must be positive and $request_time not negative")
-    digits = max(len(f[k].strip().partition(".")[2]) for k in ("msec", "request_time"))
-    return end - total, end, addr, 10.0 ** -min(digits, 9)
-
-
-def _envoy_times(
-    start: str, duration: str, host: str, where: str
-) -> tuple[float, float, str, float] | None:
-    """Sent and end times, the host and the clock step (1 ms) of one Envoy request.
-
-    None: no upstream served it.
+    None: a request no upstream served; False: the line is not in the format.
     """
-    host = host.strip()
-    if host in ("", "-") or duration.strip() in ("", "-"):
+    if req is None:
+        return False
+    if fmt == "envoy-json" and req.missing:
+        raise TraceError(where, "a JSON log line needs the keys " + ", ".join(req.missing))
+    if "upstream" in req.missing:  # no backend/server, no quoted host: not such a line
+        return False
+    if req.upstream is None or req.time is None:
         return None
-    text = start.strip()
-    try:
-        if text.replace(".", "", 1).isdigit():  # %START_TIME(%s.%3f)%
-            stamp, fraction = float(text), "." in text
-        else:
-            stamp, fraction = iso_time(text)
-    except ValueError:
-        raise TraceError(where, f"START_TIME is not a time: {text[:40]!r}") from None
-    if not fraction:
+    per = req.per_second
+    if fmt == "haproxy":
+        if req.queued is None or req.total is None or req.total < 0:  # aborted: -1 timers
+            return None
+        return req.time + req.queued / per, req.time + req.total / per, req.upstream, req.step
+    if fmt == "nginx":
+        if not (req.time > 0 and req.total is not None and req.total >= 0):
+            raise TraceError(where, "$msec must be positive and $request_time not negative")
+        return req.time - req.total, req.time, req.upstream, req.step
+    if req.total is None:
+        return None
+    if req.step >= 1.0:
         raise TraceError(
             where,
             "START_TIME has whole seconds: check-lb needs milliseconds (Envoy's default "
             "%START_TIME%)",
         )
-    try:
-        ms = float(duration)
-    except ValueError:
-        raise TraceError(where, f"DURATION must be milliseconds, got {duration[:40]!r}") from None
-    if not (0 <= ms <= 1e9):
-        raise TraceError(where, f"DURATION must be in [0, 1e9] ms, got {ms:g}")
-    return stamp, stamp + ms / 1e3, host, 1e-3
-
-
-def _envoy_json(text: str, where: str) -> tuple[float, float, str, float] | None:
-    try:
-        obj = {str(k).lower(): v for k, v in json.loads(text).items()}
-    except (ValueError, AttributeError, RecursionError):
-        raise TraceError(where, "not a JSON object") from None
-    need_keys = ("start_time", "duration", "upstream_host")
-    need = [key for key in need_keys if key not in obj]
-    if need:
-        raise TraceError(where, "a JSON log line needs the keys " + ", ".join(need))
-    start, duration, host = ("-" if obj[k] is None else str(obj[k]) for k in need_keys)
-    return _envoy_times(start, duration, host, where)
-
-
-def _parse(fmt: str, pattern: re.Pattern[str], text: str, where: str) -> object:
-    """Return ``(sent, end, upstream, clock step)`` of a line.
-
-    None: a request no upstream served; False: the line is not in the format.
-    """
-    if fmt == "envoy-json":
-        return _envoy_json(text, where) if text.strip() else False
-    m = pattern.search(text) if fmt == "haproxy" else pattern.match(text)
-    if m is None:
-        return False
-    if fmt == "haproxy":
-        times = _haproxy_times(m, where)
-        return None if times is None else (*times, f"{m['backend']}/{m['server']}", 1e-3)
-    if fmt == "envoy":
-        return _envoy_times(m["start"], m["duration"], m["host"], where)
-    return _nginx_times(m, where)
+    if not (0 <= req.total <= 1e9):
+        raise TraceError(where, f"DURATION must be in [0, 1e9] ms, got {req.total:g}")
+    return req.time, req.time + req.total / per, req.upstream, req.step
 
 
 def read_upstream_log(
@@ -213,7 +147,6 @@ def read_upstream_log(
     if resolution is not None:
         resolution = check_real("resolution", resolution, low=0.0, high=10.0)
     files = [paths] if isinstance(paths, str | Path) else list(paths)
-    pattern = {"haproxy": _HAPROXY, "envoy": _ENVOY}.get(fmt, _HAPROXY)
     if fmt == "nginx":
         log_format = log_format or NGINX_UPSTREAM_FORMAT
         need = [v for v in ("msec", "request_time", "upstream_addr") if f"${v}" not in log_format]
@@ -221,7 +154,7 @@ def read_upstream_log(
             raise ParameterError(
                 "log_format", log_format, "an NGINX format with " + ", ".join(f"${v}" for v in need)
             )
-        pattern = nginx_regex(log_format)
+    pattern, clock = line_pattern(fmt, log_format)
     check_log_files(files)  # regular files whose rows fit in memory, before reading any
     sent: list[float] = []
     end: list[float] = []
@@ -230,7 +163,10 @@ def read_upstream_log(
     dropped = 0
     step = 0.0  # the coarsest clock step of the lines read
     for file, line_no, text in log_lines(files):
-        got = _parse(fmt, pattern, text, f"{file}:{line_no}")
+        if not text.strip():
+            continue
+        where = f"{file}:{line_no}"
+        got = _times(fmt, read_line(fmt, pattern, clock, text, where), where)
         if got is False:
             continue
         if got is None:
@@ -267,16 +203,21 @@ def detect_upstream_format(paths: str | Path | Sequence[str | Path]) -> str:
     for _, _, text in log_lines(files[:1]):
         if not text.strip():
             continue
-        if text.lstrip().startswith("{"):
-            return "envoy-json"
-        for fmt, pattern in (("haproxy", _HAPROXY), ("envoy", _ENVOY)):
-            if (pattern.search(text) if fmt == "haproxy" else pattern.match(text)) is not None:
-                return fmt
-        if nginx_regex(NGINX_UPSTREAM_FORMAT).match(text) is not None:
-            return "nginx"
+        found = detect_line(text)
+        if found is not None and found[0] in UPSTREAM_FORMATS:
+            fmt, log_format = found
+            if log_format is not None and "$upstream_addr" not in log_format:
+                raise TraceError(
+                    str(files[0]),
+                    f"its first line is {fmt} in the format {log_format!r}, which records no "
+                    "upstream ($upstream_addr): check-lb needs the upstream of each request; "
+                    f"give --log-format if the log was written in another format",
+                )
+            return fmt
         break
     raise TraceError(
         str(files[0]),
-        "its first line is in none of the formats check-lb reads (haproxy, nginx, envoy, "
-        "envoy-json): name it with --trace-format, and an NGINX log_format with --log-format",
+        "its first line is in none of the formats check-lb reads ("
+        + ", ".join(UPSTREAM_FORMATS)
+        + "): name it with --trace-format, and an NGINX log_format with --log-format",
     )

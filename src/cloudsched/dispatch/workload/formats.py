@@ -1,0 +1,421 @@
+"""The one table of access-log formats: how a line of each is read, and what its fields mean.
+
+Both readers of access logs read it: :mod:`.accesslogs` (a log as a workload: arrival and
+service times) and :mod:`.upstreams` (who served each request and when, for ``check-lb``).
+Each :class:`LogFormat` says where a line's time is (``stamp``: the request's ``start``, or its
+``end`` for NGINX, which writes a line when a request ends), which field gives what, the
+step of its clock, and how a line is matched and read into a :class:`Request`.  Adding a
+format is one entry of :data:`LOG_FORMATS` (a pattern and a function from a match to a
+``Request``) and its tests; both readers, detection and ``--trace-format`` then know it.
+
+=============  ===========================  ===========  ============  ==============  ====
+format         time (``stamp``)             total        upstream's    upstream        step
+=============  ===========================  ===========  ============  ==============  ====
+``nginx``      ``$msec``, ``$time_iso8601``  ``$request_  ``$upstream_  ``$upstream_    from
+               or ``$time_local`` (end)     time``       response_     addr`` (the     the
+                                                         time``        last tried)     digits
+``envoy``      ``%START_TIME%`` (start)     ``%DURATION%``  ``%RESP(X-EN  the last quoted  1 ms
+                                            (ms)         VOY-UPSTREAM-  field
+                                                         SERVICE-TIME)%``
+``envoy-json`` ``start_time`` (start)       ``duration`` ``upstream_   ``upstream_     1 ms
+                                            (ms)         service_time``  host``
+``haproxy``    the accept date (start)      ``Ta`` (ms)  ``Tr`` (ms)   backend/server  1 ms
+=============  ===========================  ===========  ============  ==============  ====
+
+HAProxy's request reaches its server ``TR + Tw`` after the accept date (``queued``).  Times
+without a fraction of a second (``$time_local``, ``$time_iso8601`` without one) have a step
+of one second.  A duration is ``-`` (unknown: None), or a finite number of at most
+:data:`~.logfiles.MAX_VALUE` seconds (NGINX's retries ``"0.010, 0.004 : 0.002"`` are
+summed); anything else stops the reader with a one-line
+:class:`~cloudsched.dispatch.workload.logfiles.TraceError` naming the file and the line.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import NamedTuple
+
+from cloudsched.dispatch.workload.logfiles import MAX_VALUE, TraceError
+from cloudsched.errors import ParameterError
+
+__all__ = [
+    "LOG_FORMATS",
+    "NGINX_DEFAULT_FORMAT",
+    "NGINX_UPSTREAM_FORMAT",
+    "LogFormat",
+    "Request",
+    "detect_line",
+    "iso_time",
+    "line_pattern",
+    "nginx_regex",
+    "read_line",
+]
+
+#: NGINX's ``combined`` format with the two timing variables appended (a common choice).
+NGINX_DEFAULT_FORMAT = (
+    '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
+    '"$http_referer" "$http_user_agent" $request_time $upstream_response_time'
+)
+#: An NGINX ``log_format`` with what ``check-lb`` needs (the lab's proxies write it).
+NGINX_UPSTREAM_FORMAT = "$msec $request_time $upstream_addr $status"
+_NGINX_TIMES = ("msec", "time_iso8601", "time_local")
+
+
+class Request(NamedTuple):
+    """What one line says of one request.
+
+    ``time``: the line's time, in seconds since the epoch (None: not given), ``exact``: it
+    has a fraction of a second; durations in the log's own unit (``per_second`` of them make
+    a second; None: ``-``): ``total`` (the whole request at the proxy), ``upstream_time``
+    (the upstream's own time), ``queued`` (from ``time`` to the upstream: HAProxy's ``TR +
+    Tw``; 0 elsewhere; None when a timer says the request was aborted); ``upstream`` (the
+    upstream that served it, None: none); ``step`` (its clock step, s); ``missing`` (keys
+    of a JSON line that are absent).
+    """
+
+    time: float | None
+    exact: bool
+    total: float | None
+    upstream_time: float | None
+    queued: float | None
+    upstream: str | None
+    per_second: float
+    step: float
+    missing: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LogFormat:
+    """An access-log format (see the module notes): how to read a line, what it gives."""
+
+    name: str
+    summary: str
+    stamp: str
+    fields: tuple[tuple[str, str], ...]
+    pattern: re.Pattern[str] | None
+    read: Callable[[re.Match[str] | str, str, str], Request]
+    search: bool = False  # the pattern may start anywhere in the line (a syslog prefix)
+    log_formats: tuple[str, ...] = ()  # NGINX: the log_format strings recognised unasked
+
+
+def nginx_regex(log_format: str) -> re.Pattern[str]:
+    """Compile an NGINX ``log_format`` string into a regular expression with named groups.
+
+    A variable (``$name`` or ``${name}``) matches up to the first character of the literal
+    text that follows it (``[^"]*`` before a quote), the last one to the end of the line.
+    """
+    parts = re.split(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?", log_format)
+    literals, names = parts[0::2], parts[1::2]
+    if len(set(names)) != len(names):
+        raise ParameterError("log_format", log_format, "a format naming each variable once")
+    pattern = "^" + re.escape(literals[0])
+    for name, literal in zip(names, literals[1:], strict=True):
+        stop = literal[:1]
+        body = f"[^{re.escape(stop)}]*" if stop else ".*"
+        if name.startswith("upstream_") and name.endswith("_time"):  # retries and redirects:
+            body = r"[0-9.-]+(?:(?:, | : )[0-9.-]+)*"  # "0.010, 0.004 : 0.002", or "-"
+        pattern += f"(?P<{name}>{body}){re.escape(literal)}"
+    return re.compile(pattern + r"\s*$")
+
+
+_MONTH_NAMES = ("Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+_MONTHS = {m: i + 1 for i, m in enumerate(_MONTH_NAMES)}
+
+
+def _clf_time(text: str) -> tuple[float, bool]:
+    """``01/Dec/2026:18:00:00 +0000`` or HAProxy's ``01/Dec/2026:18:00:00.123`` (UTC)."""
+    day, month, rest = text.split("/", 2)
+    year, hh, mm, ss = rest[:4], rest[5:7], rest[8:10], rest[11:].split(" ")[0]
+    zone = rest[11:].split(" ")[1] if " " in rest[11:] else "+0000"
+    if month not in _MONTHS:
+        raise ValueError(text)
+    stamp = datetime.fromisoformat(
+        f"{year}-{_MONTHS[month]:02d}-{int(day):02d}T{hh}:{mm}:{ss}{zone}"
+    )
+    return stamp.timestamp(), "." in ss
+
+
+def iso_time(text: str) -> tuple[float, bool]:
+    """Return an ISO 8601 time in seconds since the epoch, and whether it has a fraction.
+
+    A time without a zone is taken as UTC.
+    """
+    stamp = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=UTC)
+    return stamp.timestamp(), "." in text
+
+
+def _time(where: str, name: str, text: str) -> tuple[float, bool]:
+    """Read a time field: ``msec`` (seconds since the epoch), ``time_local`` or ISO 8601."""
+    try:
+        if name == "msec":
+            return float(text), True
+        if name == "time_local":
+            return _clf_time(text)
+        return iso_time(text)
+    except (ValueError, IndexError, KeyError):
+        raise TraceError(where, f"${name} is not a time: {text!r}") from None
+
+
+def _start_time(where: str, text: str, name: str) -> tuple[float, bool, float]:
+    """Read an Envoy start: ISO 8601, or seconds since the epoch (``%START_TIME(%s.%3f)%``).
+
+    Returns the time, whether it is exact (seconds since the epoch always are, as the
+    workload reader has always taken them) and its clock step.
+    """
+    text = text.strip()
+    if text.replace(".", "", 1).isdigit():
+        value = _duration(where, text, name, 1.0)
+        return (value or 0.0), True, 1e-3 if "." in text else 1.0
+    try:
+        stamp, fraction = iso_time(text)
+    except ValueError:
+        raise TraceError(where, f"{name} is not a time: {text[:40]!r}") from None
+    return stamp, fraction, 1e-3 if fraction else 1.0
+
+
+def _duration(where: str, text: str, what: str, per_second: float) -> float | None:
+    """Read a duration in its unit (``-``: None; NGINX retries ``a, b : c``: summed)."""
+    text = text.strip().strip('"')
+    if text in ("", "-"):
+        return None
+    try:
+        value = sum(float(p) for p in re.split(r"[,:]\s*", text))
+    except ValueError:
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        raise TraceError(where, f"{what} must be a number or '-', got {shown!r}") from None
+    seconds = value * (1.0 / per_second)
+    if not (math.isfinite(seconds) and abs(seconds) <= MAX_VALUE):
+        raise TraceError(
+            where,
+            f"{what} must be a finite duration of at most {MAX_VALUE:g} s "
+            f"({len(text)} characters given)",
+        )
+    return value
+
+
+def _nginx(m: re.Match[str] | str, where: str, clock: str) -> Request:
+    assert isinstance(m, re.Match)
+    f = m.groupdict()
+    stamp, exact = _time(where, clock, f[clock])
+    total = _duration(where, f.get("request_time", "-"), "$request_time", 1.0)
+    up = _duration(where, f.get("upstream_response_time", "-"), "$upstream_response_time", 1.0)
+    addr = f.get("upstream_addr")
+    if addr is not None:
+        addr = addr.split(",")[-1].strip().strip(":").strip()
+    step = 1.0
+    if clock == "msec":  # as many digits as $msec and $request_time have
+        digits = max(
+            len(f[k].strip().partition(".")[2]) for k in ("msec", "request_time") if k in f
+        )
+        step = 10.0 ** -min(digits, 9)
+    upstream = None if addr in (None, "", "-") else addr
+    return Request(stamp, exact, total, up, 0.0, upstream, 1.0, step)
+
+
+def _envoy(m: re.Match[str] | str, where: str, clock: str) -> Request:
+    assert isinstance(m, re.Match)
+    stamp, exact, step = _start_time(where, m["start"], "START_TIME")
+    after = m["after"] or ""
+    first = re.match(r" (\S+)(?: |$)", after)
+    host = re.match(r' .*"(?P<host>[^"]*)"\s*$', after)
+    up = _duration(where, first[1], "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%", 1e3) if first else None
+    name = host["host"].strip() if host else None
+    upstream = None if name in (None, "", "-") else name
+    missing = ("upstream_time",) * (first is None) + ("upstream",) * (host is None)
+    return Request(
+        stamp,
+        exact,
+        _duration(where, m["duration"], "DURATION", 1e3),
+        up,
+        0.0,
+        upstream,
+        1e3,
+        step,
+        missing,
+    )
+
+
+def _envoy_json(text: re.Match[str] | str, where: str, clock: str) -> Request:
+    assert isinstance(text, str)
+    try:
+        obj = {str(k).lower(): v for k, v in json.loads(text).items()}
+    except (ValueError, AttributeError):
+        raise TraceError(where, "not a JSON object") from None
+    except RecursionError:
+        raise TraceError(where, "not a JSON object of a log line (nested too deep)") from None
+
+    def value(*keys: str) -> str:
+        got = next((obj[k] for k in keys if k in obj), None)
+        return "-" if got is None else str(got)
+
+    missing = tuple(k for k in ("start_time", "duration", "upstream_host") if k not in obj)
+    stamp: float | None = None
+    exact, step = False, 1.0
+    if "start_time" in obj and obj["start_time"] is not None:
+        start = obj["start_time"]
+        stamp, exact, step = _start_time(where, str(start), "start_time")
+    keys = ("upstream_service_time", "x-envoy-upstream-service-time")
+    up = _duration(where, value(*keys), "upstream_service_time", 1e3)
+    host = value("upstream_host").strip()
+    return Request(
+        stamp,
+        exact,
+        _duration(where, value("duration"), "duration", 1e3),
+        up,
+        0.0,
+        None if host in ("", "-") else host,
+        1e3,
+        step,
+        missing,
+    )
+
+
+def _haproxy(m: re.Match[str] | str, where: str, clock: str) -> Request:
+    assert isinstance(m, re.Match)
+    stamp, exact = _time(where, "time_local", m["date"])
+    tr, tw = int(m["TR"]), int(m["Tw"])
+    server = m["server"]
+    upstream = None if server in (None, "<NOSRV>", "-") else f"{m['backend']}/{server}"
+    return Request(
+        stamp,
+        exact,
+        _duration(where, m["Ta"], "Ta", 1e3),
+        _duration(where, m["Tr"], "Tr", 1e3),
+        float(tr + tw) if min(tr, tw) >= 0 else None,
+        upstream,
+        1e3,
+        1e-3,
+        () if server is not None else ("upstream",),
+    )
+
+
+#: Every access-log format, by name (see the module notes).
+LOG_FORMATS: dict[str, LogFormat] = {
+    f.name: f
+    for f in (
+        LogFormat(
+            "nginx",
+            "NGINX's access log, in the log_format it was written with",
+            stamp="end",
+            fields=(
+                ("time", "$msec, $time_iso8601 or $time_local"),
+                ("total", "$request_time"),
+                ("upstream_time", "$upstream_response_time"),
+                ("upstream", "$upstream_addr"),
+            ),
+            pattern=None,  # from the log_format (line_pattern)
+            read=_nginx,
+            log_formats=(NGINX_DEFAULT_FORMAT, NGINX_UPSTREAM_FORMAT),
+        ),
+        LogFormat(
+            "envoy",
+            "Envoy's default text format",
+            stamp="start",
+            fields=(
+                ("time", "%START_TIME%"),
+                ("total", "%DURATION%"),
+                ("upstream_time", "%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%"),
+                ("upstream", "the last quoted field (%UPSTREAM_HOST%)"),
+            ),
+            pattern=re.compile(
+                r'^\[(?P<start>[^\]]+)\] "[^"]*" (?P<code>\S+) (?P<flags>\S+) (?P<rx>\S+) '
+                r"(?P<tx>\S+) (?P<duration>\S+)(?P<after>(?: .*)?)$"
+            ),
+            read=_envoy,
+        ),
+        LogFormat(
+            "envoy-json",
+            "Envoy's access log as one JSON object a line (keys in any letter case)",
+            stamp="start",
+            fields=(
+                ("time", "start_time"),
+                ("total", "duration"),
+                ("upstream_time", "upstream_service_time or x-envoy-upstream-service-time"),
+                ("upstream", "upstream_host"),
+            ),
+            pattern=None,
+            read=_envoy_json,
+        ),
+        LogFormat(
+            "haproxy",
+            "HAProxy's option httplog lines (with or without the syslog prefix)",
+            stamp="start",
+            fields=(
+                ("time", "the accept date [..] (ms)"),
+                ("total", "Ta"),
+                ("upstream_time", "Tr"),
+                ("queued", "TR + Tw"),
+                ("upstream", "backend/server"),
+            ),
+            pattern=re.compile(
+                r"\[(?P<date>\d{2}/\w{3}/\d{4}:\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?)\] "
+                r"(?P<frontend>\S+) (?P<backend>[^/\s]*)(?:/(?P<server>\S+))? "
+                r"(?P<TR>-?\d+)/(?P<Tw>-?\d+)/(?P<Tc>-?\d+)/(?P<Tr>-?\d+)/\+?(?P<Ta>-?\d+) "
+            ),
+            read=_haproxy,
+            search=True,
+        ),
+    )
+}
+
+
+def line_pattern(fmt: str, log_format: str | None = None) -> tuple[re.Pattern[str] | None, str]:
+    """Return the pattern of ``fmt``'s lines and the name of its time field (NGINX's clock).
+
+    NGINX's pattern is built from ``log_format`` (default: the first it recognises).
+    """
+    spec = LOG_FORMATS[fmt]
+    if fmt != "nginx":
+        return spec.pattern, "start"
+    pattern = nginx_regex(log_format or spec.log_formats[0])
+    clock = next((t for t in _NGINX_TIMES if t in pattern.groupindex), "")
+    return pattern, clock
+
+
+def read_line(
+    fmt: str, pattern: re.Pattern[str] | None, clock: str, text: str, where: str
+) -> Request | None:
+    """Read one line of ``fmt`` (pattern and clock from :func:`line_pattern`).
+
+    None: the line is not in the format.
+    """
+    spec = LOG_FORMATS[fmt]
+    if pattern is None:
+        return spec.read(text, where, clock)
+    m = pattern.search(text) if spec.search else pattern.match(text)
+    return None if m is None else spec.read(m, where, clock)
+
+
+def detect_line(line: str) -> tuple[str, str | None] | None:
+    """Name the format a first line is written in and, for NGINX, its ``log_format``.
+
+    None: none of :data:`LOG_FORMATS` (NGINX: none of the formats it recognises unasked).
+    """
+    text = line.strip()
+    if text.startswith("{"):
+        try:
+            keys = {str(k).lower() for k in json.loads(text)}
+        except (ValueError, AttributeError, RecursionError, TypeError):
+            return None
+        return ("envoy-json", None) if "start_time" in keys else None
+    for fmt in ("haproxy", "envoy"):
+        spec = LOG_FORMATS[fmt]
+        assert spec.pattern is not None
+        if (spec.pattern.search(text) if spec.search else spec.pattern.match(text)) is not None:
+            return fmt, None
+    for k, log_format in enumerate(LOG_FORMATS["nginx"].log_formats):
+        pattern, clock = line_pattern("nginx", log_format)
+        try:  # the later formats are loose (any four fields): their values must read too
+            if read_line("nginx", pattern, clock, text, "") is not None:
+                return "nginx", log_format
+        except TraceError:
+            if k == 0:  # the combined format's shape, with a bad value: the reader says which
+                return "nginx", log_format
+    return None
