@@ -12,7 +12,7 @@ import pytest
 from cloudsched.cli import main
 from cloudsched.data import DATASETS, dataset_path
 from cloudsched.dispatch.workload.accesslogs import read_access_log
-from cloudsched.dispatch.workload.formats import nginx_regex
+from cloudsched.dispatch.workload.fields import nginx_regex
 from cloudsched.dispatch.workload.logs import detect_format, read_log
 from cloudsched.dispatch.workload.traces import TraceError
 
