@@ -30,6 +30,11 @@ NOT_RUN = {
     "ruff check . && ruff format --check . && mypy   # lint, format, type-check": (
         "the developer's tools, run by CI on the checkout (benchmarks/ is not installed)"
     ),
+    "from dask.distributed import Client": (
+        "a Slurm or PBS cluster with dask-jobqueue; the same run_sweep(executor=...) path is "
+        "tested with a process pool executor, a multiprocessing pool and a map "
+        "(tests/test_sweep.py)"
+    ),
     "dask scheduler --tls-ca-file ca.pem --tls-cert head.pem --tls-key head.key   # port 8786": (
         "a cluster of several machines with their certificates; tests/test_sweep_dask.py "
         "runs a TLS scheduler on loopback"

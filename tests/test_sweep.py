@@ -8,6 +8,7 @@ import time
 import pytest
 
 from cloudsched.cli import main
+from cloudsched.errors import ParameterError
 from cloudsched.experiments.sweep import TIMING_COLUMNS, load_results, load_spec, run_sweep
 
 SPEC = """\
@@ -43,6 +44,52 @@ def test_rows_do_not_depend_on_executor_or_workers(spec, tmp_path):
     a = one[one["replication"] == 0]["mean_response_time"].to_numpy()
     b = one[one["replication"] == 1]["mean_response_time"].to_numpy()
     assert (a != b).all()
+
+
+def test_any_pool_of_the_callers_gives_the_same_rows(spec, tmp_path):
+    """The SciPy workers= / emcee pool= convention: an Executor, a pool with map, a map."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    one = _rows(run_sweep(spec, tmp_path / "one"))
+    ctx = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(2, mp_context=ctx) as executor:
+        assert _rows(run_sweep(spec, tmp_path / "executor", executor=executor)).equals(one)
+    with ctx.Pool(2) as pool:
+        assert _rows(run_sweep(spec, tmp_path / "pool", executor=pool)).equals(one)
+        assert _rows(run_sweep(spec, tmp_path / "pool-map", executor=pool.imap)).equals(one)
+    assert _rows(run_sweep(spec, tmp_path / "map", executor=map)).equals(one)  # in process
+    with pytest.raises(ParameterError, match="executor must be 'local', 'dask', a concurrent"):
+        run_sweep(spec, tmp_path / "bad", executor=42)
+
+
+def test_dask_is_an_optional_extra(spec, tmp_path, monkeypatch):
+    """A plain install has no Dask: the package imports without it, and asking for it says
+    how to install it in one line, before anything is written."""
+    import importlib.util
+    import tomllib
+    from pathlib import Path
+
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())
+    plain = " ".join(project["project"]["dependencies"])
+    assert "dask" not in plain and "distributed" not in plain and "cryptography" not in plain
+    assert any("distributed" in d for d in project["project"]["optional-dependencies"]["dask"])
+    code = (
+        "import sys, cloudsched.cli, cloudsched.dispatch, cloudsched.experiments.sweep; "
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('dask', 'distributed', "
+        "'cryptography')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+    real = importlib.util.find_spec
+
+    def find_spec(name, *args):
+        return None if name == "distributed" else real(name, *args)
+
+    monkeypatch.setattr(importlib.util, "find_spec", find_spec)
+    with pytest.raises(ParameterError, match=r'pip install "cloudsched\[dask\]"'):
+        run_sweep(spec, tmp_path / "dask", executor="dask")
+    assert not (tmp_path / "dask").exists()
 
 
 def test_dask_sweep_runs_while_the_dashboard_port_is_held(spec, tmp_path):

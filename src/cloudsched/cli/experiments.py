@@ -86,6 +86,9 @@ def _security(scheduler: str | None, ca: Path | None, cert: Path | None, key: Pa
             raise ParameterError(
                 name, str(path), "a readable file (give all three: --tls-ca, --tls-cert, --tls-key)"
             )
+    from cloudsched.experiments.sweep_dask import require_dask
+
+    require_dask()
     from distributed.security import Security
 
     return Security(

@@ -1,4 +1,4 @@
-"""Parameter sweeps: a grid of runs, executed locally or on Dask, stored run by run.
+"""Parameter sweeps: a grid of runs, executed locally, on Dask or on any pool, stored run by run.
 
 A sweep spec (YAML)::
 
@@ -21,6 +21,15 @@ Seeds: run ``(point, replication)`` gets ``SeedSequence(seed, spawn_key=(h1, h2,
 depend on the root seed and the point only, never on the executor, the number of workers or
 the order.  Random graphs of a ``place`` workload come from ``spawn_key=(h1, h2)``, so every
 replication of a point sees the same graphs.  Run ids hash the root seed and the point.
+
+Executors: this process, a local process pool, Dask (an optional extra, ``pip install
+"cloudsched[dask]"``: a private LocalCluster or a scheduler's address), or any pool the
+caller already has, as SciPy's ``workers=`` and emcee's ``pool=`` take one: a
+:class:`concurrent.futures.Executor` (``loky.get_reusable_executor()``,
+``mpi4py.futures.MPIPoolExecutor()``, a Dask client's ``get_executor()``) or anything with a
+``map`` (``multiprocessing.Pool``, ``ray.util.multiprocessing.Pool``), or such a ``map``
+itself.  Runs are sent as picklable tuples to :func:`run_task`; results come back to this
+process, which stores them.
 
 Storage: one Parquet file per finished run, ``DIR/runs/<run id>.parquet``, written
 atomically (temporary file, then rename), so an interrupted sweep loses at most the runs in
@@ -55,6 +64,7 @@ __all__ = [
     "parse_spec",
     "run_one",
     "run_sweep",
+    "run_task",
     "stored_ids",
 ]
 
@@ -73,6 +83,11 @@ def run_one(
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return _run_one(kind, params, root, spawn_key, base_dir)
+
+
+def run_task(task: tuple[str, dict[str, Any], int, tuple[int, ...], str]) -> dict[str, Any]:
+    """:func:`run_one` of ``(kind, params, root, spawn_key, base_dir)``: what a pool maps."""
+    return run_one(*task)
 
 
 def _run_one(
@@ -126,7 +141,7 @@ def run_sweep(
     spec: SweepSpec,
     out_dir: str | Path,
     *,
-    executor: str = "local",
+    executor: str | Any = "local",
     workers: int = 1,
     scheduler: str | None = None,
     security: Any = None,
@@ -141,11 +156,14 @@ def run_sweep(
         The validated spec.
     out_dir : path-like
         Results directory (``runs/`` of Parquet files, and a copy of the spec).
-    executor : {"local", "dask"}
-        ``local``: this process (``workers=1``) or a process pool; ``dask``: a private
-        ``distributed.LocalCluster`` of ``workers`` processes (TLS with a certificate of its
-        own, on 127.0.0.1: :func:`~cloudsched.experiments.sweep_dask.local_cluster`), or
-        the scheduler at ``scheduler``.
+    executor : "local", "dask", an Executor, a pool with ``map``, or a ``map``
+        ``local``: this process (``workers=1``) or a process pool; ``dask`` (the optional
+        extra ``cloudsched[dask]``): a private ``distributed.LocalCluster`` of ``workers``
+        processes (TLS with a certificate of its own, on 127.0.0.1:
+        :func:`~cloudsched.experiments.sweep_dask.local_cluster`), or the scheduler at
+        ``scheduler``.  Any :class:`concurrent.futures.Executor` (runs stored as each
+        finishes), or an object with ``map`` or a map-like callable (``pool.map``; runs stored
+        in order as it yields them): the caller's pool, started and stopped by the caller.
     workers : int
         Worker processes.
     scheduler : str, optional
@@ -167,12 +185,23 @@ def run_sweep(
     """
     from cloudsched.errors import check_choice, check_int
 
-    executor = check_choice("executor", executor, ("local", "dask"))
+    pool = None if isinstance(executor, str) else executor
+    if pool is not None and not (hasattr(pool, "submit") or hasattr(pool, "map") or callable(pool)):
+        raise ParameterError(
+            "executor",
+            type(pool).__name__,
+            "'local', 'dask', a concurrent.futures.Executor, a pool with map, or a map",
+        )
+    executor = "pool" if pool is not None else check_choice("executor", executor, ("local", "dask"))
     workers = check_int("workers", workers, low=1, high=1024)
     if scheduler is not None:
         if not str(scheduler).strip():
             raise ParameterError("scheduler", scheduler, "a Dask scheduler address")
         executor = "dask"
+    if executor == "dask":
+        from cloudsched.experiments.sweep_dask import require_dask
+
+        require_dask()
     out = Path(out_dir)
     done = stored_ids(out)
     if done and not resume:
@@ -201,7 +230,9 @@ def run_sweep(
     total = len(todo)
     if progress is not None:
         progress(*counted(0, total))
-    if executor == "dask":
+    if pool is not None:
+        _run_given(spec, out, todo, pool, progress)
+    elif executor == "dask":
         from cloudsched.experiments.sweep_dask import run_dask
 
         run_dask(
@@ -222,6 +253,33 @@ def run_sweep(
     df = load_results(out)
     # only this spec's runs (a resumed directory may also hold runs of an earlier grid)
     return df[df["run_id"].isin({r.run_id for r in spec.runs()})].reset_index(drop=True)
+
+
+def _run_given(
+    spec: SweepSpec, out: Path, todo: list[Run], pool: Any, progress: Progress | None
+) -> None:
+    """Run ``todo`` on the caller's executor, pool or map; store each row as it comes back."""
+    tasks = [(spec.kind, r.params, spec.seed, r.spawn_key, spec.base_dir) for r in todo]
+    if hasattr(pool, "submit"):  # a concurrent.futures.Executor: stored as each finishes
+        from concurrent.futures import as_completed
+
+        futures = {pool.submit(run_task, t): r for t, r in zip(tasks, todo, strict=True)}
+        try:
+            for k, fut in enumerate(as_completed(futures)):
+                _store(out, spec, futures[fut], fut.result())
+                if progress is not None:
+                    progress(*counted(k + 1, len(todo)))
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            raise
+        return
+    mapped = pool.map if hasattr(pool, "map") else pool
+    rows = mapped(run_task, tasks)
+    for k, (run, row) in enumerate(zip(todo, rows, strict=True)):
+        _store(out, spec, run, row)
+        if progress is not None:
+            progress(*counted(k + 1, len(todo)))
 
 
 def _watch_parent() -> None:

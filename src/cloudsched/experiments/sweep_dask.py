@@ -10,13 +10,31 @@ from cloudsched.errors import ExternalError, ParameterError
 from cloudsched.experiments.sweep_spec import Run, SweepSpec
 from cloudsched.progress import Progress, counted
 
-__all__ = ["DASK_CONNECT_TIMEOUT", "DASK_NO_WORKER_TIMEOUT", "local_cluster", "run_dask"]
+__all__ = [
+    "DASK_CONNECT_TIMEOUT",
+    "DASK_NO_WORKER_TIMEOUT",
+    "local_cluster",
+    "require_dask",
+    "run_dask",
+]
 
 
 #: Seconds to reach a Dask scheduler before giving up.
 DASK_CONNECT_TIMEOUT = 10.0
 #: Seconds a Dask sweep waits with no live worker before it stops.
 DASK_NO_WORKER_TIMEOUT = 60.0
+
+
+def require_dask() -> None:
+    """Refuse in one line when Dask is not installed (it is an optional extra)."""
+    import importlib.util
+
+    if importlib.util.find_spec("distributed") is None:
+        raise ParameterError(
+            "executor",
+            "dask",
+            "'local' or a pool of yours: Dask is not installed (pip install \"cloudsched[dask]\")",
+        )
 
 
 def local_cluster(workers: int) -> Any:
