@@ -36,8 +36,9 @@ here; no other module keeps a list of policy names or a code per policy
 **What the theory knows** (:mod:`cloudsched.dispatch.theory`):
 
 * ``meanfield``: how its mean field is solved: ``closed`` (closed forms), ``fixed-point``
-  (a numerical fixed point) or ``limit`` (round-robin: its many-dispatcher limit is
-  random's);
+  (a numerical fixed point), ``limit`` (round-robin: its many-dispatcher limit is
+  random's) or ``none`` (no model yet: ``predict`` refuses it, saying ``why``; the
+  simulator runs it, from an empty start, with the relaxation time of ``relaxation``);
 * ``fluid``: a fluid ODE; ``exact``: the exact chain at finite N, ``any``, ``one
   dispatcher`` (round-robin's ``E_N/M/1``) or ``""``; ``refined``: the refined (1/N) mean
   field; ``speed_classes``: a mean field with speed classes;
@@ -61,10 +62,12 @@ from cloudsched.errors import ParameterError
 __all__ = [
     "ENGINE_NAMES",
     "JOINS",
+    "MEANFIELDS",
     "PICKS",
     "TABLE",
     "NoMeanFieldModelError",
     "PolicyRow",
+    "check_has_model",
     "check_meanfield_policy",
     "default_policies",
     "get_row",
@@ -75,6 +78,8 @@ __all__ = [
 PICKS = ("uniform", "cycle", "least of d", "least")
 #: Where an idle server lists itself (``PolicyRow.join``; "" without I-queues).
 JOINS = ("", "uniform", "shortest of d")
+#: How a mean field is solved (``PolicyRow.meanfield``).
+MEANFIELDS = ("closed", "fixed-point", "limit", "none")
 #: The simulator's engines, in the order ``engine="auto"`` prefers them last to first.
 ENGINE_NAMES = ("servers", "counts", "classes", "delay")
 _PROBES = {"uniform": "one", "cycle": "one", "least of d": "d", "least": "all"}
@@ -115,6 +120,8 @@ class PolicyRow:
             raise ValueError(f"{self.policy}: pick in {PICKS}, join in {JOINS} with I-queues")
         if not set(self.engines) <= set(ENGINE_NAMES) or "servers" not in self.engines:
             raise ValueError(f"{self.policy}: engines among {ENGINE_NAMES}, servers included")
+        if self.meanfield not in MEANFIELDS or (self.meanfield == "none" and not self.why):
+            raise ValueError(f"{self.policy}: meanfield in {MEANFIELDS} (none: say why)")
 
     @property
     def probes(self) -> str:
@@ -362,6 +369,16 @@ def with_capability(name: str) -> tuple[str, ...]:
 def default_policies(command: str) -> tuple[str, ...]:
     """Return the policies ``command`` tries when none is named (the ``defaults`` column)."""
     return tuple(p for p, row in TABLE.items() if command in row.defaults)
+
+
+def check_has_model(policy: str) -> None:
+    """Refuse, in one line, a policy whose row has no mean field (``meanfield="none"``)."""
+    row = get_row(policy)
+    if row.meanfield == "none":
+        models = [p for p, r in TABLE.items() if r.meanfield != "none"]
+        raise ParameterError(
+            "policy", policy, f"one of {', '.join(models)} for theory ({policy}: {row.why})"
+        )
 
 
 def check_meanfield_policy(policy: str) -> str:

@@ -11,7 +11,7 @@ from numpy.typing import ArrayLike
 
 from cloudsched.dispatch.theory import meanfield as closed
 from cloudsched.dispatch.theory.meanfield import MeanFieldPrediction
-from cloudsched.policy_table import get_row
+from cloudsched.policy_table import check_has_model, get_row
 
 __all__ = ["meanfield_limit"]
 
@@ -28,6 +28,7 @@ def meanfield_limit(
 ) -> MeanFieldPrediction:
     """Return the mean-field limit of ``policy`` at each load (arguments as :func:`predict`)."""
     model = get_row(policy)
+    check_has_model(policy)
     if model.closed_form:
         return closed.predict(policy, loads, r=r, d=d, tail_tol=tail_tol, max_tail=max_tail)
     from cloudsched.dispatch.theory.variants import predict_variant

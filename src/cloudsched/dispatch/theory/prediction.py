@@ -20,7 +20,7 @@ from numpy.typing import ArrayLike
 from cloudsched.dispatch.theory import meanfield as closed
 from cloudsched.dispatch.theory.limit import meanfield_limit
 from cloudsched.errors import ParameterError
-from cloudsched.policy_table import get_row
+from cloudsched.policy_table import check_has_model, get_row
 from cloudsched.progress import Progress
 
 __all__ = ["check_predict", "meanfield_limit", "predict"]  # meanfield_limit: from .limit
@@ -43,6 +43,7 @@ def check_predict(
 ) -> None:
     """Raise the :class:`ParameterError` :func:`predict` would, without solving anything."""
     model = get_row(policy)
+    check_has_model(policy)
     if servers is not None and speeds is not None:
         raise ParameterError(
             "speeds", "given", "without servers (the finite-N models have equal speeds)"
