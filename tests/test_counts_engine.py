@@ -18,20 +18,11 @@ from cloudsched.dispatch.engines.erlang import erlang_histogram
 from cloudsched.dispatch.engines.replication import RunSpec
 from cloudsched.dispatch.measure import histogram_percentiles
 from cloudsched.errors import ParameterError
+from cloudsched.policy_table import with_capability
 
-CASES = [
-    ("pod", 2, False),
-    ("pod", 2, True),
-    ("pod", 3, False),
-    ("pod", 3, True),
-    ("random", 1, False),
-    ("jsq", 1, False),
-    ("jiq", 1, False),
-    ("jiq-pod", 2, False),
-    ("jiq-pod", 3, True),
-    ("jiq-sq", 2, False),
-    ("jiq-sq", 3, False),
-]
+#: Every policy the counts engine runs (the policy table's column), with and without
+#: replacement and two values of d (d means nothing to some: they run with it all the same).
+CASES = [(p, d, rep) for p in with_capability("counts") for d, rep in ((2, False), (3, True))]
 
 
 def _initial(n, m, rng):

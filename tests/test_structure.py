@@ -22,6 +22,10 @@ LONG_FILES = {
         "the compiled event loop and its per-event helpers are one closure (numba compiles "
         "a policy's hooks into it as constants)"
     ),
+    "policy_table.py": (
+        "the one table of built-in policies: a row per policy, each a screen of facts, so it "
+        "grows with the policies"
+    ),
     "placement/_kernel.py": (
         "the compiled placement kernel: its helpers are inlined into one event loop, so they "
         "live beside it"
@@ -333,3 +337,27 @@ def test_every_progress_callback_has_the_one_shape():
         fn = getattr(importlib.import_module(module), name)
         hints = inspect.get_annotations(fn, eval_str=True)
         assert hints["progress"] == Progress | None, (ref, hints["progress"])
+
+
+def _module_map() -> set[str]:
+    """The modules docs/development.md's module map names (package bullets, files in them)."""
+    import re
+
+    text = (SRC.parents[1] / "docs" / "development.md").read_text()
+    section = text.split("## Module map", 1)[1].split("\n## ", 1)[0]
+    named: set[str] = set()
+    for bullet in re.split(r"\n- ", section)[1:]:
+        package = ""
+        for token in re.findall(r"`([^`]+)`", bullet):
+            if token.endswith("/"):
+                package = "" if token == "cloudsched/" else token
+            elif token.endswith(".py") and "/" not in token and token != "__init__.py":
+                named.add(package + token)
+    return named
+
+
+def test_the_module_map_names_every_module_and_no_other():
+    tree = {str(p.relative_to(SRC)) for p in SRC.rglob("*.py") if p.name != "__init__.py"}
+    named = _module_map()
+    assert not tree - named, f"modules the map in docs/development.md omits: {tree - named}"
+    assert not named - tree, f"modules the map names that do not exist: {named - tree}"
