@@ -3,7 +3,7 @@
 Each policy's bookkeeping (and the rules we chose where the paper is silent) is described
 with its code, in :mod:`cloudsched.dispatch.builtin_policies`.
 
-Measurement (how it is done and why: ``README.md``, "Numbers you can trust"):
+Measurement (how it is done and why: ``docs/explanation/trust.md``):
 
 * Start: by default from a state drawn from the mean field where the policy has a model
   and the run is on the Markov-chain fast path (:mod:`cloudsched.dispatch.initial`), else

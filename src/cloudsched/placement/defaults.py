@@ -33,10 +33,11 @@ the instance:
   dropped with probability about ``e^(-5)`` per decision).
 * ``epsilon = 0.5`` (any value in (0, 1) is allowed by the paper).
 
-Measured (README, "Default DGP"): stable (served >= 99%) on the shipped examples and on random
-small instances; the cost stays above the greedy packer's on most of them, because proposals
-come from the uniform random partition and a queue of hundreds is needed before a worse
-template is ever refused in favour of waiting for a better one.
+Measured (``docs/tutorials/placement.md``, "Default DGP"): stable (served >= 99%) on the
+shipped examples and on random small instances; the cost stays above the greedy packer's on
+most of them, because proposals come from the uniform random partition and a queue of
+hundreds is needed before a worse template is ever refused in favour of waiting for a better
+one.
 """
 
 from __future__ import annotations
