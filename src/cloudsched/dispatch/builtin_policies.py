@@ -154,36 +154,39 @@ class PowerOfD:
         return s
 
 
-@_builtin("jiq")
-class JoinIdleQueue:
-    """Distributed JIQ with delete requests: idle servers listed in I-queues."""
+class _ListsIdle:
+    """Hooks of the JIQ family: idle servers listed at the start and when they empty."""
 
     @hook
     def on_start(st: Any, par: Any, rng: Any, given: bool) -> None:
         if not given:
             _list_idle(st, rng, 0)
-
-    @hook
-    def choose(st: Any, par: Any, rng: Any, m: int) -> int:
-        return _take_or_uniform(st, rng, m)
-
-    @hook
-    def on_arrival(st: Any, par: Any, rng: Any, s: int, m: int) -> None:
-        _delete_if_busy(st, s, 0)
 
     @hook
     def on_departure(st: Any, par: Any, rng: Any, s: int) -> None:
         _join_if_idle(st, rng, s, 0)
 
 
-@_builtin("jiq-pod")
-class JoinIdleQueuePod:
-    """JIQ, and Pod(d) when the dispatcher's I-queue is empty."""
+class _ListsAndDeletes(_ListsIdle):
+    """... and a listed server that gets a task otherwise sends a delete request."""
 
     @hook
-    def on_start(st: Any, par: Any, rng: Any, given: bool) -> None:
-        if not given:
-            _list_idle(st, rng, 0)
+    def on_arrival(st: Any, par: Any, rng: Any, s: int, m: int) -> None:
+        _delete_if_busy(st, s, 0)
+
+
+@_builtin("jiq")
+class JoinIdleQueue(_ListsAndDeletes):
+    """Distributed JIQ with delete requests: idle servers listed in I-queues."""
+
+    @hook
+    def choose(st: Any, par: Any, rng: Any, m: int) -> int:
+        return _take_or_uniform(st, rng, m)
+
+
+@_builtin("jiq-pod")
+class JoinIdleQueuePod(_ListsAndDeletes):
+    """JIQ, and Pod(d) when the dispatcher's I-queue is empty."""
 
     @hook
     def choose(st: Any, par: Any, rng: Any, m: int) -> int:
@@ -193,23 +196,10 @@ class JoinIdleQueuePod:
         v.count(st, v.PROBE, par.d)
         return s
 
-    @hook
-    def on_arrival(st: Any, par: Any, rng: Any, s: int, m: int) -> None:
-        _delete_if_busy(st, s, 0)
-
-    @hook
-    def on_departure(st: Any, par: Any, rng: Any, s: int) -> None:
-        _join_if_idle(st, rng, s, 0)
-
 
 @_builtin("jiq-original")
-class JoinIdleQueueOriginal:
+class JoinIdleQueueOriginal(_ListsIdle):
     """JIQ without delete requests: listed servers may be busy (stale entries)."""
-
-    @hook
-    def on_start(st: Any, par: Any, rng: Any, given: bool) -> None:
-        if not given:
-            _list_idle(st, rng, 0)
 
     @hook
     def choose(st: Any, par: Any, rng: Any, m: int) -> int:
@@ -219,10 +209,6 @@ class JoinIdleQueueOriginal:
                 v.count(st, v.STALE, 1)
             return s
         return v.uniform(rng, par.n)
-
-    @hook
-    def on_departure(st: Any, par: Any, rng: Any, s: int) -> None:
-        _join_if_idle(st, rng, s, 0)
 
 
 @_builtin("jiq-threshold")

@@ -123,6 +123,22 @@ def uniform(rng, n):
 
 
 @kernel(nrt=False, inline=True)
+def _draw(perm, rng, n, k, replace):
+    """Draw the ``k``-th server of a sample (one draw).
+
+    Uniform with ``replace``, else distinct: a partial Fisher-Yates shuffle of ``perm``,
+    whose first ``k`` entries are the sample so far.
+    """
+    if replace:
+        return uniform(rng, n)
+    j = k + uniform(rng, n - k)
+    s = perm[j]
+    perm[j] = perm[k]
+    perm[k] = s
+    return s
+
+
+@kernel(nrt=False, inline=True)
 def least_loaded(st, rng, d, replace):
     """Probe ``d`` servers (distinct unless ``replace``); return the first least loaded.
 
@@ -132,17 +148,10 @@ def least_loaded(st, rng, d, replace):
     n = st.srv.shape[0]
     if d < 1 or d > n:
         raise IndexError("least_loaded: d must be in [1, N]")
-    perm = st.perm
     best = -1
     best_len = 0
     for k in range(d):
-        if replace:
-            s = uniform(rng, n)
-        else:
-            j = k + uniform(rng, n - k)
-            s = perm[j]
-            perm[j] = perm[k]
-            perm[k] = s
+        s = _draw(st.perm, rng, n, k, replace)
         q = st.srv[s, S.S_QLEN]
         if best < 0 or q < best_len:
             best = s
@@ -156,16 +165,8 @@ def sample_servers(st, rng, d, replace):
     n = st.srv.shape[0]
     if d < 0 or d > st.sample.shape[0] or (d > n and not replace):
         raise IndexError("sample_servers: d must be in [0, the run's d] (and at most N)")
-    perm = st.perm
     for k in range(d):
-        if replace:
-            s = uniform(rng, n)
-        else:
-            j = k + uniform(rng, n - k)
-            s = perm[j]
-            perm[j] = perm[k]
-            perm[k] = s
-        st.sample[k] = s
+        st.sample[k] = _draw(st.perm, rng, n, k, replace)
 
 
 @kernel(nrt=False, inline=True)

@@ -20,16 +20,19 @@ result reports the total, with a warning when it is not zero.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import os
 import secrets
 import threading
+from typing import Any, cast
 
 __all__ = [
     "HEADER",
     "KEY_ENV",
     "WINDOW",
+    "SealedControl",
     "Signer",
     "Verifier",
     "http_token",
@@ -129,3 +132,29 @@ class Verifier:
                 recent = {c for c in recent if c > high - WINDOW}
         self._seen[sender] = (high, recent)
         return text, sender
+
+
+class SealedControl(asyncio.DatagramProtocol):
+    """A lab process's UDP control socket: only sealed datagrams of this run reach it.
+
+    ``owner`` (a server or a dispatcher) has ``udp`` (set here) and ``verifier``; a
+    subclass's :meth:`handle` answers one message, and returns False for a message it does
+    not take (counted as rejected, as a datagram that fails to open is).
+    """
+
+    def __init__(self, owner: Any) -> None:
+        self.owner = owner
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        """Give the owner its socket."""
+        self.owner.udp = cast(asyncio.DatagramTransport, transport)
+
+    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
+        """Open a datagram and hand its message to :meth:`handle`."""
+        opened = self.owner.verifier.open(data)
+        if opened is not None and not self.handle(opened[0], opened[1], addr):
+            self.owner.verifier.rejected += 1
+
+    def handle(self, text: str, sender: str, addr: tuple[str, int]) -> bool:
+        """Answer one authentic message; False: not one this process takes."""
+        raise NotImplementedError  # pragma: no cover - each process defines it

@@ -37,7 +37,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import numpy as np
 
-from cloudsched.lab.auth import Signer, Verifier, http_token, key_from_env, token_ok
+from cloudsched.lab.auth import SealedControl, Signer, Verifier, http_token, key_from_env, token_ok
 from cloudsched.lab.child import die_with_parent, guard, ready
 from cloudsched.lab.protocol import read_message, response_bytes
 from cloudsched.policy_table import TABLE
@@ -187,21 +187,12 @@ def _resolve(fut: asyncio.Future[tuple[float, float]], value: tuple[float, float
         fut.set_result(value)
 
 
-class Control(asyncio.DatagramProtocol):
+class Control(SealedControl):
     """UDP control messages: probes, statistics and the configuration."""
 
-    def __init__(self, server: Server) -> None:
-        self.server = server
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.server.udp = cast(asyncio.DatagramTransport, transport)
-
-    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        s = self.server
-        opened = s.verifier.open(data)
-        if opened is None:
-            return
-        text, sender = opened
+    def handle(self, text: str, sender: str, addr: tuple[str, int]) -> bool:
+        """Answer a probe or take the run's configuration."""
+        s = cast(Server, self.owner)
         kind, _, rest = text.partition(" ")
         if kind == "P" and sender.startswith("d") and rest.isdigit():
             s.count["probe_answered"] += 1
@@ -210,21 +201,19 @@ class Control(asyncio.DatagramProtocol):
             try:
                 ports = [int(p) for p in json.loads(rest)["dispatchers"]]
             except (ValueError, KeyError, TypeError):
-                s.verifier.rejected += 1
-                return
+                return False
             if not all(0 < p < 65536 for p in ports):
-                s.verifier.rejected += 1
-                return
+                return False
             s.peers = [("127.0.0.1", p) for p in ports]
             reply = "OK"
             with s.lock:
                 if s.held == 0 and s.listed < 0:
                     s.join()
         else:
-            s.verifier.rejected += 1
-            return
+            return False
         assert s.udp is not None
         s.udp.sendto(s.signer.seal(reply), addr)
+        return True
 
 
 def _work(server: Server, path: str, headers: dict[str, str]) -> tuple[float, int] | None:

@@ -36,7 +36,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from cloudsched.lab.auth import Signer, Verifier, http_token, key_from_env, token_ok
+from cloudsched.lab.auth import SealedControl, Signer, Verifier, http_token, key_from_env, token_ok
 from cloudsched.lab.child import die_with_parent, guard, ready
 from cloudsched.lab.protocol import read_message, request_bytes, response_bytes
 from cloudsched.policy_table import TABLE
@@ -298,21 +298,12 @@ class Dispatcher:
         return response_bytes(502, {"X-Decision": str(decision), "X-Tries": str(MAX_TRIES)})
 
 
-class Control(asyncio.DatagramProtocol):
+class Control(SealedControl):
     """UDP control messages: joins, deletes and probe replies."""
 
-    def __init__(self, disp: Dispatcher) -> None:
-        self.disp = disp
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.disp.udp = cast(asyncio.DatagramTransport, transport)
-
-    def datagram_received(self, data: bytes, addr: tuple[str, int]) -> None:
-        d = self.disp
-        opened = d.verifier.open(data)
-        if opened is None:
-            return
-        text, sender = opened
+    def handle(self, text: str, sender: str, addr: tuple[str, int]) -> bool:
+        """Take a join, a delete or a probe reply."""
+        d = cast(Dispatcher, self.owner)
         parts = text.split()
         try:
             if parts[0] == "J" and len(parts) == 3 and sender == f"s{parts[1]}":
@@ -328,9 +319,10 @@ class Control(asyncio.DatagramProtocol):
                     if len(replies) >= k and not fut.done():
                         fut.set_result(None)
             else:
-                d.verifier.rejected += 1
+                return False
         except (ValueError, IndexError):
-            d.verifier.rejected += 1
+            return False
+        return True
 
 
 async def _client(

@@ -18,7 +18,7 @@ from __future__ import annotations
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
 
-__all__ = ["batch_shifts", "close_window", "open_window", "snapshot", "window_step"]
+__all__ = ["batch_shifts", "before_event", "close_window", "open_window", "snapshot", "window_step"]
 
 
 @kernel(nrt=False)
@@ -88,6 +88,26 @@ def window_step(st, mt, ctl, par, arrivals, now, is_arrival, empty):
             phase = R.DRAIN
             now = te
     return phase, now
+
+
+@kernel(nrt=False, inline=True)
+def before_event(phase, done, budget, maxlen, levels, measured, room):
+    """Check what a count kernel must before its next event: ``CHUNK`` to go on, or a status.
+
+    ``DONE`` once the window has closed; ``CHUNK`` (with ``done >= budget``: stop here) when
+    the budget is spent; ``NEED_LEVELS`` when the longest queue nears the levels kept;
+    ``NEED_MERGE`` when the measured arrivals fill the micro-batches (``room`` of them).
+    Returns the status and whether to stop.
+    """
+    if phase == R.DRAIN:
+        return R.DONE, True
+    if done >= budget:
+        return R.CHUNK, True
+    if maxlen + 2 >= levels:
+        return R.NEED_LEVELS, True
+    if phase == R.MEASURE and measured >= room:
+        return R.NEED_MERGE, True
+    return R.CHUNK, False
 
 
 @kernel(nrt=False, inline=True)

@@ -75,14 +75,7 @@ def _start(spec: SimulationSpec, run: RunSpec, rng: np.random.Generator, clock: 
     return ClassesRun(run, rng, spec.work.speeds)
 
 
-#: The speed-class engine (see the module notes).
-ENGINE = EngineInfo(
-    name="classes",
-    summary="occupancy counts per class of equal speed (at most 16 classes), at any N",
-    laws="markov",
-    speeds="classes",
-    delays=False,
-    views=("shared",),
-    records=False,
-    start=_start,
-)
+#: What the classes engine keeps, and what that buys.
+SUMMARY = "occupancy counts per class of equal speed (at most 16 classes), at any N"
+#: The classes engine: name, summary, laws, speeds, delays, views, records, start.
+ENGINE = EngineInfo("classes", SUMMARY, "markov", "classes", False, ("shared",), False, _start)

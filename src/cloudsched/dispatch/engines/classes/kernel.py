@@ -34,7 +34,7 @@ from __future__ import annotations
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
 from cloudsched.dispatch.engines.counts.kernel import erlang_time, join_level
-from cloudsched.dispatch.engines.window import batch_shifts, snapshot, window_step
+from cloudsched.dispatch.engines.window import batch_shifts, before_event, snapshot, window_step
 
 __all__ = ["run_classes"]
 
@@ -109,16 +109,10 @@ def run_classes(st, mt, ctl, par, rng):
     done = 0
     status = R.CHUNK
     while True:
-        if phase == R.DRAIN:
-            status = R.DONE
-            break
-        if done >= budget:
-            break
-        if maxlen + 2 >= levels:
-            status = R.NEED_LEVELS
-            break
-        if phase == R.MEASURE and arrivals - arr_warm >= width * nmicro:
-            status = R.NEED_MERGE
+        status, stop = before_event(
+            phase, done, budget, maxlen, levels, arrivals - arr_warm, width * nmicro
+        )
+        if stop:
             break
         rate = lam_n + _busy_rate(ccnt, speed)
         now = now + rng.standard_exponential() / rate

@@ -183,14 +183,7 @@ def _start(spec: SimulationSpec, run: RunSpec, rng: np.random.Generator, clock: 
     return CountsRun(run, rng, *initial_counts(spec, rng))
 
 
-#: The occupancy-count engine (see the module notes).
-ENGINE = EngineInfo(
-    name="counts",
-    summary="servers as occupancy counts: O(longest queue) state and cost per event at any N",
-    laws="markov",
-    speeds="equal",
-    delays=False,
-    views=("shared",),
-    records=False,
-    start=_start,
-)
+#: What the counts engine keeps, and what that buys.
+SUMMARY = "servers as occupancy counts: O(longest queue) state and cost per event at any N"
+#: The counts engine: name, summary, laws, speeds, delays, views, records, start.
+ENGINE = EngineInfo("counts", SUMMARY, "markov", "equal", False, ("shared",), False, _start)

@@ -59,7 +59,7 @@ import numpy as np
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
 from cloudsched.dispatch.engines.counts.records import JOIN_SHORTEST, LEAST, LEAST_OF_D
-from cloudsched.dispatch.engines.window import batch_shifts, snapshot, window_step
+from cloudsched.dispatch.engines.window import batch_shifts, before_event, snapshot, window_step
 
 __all__ = [
     "erlang_time",
@@ -238,19 +238,13 @@ def run_counts(st, mt, ctl, par, rng):
     done = 0
     status = R.CHUNK
     while True:
-        if phase == R.DRAIN:
-            status = R.DONE
-            break
-        if done >= budget:
-            break
-        if maxlen + 2 >= levels:
-            status = R.NEED_LEVELS
+        status, stop = before_event(
+            phase, done, budget, maxlen, levels, arrivals - arr_warm, width * nmicro
+        )
+        if stop:
             break
         if jmax + 2 >= iq.shape[0]:
             status = R.NEED_ARENA
-            break
-        if phase == R.MEASURE and arrivals - arr_warm >= width * nmicro:
-            status = R.NEED_MERGE
             break
         busy = cnt[1]
         rate = lam_n + busy

@@ -245,15 +245,9 @@ def _start(spec: SimulationSpec, run: RunSpec, rng: np.random.Generator, clock: 
     return DelayRun(run, rng, spec.delays, spec.view == "own", start)
 
 
-#: The delay engine (see the module notes).
-ENGINE = EngineInfo(
-    name="delay",
-    summary="each server apart with late info, join and delete messages, or each "
-    "dispatcher's own view",
-    laws="markov",
-    speeds="equal",
-    delays=True,
-    views=("shared", "own"),
-    records=False,
-    start=_start,
+#: What the delay engine keeps, and what that buys.
+SUMMARY = (
+    "each server apart with late info, join and delete messages, or each dispatcher's own view"
 )
+#: The delay engine: name, summary, laws, speeds, delays, views, records, start.
+ENGINE = EngineInfo("delay", SUMMARY, "markov", "equal", True, ("shared", "own"), False, _start)

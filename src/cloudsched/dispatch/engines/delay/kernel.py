@@ -65,7 +65,7 @@ from cloudsched.dispatch.engines.delay.ops import (
     view_up,
 )
 from cloudsched.dispatch.engines.delay.records import D_FREE, D_NBUSY, D_NFREE
-from cloudsched.dispatch.engines.window import batch_shifts, snapshot, window_step
+from cloudsched.dispatch.engines.window import batch_shifts, before_event, snapshot, window_step
 
 __all__ = ["run_delay"]
 
@@ -95,18 +95,19 @@ def _send(msgs, par, rng, now, kind, s, value, seq):
 @kernel(nrt=False, inline=True)
 def _pick(st, par, rng, k):
     """Return the server an arrival at dispatcher ``k`` joins when no I-queue serves it."""
-    n = par.n
-    if par.pick == UNIFORM:
+    base = par.base
+    n = base.n
+    if base.pick == UNIFORM:
         return int(rng.random() * n)
-    if par.pick == LEAST:
+    if base.pick == LEAST:
         if par.mine:
             return view_least(own_view(st.own, k), rng.random())
         return view_least(st.board, rng.random())
     samp = st.samp
     best = -1
     low = 1 << 62
-    for i in range(par.d):
-        if par.replace:
+    for i in range(base.d):
+        if base.replace:
             t = int(rng.random() * n)
         else:
             j = i + int(rng.random() * (n - i))
@@ -190,26 +191,24 @@ def run_delay(st, mt, ctl, par, rng):
     levels = cnt.shape[0]
     arr_warm, width = ctl[R.C_ARR_WARM], ctl[R.C_WIDTH]
     budget = ctl[R.C_BUDGET]
-    lam_n, m, mine = par.lam_n, par.m, par.mine
+    base = par.base  # the counts engine's parameters
+    lam_n, m, mine = base.lam_n, base.m, par.mine
     now = fst[R.F_NOW]
     arrivals, phase = ist[R.I_ARRIVALS], ist[R.I_PHASE]
     maxlen, jmax = ist[R.I_MAXLEN], ist[R.I_MAXCAP]
     nbusy = dst[D_NBUSY]
-    iqueues = par.iqueues
-    reads = par.pick != UNIFORM
-    probes = par.probes
+    iqueues = base.iqueues
+    reads = base.pick != UNIFORM
+    probes = base.probes
     room = min(iq.shape[0], lists.entries.shape[1])
     got = msgs.body[msgs.body.shape[0] - 1]  # the heap's last row is heap_pop's scratch
     done = 0
     status = R.CHUNK
     while True:
-        if phase == R.DRAIN:
-            status = R.DONE
-            break
-        if done >= budget:
-            break
-        if maxlen + 2 >= levels:
-            status = R.NEED_LEVELS
+        status, stop = before_event(
+            phase, done, budget, maxlen, levels, arrivals - arr_warm, width * nmicro
+        )
+        if stop:
             break
         if jmax + 2 >= room:
             status = R.NEED_ARENA
@@ -220,16 +219,13 @@ def run_delay(st, mt, ctl, par, rng):
         if mine and dst[D_NFREE] < 2:
             status = R.NEED_POOL
             break
-        if phase == R.MEASURE and arrivals - arr_warm >= width * nmicro:
-            status = R.NEED_MERGE
-            break
         rate = lam_n + nbusy
         step = rng.standard_exponential() / rate
         message = msgs.size[0] > 0 and msgs.time[0] <= now + step
         now = msgs.time[0] if message else now + step
         u = 0.0 if message else rng.random() * rate
         is_arrival = not message and u < lam_n
-        phase, now = window_step(st, mt, ctl, par, arrivals, now, is_arrival, iq[0])
+        phase, now = window_step(st, mt, ctl, base, arrivals, now, is_arrival, iq[0])
         arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
         done += 1
         if phase == R.DRAIN:  # the window closed at this event

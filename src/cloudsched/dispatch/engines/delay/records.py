@@ -32,10 +32,10 @@
     ``time`` (float64) and ``body`` (int64, ``(capacity, 4)``: kind, server, value, sequence
     number; the last row is scratch); ``size`` (int64, ``(1,)``).
 ``Params``
-    The counts engine's (``lam_n``, ``n``, ``m``, ``pick``, ``d``, ``probes``, ``replace``,
-    ``iqueues``, ``t_warm``, ``t_end``) and ``mine`` (dispatchers read their own active
-    requests), ``dmean`` / ``dexp`` (float64 / bool, ``(3,)``: the info, join and delete
-    delays' means and whether each is exponential).
+    ``base``: the counts engine's (``lam_n``, ``n``, ``m``, ``pick``, ``d``, ``probes``,
+    ``replace``, ``iqueues``, ``t_warm``, ``t_end``); ``mine`` (dispatchers read their own
+    active requests), ``dmean`` / ``dexp`` (float64 / bool, ``(3,)``: the info, join and
+    delete delays' means and whether each is exponential).
 """
 
 from __future__ import annotations
@@ -44,6 +44,7 @@ from typing import NamedTuple
 
 import numpy as np
 
+from cloudsched.dispatch.engines.counts.records import Params as CountsParams
 from cloudsched.dispatch.engines.counts.records import params as counts_params
 from cloudsched.dispatch.engines.replication import RunSpec
 
@@ -130,36 +131,12 @@ class State(NamedTuple):
 class Params(NamedTuple):
     """Parameters fixed for a run (see the module notes)."""
 
-    lam_n: float
-    n: float
-    m: int
-    pick: int
-    d: int
-    probes: int
-    replace: bool
-    iqueues: bool
+    base: CountsParams
     mine: bool
     dmean: np.ndarray
     dexp: np.ndarray
-    t_warm: float
-    t_end: float
 
 
 def params(spec: RunSpec, policy: str, mine: bool, dmean: np.ndarray, dexp: np.ndarray) -> Params:
     """Return the kernel's parameters for ``spec`` of the built-in ``policy``."""
-    c = counts_params(spec, policy)
-    return Params(
-        c.lam_n,
-        c.n,
-        c.m,
-        c.pick,
-        c.d,
-        c.probes,
-        c.replace,
-        c.iqueues,
-        bool(mine),
-        dmean,
-        dexp,
-        c.t_warm,
-        c.t_end,
-    )
+    return Params(counts_params(spec, policy), bool(mine), dmean, dexp)

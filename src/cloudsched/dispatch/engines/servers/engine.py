@@ -320,15 +320,10 @@ def _start(spec: SimulationSpec, run: RunSpec, rng: np.random.Generator, clock: 
     return ServersRun(run, rng, source, spec.work.speeds, init)
 
 
-#: The per-server engine (see the module notes).
-ENGINE = EngineInfo(
-    name="servers",
-    summary="every server's queue and task kept apart: any policy (plug-ins too), any laws "
-    "and speeds (the event list), per-task records",
-    laws="any",
-    speeds="any",
-    delays=False,
-    views=("shared",),
-    records=True,
-    start=_start,
+#: What the servers engine keeps, and what that buys.
+SUMMARY = (
+    "every server's queue and task kept apart: any policy (plug-ins too), any laws and speeds "
+    "(the event list), per-task records"
 )
+#: The servers engine: name, summary, laws, speeds, delays, views, records, start.
+ENGINE = EngineInfo("servers", SUMMARY, "any", "any", False, ("shared",), True, _start)
