@@ -325,11 +325,11 @@ def test_auto_runs_counts_from_a_hundred_thousand_servers_where_it_applies():
 
     below = simulate("pod", servers=n - 1, **kw)
     assert (below.engine, below.clock) == ("servers", "markov")
-    assert below.engine_reason == f"auto: {n - 1:,} servers (counts from {n:,}); the Markov clock"
+    assert below.engine_reason == f"auto: N = {n - 1:,} < {n:,}; Markov clock"
     auto = simulate("pod", servers=n, **kw)
     asked = simulate("pod", servers=n, engine="counts", **kw)
     differ = ("wall_seconds", "events_per_second", "engine_reason")
-    assert auto.engine == "counts" and auto.engine_reason.startswith(f"auto: {n:,} servers")
+    assert auto.engine == "counts" and auto.engine_reason == f"auto: N = {n:,} >= {n:,}, on counts"
     assert asked.engine_reason == "asked for"
     assert {k: v for k, v in auto.to_dict().items() if k not in differ} == {
         k: v for k, v in asked.to_dict().items() if k not in differ

@@ -275,8 +275,8 @@ def _servers(spec: Request, asked: str, why: str) -> Choice:
             if laws
             else _laws(work.interarrival, work.service)
         )
-        return Choice("servers", "event-list", f"{why}; the event list ({what})")
-    return Choice("servers", "markov", f"{why}; the Markov clock")
+        return Choice("servers", "event-list", f"{why}; event list ({what})")
+    return Choice("servers", "markov", f"{why}; Markov clock")
 
 
 def _laws(arrivals: Distribution, service: Distribution) -> str:
@@ -315,7 +315,7 @@ def choose(spec: Request) -> Choice:
                 "keep_response_times", keep, "False with delays (the delay engine keeps no records)"
             )
         what = "message delays" if spec.delays.any else "view='own'"
-        return Choice("delay", "markov", f"{asked}: {what} run on the delay engine alone")
+        return Choice("delay", "markov", f"{asked}: {what} (the delay engine alone)")
     if asked == "delay":
         raise ParameterError("engine", asked, "'delay' only with a delay or view='own'")
     if work.trace is not None and asked in ("exponential", "counts", "classes"):
@@ -337,15 +337,9 @@ def choose(spec: Request) -> Choice:
     if asked == "auto":
         n = spec.servers
         if n < AUTO_COUNTS_SERVERS:
-            return _servers(
-                spec, asked, f"auto: {n:,} servers (counts from {AUTO_COUNTS_SERVERS:,})"
-            )
+            return _servers(spec, asked, f"auto: N = {n:,} < {AUTO_COUNTS_SERVERS:,}")
         if why_not is None and (work.speeds is None or spec.initial != "meanfield"):
-            return _counts(
-                spec,
-                f"auto: {n:,} servers: {spec.model.name} on occupancy counts, at a cost that "
-                "does not grow with N",
-            )
+            return _counts(spec, f"auto: N = {n:,} >= {AUTO_COUNTS_SERVERS:,}, on counts")
         shown = "a mean-field start with speeds" if why_not is None else why_not[2]
         return _servers(spec, asked, f"auto: not on counts ({shown})")
     return _servers(spec, asked, "asked for")
