@@ -71,8 +71,8 @@ from cloudsched.errors import ParameterError
 
 row = replace(policy_table.TABLE["jiq"], policy="jiq-copy", meanfield="none", why="not yet")
 policy_table.TABLE["jiq-copy"] = row
-hooks = {k: v for k, v in vars(builtin_policies.JoinIdleQueue).items() if k != "policy"}
-builtin_policies._builtin("jiq-copy")(type("JiqCopy", (), hooks))
+copy = type("JiqCopy", (builtin_policies.JoinIdleQueue,), {"__doc__": "A copy of jiq."})
+builtin_policies._builtin("jiq-copy")(copy)
 try:
     predict("jiq-copy", [0.7], r=5.0)
 except ParameterError as exc:
