@@ -18,6 +18,7 @@ from cloudsched.cli.common import (
     trace_laws,
     wrote,
 )
+from cloudsched.cli.options import FormatCsv, MaxTasks, Out, Precision, Seed
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat
 from cloudsched.errors import ParameterError, check_int, check_real
 
@@ -125,17 +126,11 @@ def advise(
     unit: Annotated[
         str | None, typer.Option("--unit", help="Times shown in s or ms (with --trace).")
     ] = None,
-    precision: Annotated[float, typer.Option("--precision", help="Each run's precision.")] = 0.02,
-    max_tasks: Annotated[
-        int, typer.Option("--max-tasks", help="Stop a run at this many arrivals in any case.")
-    ] = 200_000_000,
-    seed: Annotated[int, typer.Option("--seed", help="Root seed (run k uses stream k).")] = 0,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="table, csv or json (default: from --out).")
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the table to this file.")] = (
-        None
-    ),
+    precision: Precision = 0.02,
+    max_tasks: MaxTasks = 200_000_000,
+    seed: Seed = 0,
+    fmt: FormatCsv = None,
+    out: Out = (None),
     plot: Annotated[
         Path | None, typer.Option("--plot", help="Plot the metric against d (.png, .pdf or .svg).")
     ] = None,

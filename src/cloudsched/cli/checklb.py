@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format
+from cloudsched.cli.options import FormatJson, Out
 from cloudsched.errors import check_real
 
 __all__ = ["register"]
@@ -78,12 +79,8 @@ def check_lb(
         ),
     ] = 0.015,
     seed: Annotated[int, typer.Option("--seed", help="Seed of the randomised transform.")] = 0,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="table or json (default: from --out).")
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the report to this file.")] = (
-        None
-    ),
+    fmt: FormatJson = None,
+    out: Out = (None),
 ) -> None:
     """Test whether a balancer's choices, in its access log, follow the expected law."""
     from cloudsched.dispatch.workload.logs import resolve_files

@@ -14,6 +14,16 @@ from typing import Annotated, Any
 import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, parse_loads, render_table, wrote
+from cloudsched.cli.options import (
+    Arrivals,
+    FormatAll,
+    MaxTasks,
+    Out,
+    Precision,
+    Seed,
+    Service,
+    TimeLimit,
+)
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
 from cloudsched.errors import ParameterError, check_int, check_real
 
@@ -130,30 +140,15 @@ def compare(
         list[int] | None,
         typer.Option("--threshold", help="z of jiq-threshold; repeatable (default 1)."),
     ] = None,
-    precision: Annotated[
-        float, typer.Option("--precision", help="Each run's 95% half-width / mean.")
-    ] = 0.01,
+    precision: Precision = 0.01,
     tasks: Annotated[
         int | None, typer.Option("--tasks", help="Fix each run's length in arrivals.")
     ] = None,
-    max_tasks: Annotated[
-        int, typer.Option("--max-tasks", help="Stop a run at this many arrivals in any case.")
-    ] = 200_000_000,
-    time_limit: Annotated[
-        float | None,
-        typer.Option(
-            "--time-limit",
-            help="Stop a run after this many seconds (an error, "
-            "exit 1; default: none). Ctrl-C stops any run at once.",
-        ),
-    ] = None,
-    seed: Annotated[int, typer.Option("--seed", help="Root seed (run k uses stream k).")] = 0,
-    service: Annotated[
-        str | None, typer.Option("--service", help="Service-time law SPEC (as simulate).")
-    ] = None,
-    arrivals: Annotated[
-        str | None, typer.Option("--arrivals", help="Inter-arrival law SPEC (as simulate).")
-    ] = None,
+    max_tasks: MaxTasks = 200_000_000,
+    time_limit: TimeLimit = None,
+    seed: Seed = 0,
+    service: Service = None,
+    arrivals: Arrivals = None,
     trace: Annotated[
         list[str] | None, typer.Option("--trace", help="Replay a log (or a shipped name).")
     ] = None,
@@ -161,11 +156,8 @@ def compare(
     unfinished: Unfinished = "drop",
     log_format: LogFormat = None,
     log_service: LogService = "upstream",
-    fmt: Annotated[
-        str | None,
-        typer.Option("--format", help="table, csv, json or parquet (default: from --out)."),
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the rows to this file.")] = None,
+    fmt: FormatAll = None,
+    out: Out = None,
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help="Plot response time against load per policy (.png/.pdf/.svg)."),

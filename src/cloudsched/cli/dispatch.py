@@ -10,6 +10,18 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, one_line, resolve_format
+from cloudsched.cli.options import (
+    Arrivals,
+    FormatAll,
+    MaxTasks,
+    Out,
+    Precision,
+    SeedOrFresh,
+    Service,
+    Tail,
+    TimeLimit,
+    Warmup,
+)
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
 from cloudsched.errors import ParameterError, check_int, check_real
 
@@ -90,29 +102,10 @@ def simulate(
         float | None,
         typer.Option("--horizon", help="Fix the run length in time (mean service times)."),
     ] = None,
-    warmup: Annotated[
-        str,
-        typer.Option(
-            "--warmup", help="auto (detected by MSER) or a fraction of the run, in [0, 0.9]."
-        ),
-    ] = "auto",
-    precision: Annotated[
-        float,
-        typer.Option(
-            "--precision", help="Run until the 95% half-width is this fraction of the mean."
-        ),
-    ] = 0.01,
-    max_tasks: Annotated[
-        int, typer.Option("--max-tasks", help="Stop a run at this many arrivals in any case.")
-    ] = 5_000_000_000,
-    time_limit: Annotated[
-        float | None,
-        typer.Option(
-            "--time-limit",
-            help="Stop a run after this many seconds (an error, "
-            "exit 1; default: none). Ctrl-C stops any run at once.",
-        ),
-    ] = None,
+    warmup: Warmup = "auto",
+    precision: Precision = 0.01,
+    max_tasks: MaxTasks = 5_000_000_000,
+    time_limit: TimeLimit = None,
     unchecked: Annotated[
         bool,
         typer.Option(
@@ -128,34 +121,16 @@ def simulate(
             help="auto (mean field where a model exists, else empty), meanfield or empty.",
         ),
     ] = "auto",
-    seed: Annotated[
-        int | None,
-        typer.Option("--seed", help="Root seed (default: fresh, reported in the output)."),
-    ] = None,
+    seed: SeedOrFresh = None,
     replications: Annotated[
         int, typer.Option("--replications", help="Independent replications (CI from their means).")
     ] = 1,
     batches: Annotated[
         int, typer.Option("--batches", help="Batches for the batch-means CI (>= 2).")
     ] = 20,
-    fmt: Annotated[
-        str | None,
-        typer.Option("--format", help="table, csv, json or parquet (default: from --out)."),
-    ] = None,
-    service: Annotated[
-        str | None,
-        typer.Option(
-            "--service",
-            help="Service-time law: exp, det, uniform, lognormal:cv=2, h2:cv=3, "
-            "pareto:alpha=1.5,max=1000, empirical:FILE (mean 1 unless mean= is given).",
-        ),
-    ] = None,
-    arrivals: Annotated[
-        str | None,
-        typer.Option(
-            "--arrivals", help="Inter-arrival law (same SPEC forms); --load sets its rate."
-        ),
-    ] = None,
+    fmt: FormatAll = None,
+    service: Service = None,
+    arrivals: Arrivals = None,
     trace: Annotated[
         list[str] | None,
         typer.Option(
@@ -204,10 +179,8 @@ def simulate(
             "reads only its own active requests (pod, jsq).",
         ),
     ] = "shared",
-    tail: Annotated[int, typer.Option("--tail", help="Tail columns s_1..s_K (table, csv).")] = 6,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
-    ] = None,
+    tail: Tail = 6,
+    out: Out = None,
 ) -> None:
     """Simulate a dispatch policy: Poisson/exp(1) by default, any laws, or a replayed trace."""
     check_outputs(out=out, inputs=[*(trace or []), speeds, *_law_files(service, arrivals)])

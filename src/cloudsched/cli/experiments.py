@@ -19,6 +19,7 @@ from rich.progress import (
 )
 
 from cloudsched.cli.common import LazyProgress, check_outputs
+from cloudsched.cli.options import Seed
 
 __all__ = ["register"]
 
@@ -193,7 +194,7 @@ def reproduce(
     workers: Annotated[
         int, typer.Option("--workers", help="Worker processes for the sweeps (>= 1).")
     ] = 2,
-    seed: Annotated[int, typer.Option("--seed", help="Root RNG seed of every run.")] = 2026,
+    seed: Seed = 2026,
 ) -> None:
     """Every table and figure of one paper, as report.md and report.html."""
     check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')

@@ -18,6 +18,7 @@ from cloudsched.cli.common import (
     resolve_format,
     to_json,
 )
+from cloudsched.cli.options import FormatJson, Frame, Locality, Precision, SeedOrFresh, Warmup
 from cloudsched.cli.place_model import load_model
 from cloudsched.cli.place_output import check_tables, plot_end, simulate_text, write_tables
 from cloudsched.errors import check_choice, check_real
@@ -132,15 +133,8 @@ def place_simulate(
             "or local (machine by machine, corrected to keep the product form).",
         ),
     ] = "uniform",
-    locality: Annotated[
-        float,
-        typer.Option(
-            "--locality",
-            help="DGP local proposals: chance in [0, 1] that a node "
-            "goes next to the one before it.",
-        ),
-    ] = 0.9,
-    frame: Annotated[float, typer.Option("--frame", help="MaxWeight frame length T (> 0).")] = 1.0,
+    locality: Locality = 0.9,
+    frame: Frame = 1.0,
     solver: Annotated[
         str,
         typer.Option(
@@ -158,10 +152,7 @@ def place_simulate(
             "--horizon", help="Simulated time (default: run until the intervals reach --precision)."
         ),
     ] = None,
-    precision: Annotated[
-        float,
-        typer.Option("--precision", help="Relative 95% half-width that ends an open-ended run."),
-    ] = 0.02,
+    precision: Precision = 0.02,
     compare_bound: Annotated[
         bool | None,
         typer.Option(
@@ -173,19 +164,9 @@ def place_simulate(
         float,
         typer.Option("--target-gap", help="Gap to the bound that DGP's default alpha aims at."),
     ] = 0.15,
-    warmup: Annotated[
-        str,
-        typer.Option(
-            "--warmup", help="auto (detected by MSER) or a fraction of the run, in [0, 0.9]."
-        ),
-    ] = "auto",
-    seed: Annotated[
-        int | None, typer.Option("--seed", help="Seed (default: fresh, reported).")
-    ] = None,
-    fmt: Annotated[
-        str | None,
-        typer.Option("--format", help="table or json (default: from --out's extension)."),
-    ] = None,
+    warmup: Warmup = "auto",
+    seed: SeedOrFresh = None,
+    fmt: FormatJson = None,
     out: _Out = None,
     assignments: Annotated[
         Path | None,
@@ -303,10 +284,7 @@ def place_bound(
     seed: Annotated[
         int, typer.Option("--seed", help="Seed for random graphs in the workload.")
     ] = 0,
-    fmt: Annotated[
-        str | None,
-        typer.Option("--format", help="table or json (default: from --out's extension)."),
-    ] = None,
+    fmt: FormatJson = None,
     out: _Out = None,
 ) -> None:
     """Bound the static optimum: the least average cost that serves every type's load."""

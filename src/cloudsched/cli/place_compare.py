@@ -16,6 +16,17 @@ from cloudsched.cli.common import (
     policies_given,
     resolve_format,
 )
+from cloudsched.cli.options import (
+    CrossRackCost,
+    FluxTraffic,
+    FormatCsv,
+    Frame,
+    Locality,
+    Out,
+    Precision,
+    Racks,
+    Seed,
+)
 from cloudsched.errors import check_real
 
 __all__ = ["place_compare"]
@@ -38,13 +49,9 @@ def place_compare(
         list[str] | None,
         typer.Option("--policy", help="Older form of POLICIES (still accepted; repeatable)."),
     ] = None,
-    racks: Annotated[int | None, typer.Option("--racks", help="Racks (even split; 1).")] = None,
-    cross_rack_cost: Annotated[
-        float | None, typer.Option("--cross-rack-cost", help="Cost across racks; 2.")
-    ] = None,
-    flux_traffic: Annotated[
-        str, typer.Option("--flux-traffic", help="edges or grouping (as for place simulate).")
-    ] = "edges",
+    racks: Racks = None,
+    cross_rack_cost: CrossRackCost = None,
+    flux_traffic: FluxTraffic = "edges",
     horizon: Annotated[
         float | None,
         typer.Option(
@@ -53,25 +60,18 @@ def place_compare(
             "its intervals reach --precision).",
         ),
     ] = None,
-    precision: Annotated[
-        float, typer.Option("--precision", help="Relative 95% half-width that ends a run.")
-    ] = 0.02,
+    precision: Precision = 0.02,
     solver: Annotated[
         str, typer.Option("--solver", help="MaxWeight: exact, fast or auto.")
     ] = "auto",
-    frame: Annotated[float, typer.Option("--frame", help="MaxWeight frame length T.")] = 1.0,
-    locality: Annotated[
-        float, typer.Option("--locality", help="dgp:local: chance of the next node's machine.")
-    ] = 0.9,
+    frame: Frame = 1.0,
+    locality: Locality = 0.9,
     time_limit: Annotated[
         float, typer.Option("--time-limit", help="Seconds to bound the static optimum.")
     ] = 60.0,
-    seed: Annotated[int, typer.Option("--seed", help="Root seed of every run.")] = 0,
-    fmt: Annotated[
-        str | None,
-        typer.Option("--format", help="table, json or csv (default: from --out's extension)."),
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the table to this file.")] = None,
+    seed: Seed = 0,
+    fmt: FormatCsv = None,
+    out: Out = None,
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help="Draw each policy's slots at the end of its run (.png)."),

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, wrote
+from cloudsched.cli.options import CrossRackCost, FluxTraffic, FormatJson, Out, Racks
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 
 __all__ = ["place_static"]
@@ -53,17 +54,9 @@ def place_static(
             "repeatable.",
         ),
     ],
-    racks: Annotated[int | None, typer.Option("--racks", help="Racks (even split; 1).")] = None,
-    cross_rack_cost: Annotated[
-        float | None, typer.Option("--cross-rack-cost", help="Cost across racks; 2.")
-    ] = None,
-    flux_traffic: Annotated[
-        str,
-        typer.Option(
-            "--flux-traffic",
-            help="edges (1 each) or grouping (from the groupings and parallelism).",
-        ),
-    ] = "edges",
+    racks: Racks = None,
+    cross_rack_cost: CrossRackCost = None,
+    flux_traffic: FluxTraffic = "edges",
     solver: Annotated[
         str, typer.Option("--solver", help="exact (MILP), fast (packing with a bound) or auto.")
     ] = "auto",
@@ -78,12 +71,8 @@ def place_static(
             ".json): workers, their executors, the RAS settings.",
         ),
     ] = None,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="table or json (default: from --out).")
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the table to this file.")] = (
-        None
-    ),
+    fmt: FormatJson = None,
+    out: Out = (None),
 ) -> None:
     """Place running topologies once at the least traffic cost, beside Storm's schedulers."""
     check_outputs(out=out, inputs=[cluster, *topology])

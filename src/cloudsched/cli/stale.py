@@ -16,6 +16,7 @@ from cloudsched.cli.common import (
     resolve_format,
     wrote,
 )
+from cloudsched.cli.options import FormatCsv, Out, Precision, Seed
 from cloudsched.errors import ParameterError
 
 __all__ = ["register"]
@@ -62,14 +63,10 @@ def stale(
     theory: Annotated[
         bool, typer.Option("--theory/--no-theory", help="The delayed mean field beside.")
     ] = True,
-    precision: Annotated[float, typer.Option("--precision", help="Each run's precision.")] = 0.02,
-    seed: Annotated[int, typer.Option("--seed", help="Root seed (run k uses stream k).")] = 0,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="table, csv or json (default: from --out).")
-    ] = None,
-    out: Annotated[Path | None, typer.Option("--out", help="Write the table to this file.")] = (
-        None
-    ),
+    precision: Precision = 0.02,
+    seed: Seed = 0,
+    fmt: FormatCsv = None,
+    out: Out = (None),
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help="Plot response time against delay (.png, .pdf or .svg)."),

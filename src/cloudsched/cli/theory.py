@@ -21,6 +21,7 @@ from cloudsched.cli.common import (
     wrote,
 )
 from cloudsched.cli.dispatch import parse_speeds
+from cloudsched.cli.options import FormatCsv, Out, Tail
 from cloudsched.errors import ParameterError, check_int
 from cloudsched.policy_table import TABLE
 
@@ -66,15 +67,9 @@ def predict(
     d: Annotated[
         int, typer.Option("--d", help="Servers probed per decision (pod, jiq-pod; >= 1).")
     ] = 2,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="table, csv or json (default: from --out).")
-    ] = None,
-    tail: Annotated[
-        int, typer.Option("--tail", help="Tail columns s_1..s_K shown in table/csv output.")
-    ] = 4,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
-    ] = None,
+    fmt: FormatCsv = None,
+    tail: Tail = 4,
+    out: Out = None,
     plot: Annotated[
         Path | None,
         typer.Option("--plot", help="Also plot T against load to this file (.png, .pdf or .svg)."),
@@ -162,12 +157,8 @@ def fluid(
         float | None,
         typer.Option("--initial-load", help="Start from the steady state at this load."),
     ] = None,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="table, csv or json (default: from --out).")
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
-    ] = None,
+    fmt: FormatCsv = None,
+    out: Out = None,
     plot: Annotated[
         Path | None,
         typer.Option(

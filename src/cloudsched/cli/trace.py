@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from cloudsched.cli.common import check_outputs, emit, render_table, resolve_format, to_json, wrote
+from cloudsched.cli.options import FormatJson, Out
 
 __all__ = ["LogFormat", "LogService", "TraceFormat", "Unfinished", "register"]
 
@@ -50,18 +51,14 @@ def trace_stats(
     unfinished: Unfinished = "drop",
     log_format: LogFormat = None,
     log_service: LogService = "upstream",
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="table or json (default: from --out).")
-    ] = None,
+    fmt: FormatJson = None,
     plot: Annotated[
         Path | None,
         typer.Option(
             "--plot", help="Histogram of service times to this file (.png, .pdf or .svg)."
         ),
     ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
-    ] = None,
+    out: Out = None,
 ) -> None:
     """Task count, time span, arrival rate and service-time statistics of a log."""
     check_outputs(out=out, plot=plot, inputs=files)

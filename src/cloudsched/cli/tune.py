@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, policies_given, trace_laws
+from cloudsched.cli.options import Arrivals, FormatJson, Out, Precision, Seed, Service
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat
 from cloudsched.errors import ParameterError, check_real
 from cloudsched.policy_table import default_policies
@@ -77,22 +77,18 @@ def tune(
     max_messages: Annotated[
         float | None, typer.Option("--max-messages", help="At most this many messages per task.")
     ] = None,
-    service: Annotated[str | None, typer.Option("--service", help="Service law SPEC.")] = None,
-    arrivals: Annotated[str | None, typer.Option("--arrivals", help="Inter-arrival SPEC.")] = None,
+    service: Service = None,
+    arrivals: Arrivals = None,
     trace: Annotated[
         list[str] | None, typer.Option("--trace", help="A log (or shipped name) as the workload.")
     ] = None,
     trace_format: TraceFormat = "auto",
     log_format: LogFormat = None,
     log_service: LogService = "upstream",
-    precision: Annotated[float, typer.Option("--precision", help="Each run's precision.")] = 0.02,
-    seed: Annotated[int, typer.Option("--seed", help="Root seed.")] = 0,
-    fmt: Annotated[
-        str | None, typer.Option("--format", help="table or json (default: from --out).")
-    ] = None,
-    out: Annotated[
-        Path | None, typer.Option("--out", help="Write the answer to this file.")
-    ] = None,
+    precision: Precision = 0.02,
+    seed: Seed = 0,
+    fmt: FormatJson = None,
+    out: Out = None,
 ) -> None:
     """Find the cheapest policy, d, r and N that meet a p99 or mean target, certified."""
     check_outputs(out=out, inputs=trace or [])

@@ -1,0 +1,103 @@
+"""The options several commands share, declared once (a command's own options stay with it).
+
+Each is an ``Annotated`` type for a command's signature: ``out: Out = None``.  Their help
+text is the command reference's (``docs/reference/cli.md``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+__all__ = [
+    "Arrivals",
+    "CrossRackCost",
+    "FluxTraffic",
+    "FormatAll",
+    "FormatCsv",
+    "FormatJson",
+    "Frame",
+    "Locality",
+    "MaxTasks",
+    "Out",
+    "Precision",
+    "Racks",
+    "Seed",
+    "SeedOrFresh",
+    "Service",
+    "Tail",
+    "TimeLimit",
+    "Warmup",
+]
+
+_FROM_OUT = "(default: from --out's extension)"
+
+# output
+Out = Annotated[
+    Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
+]
+FormatJson = Annotated[str | None, typer.Option("--format", help=f"table or json {_FROM_OUT}.")]
+FormatCsv = Annotated[str | None, typer.Option("--format", help=f"table, csv or json {_FROM_OUT}.")]
+FormatAll = Annotated[
+    str | None, typer.Option("--format", help=f"table, csv, json or parquet {_FROM_OUT}.")
+]
+Tail = Annotated[int, typer.Option("--tail", help="Tail columns s_1..s_K (table, csv).")]
+# randomness and run length
+Seed = Annotated[
+    int, typer.Option("--seed", help="Root seed: run k of the command uses stream k of it.")
+]
+SeedOrFresh = Annotated[
+    int | None, typer.Option("--seed", help="Root seed (default: fresh, reported in the output).")
+]
+Precision = Annotated[
+    float, typer.Option("--precision", help="A run stops when its 95% half-width / mean is this.")
+]
+MaxTasks = Annotated[
+    int, typer.Option("--max-tasks", help="Stop a run at this many arrivals in any case.")
+]
+TimeLimit = Annotated[
+    float | None,
+    typer.Option(
+        "--time-limit",
+        help="Stop a run after this many seconds (an error, exit 1; default: none). Ctrl-C "
+        "stops any run at once.",
+    ),
+]
+Warmup = Annotated[
+    str,
+    typer.Option("--warmup", help="auto (detected by MSER) or a fraction of the run, in [0, 0.9]."),
+]
+# laws
+Service = Annotated[
+    str | None,
+    typer.Option(
+        "--service",
+        help="Service-time law: exp, det, uniform, lognormal:cv=2, h2:cv=3, "
+        "pareto:alpha=1.5,max=1000, empirical:FILE (mean 1 unless mean= is given).",
+    ),
+]
+Arrivals = Annotated[
+    str | None,
+    typer.Option("--arrivals", help="Inter-arrival law (same SPEC forms); --load sets its rate."),
+]
+# placement
+Racks = Annotated[int | None, typer.Option("--racks", help="Racks (even split; 1).")]
+CrossRackCost = Annotated[
+    float | None, typer.Option("--cross-rack-cost", help="Cost across racks; 2.")
+]
+FluxTraffic = Annotated[
+    str,
+    typer.Option(
+        "--flux-traffic", help="edges (1 each) or grouping (from the groupings and parallelism)."
+    ),
+]
+Frame = Annotated[float, typer.Option("--frame", help="MaxWeight frame length T (> 0).")]
+Locality = Annotated[
+    float,
+    typer.Option(
+        "--locality",
+        help="DGP local proposals: chance in [0, 1] that a node goes next to the one before it.",
+    ),
+]
