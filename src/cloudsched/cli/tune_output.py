@@ -19,22 +19,12 @@ def log_replay(log: Any, metric: str) -> Any:
     mean service times of the log.
     """
     from cloudsched.dispatch.simulation import simulate
-    from cloudsched.experiments.compare import threshold_of
+    from cloudsched.experiments.compare import setting_args
 
     mean_s = float(log.trace.services.mean())
 
     def replay(cand: dict[str, Any], n: int, load: float, rng: Any) -> float:
-        run = simulate(
-            cand["policy"],
-            servers=n,
-            load=load,
-            r=min(cand["r"], n),
-            d=cand["d"] or 2,
-            threshold=threshold_of(cand["threshold"]),
-            trace=log.trace,
-            warmup=0.0,
-            rng=rng,
-        )
+        run = simulate(load=load, **setting_args(cand, n), trace=log.trace, warmup=0.0, rng=rng)
         value = (
             run.percentiles.get("p99", math.nan) if metric == "p99" else (run.mean_response_time)
         )

@@ -26,6 +26,7 @@ __all__ = [
     "meanfield_mean",
     "meanfield_quantile",
     "messages_per_task",
+    "setting_args",
     "setting_grid",
     "threshold_of",
 ]
@@ -34,6 +35,21 @@ __all__ = [
 def threshold_of(z: int | None) -> int:
     """Return the threshold a run is given: ``z``, or 1 (unused) for a policy without one."""
     return 1 if z is None else int(z)  # never ``z or 1``: z = 0 is a threshold
+
+
+def setting_args(cand: dict[str, Any], n: int) -> dict[str, Any]:
+    """Return the policy, servers, r, d and threshold of a searched setting at N = ``n``.
+
+    As :func:`~cloudsched.dispatch.simulate` takes them: ``r`` at most ``n``, ``d`` 2 where
+    it means nothing, the threshold of :func:`threshold_of`.
+    """
+    return {
+        "policy": cand["policy"],
+        "servers": n,
+        "r": min(cand["r"], n),
+        "d": cand["d"] or 2,
+        "threshold": threshold_of(cand["threshold"]),
+    }
 
 
 def meanfield_mean(policy: str, load: float | None, r: float, d: int) -> float | None:

@@ -20,7 +20,7 @@ import numpy as np
 
 from cloudsched._quantiles import t_quantile
 from cloudsched.errors import ParameterError
-from cloudsched.experiments.compare import messages_per_task, threshold_of
+from cloudsched.experiments.compare import messages_per_task, setting_args
 
 __all__ = ["MAX_STEPS", "SECTIONS", "Search", "Tuner", "fits", "metric_interval", "smallest_fit"]
 
@@ -49,15 +49,7 @@ def fits(cand: dict[str, Any], rate: float, n: int, options: dict[str, Any]) -> 
     from cloudsched.dispatch.spec import SimulationSpec
 
     try:
-        SimulationSpec(
-            cand["policy"],
-            servers=n,
-            load=rate / n,
-            r=min(cand["r"], n),
-            d=cand["d"] or 2,
-            threshold=threshold_of(cand["threshold"]),
-            **options,
-        )
+        SimulationSpec(load=rate / n, **setting_args(cand, n), **options)
     except ParameterError as exc:
         return str(exc)
     return None
@@ -158,12 +150,8 @@ class Tuner:
         load = self.rate / n
         try:
             res = simulate(
-                cand["policy"],
-                servers=n,
                 load=load,
-                r=min(cand["r"], n),
-                d=cand["d"] or 2,
-                threshold=threshold_of(cand["threshold"]),
+                **setting_args(cand, n),
                 keep_response_times=self.metric == "p99",
                 rng=np.random.default_rng(stream),
                 **self.options,
