@@ -35,6 +35,7 @@ from cloudsched.cli import (
 )
 from cloudsched.cli._sigint import interruptible
 from cloudsched.cli.common import one_line
+from cloudsched.cli.options import opt
 from cloudsched.errors import ExternalError, InputError, ParameterError
 
 __all__ = ["app", "main"]
@@ -62,13 +63,11 @@ def _options(
     *,
     version: Annotated[
         bool,
-        typer.Option(
-            "--version", help="Print the version and exit.", is_eager=True, callback=_show_version
-        ),
+        opt("--version", help="Print the version and exit.", is_eager=True, callback=_show_version),
     ] = False,
     max_memory: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--max-memory",
             help="Refuse work whose memory estimate exceeds this (8G, 512M; "
             "default: 80% of the available memory, or CLOUDSCHED_MAX_MEMORY).",

@@ -18,7 +18,7 @@ from cloudsched.cli.common import (
     trace_laws,
     wrote,
 )
-from cloudsched.cli.options import FormatCsv, MaxTasks, Out, Precision, Seed
+from cloudsched.cli.options import FormatCsv, MaxTasks, Out, Precision, Seed, opt
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat
 from cloudsched.errors import ParameterError, check_int, check_real
 
@@ -72,17 +72,17 @@ def _workload(
 
 def advise(
     *,
-    servers: Annotated[int, typer.Option("--servers", help="Endpoints N (>= 2).")],
+    servers: Annotated[int, opt("--servers", help="Endpoints N (>= 2).")],
     load: Annotated[
         float | None,
-        typer.Option(
+        opt(
             "--load",
             help="Load per endpoint, in (0, 1) (with --trace: the log's times rescaled to it).",
         ),
     ] = None,
     rate: Annotated[
         float | None,
-        typer.Option(
+        opt(
             "--rate",
             help="Arrival rate of the farm (per mean service time; "
             "with --trace, requests per second).",
@@ -90,7 +90,7 @@ def advise(
     ] = None,
     trace: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--trace",
             help="An access log (or shipped name): its service and "
             "inter-arrival times, resampled, are the workload.",
@@ -101,30 +101,26 @@ def advise(
     log_service: LogService = "upstream",
     d: Annotated[
         list[int] | None,
-        typer.Option(
+        opt(
             "--d",
             help="A choice_count to try (repeatable; default 1, 2, 3, 4, 6, "
             "8, 16, 32 below N; N, the full scan, always).",
         ),
     ] = None,
-    metric: Annotated[str, typer.Option("--metric", help="p99 or mean: what is compared.")] = (
-        "p99"
-    ),
+    metric: Annotated[str, opt("--metric", help="p99 or mean: what is compared.")] = ("p99"),
     tolerance: Annotated[
         float,
-        typer.Option(
+        opt(
             "--tolerance",
             help="Advise the smallest d within this fraction of the full scan's metric (0.1: 10%).",
         ),
     ] = 0.1,
     target: Annotated[
         float | None,
-        typer.Option(
-            "--target", help="Also: the smallest d meeting this bound on the metric (in --unit)."
-        ),
+        opt("--target", help="Also: the smallest d meeting this bound on the metric (in --unit)."),
     ] = None,
     unit: Annotated[
-        str | None, typer.Option("--unit", help="Times shown in s or ms (with --trace).")
+        str | None, opt("--unit", help="Times shown in s or ms (with --trace).")
     ] = None,
     precision: Precision = 0.02,
     max_tasks: MaxTasks = 200_000_000,
@@ -132,7 +128,7 @@ def advise(
     fmt: FormatCsv = None,
     out: Out = (None),
     plot: Annotated[
-        Path | None, typer.Option("--plot", help="Plot the metric against d (.png, .pdf or .svg).")
+        Path | None, opt("--plot", help="Plot the metric against d (.png, .pdf or .svg).")
     ] = None,
 ) -> None:
     """Which choice_count? pod(d) with and without replacement against the full scan."""

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format
-from cloudsched.cli.options import FormatJson, Out
+from cloudsched.cli.options import FormatJson, Out, opt
 from cloudsched.errors import check_real
 
 __all__ = ["register"]
@@ -25,7 +25,7 @@ def check_lb(
     *,
     expect: Annotated[
         str,
-        typer.Option(
+        opt(
             "--expect",
             help="The law the config names: random, least-request, "
             "round-robin, jiq (an idle upstream when one is idle), pod:D (D sampled "
@@ -35,7 +35,7 @@ def check_lb(
     ],
     log_type: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--trace-format",
             help="haproxy (option httplog), nginx, envoy (the default text format) or "
             "envoy-json (start_time, duration, upstream_host); default: from the first line.",
@@ -43,14 +43,14 @@ def check_lb(
     ] = None,
     log_format: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--log-format",
             help="The NGINX log_format (it must hold $msec, $request_time and $upstream_addr).",
         ),
     ] = None,
     end_slack: Annotated[
         float | None,
-        typer.Option(
+        opt(
             "--end-slack",
             help="Seconds a request may still count at its upstream "
             "after its logged end, with --resolution 0 (default: 0.001 for NGINX, whose "
@@ -59,7 +59,7 @@ def check_lb(
     ] = None,
     resolution: Annotated[
         float | None,
-        typer.Option(
+        opt(
             "--resolution",
             help="Seconds the log's times are truncated to: arrivals it cannot order "
             "against another request's start or end are left out (default: the log's "
@@ -68,17 +68,17 @@ def check_lb(
         ),
     ] = None,
     alpha: Annotated[
-        float, typer.Option("--alpha", help="Consistent when the p-value is at least this.")
+        float, opt("--alpha", help="Consistent when the p-value is at least this.")
     ] = 0.01,
     margin: Annotated[
         float,
-        typer.Option(
+        opt(
             "--margin",
             help="Also consistent when |mean F - 0.5| is within this "
             "(a departure too small to matter; default 0.015).",
         ),
     ] = 0.015,
-    seed: Annotated[int, typer.Option("--seed", help="Seed of the randomised transform.")] = 0,
+    seed: Annotated[int, opt("--seed", help="Seed of the randomised transform.")] = 0,
     fmt: FormatJson = None,
     out: Out = (None),
 ) -> None:

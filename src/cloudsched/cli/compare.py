@@ -23,6 +23,7 @@ from cloudsched.cli.options import (
     Seed,
     Service,
     TimeLimit,
+    opt,
 )
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
 from cloudsched.errors import ParameterError, check_int, check_real
@@ -121,36 +122,27 @@ def _grid_values(
 def compare(
     policies: Annotated[list[str], typer.Argument(help="Policies (or plug-in FILE.py:NAME).")],
     *,
-    servers: Annotated[int, typer.Option("--servers", help="Number of servers N (>= 1).")],
+    servers: Annotated[int, opt("--servers", help="Number of servers N (>= 1).")],
     load: Annotated[
-        list[str] | None,
-        typer.Option("--load", help="Load per server; repeatable (several loads)."),
+        list[str] | None, opt("--load", help="Load per server; repeatable (several loads).")
     ] = None,
-    loads: Annotated[
-        str | None, typer.Option("--loads", help="A load range START:STOP:COUNT.")
-    ] = None,
-    d: Annotated[
-        list[int] | None, typer.Option("--d", help="Probes d; repeatable (default 2).")
-    ] = None,
+    loads: Annotated[str | None, opt("--loads", help="A load range START:STOP:COUNT.")] = None,
+    d: Annotated[list[int] | None, opt("--d", help="Probes d; repeatable (default 2).")] = None,
     r: Annotated[
-        list[float] | None,
-        typer.Option("--r", help="Servers per dispatcher N/M; repeatable (default 10)."),
+        list[float] | None, opt("--r", help="Servers per dispatcher N/M; repeatable (default 10).")
     ] = None,
     threshold: Annotated[
-        list[int] | None,
-        typer.Option("--threshold", help="z of jiq-threshold; repeatable (default 1)."),
+        list[int] | None, opt("--threshold", help="z of jiq-threshold; repeatable (default 1).")
     ] = None,
     precision: Precision = 0.01,
-    tasks: Annotated[
-        int | None, typer.Option("--tasks", help="Fix each run's length in arrivals.")
-    ] = None,
+    tasks: Annotated[int | None, opt("--tasks", help="Fix each run's length in arrivals.")] = None,
     max_tasks: MaxTasks = 200_000_000,
     time_limit: TimeLimit = None,
     seed: Seed = 0,
     service: Service = None,
     arrivals: Arrivals = None,
     trace: Annotated[
-        list[str] | None, typer.Option("--trace", help="Replay a log (or a shipped name).")
+        list[str] | None, opt("--trace", help="Replay a log (or a shipped name).")
     ] = None,
     trace_format: TraceFormat = "auto",
     unfinished: Unfinished = "drop",
@@ -160,7 +152,7 @@ def compare(
     out: Out = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Plot response time against load per policy (.png/.pdf/.svg)."),
+        opt("--plot", help="Plot response time against load per policy (.png/.pdf/.svg)."),
     ] = None,
 ) -> None:
     """Compare policies at several loads: mean field, simulated mean with CI, p99, messages."""

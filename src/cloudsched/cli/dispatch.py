@@ -21,6 +21,7 @@ from cloudsched.cli.options import (
     Tail,
     TimeLimit,
     Warmup,
+    opt,
 )
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
 from cloudsched.errors import ParameterError, check_int, check_real
@@ -69,38 +70,32 @@ def simulate(
         ),
     ],
     *,
-    servers: Annotated[int, typer.Option("--servers", help="Number of servers N (>= 1).")],
+    servers: Annotated[int, opt("--servers", help="Number of servers N (>= 1).")],
     load: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--load",
             help="Offered load per server (> 0; >= 1 has no steady state). With --trace: "
             "rescale its inter-arrival times to this load (default: the trace's own times).",
         ),
     ] = None,
     dispatchers: Annotated[
-        int | None, typer.Option("--dispatchers", help="Number of dispatchers M in [1, N].")
+        int | None, opt("--dispatchers", help="Number of dispatchers M in [1, N].")
     ] = None,
     r: Annotated[
-        float | None,
-        typer.Option("--r", help="Servers per dispatcher N/M (alternative to --dispatchers)."),
+        float | None, opt("--r", help="Servers per dispatcher N/M (alternative to --dispatchers).")
     ] = None,
-    d: Annotated[
-        int, typer.Option("--d", help="Probes (pod, jiq-pod) or I-queues sampled (jiq-sq).")
-    ] = 2,
-    threshold: Annotated[int, typer.Option("--threshold", help="z of jiq-threshold (>= 0).")] = 1,
+    d: Annotated[int, opt("--d", help="Probes (pod, jiq-pod) or I-queues sampled (jiq-sq).")] = 2,
+    threshold: Annotated[int, opt("--threshold", help="z of jiq-threshold (>= 0).")] = 1,
     with_replacement: Annotated[
-        bool, typer.Option("--with-replacement", help="Probe with replacement (supermarket model).")
+        bool, opt("--with-replacement", help="Probe with replacement (supermarket model).")
     ] = False,
     tasks: Annotated[
         int | None,
-        typer.Option(
-            "--tasks", help="Fix the run length in arrivals (default: run until --precision)."
-        ),
+        opt("--tasks", help="Fix the run length in arrivals (default: run until --precision)."),
     ] = None,
     horizon: Annotated[
-        float | None,
-        typer.Option("--horizon", help="Fix the run length in time (mean service times)."),
+        float | None, opt("--horizon", help="Fix the run length in time (mean service times).")
     ] = None,
     warmup: Warmup = "auto",
     precision: Precision = 0.01,
@@ -108,7 +103,7 @@ def simulate(
     time_limit: TimeLimit = None,
     unchecked: Annotated[
         bool,
-        typer.Option(
+        opt(
             "--unchecked",
             help="Compile a plug-in without bounds checks "
             "(faster; an index outside an array is no longer caught).",
@@ -116,24 +111,22 @@ def simulate(
     ] = False,
     initial: Annotated[
         str,
-        typer.Option(
+        opt(
             "--initial",
             help="auto (mean field where a model exists, else empty), meanfield or empty.",
         ),
     ] = "auto",
     seed: SeedOrFresh = None,
     replications: Annotated[
-        int, typer.Option("--replications", help="Independent replications (CI from their means).")
+        int, opt("--replications", help="Independent replications (CI from their means).")
     ] = 1,
-    batches: Annotated[
-        int, typer.Option("--batches", help="Batches for the batch-means CI (>= 2).")
-    ] = 20,
+    batches: Annotated[int, opt("--batches", help="Batches for the batch-means CI (>= 2).")] = 20,
     fmt: FormatAll = None,
     service: Service = None,
     arrivals: Arrivals = None,
     trace: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--trace",
             help="Replay this log, or a shipped one by name (cloudsched trace list); "
             "repeatable: files are read in order, as one log.",
@@ -144,12 +137,11 @@ def simulate(
     log_format: LogFormat = None,
     log_service: LogService = "upstream",
     service_scale: Annotated[
-        float,
-        typer.Option("--service-scale", help="Multiply trace service times (unit conversion)."),
+        float, opt("--service-scale", help="Multiply trace service times (unit conversion).")
     ] = 1.0,
     engine: Annotated[
         str,
-        typer.Option(
+        opt(
             "--engine",
             help="auto, servers (every server apart; its Markov clock alone: exponential, "
             "its event list alone: general), counts (occupancy counts; auto from N = "
@@ -159,13 +151,11 @@ def simulate(
     ] = "auto",
     speeds: Annotated[
         str | None,
-        typer.Option(
-            "--speeds", help="Server speeds: N comma-separated numbers, or a file of N numbers."
-        ),
+        opt("--speeds", help="Server speeds: N comma-separated numbers, or a file of N numbers."),
     ] = None,
     delay: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--delay",
             help="Message delay KIND=X or KIND=exp:X in mean service times (repeatable): "
             "info (pod, jsq, jiq-pod read lengths X old), join, delete (jiq, jiq-pod).",
@@ -173,7 +163,7 @@ def simulate(
     ] = None,
     view: Annotated[
         str,
-        typer.Option(
+        opt(
             "--view",
             help="shared (published lengths) or own: each of the --dispatchers proxies "
             "reads only its own active requests (pod, jsq).",

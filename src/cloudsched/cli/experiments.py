@@ -19,7 +19,7 @@ from rich.progress import (
 )
 
 from cloudsched.cli.common import LazyProgress, check_outputs
-from cloudsched.cli.options import Seed
+from cloudsched.cli.options import Seed, opt
 
 __all__ = ["register"]
 
@@ -103,29 +103,25 @@ def _security(scheduler: str | None, ca: Path | None, cert: Path | None, key: Pa
 def sweep(
     spec: Annotated[Path, typer.Argument(help="Sweep spec (YAML): kind, seed, fixed, grid, ...")],
     *,
-    out_arg: Annotated[
-        str, typer.Option("--out", help="Results directory (Parquet, one file per run).")
-    ],
-    executor: Annotated[str, typer.Option("--executor", help="local or dask.")] = "local",
-    workers: Annotated[int, typer.Option("--workers", help="Worker processes (>= 1).")] = 1,
+    out_arg: Annotated[str, opt("--out", help="Results directory (Parquet, one file per run).")],
+    executor: Annotated[str, opt("--executor", help="local or dask.")] = "local",
+    workers: Annotated[int, opt("--workers", help="Worker processes (>= 1).")] = 1,
     scheduler: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--scheduler", help="Dask scheduler address, tls://host:port (implies --executor dask)."
         ),
     ] = None,
     tls_ca: Annotated[
-        Path | None, typer.Option("--tls-ca", help="With --scheduler: its CA certificate.")
+        Path | None, opt("--tls-ca", help="With --scheduler: its CA certificate.")
     ] = None,
     tls_cert: Annotated[
-        Path | None, typer.Option("--tls-cert", help="With --scheduler: this client's certificate.")
+        Path | None, opt("--tls-cert", help="With --scheduler: this client's certificate.")
     ] = None,
     tls_key: Annotated[
-        Path | None, typer.Option("--tls-key", help="With --scheduler: this client's private key.")
+        Path | None, opt("--tls-key", help="With --scheduler: this client's private key.")
     ] = None,
-    resume: Annotated[
-        bool, typer.Option("--resume", help="Skip the runs already stored in --out.")
-    ] = False,
+    resume: Annotated[bool, opt("--resume", help="Skip the runs already stored in --out.")] = False,
 ) -> None:
     """Run a grid of simulate/predict/place runs; results go to DIR/runs/*.parquet."""
     check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')
@@ -187,13 +183,9 @@ def reproduce(
         ),
     ],
     *,
-    out_arg: Annotated[str, typer.Option("--out", help="Report folder.")],
-    quick: Annotated[
-        bool, typer.Option("--quick", help="Smaller systems: under 5 minutes.")
-    ] = False,
-    workers: Annotated[
-        int, typer.Option("--workers", help="Worker processes for the sweeps (>= 1).")
-    ] = 2,
+    out_arg: Annotated[str, opt("--out", help="Report folder.")],
+    quick: Annotated[bool, opt("--quick", help="Smaller systems: under 5 minutes.")] = False,
+    workers: Annotated[int, opt("--workers", help="Worker processes for the sweeps (>= 1).")] = 2,
     seed: Seed = 2026,
 ) -> None:
     """Every table and figure of one paper, as report.md and report.html."""
@@ -219,7 +211,7 @@ def reproduce(
 
 
 def demo(
-    *, out_arg: Annotated[str, typer.Option("--out", help="Report folder.")] = "cloudsched-report"
+    *, out_arg: Annotated[str, opt("--out", help="Report folder.")] = "cloudsched-report"
 ) -> None:
     """Write a short report with figures and tables on built-in defaults."""
     check_outputs(out_dir=out_arg)  # a str: Typer would turn '' into Path('.')
@@ -242,7 +234,7 @@ def demo(
 def examples(
     *,
     out_arg: Annotated[
-        str, typer.Option("--out", help="Folder to write the example files to.")
+        str, opt("--out", help="Folder to write the example files to.")
     ] = "examples",
 ) -> None:
     """Write the example files the documentation uses (workloads, clusters, plug-ins)."""

@@ -10,38 +10,37 @@ from typing import Annotated, Any
 import typer
 
 from cloudsched.cli.common import check_outputs, render_table, to_json, wrote
+from cloudsched.cli.options import opt
 
 __all__ = ["register"]
 
-Servers = Annotated[int, typer.Option("--servers", help="Backend servers N (1-64).")]
-Dispatchers = Annotated[int, typer.Option("--dispatchers", help="Dispatchers M (1-min(N, 16)).")]
-Load = Annotated[float, typer.Option("--load", help="Offered load per unit of capacity.")]
-D = Annotated[int, typer.Option("--d", help="Probes of pod and jiq-pod.")]
-Service = Annotated[str, typer.Option("--service", help="Service law SPEC, mean 1 unit.")]
-Unit = Annotated[str, typer.Option("--unit", help="Wall time of one unit: 20ms, 0.5s.")]
-Duration = Annotated[float, typer.Option("--duration", help="Seconds measured.")]
+Servers = Annotated[int, opt("--servers", help="Backend servers N (1-64).")]
+Dispatchers = Annotated[int, opt("--dispatchers", help="Dispatchers M (1-min(N, 16)).")]
+Load = Annotated[float, opt("--load", help="Offered load per unit of capacity.")]
+D = Annotated[int, opt("--d", help="Probes of pod and jiq-pod.")]
+Service = Annotated[str, opt("--service", help="Service law SPEC, mean 1 unit.")]
+Unit = Annotated[str, opt("--unit", help="Wall time of one unit: 20ms, 0.5s.")]
+Duration = Annotated[float, opt("--duration", help="Seconds measured.")]
 Warmup = Annotated[
     str,
-    typer.Option(
+    opt(
         "--warmup",
         help="Fraction of the run discarded first, in [0, 0.9] (as in simulate), or "
         "seconds with their unit (3s).",
     ),
 ]
-Balancer = Annotated[str, typer.Option("--balancer", help="lab (ours), nginx or haproxy.")]
-Mode = Annotated[str, typer.Option("--mode", help="sleep, or cpu: tasks compute.")]
-Slow = Annotated[
-    list[str] | None, typer.Option("--slow", help="SERVER:FACTORx, e.g. 2:5x; repeatable.")
-]
+Balancer = Annotated[str, opt("--balancer", help="lab (ours), nginx or haproxy.")]
+Mode = Annotated[str, opt("--mode", help="sleep, or cpu: tasks compute.")]
+Slow = Annotated[list[str] | None, opt("--slow", help="SERVER:FACTORx, e.g. 2:5x; repeatable.")]
 Kill = Annotated[
-    list[str] | None, typer.Option("--kill", help="SERVER@SECONDS of the measurement; repeatable.")
+    list[str] | None, opt("--kill", help="SERVER@SECONDS of the measurement; repeatable.")
 ]
-Drop = Annotated[float, typer.Option("--drop", help="Probability a join message is lost.")]
-Inflight = Annotated[int, typer.Option("--max-inflight", help="Cap on requests in flight.")]
-MaxReq = Annotated[int, typer.Option("--max-requests", help="Cap on requests in the run.")]
-ProbeTimeout = Annotated[str, typer.Option("--probe-timeout", help="Wait for probe replies.")]
-Seed = Annotated[int, typer.Option("--seed", help="Seed of the workload and the choices.")]
-Fmt = Annotated[str, typer.Option("--format", help="table or json (standard output).")]
+Drop = Annotated[float, opt("--drop", help="Probability a join message is lost.")]
+Inflight = Annotated[int, opt("--max-inflight", help="Cap on requests in flight.")]
+MaxReq = Annotated[int, opt("--max-requests", help="Cap on requests in the run.")]
+ProbeTimeout = Annotated[str, opt("--probe-timeout", help="Wait for probe replies.")]
+Seed = Annotated[int, opt("--seed", help="Seed of the workload and the choices.")]
+Fmt = Annotated[str, opt("--format", help="table or json (standard output).")]
 
 
 def _spec(policy: str, **kw: Any) -> Any:
@@ -196,7 +195,7 @@ def lab_run(
     probe_timeout: ProbeTimeout = "50ms",
     seed: Seed = 0,
     fmt: Fmt = "table",
-    out: Annotated[Path, typer.Option("--out", help="Folder for records, JSON, figure.")] = Path(
+    out: Annotated[Path, opt("--out", help="Folder for records, JSON, figure.")] = Path(
         "cloudsched-lab"
     ),
 ) -> None:
@@ -272,7 +271,7 @@ def lab_compare(
     probe_timeout: ProbeTimeout = "50ms",
     seed: Seed = 0,
     fmt: Fmt = "table",
-    out: Annotated[Path, typer.Option("--out", help="Folder for the table and figure.")] = Path(
+    out: Annotated[Path, opt("--out", help="Folder for the table and figure.")] = Path(
         "cloudsched-lab"
     ),
 ) -> None:

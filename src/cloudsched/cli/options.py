@@ -1,13 +1,14 @@
 """The options several commands share, declared once (a command's own options stay with it).
 
 Each is an ``Annotated`` type for a command's signature: ``out: Out = None``.  Their help
-text is the command reference's (``docs/reference/cli.md``).
+text is the command reference's (``docs/reference/cli.md``).  :func:`opt` is
+``typer.Option`` under a short name, so that a command's own options keep to a line.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -30,6 +31,7 @@ __all__ = [
     "Tail",
     "TimeLimit",
     "Warmup",
+    "opt",
 ]
 
 _FROM_OUT = "(default: from --out's extension)"
@@ -101,3 +103,8 @@ Locality = Annotated[
         help="DGP local proposals: chance in [0, 1] that a node goes next to the one before it.",
     ),
 ]
+
+
+def opt(*flags: str, help: str = "", **kwargs: Any) -> Any:
+    """``typer.Option(*flags, help=help, ...)``, short enough to keep an option on one line."""
+    return typer.Option(*flags, help=help, **kwargs)

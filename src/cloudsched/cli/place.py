@@ -18,7 +18,7 @@ from cloudsched.cli.common import (
     resolve_format,
     to_json,
 )
-from cloudsched.cli.options import FormatJson, Frame, Locality, Precision, SeedOrFresh, Warmup
+from cloudsched.cli.options import FormatJson, Frame, Locality, Precision, SeedOrFresh, Warmup, opt
 from cloudsched.cli.place_model import load_model
 from cloudsched.cli.place_output import check_tables, plot_end, simulate_text, write_tables
 from cloudsched.errors import check_choice, check_real
@@ -39,28 +39,24 @@ _FLUX_SLOTS_HELP = (
 _PER_SLOT_HELP = "Pack this many consecutive executors of a Flux topology into one slot."
 
 # The options both place commands take (the model and the output), declared once.
-_Cluster = Annotated[str, typer.Option("--cluster", help=_CLUSTER_HELP)]
-_Workload = Annotated[Path, typer.Option("--workload", help="Workload YAML (job_types: ...).")]
-_Racks = Annotated[
-    int | None, typer.Option("--racks", help="Racks (machines split evenly, in order; 1).")
-]
+_Cluster = Annotated[str, opt("--cluster", help=_CLUSTER_HELP)]
+_Workload = Annotated[Path, opt("--workload", help="Workload YAML (job_types: ...).")]
+_Racks = Annotated[int | None, opt("--racks", help="Racks (machines split evenly, in order; 1).")]
 _CrossRackCost = Annotated[
     float | None,
-    typer.Option("--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]; 2."),
+    opt("--cross-rack-cost", help="Cost of an edge broken across racks, in [1, 1e6]; 2."),
 ]
 _FluxTraffic = Annotated[
     str,
-    typer.Option(
+    opt(
         "--flux-traffic",
         help="Traffic of a Flux topology's edges: edges (1 each) or "
         "grouping (from the groupings and parallelism).",
     ),
 ]
-_FluxSlots = Annotated[str, typer.Option("--flux-slots", help=_FLUX_SLOTS_HELP)]
-_PerSlot = Annotated[int | None, typer.Option("--executors-per-slot", help=_PER_SLOT_HELP)]
-_Out = Annotated[
-    Path | None, typer.Option("--out", help="Write the output to this file (atomically).")
-]
+_FluxSlots = Annotated[str, opt("--flux-slots", help=_FLUX_SLOTS_HELP)]
+_PerSlot = Annotated[int | None, opt("--executors-per-slot", help=_PER_SLOT_HELP)]
+_Out = Annotated[Path | None, opt("--out", help="Write the output to this file (atomically).")]
 
 
 def place_simulate(
@@ -76,7 +72,7 @@ def place_simulate(
     cluster: _Cluster,
     workload: _Workload,
     policy_opt: Annotated[
-        str | None, typer.Option("--policy", help="Older form of POLICY (still accepted).")
+        str | None, opt("--policy", help="Older form of POLICY (still accepted).")
     ] = None,
     racks: _Racks = None,
     cross_rack_cost: _CrossRackCost = None,
@@ -85,27 +81,23 @@ def place_simulate(
     flux_traffic: _FluxTraffic = "edges",
     beta: Annotated[
         float | None,
-        typer.Option("--beta", help="DGP temperature (> 0; default: a tenth of the cost unit)."),
+        opt("--beta", help="DGP temperature (> 0; default: a tenth of the cost unit)."),
     ] = None,
     alpha: Annotated[
         float | None,
-        typer.Option(
+        opt(
             "--alpha",
             help="Weight scale (> 0; DGP default: calibrated against the bound, MaxWeight 1).",
         ),
     ] = None,
     h: Annotated[
         float | None,
-        typer.Option(
-            "--h", help="DGP bias added to the queues (>= 0; default: per type, from greedy)."
-        ),
+        opt("--h", help="DGP bias added to the queues (>= 0; default: per type, from greedy)."),
     ] = None,
-    epsilon: Annotated[
-        float | None, typer.Option("--epsilon", help="DGP epsilon, in (0, 1); 0.5.")
-    ] = None,
+    epsilon: Annotated[float | None, opt("--epsilon", help="DGP epsilon, in (0, 1); 0.5.")] = None,
     f: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--f",
             help="Concave weight function: log (log(1+x)) or identity "
             "(DGP identity, MaxWeight log).",
@@ -113,7 +105,7 @@ def place_simulate(
     ] = None,
     virtual_clock: Annotated[
         bool,
-        typer.Option(
+        opt(
             "--virtual-clock/--no-virtual-clock",
             help="DGP: empty templates get keep decisions at the service rate "
             "(exact product form).",
@@ -121,13 +113,11 @@ def place_simulate(
     ] = True,
     clock_rate: Annotated[
         float | None,
-        typer.Option(
-            "--clock-rate", help="dgp-clock: rate of each queue's clock (default: arrival rate)."
-        ),
+        opt("--clock-rate", help="dgp-clock: rate of each queue's clock (default: arrival rate)."),
     ] = None,
     proposal: Annotated[
         str,
-        typer.Option(
+        opt(
             "--proposal",
             help="DGP: uniform (the paper's Random Partition Procedure) "
             "or local (machine by machine, corrected to keep the product form).",
@@ -137,32 +127,31 @@ def place_simulate(
     frame: Frame = 1.0,
     solver: Annotated[
         str,
-        typer.Option(
+        opt(
             "--solver",
             help="MaxWeight: exact (MILP), fast (packing with a bound) or "
             "auto (exact up to 32 slots and 8-node graphs).",
         ),
     ] = "auto",
     solver_time_limit: Annotated[
-        float, typer.Option("--solver-time-limit", help="MaxWeight: seconds per frame for HiGHS.")
+        float, opt("--solver-time-limit", help="MaxWeight: seconds per frame for HiGHS.")
     ] = 10.0,
     horizon: Annotated[
         float | None,
-        typer.Option(
+        opt(
             "--horizon", help="Simulated time (default: run until the intervals reach --precision)."
         ),
     ] = None,
     precision: Precision = 0.02,
     compare_bound: Annotated[
         bool | None,
-        typer.Option(
+        opt(
             "--compare-bound/--no-compare-bound",
             help="Solve the static optimum and show the gap (default: on up to 32 slots, 8 nodes).",
         ),
     ] = None,
     target_gap: Annotated[
-        float,
-        typer.Option("--target-gap", help="Gap to the bound that DGP's default alpha aims at."),
+        float, opt("--target-gap", help="Gap to the bound that DGP's default alpha aims at.")
     ] = 0.15,
     warmup: Warmup = "auto",
     seed: SeedOrFresh = None,
@@ -170,20 +159,18 @@ def place_simulate(
     out: _Out = None,
     assignments: Annotated[
         Path | None,
-        typer.Option(
+        opt(
             "--assignments",
             help="Write which slot each node of each job held, and when (.parquet).",
         ),
     ] = None,
     frames: Annotated[
         Path | None,
-        typer.Option(
-            "--frames", help="MaxWeight: write each frame's weight, bound and gap (.parquet)."
-        ),
+        opt("--frames", help="MaxWeight: write each frame's weight, bound and gap (.parquet)."),
     ] = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Draw which job holds each slot at the end of the run (.png)."),
+        opt("--plot", help="Draw which job holds each slot at the end of the run (.png)."),
     ] = None,
 ) -> None:
     """Simulate one placement policy on a cluster and workload."""
@@ -271,7 +258,7 @@ def place_bound(
     flux_traffic: _FluxTraffic = "edges",
     solver: Annotated[
         str,
-        typer.Option(
+        opt(
             "--solver",
             help="exact (MILP pricing, proves the optimum at small sizes), "
             "fast (packing pricing with bounds) or auto (exact up to 32 slots and "
@@ -279,11 +266,9 @@ def place_bound(
         ),
     ] = "auto",
     time_limit: Annotated[
-        float, typer.Option("--time-limit", help="Seconds for the whole search (> 0).")
+        float, opt("--time-limit", help="Seconds for the whole search (> 0).")
     ] = 60.0,
-    seed: Annotated[
-        int, typer.Option("--seed", help="Seed for random graphs in the workload.")
-    ] = 0,
+    seed: Annotated[int, opt("--seed", help="Seed for random graphs in the workload.")] = 0,
     fmt: FormatJson = None,
     out: _Out = None,
 ) -> None:

@@ -26,6 +26,7 @@ from cloudsched.cli.options import (
     Precision,
     Racks,
     Seed,
+    opt,
 )
 from cloudsched.errors import check_real
 
@@ -43,38 +44,35 @@ def place_compare(
         list[str] | None, typer.Argument(metavar="POLICIES", help=_POLICY_HELP)
     ] = None,
     *,
-    cluster: Annotated[str, typer.Option("--cluster", help="As for place simulate.")],
-    workload: Annotated[Path, typer.Option("--workload", help="Workload YAML (job_types: ...).")],
+    cluster: Annotated[str, opt("--cluster", help="As for place simulate.")],
+    workload: Annotated[Path, opt("--workload", help="Workload YAML (job_types: ...).")],
     policy: Annotated[
         list[str] | None,
-        typer.Option("--policy", help="Older form of POLICIES (still accepted; repeatable)."),
+        opt("--policy", help="Older form of POLICIES (still accepted; repeatable)."),
     ] = None,
     racks: Racks = None,
     cross_rack_cost: CrossRackCost = None,
     flux_traffic: FluxTraffic = "edges",
     horizon: Annotated[
         float | None,
-        typer.Option(
+        opt(
             "--horizon",
             help="Simulated time of every run (default: each runs until "
             "its intervals reach --precision).",
         ),
     ] = None,
     precision: Precision = 0.02,
-    solver: Annotated[
-        str, typer.Option("--solver", help="MaxWeight: exact, fast or auto.")
-    ] = "auto",
+    solver: Annotated[str, opt("--solver", help="MaxWeight: exact, fast or auto.")] = "auto",
     frame: Frame = 1.0,
     locality: Locality = 0.9,
     time_limit: Annotated[
-        float, typer.Option("--time-limit", help="Seconds to bound the static optimum.")
+        float, opt("--time-limit", help="Seconds to bound the static optimum.")
     ] = 60.0,
     seed: Seed = 0,
     fmt: FormatCsv = None,
     out: Out = None,
     plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="Draw each policy's slots at the end of its run (.png)."),
+        Path | None, opt("--plot", help="Draw each policy's slots at the end of its run (.png).")
     ] = None,
 ) -> None:
     """Run placement policies on one cluster and workload and bound the optimum."""

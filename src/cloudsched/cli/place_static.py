@@ -5,10 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import typer
-
 from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, wrote
-from cloudsched.cli.options import CrossRackCost, FluxTraffic, FormatJson, Out, Racks
+from cloudsched.cli.options import CrossRackCost, FluxTraffic, FormatJson, Out, Racks, opt
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 
 __all__ = ["place_static"]
@@ -40,14 +38,14 @@ def place_static(
     *,
     cluster: Annotated[
         str,
-        typer.Option(
+        opt(
             "--cluster",
             help="MACHINESxSLOTS (a slot holds one executor), groups (10x4,5x8) or a cluster file.",
         ),
     ],
     topology: Annotated[
         list[str],
-        typer.Option(
+        opt(
             "--topology",
             help="A running topology: a Flux YAML file, or a shipped "
             "storm-starter one (wordcount, exclamation, rolling-top-words); "
@@ -58,14 +56,14 @@ def place_static(
     cross_rack_cost: CrossRackCost = None,
     flux_traffic: FluxTraffic = "edges",
     solver: Annotated[
-        str, typer.Option("--solver", help="exact (MILP), fast (packing with a bound) or auto.")
+        str, opt("--solver", help="exact (MILP), fast (packing with a bound) or auto.")
     ] = "auto",
     time_limit: Annotated[
-        float, typer.Option("--time-limit", help="Seconds for the search and its bound (> 0).")
+        float, opt("--time-limit", help="Seconds for the search and its bound (> 0).")
     ] = 60.0,
     assignment: Annotated[
         Path | None,
-        typer.Option(
+        opt(
             "--assignment",
             help="Write the placement as Storm reads it (.yaml or "
             ".json): workers, their executors, the RAS settings.",

@@ -16,7 +16,7 @@ from cloudsched.cli.common import (
     resolve_format,
     wrote,
 )
-from cloudsched.cli.options import FormatCsv, Out, Precision, Seed
+from cloudsched.cli.options import FormatCsv, Out, Precision, Seed, opt
 from cloudsched.errors import ParameterError
 
 __all__ = ["register"]
@@ -35,41 +35,40 @@ def _delays(text: str) -> list[float]:
 
 def stale(
     *,
-    servers: Annotated[int, typer.Option("--servers", help="Servers N (>= 2).")] = 100,
-    load: Annotated[float, typer.Option("--load", help="Load per server, in (0, 1).")] = 0.9,
+    servers: Annotated[int, opt("--servers", help="Servers N (>= 2).")] = 100,
+    load: Annotated[float, opt("--load", help="Load per server, in (0, 1).")] = 0.9,
     kind: Annotated[
         str,
-        typer.Option(
+        opt(
             "--kind",
             help="info: lengths reach the dispatchers late (jsq, pod:D); "
             "join: idle servers reach their I-queue late (jiq, jiq-pod:D).",
         ),
     ] = "info",
     delays: Annotated[
-        str, typer.Option("--delays", help="Delays, comma-separated, in mean service times.")
+        str, opt("--delays", help="Delays, comma-separated, in mean service times.")
     ] = "0,0.25,0.5,1,2,4",
     policy: Annotated[
         list[str] | None,
-        typer.Option(
+        opt(
             "--policy",
             help="A policy to study (repeatable; default jsq and pod:2 for info, "
             "jiq and jiq-pod:2 for join).",
         ),
     ] = None,
-    r: Annotated[float, typer.Option("--r", help="Servers per dispatcher (jiq, jiq-pod).")] = 10.0,
+    r: Annotated[float, opt("--r", help="Servers per dispatcher (jiq, jiq-pod).")] = 10.0,
     exponential: Annotated[
-        bool, typer.Option("--exponential", help="Delays exponential with these means (no theory).")
+        bool, opt("--exponential", help="Delays exponential with these means (no theory).")
     ] = False,
     theory: Annotated[
-        bool, typer.Option("--theory/--no-theory", help="The delayed mean field beside.")
+        bool, opt("--theory/--no-theory", help="The delayed mean field beside.")
     ] = True,
     precision: Precision = 0.02,
     seed: Seed = 0,
     fmt: FormatCsv = None,
     out: Out = (None),
     plot: Annotated[
-        Path | None,
-        typer.Option("--plot", help="Plot response time against delay (.png, .pdf or .svg)."),
+        Path | None, opt("--plot", help="Plot response time against delay (.png, .pdf or .svg).")
     ] = None,
 ) -> None:
     """Stale information: response time against message delay, simulated and in theory."""

@@ -21,7 +21,7 @@ from cloudsched.cli.common import (
     wrote,
 )
 from cloudsched.cli.dispatch import parse_speeds
-from cloudsched.cli.options import FormatCsv, Out, Tail
+from cloudsched.cli.options import FormatCsv, Out, Tail, opt
 from cloudsched.errors import ParameterError, check_int
 from cloudsched.policy_table import TABLE
 
@@ -41,38 +41,34 @@ def predict(
     *,
     load: Annotated[
         list[str] | None,
-        typer.Option("--load", help="Load (arrival rate per server) in (0, 1); repeatable."),
+        opt("--load", help="Load (arrival rate per server) in (0, 1); repeatable."),
     ] = None,
     servers: Annotated[
-        int | None,
-        typer.Option("--servers", help="Predict at N servers: mean field, refined, exact."),
+        int | None, opt("--servers", help="Predict at N servers: mean field, refined, exact.")
     ] = None,
     method: Annotated[
-        str, typer.Option("--method", help="With --servers: auto, meanfield, refined or exact.")
+        str, opt("--method", help="With --servers: auto, meanfield, refined or exact.")
     ] = "auto",
     with_replacement: Annotated[
-        bool, typer.Option("--with-replacement", help="With --servers: probe with replacement.")
+        bool, opt("--with-replacement", help="With --servers: probe with replacement.")
     ] = False,
     threshold: Annotated[
-        int, typer.Option("--threshold", help="jiq-threshold: listed while <= z tasks.")
+        int, opt("--threshold", help="jiq-threshold: listed while <= z tasks.")
     ] = 1,
     speeds: Annotated[
-        str | None,
-        typer.Option("--speeds", help="Server speeds (a list or file); classes by frequency."),
+        str | None, opt("--speeds", help="Server speeds (a list or file); classes by frequency.")
     ] = None,
     loads: Annotated[
-        str | None, typer.Option("--loads", help="A load range START:STOP:COUNT (evenly spaced).")
+        str | None, opt("--loads", help="A load range START:STOP:COUNT (evenly spaced).")
     ] = None,
-    r: Annotated[float, typer.Option("--r", help="Servers per dispatcher, N/M (> 0).")] = 10.0,
-    d: Annotated[
-        int, typer.Option("--d", help="Servers probed per decision (pod, jiq-pod; >= 1).")
-    ] = 2,
+    r: Annotated[float, opt("--r", help="Servers per dispatcher, N/M (> 0).")] = 10.0,
+    d: Annotated[int, opt("--d", help="Servers probed per decision (pod, jiq-pod; >= 1).")] = 2,
     fmt: FormatCsv = None,
     tail: Tail = 4,
     out: Out = None,
     plot: Annotated[
         Path | None,
-        typer.Option("--plot", help="Also plot T against load to this file (.png, .pdf or .svg)."),
+        opt("--plot", help="Also plot T against load to this file (.png, .pdf or .svg)."),
     ] = None,
 ) -> None:
     """Predict a dispatch policy: mean field, or at --servers N also refined and exact.
@@ -143,27 +139,22 @@ def predict(
 def fluid(
     policy: Annotated[str, typer.Argument(help="random, pod, jiq or jiq-pod.")],
     *,
-    load: Annotated[float, typer.Option("--load", help="Load after time 0, in (0, 1).")],
-    r: Annotated[float, typer.Option("--r", help="Servers per dispatcher, N/M (> 0).")] = 10.0,
-    d: Annotated[int, typer.Option("--d", help="Servers probed per decision (pod, jiq-pod).")] = 2,
-    horizon: Annotated[
-        float, typer.Option("--horizon", help="End time, in mean service times.")
-    ] = 50.0,
-    points: Annotated[int, typer.Option("--points", help="Number of output times.")] = 51,
+    load: Annotated[float, opt("--load", help="Load after time 0, in (0, 1).")],
+    r: Annotated[float, opt("--r", help="Servers per dispatcher, N/M (> 0).")] = 10.0,
+    d: Annotated[int, opt("--d", help="Servers probed per decision (pod, jiq-pod).")] = 2,
+    horizon: Annotated[float, opt("--horizon", help="End time, in mean service times.")] = 50.0,
+    points: Annotated[int, opt("--points", help="Number of output times.")] = 51,
     initial_tasks: Annotated[
-        int, typer.Option("--initial-tasks", help="Every server starts with this many tasks.")
+        int, opt("--initial-tasks", help="Every server starts with this many tasks.")
     ] = 0,
     initial_load: Annotated[
-        float | None,
-        typer.Option("--initial-load", help="Start from the steady state at this load."),
+        float | None, opt("--initial-load", help="Start from the steady state at this load.")
     ] = None,
     fmt: FormatCsv = None,
     out: Out = None,
     plot: Annotated[
         Path | None,
-        typer.Option(
-            "--plot", help="Also plot mean tasks per server against time (.png, .pdf, .svg)."
-        ),
+        opt("--plot", help="Also plot mean tasks per server against time (.png, .pdf, .svg)."),
     ] = None,
 ) -> None:
     """Transient mean-field (fluid ODE) trajectory, e.g. recovery after a burst."""

@@ -8,24 +8,24 @@ from typing import Annotated
 import typer
 
 from cloudsched.cli.common import check_outputs, emit, render_table, resolve_format, to_json, wrote
-from cloudsched.cli.options import FormatJson, Out
+from cloudsched.cli.options import FormatJson, Out, opt
 
 __all__ = ["LogFormat", "LogService", "TraceFormat", "Unfinished", "register"]
 
 TraceFormat = Annotated[
     str,
-    typer.Option(
+    opt(
         "--trace-format",
         help="auto (from a shipped name, .swf, or the first line), google2011, swf, csv, "
         "nginx, envoy, envoy-json or haproxy.",
     ),
 ]
 Unfinished = Annotated[
-    str, typer.Option("--unfinished", help="Google trace tasks that never finish: drop or censor.")
+    str, opt("--unfinished", help="Google trace tasks that never finish: drop or censor.")
 ]
 LogFormat = Annotated[
     str | None,
-    typer.Option(
+    opt(
         "--log-format",
         help="NGINX: the log_format string the log was written with (default: combined "
         "followed by $request_time $upstream_response_time).",
@@ -33,7 +33,7 @@ LogFormat = Annotated[
 ]
 LogService = Annotated[
     str,
-    typer.Option(
+    opt(
         "--log-service",
         help="Access logs: service time = the backend's time (upstream) or the whole "
         "request at the proxy (total).",
@@ -54,9 +54,7 @@ def trace_stats(
     fmt: FormatJson = None,
     plot: Annotated[
         Path | None,
-        typer.Option(
-            "--plot", help="Histogram of service times to this file (.png, .pdf or .svg)."
-        ),
+        opt("--plot", help="Histogram of service times to this file (.png, .pdf or .svg)."),
     ] = None,
     out: Out = None,
 ) -> None:

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, policies_given, trace_laws
-from cloudsched.cli.options import Arrivals, FormatJson, Out, Precision, Seed, Service
+from cloudsched.cli.options import Arrivals, FormatJson, Out, Precision, Seed, Service, opt
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat
 from cloudsched.errors import ParameterError, check_real
 from cloudsched.policy_table import default_policies
@@ -38,13 +38,11 @@ def tune(
         ),
     ] = None,
     *,
-    p99: Annotated[float | None, typer.Option("--p99", help="Target: p99 response time.")] = None,
-    mean: Annotated[
-        float | None, typer.Option("--mean", help="Target: mean response time.")
-    ] = None,
+    p99: Annotated[float | None, opt("--p99", help="Target: p99 response time.")] = None,
+    mean: Annotated[float | None, opt("--mean", help="Target: mean response time.")] = None,
     unit: Annotated[
         str | None,
-        typer.Option(
+        opt(
             "--unit",
             help="Unit of the target: s or ms (with --trace), or service "
             "(mean service times; the default without a trace).",
@@ -52,35 +50,33 @@ def tune(
     ] = None,
     rate: Annotated[
         float | None,
-        typer.Option(
+        opt(
             "--rate",
             help="Arrival rate of the whole farm: tasks per second with "
             "--trace (default: the log's own rate), else per mean service time.",
         ),
     ] = None,
     load: Annotated[
-        float | None, typer.Option("--load", help="Or: the load per server at a fixed --servers N.")
+        float | None, opt("--load", help="Or: the load per server at a fixed --servers N.")
     ] = None,
-    servers: Annotated[
-        str, typer.Option("--servers", help="N, or a range MIN:MAX to search.")
-    ] = "1:10000",
+    servers: Annotated[str, opt("--servers", help="N, or a range MIN:MAX to search.")] = "1:10000",
     policy: Annotated[
         list[str] | None,
-        typer.Option("--policy", help="Older form of POLICIES (still accepted; repeatable)."),
+        opt("--policy", help="Older form of POLICIES (still accepted; repeatable)."),
     ] = None,
-    d: Annotated[list[int] | None, typer.Option("--d", help="d values; repeatable.")] = None,
-    r: Annotated[list[float] | None, typer.Option("--r", help="r values; repeatable.")] = None,
+    d: Annotated[list[int] | None, opt("--d", help="d values; repeatable.")] = None,
+    r: Annotated[list[float] | None, opt("--r", help="r values; repeatable.")] = None,
     threshold: Annotated[
         list[int] | None,
-        typer.Option("--threshold", help="z values of jiq-threshold; repeatable (default 1)."),
+        opt("--threshold", help="z values of jiq-threshold; repeatable (default 1)."),
     ] = None,
     max_messages: Annotated[
-        float | None, typer.Option("--max-messages", help="At most this many messages per task.")
+        float | None, opt("--max-messages", help="At most this many messages per task.")
     ] = None,
     service: Service = None,
     arrivals: Arrivals = None,
     trace: Annotated[
-        list[str] | None, typer.Option("--trace", help="A log (or shipped name) as the workload.")
+        list[str] | None, opt("--trace", help="A log (or shipped name) as the workload.")
     ] = None,
     trace_format: TraceFormat = "auto",
     log_format: LogFormat = None,
