@@ -361,3 +361,17 @@ def test_the_module_map_names_every_module_and_no_other():
     named = _module_map()
     assert not tree - named, f"modules the map in docs/development.md omits: {tree - named}"
     assert not named - tree, f"modules the map names that do not exist: {named - tree}"
+
+
+def test_no_compiled_kernel_takes_more_than_eight_arguments():
+    """Kernels take named records (state, meter, controls, parameters), not loose arrays:
+    run_delay took 54 arguments, run_counts 22, window_step 18."""
+    long = {}
+    for path in _modules():
+        for fn in ast.walk(ast.parse(path.read_text())):
+            decorated = isinstance(fn, ast.FunctionDef) and any(
+                "kernel" in ast.unparse(d) for d in fn.decorator_list
+            )
+            if decorated and len(fn.args.args) > 8:
+                long[f"{path.relative_to(SRC)}:{fn.name}"] = len(fn.args.args)
+    assert not long, long

@@ -17,8 +17,9 @@ __all__ = ["jiq_rhs"]
 
 
 @kernel(nrt=False)
-def jiq_rhs(x, q1_then, h_then, dx, lam, r, d, levels, jl):
-    """Write the derivative of ``x`` into ``dx`` (``q1_then``, ``h_then``: a delay ago)."""
+def jiq_rhs(x, then, dx, lam, r, d, levels, jl):
+    """Write the derivative of ``x`` into ``dx`` (``then``: ``q1`` and ``H`` a delay ago)."""
+    q1_then, h_then = then
     f = x[levels + jl]
     big_h = x[levels + jl + 1]
     land = q1_then * math.exp(-(big_h - h_then))  # joins sent a delay ago whose server stayed idle

@@ -306,7 +306,7 @@ def _jiq_states(lam: float, tau: float, d: int, r: float, pod: bool, levels: int
 
     def rhs(x: np.ndarray, delayed: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         dx = np.empty(size)
-        jiq_rhs(x, delayed[0], delayed[1], dx, lam, r, d, levels, j_levels)
+        jiq_rhs(x, (delayed[0], delayed[1]), dx, lam, r, d, levels, j_levels)
         return dx, np.array([x[0], x[-1]])
 
     h, steps = _grid(tau, lam * (r + d + j_levels) + 1.0)
