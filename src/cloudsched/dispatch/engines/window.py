@@ -18,7 +18,15 @@ from __future__ import annotations
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
 
-__all__ = ["batch_shifts", "before_event", "close_window", "open_window", "snapshot", "window_step"]
+__all__ = [
+    "batch_shifts",
+    "before_event",
+    "close_window",
+    "open_window",
+    "snapshot",
+    "window_moves",
+    "window_step",
+]
 
 
 @kernel(nrt=False)
@@ -59,6 +67,21 @@ def close_window(st, mt, arrivals, empty, te):
     st.fst[R.F_TEND] = te
     st.ist[R.I_ARR_CLOSE] = arrivals
     st.ist[R.I_PHASE] = R.DRAIN
+
+
+@kernel(nrt=False, inline=True)
+def window_moves(phase, arr_end, t_end, arrivals, now, is_arrival):
+    """Whether :func:`window_step` may open or close the window at this event.
+
+    A kernel asks first, so that the common event (inside the window, not its last) costs
+    a few comparisons of its own scalars (``arr_end``: ``ctl[C_ARR_END]`` at the call;
+    ``t_end``: the window's end in time, which counts when ``arr_end < 0``).
+    """
+    if phase == R.WARMUP:
+        return True
+    if phase != R.MEASURE:
+        return False
+    return (arr_end < 0 and now >= t_end) or (is_arrival and arrivals == arr_end)
 
 
 @kernel(nrt=False, inline=True)

@@ -34,7 +34,13 @@ from __future__ import annotations
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
 from cloudsched.dispatch.engines.counts.kernel import erlang_time, join_level
-from cloudsched.dispatch.engines.window import batch_shifts, before_event, snapshot, window_step
+from cloudsched.dispatch.engines.window import (
+    batch_shifts,
+    before_event,
+    snapshot,
+    window_moves,
+    window_step,
+)
 
 __all__ = ["run_classes"]
 
@@ -96,6 +102,7 @@ def run_classes(st, mt, ctl, par, rng):
     cnt, ccnt, speed, ist, fst, msg = st.cnt, st.ccnt, st.speed, st.ist, st.fst, st.msg
     area, last, bsum, bcnt, joins = mt.area, mt.last, mt.bsum, mt.bcnt, mt.hist
     wshift, segshift = batch_shifts(mt, ctl)
+    arr_end, t_end = ctl[R.C_ARR_END], par.t_end
     nmicro = bsum.shape[0]
     levels = cnt.shape[0]
     classes = speed.shape[0]
@@ -118,8 +125,9 @@ def run_classes(st, mt, ctl, par, rng):
         now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        phase, now = window_step(st, mt, ctl, par, arrivals, now, is_arrival, empty)
-        arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
+        if window_moves(phase, arr_end, t_end, arrivals, now, is_arrival):
+            phase, now = window_step(st, mt, ctl, par, arrivals, now, is_arrival, empty)
+            arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
         if phase == R.DRAIN:  # the window closed at this event
             done += 1
             continue

@@ -59,7 +59,13 @@ import numpy as np
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
 from cloudsched.dispatch.engines.counts.records import JOIN_SHORTEST, LEAST, LEAST_OF_D
-from cloudsched.dispatch.engines.window import batch_shifts, before_event, snapshot, window_step
+from cloudsched.dispatch.engines.window import (
+    batch_shifts,
+    before_event,
+    snapshot,
+    window_moves,
+    window_step,
+)
 
 __all__ = [
     "erlang_time",
@@ -221,6 +227,7 @@ def run_counts(st, mt, ctl, par, rng):
     cnt, iq, ist, fst, msg = st.cnt, st.iq, st.ist, st.fst, st.msg
     area, last, bsum, bcnt, joins = mt.area, mt.last, mt.bsum, mt.bcnt, mt.hist
     wshift, segshift = batch_shifts(mt, ctl)
+    arr_end, t_end = ctl[R.C_ARR_END], par.t_end
     nmicro = bsum.shape[0]
     levels = cnt.shape[0]
     lam_n, n, m, d = par.lam_n, par.n, par.m, par.d
@@ -251,8 +258,9 @@ def run_counts(st, mt, ctl, par, rng):
         now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        phase, now = window_step(st, mt, ctl, par, arrivals, now, is_arrival, iq[0])
-        arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
+        if window_moves(phase, arr_end, t_end, arrivals, now, is_arrival):
+            phase, now = window_step(st, mt, ctl, par, arrivals, now, is_arrival, iq[0])
+            arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
         if phase == R.DRAIN:  # the window closed at this event
             done += 1
             continue

@@ -65,7 +65,13 @@ from cloudsched.dispatch.engines.delay.ops import (
     view_up,
 )
 from cloudsched.dispatch.engines.delay.records import D_FREE, D_NBUSY, D_NFREE
-from cloudsched.dispatch.engines.window import batch_shifts, before_event, snapshot, window_step
+from cloudsched.dispatch.engines.window import (
+    batch_shifts,
+    before_event,
+    snapshot,
+    window_moves,
+    window_step,
+)
 
 __all__ = ["run_delay"]
 
@@ -187,6 +193,7 @@ def run_delay(st, mt, ctl, par, rng):
     lists, msgs, dst, ist, fst, msg = st.lists, st.msgs, st.dst, st.ist, st.fst, st.msg
     area, last, bsum, bcnt, joins = mt.area, mt.last, mt.bsum, mt.bcnt, mt.hist
     wshift, segshift = batch_shifts(mt, ctl)
+    arr_end, t_end = ctl[R.C_ARR_END], par.base.t_end
     nmicro = bsum.shape[0]
     levels = cnt.shape[0]
     arr_warm, width = ctl[R.C_ARR_WARM], ctl[R.C_WIDTH]
@@ -225,8 +232,9 @@ def run_delay(st, mt, ctl, par, rng):
         now = msgs.time[0] if message else now + step
         u = 0.0 if message else rng.random() * rate
         is_arrival = not message and u < lam_n
-        phase, now = window_step(st, mt, ctl, base, arrivals, now, is_arrival, iq[0])
-        arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
+        if window_moves(phase, arr_end, t_end, arrivals, now, is_arrival):
+            phase, now = window_step(st, mt, ctl, base, arrivals, now, is_arrival, iq[0])
+            arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
         done += 1
         if phase == R.DRAIN:  # the window closed at this event
             continue

@@ -39,6 +39,7 @@ from cloudsched.dispatch.engines.window import (
     close_window,
     open_window,
     snapshot,
+    window_moves,
     window_step,
 )
 from cloudsched.dispatch.view import iqueue_join, uniform
@@ -354,7 +355,7 @@ def build(
         ist, fst = st.ist, st.fst
         shifts = batch_shifts(mt, ctl)
         nmicro = mt.bsum.shape[0]  # a power of two, a multiple of R.H_SEGMENTS
-        lam_n = par.lam_n
+        lam_n, arr_end = par.lam_n, ctl[R.C_ARR_END]
         now = fst[R.F_NOW]
         done = 0
         status = R.CHUNK
@@ -399,7 +400,10 @@ def build(
             fst[R.F_NOW] = now
             arrivals = ist[R.I_ARRIVALS]
             # the measured tasks are followed after the window closes (the drain)
-            phase, _ = window_step(st, mt, ctl, par, arrivals, now, is_arrival, ist[R.I_NEMPTY])
+            phase = ist[R.I_PHASE]
+            if window_moves(phase, arr_end, par.t_end, arrivals, now, is_arrival):
+                empty = ist[R.I_NEMPTY]
+                phase, _ = window_step(st, mt, ctl, par, arrivals, now, is_arrival, empty)
             measuring = phase == R.MEASURE
             done += 1
             checkpoint = False
