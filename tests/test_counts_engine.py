@@ -341,6 +341,11 @@ def test_auto_runs_counts_from_a_hundred_thousand_servers_where_it_applies():
     assert ran("pod", servers=n, service="det") == ("servers", "event-list")
     assert ran("pod", servers=n, engine="servers") == ("servers", "markov")
     assert ran("pod", servers=n, engine="general") == ("servers", "event-list")
+    one = simulate("pod", servers=n, engine="classes", **kw)  # equal speeds: one class
+    assert (one.engine, one.engine_reason) == (
+        "counts",
+        "asked for classes; equal speeds are one class: counts",
+    )
     two = np.where(np.arange(n) % 4 == 0, 2.0, 1.0)  # speed classes: the classes engine for pod
     assert ran("pod", servers=n, speeds=two) == ("classes", "markov")
     assert ran("pod", servers=n - 1, speeds=two[:-1]) == ("servers", "event-list")

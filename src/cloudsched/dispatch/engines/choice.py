@@ -333,6 +333,8 @@ def choose(spec: Request) -> Choice:
     if asked in ("counts", "classes"):
         if why_not is not None:
             raise ParameterError("engine", asked, f"{why_not[0]} {why_not[1]}")
+        if asked == "classes" and work.speeds is None:  # equal speeds: one class, counts
+            return _counts(spec, "asked for classes; equal speeds are one class: counts")
         return _counts(spec, "asked for")
     if asked == "auto":
         n = spec.servers
