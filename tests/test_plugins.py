@@ -96,6 +96,8 @@ def test_plugins_are_listed_with_their_needs():
     assert rows["pod-memory"]["dispatchers"] == "optional"
     assert rows["pod-memory"]["source"].endswith("pod_memory.py")
     assert rows["jiq"]["source"] == "built-in" and rows["jiq"]["iqueues"]
+    assert rows["jiq"]["engines"] == "servers, counts, delay"  # the policy table's column
+    assert rows["pod-memory"]["engines"] == "servers"  # a plug-in runs its hooks
 
 
 BAD = """

@@ -12,7 +12,12 @@ from __future__ import annotations
 from cloudsched.dispatch import builtin_policies  # noqa: F401  (registers the built-ins)
 from cloudsched.dispatch.plugin import PluginError, Policy, load_plugin, registered
 from cloudsched.errors import ParameterError
-from cloudsched.policy_table import NoMeanFieldModelError, check_meanfield_policy, with_capability
+from cloudsched.policy_table import (
+    TABLE,
+    NoMeanFieldModelError,
+    check_meanfield_policy,
+    with_capability,
+)
 
 __all__ = [
     "MEANFIELD_POLICIES",
@@ -75,7 +80,11 @@ def get_policy(ref: str | Policy) -> Policy:
 
 
 def policy_table() -> list[dict[str, object]]:
-    """One row per registered policy: name, description and what it needs."""
+    """One row per registered policy: name, description, what it needs, the engines it runs on.
+
+    A built-in's engines are its row of :mod:`cloudsched.policy_table`; a plug-in runs on
+    the per-server engine (its hooks).
+    """
     return [
         {
             "policy": p.name,
@@ -85,6 +94,7 @@ def policy_table() -> list[dict[str, object]]:
             "threshold": p.threshold,
             "iqueues": p.iqueues,
             "mean_field": p.meanfield or "",
+            "engines": ", ".join(TABLE[p.name].engines if p.builtin else ("servers",)),
             "source": p.source or "built-in",
         }
         for p in registered().values()
