@@ -42,6 +42,7 @@ def test_mm1_through_general_engine():
         "random", servers=4, load=0.8, engine="general", tasks=400_000, replications=8, rng=6
     )
     assert (res.engine, res.clock) == ("servers", "event-list")
+    assert res.engine_reason == "asked for; event list"
     assert within(res, 5.0)
 
 

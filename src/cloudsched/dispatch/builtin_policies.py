@@ -168,7 +168,7 @@ class _ListsIdle:
 
 
 class _ListsAndDeletes(_ListsIdle):
-    """... and a listed server that gets a task otherwise sends a delete request."""
+    """JIQ hooks with delete requests: a listed server that gets a task otherwise leaves."""
 
     @hook
     def on_arrival(st: Any, par: Any, rng: Any, s: int, m: int) -> None:

@@ -208,8 +208,7 @@ class Choice:
 
 def speed_classes(speeds: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Return the distinct speeds (increasing) and how many servers run at each."""
-    values, sizes = np.unique(np.asarray(speeds, dtype=np.float64), return_counts=True)
-    return values, sizes
+    return np.unique(np.asarray(speeds, dtype=np.float64), return_counts=True)
 
 
 def why_not_counts(spec: Request) -> tuple[str, str, str] | None:
@@ -265,11 +264,11 @@ def _servers(spec: Request, asked: str, why: str) -> Choice:
     """Choose the per-server engine, with the Markov clock where the laws allow it."""
     work = spec.work
     laws = work.trace is None and markov_laws(work.service, work.interarrival)
-    if asked == "general" or not laws or work.speeds is not None:
+    if asked == "general":
+        return Choice("servers", "event-list", f"{why}; event list")
+    if not laws or work.speeds is not None:
         what = (
-            "asked for"
-            if asked == "general"
-            else "a replayed trace"
+            "a replayed trace"
             if work.trace is not None
             else "speeds"
             if laws
