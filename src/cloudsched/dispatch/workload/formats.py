@@ -8,25 +8,22 @@ step of its clock, and how a line is matched and read into a :class:`Request`.  
 format is one entry of :data:`LOG_FORMATS` (a pattern and a function from a match to a
 ``Request``) and its tests; both readers, detection and ``--trace-format`` then know it.
 
-=============  ===========================  ===========  ============  ==============  ====
-format         time (``stamp``)             total        upstream's    upstream        step
-=============  ===========================  ===========  ============  ==============  ====
-``nginx``      ``$msec``, ``$time_iso8601``  ``$request_  ``$upstream_  ``$upstream_    from
-               or ``$time_local`` (end)     time``       response_     addr`` (the     the
-                                                         time``        last tried)     digits
-``envoy``      ``%START_TIME%`` (start)     ``%DURATION%``  ``%RESP(X-EN  the last quoted  1 ms
-                                            (ms)         VOY-UPSTREAM-  field
-                                                         SERVICE-TIME)%``
-``envoy-json`` ``start_time`` (start)       ``duration`` ``upstream_   ``upstream_     1 ms
-                                            (ms)         service_time``  host``
-``haproxy``    the accept date (start)      ``Ta`` (ms)  ``Tr`` (ms)   backend/server  1 ms
-=============  ===========================  ===========  ============  ==============  ====
+* ``nginx``: time ``$msec``, ``$time_iso8601`` or ``$time_local`` (the request's end);
+  total ``$request_time``; upstream's time ``$upstream_response_time``; upstream
+  ``$upstream_addr`` (the last tried); step: from the digits of ``$msec``;
+* ``envoy``: time ``%START_TIME%`` (the start); total ``%DURATION%`` (ms); upstream's time
+  ``%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%``; upstream the last quoted field; step 1 ms;
+* ``envoy-json``: time ``start_time`` (the start); total ``duration`` (ms); upstream's time
+  ``upstream_service_time``; upstream ``upstream_host``; step 1 ms;
+* ``haproxy``: time the accept date (the start); total ``Ta`` (ms); upstream's time ``Tr``
+  (ms); upstream ``backend/server``; step 1 ms.
 
-HAProxy's request reaches its server ``TR + Tw`` after the accept date (``queued``).  Times
-without a fraction of a second (``$time_local``, ``$time_iso8601`` without one) have a step
-of one second.  A duration is ``-`` (unknown: None), or a finite number of at most
-:data:`~.logfiles.MAX_VALUE` seconds (NGINX's retries ``"0.010, 0.004 : 0.002"`` are
-summed; :mod:`.fields` reads the values); anything else stops the reader with a one-line
+HAProxy's request leaves the queue for its server ``TR + Tw`` after the accept date
+(``queued``; the connect time ``Tc`` follows).  Times without a fraction of a second
+(``$time_local``, ``$time_iso8601`` without one) have a step of one second.  A duration is
+``-`` (unknown: None), or a finite number of at most :data:`~.logfiles.MAX_VALUE` seconds
+(NGINX's retries ``"0.010, 0.004 : 0.002"`` are summed; :mod:`.fields` reads the values);
+anything else stops the reader with a one-line
 :class:`~cloudsched.dispatch.workload.logfiles.TraceError` naming the file and the line.
 """
 
