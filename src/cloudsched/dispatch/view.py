@@ -178,17 +178,22 @@ def shortest_queue(st, rng):
 
 
 @kernel(nrt=False, inline=True)
+def _bucket_swap(st, s, j):
+    """Swap server ``s`` with the server at place ``j`` of the bucket order ``st.jperm``."""
+    other = st.jperm[j]
+    p = st.srv[s, S.S_JPOS]
+    st.jperm[p] = other
+    st.srv[other, S.S_JPOS] = p
+    st.jperm[j] = s
+    st.srv[s, S.S_JPOS] = j
+
+
+@kernel(nrt=False, inline=True)
 def buckets_up(st, s, old):
     """Server ``s`` went from ``old`` to ``old + 1`` tasks: move it up a bucket."""
-    jperm, bstart, srv = st.jperm, st.bstart, st.srv
+    bstart = st.bstart
     new = old + 1
-    j = bstart[new] - 1  # last slot of bucket `old`
-    other = jperm[j]
-    p = srv[s, S.S_JPOS]
-    jperm[p] = other
-    srv[other, S.S_JPOS] = p
-    jperm[j] = s
-    srv[s, S.S_JPOS] = j
+    _bucket_swap(st, s, bstart[new] - 1)  # the last place of bucket `old`
     bstart[new] -= 1
     if old == st.ist[R.I_JSQ_MIN] and bstart[old] == bstart[new]:
         st.ist[R.I_JSQ_MIN] = new
@@ -197,15 +202,8 @@ def buckets_up(st, s, old):
 @kernel(nrt=False, inline=True)
 def buckets_down(st, s, old):
     """Server ``s`` went from ``old`` to ``old - 1`` tasks: move it down a bucket."""
-    jperm, bstart, srv = st.jperm, st.bstart, st.srv
-    j = bstart[old]  # first slot of bucket `old`
-    other = jperm[j]
-    p = srv[s, S.S_JPOS]
-    jperm[p] = other
-    srv[other, S.S_JPOS] = p
-    jperm[j] = s
-    srv[s, S.S_JPOS] = j
-    bstart[old] += 1
+    _bucket_swap(st, s, st.bstart[old])  # the first place of bucket `old`
+    st.bstart[old] += 1
     if old - 1 < st.ist[R.I_JSQ_MIN]:
         st.ist[R.I_JSQ_MIN] = old - 1
 

@@ -19,9 +19,11 @@ from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
 
 __all__ = [
+    "after_chunk",
     "batch_shifts",
     "before_event",
     "close_window",
+    "measured_order",
     "open_window",
     "snapshot",
     "window_moves",
@@ -114,23 +116,45 @@ def window_step(st, mt, ctl, par, arrivals, now, is_arrival, empty):
 
 
 @kernel(nrt=False, inline=True)
-def before_event(phase, done, budget, maxlen, levels, measured, room):
+def before_event(mt, ctl, phase, done, maxlen, levels, arrivals):
     """Check what a count kernel must before its next event: ``CHUNK`` to go on, or a status.
 
-    ``DONE`` once the window has closed; ``CHUNK`` (with ``done >= budget``: stop here) when
-    the budget is spent; ``NEED_LEVELS`` when the longest queue nears the levels kept;
-    ``NEED_MERGE`` when the measured arrivals fill the micro-batches (``room`` of them).
+    ``DONE`` once the window has closed; ``CHUNK`` (with ``done`` events at the budget: stop
+    here) when the budget is spent; ``NEED_LEVELS`` when the longest queue nears the
+    ``levels`` kept; ``NEED_MERGE`` when the measured arrivals fill the micro-batches.
     Returns the status and whether to stop.
     """
     if phase == R.DRAIN:
         return R.DONE, True
-    if done >= budget:
+    if done >= ctl[R.C_BUDGET]:
         return R.CHUNK, True
     if maxlen + 2 >= levels:
         return R.NEED_LEVELS, True
-    if phase == R.MEASURE and measured >= room:
+    if phase == R.MEASURE and arrivals - ctl[R.C_ARR_WARM] >= ctl[R.C_WIDTH] * mt.bsum.shape[0]:
         return R.NEED_MERGE, True
     return R.CHUNK, False
+
+
+@kernel(nrt=False, inline=True)
+def measured_order(st, mt, ctl, arrivals, now, empty, wshift):
+    """Return a measured arrival's order in the window (micro-batch ``order >> wshift``).
+
+    The first arrival of each micro-batch but the first snapshots the running integrals.
+    """
+    order = arrivals - ctl[R.C_ARR_WARM]
+    if order > 0 and order & (ctl[R.C_WIDTH] - 1) == 0:
+        snapshot(st, mt, empty, order >> wshift, now)
+    return order
+
+
+@kernel(nrt=False, inline=True)
+def after_chunk(fst, ist, now, arrivals, phase, maxlen, done):
+    """Write a count kernel's loop variables back to its records at the end of a chunk."""
+    fst[R.F_NOW] = now
+    ist[R.I_ARRIVALS] = arrivals
+    ist[R.I_PHASE] = phase
+    ist[R.I_MAXLEN] = maxlen
+    ist[R.I_EVENTS] += done
 
 
 @kernel(nrt=False, inline=True)

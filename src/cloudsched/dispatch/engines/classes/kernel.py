@@ -33,14 +33,8 @@ from __future__ import annotations
 
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
+from cloudsched.dispatch.engines import window as W
 from cloudsched.dispatch.engines.counts.kernel import erlang_time, join_level
-from cloudsched.dispatch.engines.window import (
-    batch_shifts,
-    before_event,
-    snapshot,
-    window_moves,
-    window_step,
-)
 
 __all__ = ["run_classes"]
 
@@ -101,14 +95,11 @@ def run_classes(st, mt, ctl, par, rng):
     """
     cnt, ccnt, speed, ist, fst, msg = st.cnt, st.ccnt, st.speed, st.ist, st.fst, st.msg
     area, last, bsum, bcnt, joins = mt.area, mt.last, mt.bsum, mt.bcnt, mt.hist
-    wshift, segshift = batch_shifts(mt, ctl)
+    wshift, segshift = W.batch_shifts(mt, ctl)
     arr_end, t_end = ctl[R.C_ARR_END], par.t_end
-    nmicro = bsum.shape[0]
     levels = cnt.shape[0]
     classes = speed.shape[0]
     lam_n = par.lam_n
-    arr_warm = ctl[R.C_ARR_WARM]
-    width, budget = ctl[R.C_WIDTH], ctl[R.C_BUDGET]
     now = fst[R.F_NOW]
     arrivals, phase, maxlen = ist[R.I_ARRIVALS], ist[R.I_PHASE], ist[R.I_MAXLEN]
     probes = par.probes
@@ -116,18 +107,15 @@ def run_classes(st, mt, ctl, par, rng):
     done = 0
     status = R.CHUNK
     while True:
-        status, stop = before_event(
-            phase, done, budget, maxlen, levels, arrivals - arr_warm, width * nmicro
-        )
+        status, stop = W.before_event(mt, ctl, phase, done, maxlen, levels, arrivals)
         if stop:
             break
         rate = lam_n + _busy_rate(ccnt, speed)
         now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        if window_moves(phase, arr_end, t_end, arrivals, now, is_arrival):
-            phase, now = window_step(st, mt, ctl, par, arrivals, now, is_arrival, empty)
-            arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
+        if W.window_moves(phase, arr_end, t_end, arrivals, now, is_arrival):
+            phase, now = W.window_step(st, mt, ctl, par, arrivals, now, is_arrival, empty)
         if phase == R.DRAIN:  # the window closed at this event
             done += 1
             continue
@@ -139,9 +127,7 @@ def run_classes(st, mt, ctl, par, rng):
             c = _arrival_class(ccnt, cnt, k, rng) if classes > 1 else 0
             j = k + 1
             if measuring:
-                order = arrivals - arr_warm
-                if order > 0 and order & (width - 1) == 0:
-                    snapshot(st, mt, empty, order >> wshift, now)
+                order = W.measured_order(st, mt, ctl, arrivals, now, empty, wshift)
                 b = order >> wshift
                 bsum[b] += erlang_time(rng, j) / speed[c]
                 bcnt[b] += 1
@@ -165,9 +151,5 @@ def run_classes(st, mt, ctl, par, rng):
         if checkpoint:
             status = R.CHECKPOINT
             break
-    fst[R.F_NOW] = now
-    ist[R.I_ARRIVALS] = arrivals
-    ist[R.I_PHASE] = phase
-    ist[R.I_MAXLEN] = maxlen
-    ist[R.I_EVENTS] += done
+    W.after_chunk(fst, ist, now, arrivals, phase, maxlen, done)
     return status

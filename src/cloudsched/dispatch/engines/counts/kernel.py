@@ -58,14 +58,8 @@ import numpy as np
 
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
+from cloudsched.dispatch.engines import window as W
 from cloudsched.dispatch.engines.counts.records import JOIN_SHORTEST, LEAST, LEAST_OF_D
-from cloudsched.dispatch.engines.window import (
-    batch_shifts,
-    before_event,
-    snapshot,
-    window_moves,
-    window_step,
-)
 
 __all__ = [
     "erlang_time",
@@ -226,14 +220,10 @@ def run_counts(st, mt, ctl, par, rng):
     """
     cnt, iq, ist, fst, msg = st.cnt, st.iq, st.ist, st.fst, st.msg
     area, last, bsum, bcnt, joins = mt.area, mt.last, mt.bsum, mt.bcnt, mt.hist
-    wshift, segshift = batch_shifts(mt, ctl)
+    wshift, segshift = W.batch_shifts(mt, ctl)
     arr_end, t_end = ctl[R.C_ARR_END], par.t_end
-    nmicro = bsum.shape[0]
     levels = cnt.shape[0]
     lam_n, n, m, d = par.lam_n, par.n, par.m, par.d
-    arr_warm = ctl[R.C_ARR_WARM]
-    width = ctl[R.C_WIDTH]
-    budget = ctl[R.C_BUDGET]
     now = fst[R.F_NOW]
     arrivals = ist[R.I_ARRIVALS]
     phase = ist[R.I_PHASE]
@@ -245,9 +235,7 @@ def run_counts(st, mt, ctl, par, rng):
     done = 0
     status = R.CHUNK
     while True:
-        status, stop = before_event(
-            phase, done, budget, maxlen, levels, arrivals - arr_warm, width * nmicro
-        )
+        status, stop = W.before_event(mt, ctl, phase, done, maxlen, levels, arrivals)
         if stop:
             break
         if jmax + 2 >= iq.shape[0]:
@@ -258,9 +246,8 @@ def run_counts(st, mt, ctl, par, rng):
         now = now + rng.standard_exponential() / rate
         u = rng.random() * rate
         is_arrival = u < lam_n
-        if window_moves(phase, arr_end, t_end, arrivals, now, is_arrival):
-            phase, now = window_step(st, mt, ctl, par, arrivals, now, is_arrival, iq[0])
-            arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
+        if W.window_moves(phase, arr_end, t_end, arrivals, now, is_arrival):
+            phase, now = W.window_step(st, mt, ctl, par, arrivals, now, is_arrival, iq[0])
         if phase == R.DRAIN:  # the window closed at this event
             done += 1
             continue
@@ -269,9 +256,7 @@ def run_counts(st, mt, ctl, par, rng):
         checkpoint = False
         if is_arrival:
             if measuring:
-                order = arrivals - arr_warm
-                if order > 0 and order & (width - 1) == 0:
-                    snapshot(st, mt, iq[0], order >> wshift, now)
+                order = W.measured_order(st, mt, ctl, arrivals, now, iq[0], wshift)
             took = False
             if iqueues:  # the dispatcher (u / lam_n uniform): its I-queue's size class
                 x = u / lam_n * m
@@ -327,10 +312,6 @@ def run_counts(st, mt, ctl, par, rng):
         if checkpoint:
             status = R.CHECKPOINT
             break
-    fst[R.F_NOW] = now
-    ist[R.I_ARRIVALS] = arrivals
-    ist[R.I_PHASE] = phase
-    ist[R.I_MAXLEN] = maxlen
+    W.after_chunk(fst, ist, now, arrivals, phase, maxlen, done)
     ist[R.I_MAXCAP] = jmax
-    ist[R.I_EVENTS] += done
     return status

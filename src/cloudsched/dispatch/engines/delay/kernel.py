@@ -48,6 +48,7 @@ import numpy as np
 
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
+from cloudsched.dispatch.engines import window as W
 from cloudsched.dispatch.engines.counts.kernel import erlang_time
 from cloudsched.dispatch.engines.counts.records import LEAST, UNIFORM
 from cloudsched.dispatch.engines.delay.ops import (
@@ -65,13 +66,6 @@ from cloudsched.dispatch.engines.delay.ops import (
     view_up,
 )
 from cloudsched.dispatch.engines.delay.records import D_FREE, D_NBUSY, D_NFREE
-from cloudsched.dispatch.engines.window import (
-    batch_shifts,
-    before_event,
-    snapshot,
-    window_moves,
-    window_step,
-)
 
 __all__ = ["run_delay"]
 
@@ -192,12 +186,9 @@ def run_delay(st, mt, ctl, par, rng):
     q, blist, bpos, cnt, iq = st.q, st.blist, st.bpos, st.cnt, st.iq
     lists, msgs, dst, ist, fst, msg = st.lists, st.msgs, st.dst, st.ist, st.fst, st.msg
     area, last, bsum, bcnt, joins = mt.area, mt.last, mt.bsum, mt.bcnt, mt.hist
-    wshift, segshift = batch_shifts(mt, ctl)
+    wshift, segshift = W.batch_shifts(mt, ctl)
     arr_end, t_end = ctl[R.C_ARR_END], par.base.t_end
-    nmicro = bsum.shape[0]
     levels = cnt.shape[0]
-    arr_warm, width = ctl[R.C_ARR_WARM], ctl[R.C_WIDTH]
-    budget = ctl[R.C_BUDGET]
     base = par.base  # the counts engine's parameters
     lam_n, m, mine = base.lam_n, base.m, par.mine
     now = fst[R.F_NOW]
@@ -212,9 +203,7 @@ def run_delay(st, mt, ctl, par, rng):
     done = 0
     status = R.CHUNK
     while True:
-        status, stop = before_event(
-            phase, done, budget, maxlen, levels, arrivals - arr_warm, width * nmicro
-        )
+        status, stop = W.before_event(mt, ctl, phase, done, maxlen, levels, arrivals)
         if stop:
             break
         if jmax + 2 >= room:
@@ -232,9 +221,8 @@ def run_delay(st, mt, ctl, par, rng):
         now = msgs.time[0] if message else now + step
         u = 0.0 if message else rng.random() * rate
         is_arrival = not message and u < lam_n
-        if window_moves(phase, arr_end, t_end, arrivals, now, is_arrival):
-            phase, now = window_step(st, mt, ctl, base, arrivals, now, is_arrival, iq[0])
-            arr_warm = ctl[R.C_ARR_WARM]  # set when the window opens
+        if W.window_moves(phase, arr_end, t_end, arrivals, now, is_arrival):
+            phase, now = W.window_step(st, mt, ctl, base, arrivals, now, is_arrival, iq[0])
         done += 1
         if phase == R.DRAIN:  # the window closed at this event
             continue
@@ -270,9 +258,7 @@ def run_delay(st, mt, ctl, par, rng):
                     iq_remove(lists, iq, fst, now, measuring, lists.owner[s], s)
             j = j0 + 1
             if measuring:
-                order = arrivals - arr_warm
-                if order > 0 and order & (width - 1) == 0:
-                    snapshot(st, mt, iq[0], order >> wshift, now)
+                order = W.measured_order(st, mt, ctl, arrivals, now, iq[0], wshift)
                 b = order >> wshift
                 bsum[b] += erlang_time(rng, j)
                 bcnt[b] += 1
@@ -328,11 +314,7 @@ def run_delay(st, mt, ctl, par, rng):
         if checkpoint:
             status = R.CHECKPOINT
             break
-    fst[R.F_NOW] = now
-    ist[R.I_ARRIVALS] = arrivals
-    ist[R.I_PHASE] = phase
-    ist[R.I_MAXLEN] = maxlen
+    W.after_chunk(fst, ist, now, arrivals, phase, maxlen, done)
     ist[R.I_MAXCAP] = jmax
-    ist[R.I_EVENTS] += done
     dst[D_NBUSY] = nbusy
     return status

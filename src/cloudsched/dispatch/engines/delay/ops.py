@@ -42,17 +42,23 @@ MSG_INFO, MSG_JOIN, MSG_DELETE = range(3)
 
 
 @kernel(nrt=False, inline=True)
+def _swap_to(perm, pos, s, j):
+    """Swap server ``s`` with the server at place ``j`` of ``perm`` (``pos`` its inverse)."""
+    other = perm[j]
+    i = pos[s]
+    perm[i] = other
+    pos[other] = i
+    perm[j] = s
+    pos[s] = j
+
+
+@kernel(nrt=False, inline=True)
 def view_up(view, s):
     """Raise ``val[s]`` by one: swap ``s`` with the last server of its level."""
     val, perm, pos, start = view
     v = val[s]
     last = start[v + 1] - 1
-    other = perm[last]
-    i = pos[s]
-    perm[i] = other
-    pos[other] = i
-    perm[last] = s
-    pos[s] = last
+    _swap_to(perm, pos, s, last)
     start[v + 1] = last
     val[s] = v + 1
 
@@ -63,12 +69,7 @@ def view_down(view, s):
     val, perm, pos, start = view
     v = val[s]
     first = start[v]
-    other = perm[first]
-    i = pos[s]
-    perm[i] = other
-    pos[other] = i
-    perm[first] = s
-    pos[s] = first
+    _swap_to(perm, pos, s, first)
     start[v] = first + 1
     val[s] = v - 1
 
@@ -96,6 +97,14 @@ def own_view(own, k):
 
 
 @kernel(nrt=False, inline=True)
+def _heap_copy(msgs, i, j):
+    """Copy message ``j`` (time and body) to entry ``i`` of the heap."""
+    msgs.time[i] = msgs.time[j]
+    for c in range(4):
+        msgs.body[i, c] = msgs.body[j, c]
+
+
+@kernel(nrt=False, inline=True)
 def heap_push(msgs, t, kind, server, value, seq):
     """Add a message landing at time ``t``."""
     htime, hmsg, hn = msgs.time, msgs.body, msgs.size
@@ -105,9 +114,7 @@ def heap_push(msgs, t, kind, server, value, seq):
         parent = (i - 1) >> 1
         if htime[parent] <= t:
             break
-        htime[i] = htime[parent]
-        for c in range(4):
-            hmsg[i, c] = hmsg[parent, c]
+        _heap_copy(msgs, i, parent)
         i = parent
     htime[i] = t
     hmsg[i, 0] = kind
@@ -134,13 +141,9 @@ def heap_pop(msgs, out):
             child += 1
         if htime[child] >= t:
             break
-        htime[i] = htime[child]
-        for c in range(4):
-            hmsg[i, c] = hmsg[child, c]
+        _heap_copy(msgs, i, child)
         i = child
-    htime[i] = t
-    for c in range(4):
-        hmsg[i, c] = hmsg[n, c]
+    _heap_copy(msgs, i, n)
 
 
 @kernel(nrt=False, inline=True)

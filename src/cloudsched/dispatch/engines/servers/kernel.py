@@ -65,28 +65,32 @@ def hist_bin(x, scratch):
 
 
 @kernel(nrt=False, inline=True)
+def _heap_put(st, i, s, key):
+    """Put server ``s`` with completion time ``key`` at entry ``i`` of the heap."""
+    st.heap[i] = s
+    st.hkey[i] = key
+    st.srv[s, S.S_HPOS] = i
+
+
+@kernel(nrt=False, inline=True)
 def _sift_up(st, i):
     """Move entry ``i`` of the completion-time heap up to its place."""
-    heap, hkey, srv = st.heap, st.hkey, st.srv
+    heap, hkey = st.heap, st.hkey
     s = heap[i]
     key = hkey[i]
     while i > 0:
         p = (i - 1) // 2
         if hkey[p] <= key:
             break
-        heap[i] = heap[p]
-        hkey[i] = hkey[p]
-        srv[heap[i], S.S_HPOS] = i
+        _heap_put(st, i, heap[p], hkey[p])
         i = p
-    heap[i] = s
-    hkey[i] = key
-    srv[s, S.S_HPOS] = i
+    _heap_put(st, i, s, key)
 
 
 @kernel(nrt=False, inline=True)
 def _sift_down(st, i, size):
     """Move entry ``i`` of the completion-time heap down to its place."""
-    heap, hkey, srv = st.heap, st.hkey, st.srv
+    heap, hkey = st.heap, st.hkey
     s = heap[i]
     key = hkey[i]
     while True:
@@ -97,13 +101,9 @@ def _sift_down(st, i, size):
             c += 1
         if hkey[c] >= key:
             break
-        heap[i] = heap[c]
-        hkey[i] = hkey[c]
-        srv[heap[i], S.S_HPOS] = i
+        _heap_put(st, i, heap[c], hkey[c])
         i = c
-    heap[i] = s
-    hkey[i] = key
-    srv[s, S.S_HPOS] = i
+    _heap_put(st, i, s, key)
 
 
 @kernel(nrt=False, inline=True)
