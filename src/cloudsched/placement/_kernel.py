@@ -79,16 +79,22 @@ def queue_weight(j, qlen, par, wpar):
 
 
 @kernel(nrt=False, inline=True)
+def _swap_slot(st, m, s, j):
+    """Swap slot ``s`` with the slot at place ``j`` of machine ``m``'s stack."""
+    other = st.mslots[m, j]
+    p = st.spos[s]
+    st.mslots[m, p] = other
+    st.spos[other] = p
+    st.mslots[m, j] = s
+    st.spos[s] = j
+
+
+@kernel(nrt=False, inline=True)
 def _reserve_slot(st, mo, s, tid):
     """Give free slot ``s`` to template ``tid`` (swap-remove it from its stack)."""
     m = mo.slot_machine[s]
     top = st.mfree[m] - 1
-    last = st.mslots[m, top]
-    p = st.spos[s]
-    st.mslots[m, p] = last
-    st.spos[last] = p
-    st.mslots[m, top] = s
-    st.spos[s] = top
+    _swap_slot(st, m, s, top)
     st.mfree[m] = top
     st.owner[s] = tid
 
@@ -98,12 +104,7 @@ def _release_slot(st, mo, s):
     """Return slot ``s`` to its machine's free stack."""
     m = mo.slot_machine[s]
     top = st.mfree[m]
-    other = st.mslots[m, top]
-    p = st.spos[s]
-    st.mslots[m, p] = other
-    st.spos[other] = p
-    st.mslots[m, top] = s
-    st.spos[s] = top
+    _swap_slot(st, m, s, top)
     st.mfree[m] = top + 1
     st.owner[s] = -1
 
@@ -317,13 +318,19 @@ def _keep_with_coin(st, mo, mt, tid, z, rng, measuring):
 
 
 @kernel(nrt=False, inline=True)
-def _propose(st, mo, mt, j, rng, measuring):
-    """DGP: propose the paper's uniform partition for type ``j``, add it with its coin."""
+def _counted(mt, j, found, measuring):
+    """Count a proposal for type ``j`` (and a failed one: no partition ``found``)."""
     if measuring:
         mt.cnt[j, S.C_TRIED] += 1
-    if not uniform_partition(st, mo, j, rng):
-        if measuring:
+        if not found:
             mt.cnt[j, S.C_FAILED] += 1
+    return found
+
+
+@kernel(nrt=False, inline=True)
+def _propose(st, mo, mt, j, rng, measuring):
+    """DGP: propose the paper's uniform partition for type ``j``, add it with its coin."""
+    if not _counted(mt, j, uniform_partition(st, mo, j, rng), measuring):
         return
     b = template_cost(mo, j, st.scratch)
     w = queue_weight(j, st.qlen, mo.par, mo.wpar) - b
@@ -337,11 +344,7 @@ def _propose_local(st, mo, mt, j, rng, measuring):
     ``log R = w / beta - K log S - log q(A | C)`` (:mod:`._kernel_propose`).  Not inlined:
     its code would slow the uniform proposals' loop, and it costs more than the call.
     """
-    if measuring:
-        mt.cnt[j, S.C_TRIED] += 1
-    if not local_partition(st, mo, j, rng):
-        if measuring:
-            mt.cnt[j, S.C_FAILED] += 1
+    if not _counted(mt, j, local_partition(st, mo, j, rng), measuring):
         return
     b = template_cost(mo, j, st.scratch)
     w = queue_weight(j, st.qlen, mo.par, mo.wpar) - b
@@ -428,7 +431,7 @@ _EVENT = -1
 
 
 @kernel(nrt=False, inline=True)
-def _clock(st, mo, mt, now, rate, logging, log_room, rng):
+def _clock(st, mo, mt, lg, now, rate, rng):
     """Draw the time of the next event after ``now``, integrate up to it.
 
     Returns ``(status, time)``: ``_EVENT`` to go on with an event at that time, else a
@@ -440,7 +443,7 @@ def _clock(st, mo, mt, now, rate, logging, log_room, rng):
     for j in range(mo.lam.size):
         if st.qlen[j] == st.qbuf.shape[1]:
             return S.NEED_QUEUE, now
-    if logging and ist[S.I_LOG] > log_room:
+    if mo.par[S.P_LOG] != 0.0 and ist[S.I_LOG] > lg.t.size - st.t_type.size - 2:
         return S.NEED_LOG, now
     while True:
         t = now + rng.standard_exponential() / rate
@@ -458,6 +461,23 @@ def _clock(st, mo, mt, now, rate, logging, log_room, rng):
             return S.STOP, now
         fst[S.F_TSTOP] += fst[S.F_FRAME]  # MaxWeight keeps its proven configuration
         ist[S.I_KEPT] += 1
+
+
+@kernel(nrt=False, inline=True)
+def _next_event(st, mo, mt, lg, now, policy, vclock, rng):
+    """Advance to the next event (:func:`_clock`) and draw what it is (:func:`_decode`).
+
+    Returns ``(status, time, measuring, kind, j, idx)``; on a status other than ``_EVENT``
+    the time is stored in ``fst[F_NOW]`` and the rest is meaningless.
+    """
+    rate = _total_rate(st, mo, policy, vclock)
+    status, now = _clock(st, mo, mt, lg, now, rate, rng)
+    if status != _EVENT:
+        st.fst[S.F_NOW] = now
+        return status, now, False, -1, -1, -1
+    st.ist[S.I_EVENTS] += 1
+    kind, j, idx = _decode(st, mo, rng.random() * rate, policy, vclock)
+    return _EVENT, now, now > st.fst[S.F_TWARM], kind, j, idx
 
 
 @kernel(nrt=False, inline=True)
@@ -498,19 +518,11 @@ def run(st, mo, mt, lg, policy, budget, rng):
     """
     vclock = mo.par[S.P_VCLOCK] != 0.0 and policy != FRAME
     local = mo.par[S.P_LOCAL] != 0.0
-    logging = mo.par[S.P_LOG] != 0.0
-    log_room = lg.t.size - st.t_type.size - 2
     now = st.fst[S.F_NOW]
-    warm = st.fst[S.F_TWARM]
     for _ in range(budget):
-        rate = _total_rate(st, mo, policy, vclock)
-        status, now = _clock(st, mo, mt, now, rate, logging, log_room, rng)
+        status, now, measuring, kind, j, idx = _next_event(st, mo, mt, lg, now, policy, vclock, rng)
         if status != _EVENT:
-            st.fst[S.F_NOW] = now
             return status
-        measuring = now > warm
-        st.ist[S.I_EVENTS] += 1
-        kind, j, idx = _decode(st, mo, rng.random() * rate, policy, vclock)
         propose = kind == 3  # a queue clock's tick, or (below) an arrival under DGP
         decide = -1  # the empty template whose keep decision comes up
         if kind == 0:
@@ -545,19 +557,11 @@ def run_baseline(st, mo, mt, lg, policy, budget, rng):
     Queue heads are placed after each arrival and departure; a template is deleted when its
     job leaves.
     """
-    logging = mo.par[S.P_LOG] != 0.0
-    log_room = lg.t.size - st.t_type.size - 2
     now = st.fst[S.F_NOW]
-    warm = st.fst[S.F_TWARM]
     for _ in range(budget):
-        rate = _total_rate(st, mo, policy, False)
-        status, now = _clock(st, mo, mt, now, rate, logging, log_room, rng)
+        status, now, measuring, kind, j, idx = _next_event(st, mo, mt, lg, now, policy, False, rng)
         if status != _EVENT:
-            st.fst[S.F_NOW] = now
             return status
-        measuring = now > warm
-        st.ist[S.I_EVENTS] += 1
-        kind, j, idx = _decode(st, mo, rng.random() * rate, policy, False)
         if kind == 0:
             _arrive(st, mt, j, now, measuring)
         else:

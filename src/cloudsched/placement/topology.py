@@ -12,7 +12,7 @@ Storm Flux files are read by :mod:`cloudsched.placement.flux`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,7 @@ __all__ = [
     "check_size",
     "complete",
     "from_edges",
+    "generate",
     "random_graph",
     "star",
     "tree",
@@ -196,6 +197,23 @@ def random_graph(k: int, p: float, *, rng: np.random.Generator) -> Topology:
     keep = rng.random(i.size) < p
     g.add_edges_from(zip(i[keep].tolist(), j[keep].tolist(), strict=True))
     return _from_graph(f"random-{k}", g)
+
+
+def generate(spec: Mapping[str, Any], *, rng: np.random.Generator) -> Topology:
+    """Build ``{generator: chain|star|tree|complete|random, nodes: K, [p: P], [branching: B]}``."""
+    kind = spec["generator"]
+    k: Any = spec.get("nodes")
+    if kind == "chain":
+        return chain(k)
+    if kind == "star":
+        return star(k)
+    if kind == "tree":
+        return tree(k, spec.get("branching", 2))
+    if kind == "complete":
+        return complete(k)
+    if kind == "random":
+        return random_graph(k, spec.get("p", 0.5), rng=rng)
+    raise ParameterError("generator", kind, "one of " + ", ".join(GENERATORS))
 
 
 def from_edges(

@@ -35,17 +35,7 @@ import numpy as np
 from cloudsched.errors import InputError, ParameterError, check_real
 from cloudsched.io import read_yaml
 from cloudsched.placement.flux import load_flux, read_properties
-from cloudsched.placement.topology import (
-    GENERATORS,
-    MAX_DEMAND,
-    Topology,
-    chain,
-    complete,
-    from_edges,
-    random_graph,
-    star,
-    tree,
-)
+from cloudsched.placement.topology import MAX_DEMAND, Topology, from_edges, generate
 from cloudsched.randomness import Seed
 
 __all__ = ["RATE_RANGE", "JobType", "load_workload", "topology_from_spec"]
@@ -189,19 +179,7 @@ def topology_from_spec(spec: Any, base_dir: str | Path, *, rng: np.random.Genera
             traffic=spec.get("traffic", "edges"),
         )
     if "generator" in spec:
-        kind = spec["generator"]
-        k: Any = spec.get("nodes")
-        if kind == "chain":
-            return chain(k)
-        if kind == "star":
-            return star(k)
-        if kind == "tree":
-            return tree(k, spec.get("branching", 2))
-        if kind == "complete":
-            return complete(k)
-        if kind == "random":
-            return random_graph(k, spec.get("p", 0.5), rng=rng)
-        raise ParameterError("generator", kind, "one of " + ", ".join(GENERATORS))
+        return generate(spec, rng=rng)
     if "edges" in spec:
         return from_edges(spec.get("nodes", []), spec["edges"])
     raise ParameterError(
