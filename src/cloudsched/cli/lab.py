@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import math
 from pathlib import Path
 from typing import Annotated, Any
@@ -43,20 +44,25 @@ Seed = Annotated[int, opt("--seed", help="Seed of the workload and the choices."
 Fmt = Annotated[str, opt("--format", help="table or json (standard output).")]
 
 
-def _spec(policy: str, **kw: Any) -> Any:
+def _spec(args: dict[str, Any], **given: Any) -> Any:
+    """Check and build the :class:`LabSpec` from a command's arguments and ``given`` fields.
+
+    ``args`` is the command's ``locals()``: the names that are the spec's fields are taken.
+    """
     from cloudsched.errors import check_int, check_real
     from cloudsched.lab.spec import MAX_SERVERS, LabSpec, parse_kill, parse_slow, parse_unit
 
+    kw = {f.name: args[f.name] for f in dataclasses.fields(LabSpec) if f.name in args} | given
     servers = kw["servers"]
     duration = check_real("--duration", kw["duration"], low=0.5, high=3600.0)
     check_int("--servers", servers, low=1, high=MAX_SERVERS)
-    kw["slow"] = parse_slow(kw.pop("slow") or [], servers)
-    kw["kill"] = parse_kill(kw.pop("kill") or [], servers, duration)
+    kw["slow"] = parse_slow(kw.get("slow") or [], servers)
+    kw["kill"] = parse_kill(kw.get("kill") or [], servers, duration)
     kw["unit"] = parse_unit(kw["unit"])
     kw["probe_timeout"] = parse_unit(kw["probe_timeout"], "probe_timeout", low=1e-4)
     with contextlib.suppress(ValueError):  # a bare number is a fraction; 3s is seconds
         kw["warmup"] = float(kw["warmup"])
-    return LabSpec(policy, **kw)
+    return LabSpec(**kw)
 
 
 def _fmt(v: Any, digits: int = 4) -> str:
@@ -205,26 +211,7 @@ def lab_run(
     from cloudsched.lab.run import run_lab
 
     fmt = check_choice("--format", fmt, ("table", "json"))
-    spec = _spec(
-        policy,
-        servers=servers,
-        dispatchers=dispatchers,
-        load=load,
-        d=d,
-        service=service,
-        unit=unit,
-        duration=duration,
-        warmup=warmup,
-        balancer=balancer,
-        mode=mode,
-        slow=slow,
-        kill=kill,
-        drop=drop,
-        max_inflight=max_inflight,
-        max_requests=max_requests,
-        probe_timeout=probe_timeout,
-        seed=seed,
-    )
+    spec = _spec(locals())
     result = run_lab(spec)
     _write_run(result, out)
     typer.echo(to_json(result.to_dict()) if fmt == "json" else _summary(result), nl=fmt == "json")
@@ -285,26 +272,7 @@ def lab_compare(
     fmt = check_choice("--format", fmt, ("table", "json"))
     if len(set(policies)) != len(policies):
         raise ParameterError("POLICIES", policies, "distinct policy names")
-    spec = _spec(
-        policies[0],
-        servers=servers,
-        dispatchers=dispatchers,
-        load=load,
-        d=d,
-        service=service,
-        unit=unit,
-        duration=duration,
-        warmup=warmup,
-        balancer=balancer,
-        mode=mode,
-        slow=slow,
-        kill=None,
-        drop=0.0,
-        max_inflight=max_inflight,
-        max_requests=max_requests,
-        probe_timeout=probe_timeout,
-        seed=seed,
-    )
+    spec = _spec(locals(), policy=policies[0])
     rows, cdfs, lives = compare_lab(spec, list(policies))
     notes = compare_notes(spec, list(policies))
     # what qualifies each live number, as lab run prints it under its own table

@@ -27,7 +27,6 @@ import argparse
 import asyncio
 import json
 import math
-import os
 import queue
 import socket
 import threading
@@ -35,10 +34,8 @@ import time
 from typing import Any, cast
 from urllib.parse import parse_qs, urlsplit
 
-import numpy as np
-
-from cloudsched.lab.auth import SealedControl, Signer, Verifier, http_token, key_from_env, token_ok
-from cloudsched.lab.child import die_with_parent, guard, ready
+from cloudsched.lab.auth import SealedControl, token_ok
+from cloudsched.lab.child import Member, child_parser, die_with_parent, serve
 from cloudsched.lab.protocol import read_message, response_bytes
 from cloudsched.policy_table import TABLE
 
@@ -63,20 +60,14 @@ def _spin(n: int) -> int:
     return x
 
 
-class Server:
+class Server(Member):
     """State of one server: its FIFO, I-queue membership and counters."""
 
     def __init__(self, args: argparse.Namespace) -> None:
-        self.index: int = args.index
-        self.policy: str = args.policy
+        super().__init__(args, "s")
         self.max_work: float = args.max_work
-        key = key_from_env()
-        self.token = http_token(key)
-        self.signer = Signer(key, f"s{self.index}")
-        self.verifier = Verifier(key)
         self.slow: float = args.slow
         self.drop: float = args.drop
-        self.rng = np.random.default_rng(np.random.SeedSequence(args.seed))
         self.cpu_rate = _spin_rate() if args.mode == "cpu" else 0.0
         self.jobs: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self.held = 0
@@ -277,42 +268,26 @@ async def _handle(
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    loop = asyncio.get_running_loop()
     server = Server(args)
     worker = threading.Thread(target=server.work, daemon=True)
     worker.start()
-    http = await asyncio.start_server(
-        lambda r, w: _handle(server, r, w), "127.0.0.1", 0, backlog=1024
-    )
-    udp, _ = await loop.create_datagram_endpoint(
-        lambda: Control(server), local_addr=("127.0.0.1", 0)
-    )
-    sock = udp.get_extra_info("socket")
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-    ready(http.sockets[0].getsockname()[1], sock.getsockname()[1])
     try:
-        await guard(args.parent, args.lifetime)
+        await serve(
+            lambda r, w: _handle(server, r, w), lambda: Control(server), args.parent, args.lifetime
+        )
     finally:
         server.jobs.put(None)
         server.tx.close()
-        http.close()
-        udp.close()
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of a server process (started by the lab's controller)."""
     die_with_parent()
-    p = argparse.ArgumentParser(prog="cloudsched.lab.backend")
-    p.add_argument("--index", type=int, required=True)
-    p.add_argument("--policy", required=True)
-    p.add_argument("--seed", type=int, required=True)
+    p = child_parser("cloudsched.lab.backend")
     p.add_argument("--slow", type=float, default=1.0)
     p.add_argument("--drop", type=float, default=0.0)
     p.add_argument("--mode", choices=("sleep", "cpu"), default="sleep")
     p.add_argument("--max-work", type=float, default=600.0)
-    p.add_argument("--parent", type=int, default=os.getppid())
-    p.add_argument("--lifetime", type=float, default=600.0)
-    p.add_argument("--run-dir", default="")  # names the run in the process list
     asyncio.run(_serve(p.parse_args(argv)))
 
 

@@ -29,15 +29,11 @@ import argparse
 import asyncio
 import contextlib
 import json
-import os
-import socket
 import time
 from typing import Any, cast
 
-import numpy as np
-
-from cloudsched.lab.auth import SealedControl, Signer, Verifier, http_token, key_from_env, token_ok
-from cloudsched.lab.child import die_with_parent, guard, ready
+from cloudsched.lab.auth import SealedControl, token_ok
+from cloudsched.lab.child import Member, child_parser, die_with_parent, serve
 from cloudsched.lab.protocol import read_message, request_bytes, response_bytes
 from cloudsched.policy_table import TABLE
 
@@ -50,21 +46,15 @@ SAMPLE_SECONDS = 0.1
 MAX_SAMPLES = 20000
 
 
-class Dispatcher:
+class Dispatcher(Member):
     """One dispatcher's view: its I-queue, outstanding counts, pools and counters."""
 
     def __init__(self, args: argparse.Namespace, ports: list[tuple[int, int]]) -> None:
-        self.index: int = args.index
-        self.policy: str = args.policy
+        super().__init__(args, "d")
         self.d: int = args.d
-        key = key_from_env()
-        self.token = http_token(key)
-        self.signer = Signer(key, f"d{self.index}")
-        self.verifier = Verifier(key)
         self.timeout: float = args.probe_timeout
         self.ports = ports
         n = len(ports)
-        self.rng = np.random.default_rng(np.random.SeedSequence(args.seed))
         self.alive = [True] * n
         self.outstanding = [0] * n
         self.pools: list[list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]] = [
@@ -346,38 +336,24 @@ async def _client(
 
 
 async def _serve(args: argparse.Namespace) -> None:
-    loop = asyncio.get_running_loop()
     ports = [(int(a), int(b)) for a, b in (x.split(":") for x in args.backends.split(","))]
     disp = Dispatcher(args, ports)
-    http = await asyncio.start_server(
-        lambda r, w: _client(disp, r, w), "127.0.0.1", 0, backlog=1024
-    )
-    udp, _ = await loop.create_datagram_endpoint(lambda: Control(disp), local_addr=("127.0.0.1", 0))
-    sock = udp.get_extra_info("socket")
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 20)
-    sampler = loop.create_task(disp.sample())
-    ready(http.sockets[0].getsockname()[1], sock.getsockname()[1])
+    sampler = asyncio.get_running_loop().create_task(disp.sample())
     try:
-        await guard(args.parent, args.lifetime)
+        await serve(
+            lambda r, w: _client(disp, r, w), lambda: Control(disp), args.parent, args.lifetime
+        )
     finally:
         sampler.cancel()
-        http.close()
-        udp.close()
 
 
 def main(argv: list[str] | None = None) -> None:
     """Entry point of a dispatcher process (started by the lab's controller)."""
     die_with_parent()
-    p = argparse.ArgumentParser(prog="cloudsched.lab.dispatcher")
-    p.add_argument("--index", type=int, required=True)
-    p.add_argument("--policy", required=True)
+    p = child_parser("cloudsched.lab.dispatcher")
     p.add_argument("--d", type=int, default=2)
     p.add_argument("--backends", required=True, help="http:udp,... of every server")
-    p.add_argument("--seed", type=int, required=True)
     p.add_argument("--probe-timeout", type=float, default=0.05)
-    p.add_argument("--parent", type=int, default=os.getppid())
-    p.add_argument("--lifetime", type=float, default=600.0)
-    p.add_argument("--run-dir", default="")  # names the run in the process list
     asyncio.run(_serve(p.parse_args(argv)))
 
 

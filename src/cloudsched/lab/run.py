@@ -103,29 +103,18 @@ def _access_logs(spec: LabSpec, run_dir: Path) -> dict[str, str]:
     return out
 
 
-def _child_args(spec: LabSpec, run_dir: Path, seed: int) -> list[str]:
-    return [
-        "--seed",
-        str(seed),
-        "--parent",
-        str(os.getpid()),
-        "--lifetime",
-        str(spec.lifetime),
-        "--run-dir",
-        str(run_dir),
-    ]
+def _child_args(spec: LabSpec, module: str, index: int, run_dir: Path, seed: int) -> list[str]:
+    """Return the command line of lab process ``index`` (``-m module``) up to its own options."""
+    args = {"index": index, "policy": spec.policy, "seed": seed, "parent": os.getpid()}
+    args |= {"lifetime": spec.lifetime, "run-dir": run_dir}
+    return ["-m", module, *[x for k, v in args.items() for x in (f"--{k}", str(v))]]
 
 
 def _start_backends(spec: LabSpec, group: ProcessGroup, seeds: list[int]) -> list[Child]:
     kids = []
     for i in range(spec.servers):
         argv = [
-            "-m",
-            "cloudsched.lab.backend",
-            "--index",
-            str(i),
-            "--policy",
-            spec.policy,
+            *_child_args(spec, "cloudsched.lab.backend", i, group.run_dir, seeds[i]),
             "--slow",
             repr(spec.slow.get(i, 1.0)),
             "--drop",
@@ -134,7 +123,6 @@ def _start_backends(spec: LabSpec, group: ProcessGroup, seeds: list[int]) -> lis
             spec.mode,
             "--max-work",
             repr(spec.lifetime),
-            *_child_args(spec, group.run_dir, seeds[i]),
         ]
         kids.append(group.start("server", i, argv))
     group.wait_ready(kids)
@@ -149,19 +137,13 @@ def _start_dispatchers(
         ports = ",".join(f"{c.ports[0]}:{c.ports[1]}" for c in servers)
         for k in range(spec.dispatchers):
             argv = [
-                "-m",
-                "cloudsched.lab.dispatcher",
-                "--index",
-                str(k),
-                "--policy",
-                spec.policy,
+                *_child_args(spec, "cloudsched.lab.dispatcher", k, group.run_dir, seeds[k]),
                 "--d",
                 str(spec.d),
                 "--backends",
                 ports,
                 "--probe-timeout",
                 repr(spec.probe_timeout),
-                *_child_args(spec, group.run_dir, seeds[k]),
             ]
             kids.append(group.start("dispatcher", k, argv))
         group.wait_ready(kids)

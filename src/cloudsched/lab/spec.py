@@ -55,16 +55,25 @@ def parse_unit(text: str | float, name: str = "unit", low: float = 1e-3) -> floa
     return value
 
 
+def _per_server(
+    name: str, items: list[str] | tuple[str, ...], servers: int, sep: str, unit: str, form: str
+) -> list[tuple[str, int, float]]:
+    """Split ``SERVER<sep>VALUE<unit>`` items; check the server; return (item, server, value)."""
+    out = []
+    for item in items:
+        m = re.fullmatch(rf"\s*(\d+)\s*{sep}\s*([0-9]*\.?[0-9]+)\s*{unit}?\s*", item)
+        if not m:
+            raise ParameterError(name, item, form)
+        if int(m.group(1)) >= servers:
+            raise ParameterError(name, item, f"a server in 0..{servers - 1}")
+        out.append((item, int(m.group(1)), float(m.group(2))))
+    return out
+
+
 def parse_slow(items: list[str] | tuple[str, ...], servers: int) -> dict[int, float]:
     """``["2:5x"]`` -> ``{2: 5.0}``: server 2 takes 5 times as long (factor in [1, 1000])."""
     out: dict[int, float] = {}
-    for item in items:
-        m = re.fullmatch(r"\s*(\d+)\s*:\s*([0-9]*\.?[0-9]+)\s*x?\s*", item)
-        if not m:
-            raise ParameterError("slow", item, "SERVER:FACTORx, for example 2:5x")
-        s, f = int(m.group(1)), float(m.group(2))
-        if s >= servers:
-            raise ParameterError("slow", item, f"a server in 0..{servers - 1}")
+    for item, s, f in _per_server("slow", items, servers, ":", "x", "SERVER:FACTORx, e.g. 2:5x"):
         if not 1.0 <= f <= 1000.0:
             raise ParameterError("slow", item, "a factor in [1, 1000]")
         out[s] = f
@@ -76,13 +85,7 @@ def parse_kill(
 ) -> dict[int, float]:
     """``["3@10"]`` -> ``{3: 10.0}``: kill server 3 ten seconds into the measurement."""
     out: dict[int, float] = {}
-    for item in items:
-        m = re.fullmatch(r"\s*(\d+)\s*@\s*([0-9]*\.?[0-9]+)\s*s?\s*", item)
-        if not m:
-            raise ParameterError("kill", item, "SERVER@SECONDS, for example 3@10")
-        s, t = int(m.group(1)), float(m.group(2))
-        if s >= servers:
-            raise ParameterError("kill", item, f"a server in 0..{servers - 1}")
+    for item, s, t in _per_server("kill", items, servers, "@", "s", "SERVER@SECONDS, e.g. 3@10"):
         if not 0.0 <= t < duration:
             raise ParameterError("kill", item, f"a time in [0, {duration:g}) seconds (--duration)")
         out[s] = t
