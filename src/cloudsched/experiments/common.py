@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +12,16 @@ import pandas as pd
 from cloudsched.errors import check_choice
 from cloudsched.experiments.sweep import parse_spec, run_sweep
 
-__all__ = ["CITATIONS", "LEVELS", "Setting", "ci_half", "half_width", "run_grid", "size_of"]
+__all__ = [
+    "CITATIONS",
+    "LEVELS",
+    "Setting",
+    "ci_half",
+    "half_width",
+    "mean_points",
+    "run_grid",
+    "size_of",
+]
 
 #: The two papers whose figures and tables are reproduced ("Figure 4" means theirs).
 CITATIONS = {
@@ -70,13 +79,18 @@ def size_of(level: str) -> dict[str, Any]:
     return _SIZES[check_choice("level", level, LEVELS)]
 
 
-def run_grid(out_dir: Path, name: str, doc: dict[str, Any], workers: int) -> pd.DataFrame:
+def run_grid(
+    out_dir: Path, name: str, s: Setting, kind: str, fixed: dict[str, Any], grid: dict[str, Any]
+) -> pd.DataFrame:
     """Run (or resume) one sweep under ``out_dir/sweeps/name`` and return its rows.
 
-    ``param.*`` columns lose their prefix (dropped where a result column holds the same).
+    One replication of ``kind`` at each point of ``grid`` (with ``fixed``), on ``s.workers``
+    workers, from seed ``s.seed``.  ``param.*`` columns lose their prefix (dropped where a
+    result column holds the same).
     """
+    doc = {"kind": kind, "seed": s.seed, "replications": 1, "fixed": fixed, "grid": grid}
     spec = parse_spec(doc, f"reproduce:{name}", str(out_dir))
-    df = run_sweep(spec, out_dir / "sweeps" / name, workers=workers, resume=True)
+    df = run_sweep(spec, out_dir / "sweeps" / name, workers=s.workers, resume=True)
     for c in [c for c in df.columns if c.startswith("param.")]:
         key = c[len("param.") :]
         df = df.drop(columns=c) if key in df.columns else df.rename(columns={c: key})
@@ -86,6 +100,14 @@ def run_grid(out_dir: Path, name: str, doc: dict[str, Any], workers: int) -> pd.
 def ci_half(df: pd.DataFrame) -> np.ndarray:
     """Half-widths of the dispatch rows' ``ci95_low``/``ci95_high`` (NaN where withheld)."""
     return ((df["ci95_high"] - df["ci95_low"]) / 2).to_numpy(dtype=float)
+
+
+def mean_points(df: pd.DataFrame, by: str) -> dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Return load, mean response time and its half-width per value of column ``by``."""
+    return {
+        str(lab): (g["load"].to_numpy(), g["mean_response_time"].to_numpy(), ci_half(g))
+        for lab, g in df.groupby(by, sort=False)
+    }
 
 
 def half_width(df: pd.DataFrame, name: str) -> np.ndarray:
@@ -103,6 +125,10 @@ class Setting:
     size: dict[str, Any]
     workers: int
     seed: int
+
+    def offset(self, k: int) -> Setting:
+        """Return the same setting from root seed ``seed + k`` (one per grid of a figure)."""
+        return replace(self, seed=self.seed + k)
 
     @property
     def run(self) -> dict[str, Any]:

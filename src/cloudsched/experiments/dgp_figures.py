@@ -49,66 +49,23 @@ def run_grids(out_dir: Path, level: str, workers: int, seed: int) -> PlacementGr
     cluster, jobs = demo_instance()
     optimum = static_optimum(cluster, jobs).cost_rate
     model = {"cluster": "3x3", "workload": _workload_file(out_dir)}
-    dgp = run_grid(
-        out_dir,
+    size = s.size
+
+    def place(name: str, k: int, fixed: dict[str, Any], grid: dict[str, Any]) -> pd.DataFrame:
+        return run_grid(out_dir, name, s.offset(k), "place", {**model, **fixed}, grid)
+
+    dgp_args = {"policy": "dgp", "f": DGP_PARAMS["f"], "h": DGP_PARAMS["h"]}
+    dgp = place(
         "dgp-beta-alpha",
-        {
-            "kind": "place",
-            "seed": s.seed,
-            "replications": 1,
-            "fixed": {
-                **model,
-                "policy": "dgp",
-                "f": DGP_PARAMS["f"],
-                "h": DGP_PARAMS["h"],
-                "horizon": s.size["dgp_horizon"],
-            },
-            "grid": {"alpha": s.size["alphas"], "beta": s.size["betas"]},
-        },
-        s.workers,
+        0,
+        {**dgp_args, "horizon": size["dgp_horizon"]},
+        {"alpha": size["alphas"], "beta": size["betas"]},
     )
-    base = run_grid(
-        out_dir,
-        "baselines",
-        {
-            "kind": "place",
-            "seed": s.seed + 1,
-            "replications": 1,
-            "fixed": {**model, "horizon": s.size["dgp_horizon"] / 10},
-            "grid": {"policy": ["storm-default", "greedy"]},
-        },
-        s.workers,
-    )
-    default = run_grid(
-        out_dir,
-        "dgp-default",
-        {
-            "kind": "place",
-            "seed": s.seed + 3,
-            "replications": 1,
-            "fixed": {**model, "horizon": s.size["dgp_horizon"]},
-            "grid": {"policy": ["dgp"]},
-        },
-        s.workers,
-    )
-    mw = run_grid(
-        out_dir,
-        "maxweight-frames",
-        {
-            "kind": "place",
-            "seed": s.seed + 2,
-            "replications": 1,
-            "fixed": {
-                **model,
-                "policy": "maxweight",
-                "alpha": 1.0,
-                "f": "log",
-                "horizon": s.size["mw_horizon"],
-            },
-            "grid": {"frame": s.size["frames"]},
-        },
-        s.workers,
-    )
+    base_grid = {"policy": ["storm-default", "greedy"]}
+    base = place("baselines", 1, {"horizon": size["dgp_horizon"] / 10}, base_grid)
+    default = place("dgp-default", 3, {"horizon": size["dgp_horizon"]}, {"policy": ["dgp"]})
+    mw_args = {"policy": "maxweight", "alpha": 1.0, "f": "log", "horizon": size["mw_horizon"]}
+    mw = place("maxweight-frames", 2, mw_args, {"frame": size["frames"]})
     return PlacementGrids(dgp, base, default, mw, optimum)
 
 

@@ -9,11 +9,13 @@ Services" (under ``shared/seeds`` in the checkout).
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 from numpy.typing import ArrayLike
 
+from cloudsched.dispatch.result import SimulationResult
 from cloudsched.dispatch.simulation import simulate
 from cloudsched.dispatch.theory.meanfield import predict
 from cloudsched.dispatch.workload.traces import read_trace
@@ -81,6 +83,21 @@ def figure4_table(r: float = 10.0, loads: ArrayLike = (0.5, 0.9, 0.98)) -> pd.Da
     )
 
 
+def _paper_run(
+    policy: str,
+    load: float,
+    servers: int,
+    r: float,
+    precision: float,
+    max_tasks: int,
+    seed: np.random.SeedSequence,
+) -> SimulationResult:
+    """One of the paper's runs (d = 2) until its interval is within ``precision``."""
+    rng = np.random.default_rng(seed)
+    kw: dict[str, Any] = {"precision": precision, "max_tasks": max_tasks}
+    return simulate(policy, servers=servers, r=r, load=load, d=2, rng=rng, **kw)
+
+
 def figure5_data(
     seed: int,
     servers: int = 1000,
@@ -100,16 +117,7 @@ def figure5_data(
     for label, policy in policies:
         pred = predict(policy, loads, r=r, d=2)
         for k, lam in enumerate(loads):
-            res = simulate(
-                policy,
-                servers=servers,
-                r=r,
-                load=lam,
-                d=2,
-                precision=precision,
-                max_tasks=max_tasks,
-                rng=np.random.default_rng(next(streams)),
-            )
+            res = _paper_run(policy, lam, servers, r, precision, max_tasks, next(streams))
             low, high = res.ci95 if res.ci95 else (np.nan, np.nan)
             rows.append(
                 {
@@ -139,16 +147,7 @@ def table2_data(
     rows = []
     for label, policy in (("JIQ", "jiq"), ("JIQ-Pod(2)", "jiq-pod")):
         pred = predict(policy, [load], r=r, d=2, tail_tol=1e-300).occupancy(0)
-        res = simulate(
-            policy,
-            servers=servers,
-            r=r,
-            load=load,
-            d=2,
-            precision=precision,
-            max_tasks=max_tasks,
-            rng=np.random.default_rng(next(streams)),
-        )
+        res = _paper_run(policy, load, servers, r, precision, max_tasks, next(streams))
         for i in range(6):
             q_pred = float(pred[i]) if i < pred.size else 0.0
             q_sim = res.occupancy[i] if i < len(res.occupancy) else 0.0

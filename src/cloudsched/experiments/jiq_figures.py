@@ -15,7 +15,14 @@ import pandas as pd
 
 from cloudsched.dispatch.theory.meanfield import predict
 from cloudsched.experiments import jiq_data as d
-from cloudsched.experiments.common import CITATIONS, Setting, ci_half, run_grid, size_of
+from cloudsched.experiments.common import (
+    CITATIONS,
+    Setting,
+    ci_half,
+    mean_points,
+    run_grid,
+    size_of,
+)
 from cloudsched.experiments.jiq_captions import (
     error_vs_n_caption,
     figure4_caption,
@@ -94,18 +101,9 @@ def figure5(report: Report, out_dir: Path, s: Setting) -> None:
 
 def jiq_variants(out_dir: Path, s: Setting) -> pd.DataFrame:
     """Run the five JIQ variants over the loads (the data of Figures 6 to 8)."""
-    df = run_grid(
-        out_dir,
-        "jiq-variants",
-        {
-            "kind": "simulate",
-            "seed": s.seed + 10,
-            "replications": 1,
-            "fixed": {"servers": 1000, "r": R, "d": 2, "threshold": 1, **s.run},
-            "grid": {"policy": [p for _, p in JIQ_VARIANTS], "load": s.size["loads"]},
-        },
-        s.workers,
-    )
+    fixed = {"servers": 1000, "r": R, "d": 2, "threshold": 1, **s.run}
+    grid = {"policy": [p for _, p in JIQ_VARIANTS], "load": s.size["loads"]}
+    df = run_grid(out_dir, "jiq-variants", s.offset(10), "simulate", fixed, grid)
     df["variant"] = df["policy"].map({p: lab for lab, p in JIQ_VARIANTS})
     return df.sort_values(["policy", "load"], ignore_index=True)
 
@@ -200,10 +198,7 @@ def figure8(report: Report, out_dir: Path, variants: pd.DataFrame) -> None:
     from cloudsched.plotting import plot_lines
 
     report.heading("Task dispatch: mean response time of the JIQ variants (Figure 8)")
-    pts = {
-        str(lab): (g["load"].to_numpy(), g["mean_response_time"].to_numpy(), ci_half(g))
-        for lab, g in variants.groupby("variant", sort=False)
-    }
+    pts = mean_points(variants, "variant")
     plot_lines(
         {},
         out_dir / "figure8.png",
@@ -227,18 +222,9 @@ def error_vs_n(report: Report, out_dir: Path, s: Setting) -> None:
     from cloudsched.plotting import plot_lines
 
     report.heading("Task dispatch: simulation error against N (new)")
-    err = run_grid(
-        out_dir,
-        "error-vs-n",
-        {
-            "kind": "simulate",
-            "seed": s.seed + 20,
-            "replications": 1,
-            "fixed": {"r": R, "d": 2, "load": 0.9, **s.run},
-            "grid": {"policy": ["jiq", "jiq-pod"], "servers": s.size["ns"]},
-        },
-        s.workers,
-    )
+    fixed = {"r": R, "d": 2, "load": 0.9, **s.run}
+    grid = {"policy": ["jiq", "jiq-pod"], "servers": s.size["ns"]}
+    err = run_grid(out_dir, "error-vs-n", s.offset(20), "simulate", fixed, grid)
     err = err.sort_values(["policy", "servers"], ignore_index=True)
     theory = {
         p: float(predict(p, [0.9], r=R, d=2).mean_response_time[0]) for p in ("jiq", "jiq-pod")

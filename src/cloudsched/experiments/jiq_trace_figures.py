@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from cloudsched.experiments import jiq_data as d
-from cloudsched.experiments.common import Setting, ci_half
+from cloudsched.experiments.common import Setting, mean_points
 from cloudsched.experiments.jiq_captions import figure9_caption, figure10_caption
 from cloudsched.experiments.report import Report
 from cloudsched.io import atomic_write_text
@@ -50,10 +50,7 @@ def figure10(report: Report, out_dir: Path, s: Setting, part: Path) -> None:
     from cloudsched.plotting import plot_lines
 
     fig10 = d.trace_load_data(s.seed + 3, part, s.size["trace_loads"])
-    pts = {
-        str(lab): (g["load"].to_numpy(), g["mean_response_time"].to_numpy(), ci_half(g))
-        for lab, g in fig10.groupby("policy", sort=False)
-    }
+    pts = mean_points(fig10, "policy")
     plot_lines(
         {},
         out_dir / "figure10.png",
