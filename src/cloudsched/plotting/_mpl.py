@@ -12,6 +12,7 @@ __all__ = [
     "NEUTRAL_COLORS",
     "POLICY_COLORS",
     "Styles",
+    "finish",
     "policy_color",
     "pyplot",
     "readable_y",
@@ -104,6 +105,24 @@ def save(fig: Any, path: str | os.PathLike[str]) -> None:
             fig.savefig(tmp, format=fmt, dpi=120, bbox_inches="tight")
     finally:
         plt.close(fig)
+
+
+def finish(
+    fig: Any,
+    ax: Any,
+    path: str | os.PathLike[str],
+    title: str,
+    *,
+    which: str = "major",
+    legend: float | None = None,
+) -> None:
+    """Grid lines at ``which`` ticks, a legend in ``legend`` points if asked, the title; save."""
+    ax.grid(True, which=which, alpha=0.3)
+    if legend is not None:
+        ax.legend(fontsize=legend)
+    if title:
+        ax.set_title(title)
+    save(fig, path)
 
 
 def readable_y(ax: Any, values: Any) -> None:

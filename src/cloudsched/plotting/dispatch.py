@@ -8,7 +8,7 @@ from collections.abc import Mapping
 import numpy as np
 from numpy.typing import ArrayLike
 
-from cloudsched.plotting._mpl import Styles, policy_color, pyplot, readable_y, save
+from cloudsched.plotting._mpl import Styles, finish, policy_color, pyplot, readable_y, save
 
 __all__ = [
     "plot_cdf",
@@ -130,11 +130,7 @@ def plot_lines(
             ax.xaxis.set_minor_formatter(NullFormatter())
     if log_y:
         readable_y(ax, ys)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8)
-    if title:
-        ax.set_title(title)
-    save(fig, path)
+    finish(fig, ax, path, title, legend=8)
 
 
 def plot_trajectory(
@@ -146,10 +142,7 @@ def plot_trajectory(
     ax.plot(np.asarray(t), np.asarray(mean_tasks), lw=1.8)
     ax.set_xlabel("time (mean service times)")
     ax.set_ylabel("mean tasks per server")
-    ax.grid(True, alpha=0.3)
-    if title:
-        ax.set_title(title)
-    save(fig, path)
+    finish(fig, ax, path, title)
 
 
 def plot_histogram(
@@ -165,10 +158,7 @@ def plot_histogram(
     ax.set_xscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel("count")
-    ax.grid(True, alpha=0.3)
-    if title:
-        ax.set_title(title)
-    save(fig, path)
+    finish(fig, ax, path, title)
 
 
 def plot_cdf(
@@ -253,11 +243,7 @@ def plot_compare(
     ax.set_xlabel("load (arrival rate per unit of capacity)")
     ax.set_ylabel(ylabel or "mean response time")
     readable_y(ax, [r["mean_response_time"] for r in rows])
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    if title:
-        ax.set_title(title)
-    save(fig, path)
+    finish(fig, ax, path, title, which="both", legend=7)
 
 
 def plot_stale(
@@ -319,8 +305,4 @@ def plot_stale(
     ax.set_xlabel(f"{kind} delay (mean service times)")
     ax.set_ylabel("mean response time (mean service times)")
     readable_y(ax, ys)
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(fontsize=8)
-    if title:
-        ax.set_title(title)
-    save(fig, path)
+    finish(fig, ax, path, title, legend=8)
