@@ -10,7 +10,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +36,7 @@ __all__ = [
     "one_line",
     "parse_loads",
     "policies_given",
+    "print_warnings",
     "render_table",
     "resolve_format",
     "to_json",
@@ -307,6 +308,16 @@ def _progress_seconds() -> float:
     except ValueError:
         return 60.0
     return value if math.isfinite(value) and value > 0 else 60.0
+
+
+def print_warnings(caught: Iterable[Any], notes: Iterable[str]) -> None:
+    """Print the warnings a run raised (``caught``), then the result's ``notes`` not among them.
+
+    Each once, on one line of standard error, in the order they came.
+    """
+    shown = dict.fromkeys(one_line(str(w.message)) for w in caught)
+    for note in [*shown, *(n for n in notes if n not in shown)]:
+        sys.stderr.write(f"warning: {note}\n")
 
 
 def one_line(message: str) -> str:

@@ -25,7 +25,7 @@ from cloudsched.cli.options import (
     TimeLimit,
     opt,
 )
-from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
+from cloudsched.cli.trace import LogFormat, LogService, Trace, TraceFormat, Unfinished, trace_log
 from cloudsched.errors import ParameterError, check_int, check_real
 
 __all__ = ["compare_table", "register"]
@@ -141,9 +141,7 @@ def compare(
     seed: Seed = 0,
     service: Service = None,
     arrivals: Arrivals = None,
-    trace: Annotated[
-        list[str] | None, opt("--trace", help="Replay a log (or a shipped name).")
-    ] = None,
+    trace: Trace = None,
     trace_format: TraceFormat = "auto",
     unfinished: Unfinished = "drop",
     log_format: LogFormat = None,
@@ -161,22 +159,13 @@ def compare(
 
     from cloudsched.cli.common import resolve_format
     from cloudsched.cli.results import FRAME_FORMATS, flat_inputs, run_inputs, write_frame
-    from cloudsched.dispatch.workload.logs import read_log
     from cloudsched.experiments.compare import compare as run_compare
 
     fmt = resolve_format(fmt, out, FRAME_FORMATS)
     servers = check_int("--servers", servers, low=1)
     precision = check_real("--precision", precision, low=0.0, high=1.0, low_open=True)
-    log = (
-        read_log(
-            trace,
-            trace_format,
-            unfinished=unfinished,
-            log_format=log_format,
-            log_service=log_service,
-        )
-        if trace
-        else None
+    log = trace_log(
+        trace, trace_format, unfinished=unfinished, log_format=log_format, log_service=log_service
     )
     grid: list[float | None] = (
         [None]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, one_line, resolve_format
+from cloudsched.cli.common import LazyProgress, check_outputs, print_warnings, resolve_format
 from cloudsched.cli.options import (
     Arrivals,
     FormatAll,
@@ -23,7 +22,7 @@ from cloudsched.cli.options import (
     Warmup,
     opt,
 )
-from cloudsched.cli.trace import LogFormat, LogService, TraceFormat, Unfinished
+from cloudsched.cli.trace import LogFormat, LogService, Trace, TraceFormat, Unfinished, trace_log
 from cloudsched.errors import ParameterError, check_int, check_real
 
 if TYPE_CHECKING:  # numpy takes 0.1 s to import: functions import it when they run
@@ -124,14 +123,7 @@ def simulate(
     fmt: FormatAll = None,
     service: Service = None,
     arrivals: Arrivals = None,
-    trace: Annotated[
-        list[str] | None,
-        opt(
-            "--trace",
-            help="Replay this log, or a shipped one by name (cloudsched trace list); "
-            "repeatable: files are read in order, as one log.",
-        ),
-    ] = None,
+    trace: Trace = None,
     trace_format: TraceFormat = "auto",
     unfinished: Unfinished = "drop",
     log_format: LogFormat = None,
@@ -176,7 +168,6 @@ def simulate(
     check_outputs(out=out, inputs=[*(trace or []), speeds, *_law_files(service, arrivals)])
     from cloudsched.cli.results import FRAME_FORMATS, emit_simulation, run_inputs
     from cloudsched.dispatch.simulation import simulate as run_simulation
-    from cloudsched.dispatch.workload.logs import read_log
     from cloudsched.dispatch.workload.resolved import MAX_LOAD
 
     fmt = resolve_format(fmt, out, FRAME_FORMATS)
@@ -187,16 +178,8 @@ def simulate(
     warm: float | str = (
         warmup if warmup == "auto" else check_real("--warmup", warmup, low=0.0, high=0.9)
     )
-    log = (
-        read_log(
-            trace,
-            trace_format,
-            unfinished=unfinished,
-            log_format=log_format,
-            log_service=log_service,
-        )
-        if trace
-        else None
+    log = trace_log(
+        trace, trace_format, unfinished=unfinished, log_format=log_format, log_service=log_service
     )
     speed = parse_speeds(speeds) if speeds is not None else None
     bar = LazyProgress(f"{policy} N={servers}")
@@ -235,9 +218,7 @@ def simulate(
             )
         finally:
             bar.close()
-    shown = {one_line(str(w.message)) for w in caught}
-    for note in [*shown, *(n for n in res.warnings if n not in shown)]:
-        sys.stderr.write(f"warning: {note}\n")
+    print_warnings(caught, res.warnings)
     inputs = run_inputs(
         service=service,
         arrivals=arrivals,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import warnings
 from pathlib import Path
 from typing import Annotated
@@ -14,6 +13,7 @@ from cloudsched.cli.common import (
     check_outputs,
     emit,
     policies_given,
+    print_warnings,
     render_table,
     resolve_format,
     to_json,
@@ -193,16 +193,7 @@ def place_simulate(
     )
     if seed is None:
         seed = int(np.random.SeedSequence().generate_state(1)[0])
-    cl, jobs = load_model(
-        cluster,
-        racks,
-        cross_rack_cost,
-        workload,
-        seed,
-        flux_slots,
-        executors_per_slot,
-        flux_traffic,
-    )
+    cl, jobs = load_model(locals())
     bar = LazyProgress(f"place {policy} {cluster}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
@@ -237,9 +228,7 @@ def place_simulate(
     write_tables(res, assignments, frames)
     if plot is not None:
         plot_end(res, cl, plot, f"{policy} on {cluster}")
-    shown = {str(w.message) for w in caught}
-    for note in [*shown, *(n for n in res.warnings if n not in shown)]:
-        sys.stderr.write(f"warning: {note}\n")
+    print_warnings(caught, res.warnings)
     payload = {"cluster": cluster, "racks": cl.racks, "workload": str(workload), **res.to_dict()}
     if fmt == "json":
         emit(to_json(payload), out)
@@ -280,16 +269,7 @@ def place_bound(
     fmt = resolve_format(fmt, out, ("table", "json"))
     solver = check_choice("--solver", solver, SOLVERS)
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
-    cl, jobs = load_model(
-        cluster,
-        racks,
-        cross_rack_cost,
-        workload,
-        seed,
-        flux_slots,
-        executors_per_slot,
-        flux_traffic,
-    )
+    cl, jobs = load_model(locals())
     bar = LazyProgress(f"place bound {cluster}")
     try:
         opt = static_optimum(cl, jobs, solver=solver, time_limit=time_limit, progress=bar)

@@ -82,9 +82,7 @@ def place_compare(
     check_outputs(out=out, plot=plot, inputs=[workload, cluster])
     fmt = resolve_format(fmt, out, ("table", "json", "csv"))
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
-    cl, jobs = load_model(
-        cluster, racks, cross_rack_cost, workload, seed, flux_traffic=flux_traffic
-    )
+    cl, jobs = load_model(locals())
     bar = LazyProgress(f"place compare {cluster}", delay=1.0)
     names = policies_given(policy_args, policy) or list(DEFAULT_POLICIES)
 

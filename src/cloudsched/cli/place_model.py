@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from cloudsched.errors import check_choice, check_int, check_seed
@@ -10,31 +10,29 @@ from cloudsched.errors import check_choice, check_int, check_seed
 __all__ = ["load_model"]
 
 
-def load_model(
-    cluster: str,
-    racks: int | None,
-    cross_rack_cost: float | None,
-    workload: Path,
-    seed: int | None,
-    flux_slots: str = "executors",
-    executors_per_slot: int | None = None,
-    flux_traffic: str = "edges",
-) -> tuple[Any, Any]:
-    """Return the cluster and job types of ``place`` commands (graphs checked to fit)."""
+def load_model(args: Mapping[str, Any]) -> tuple[Any, Any]:
+    """Return the cluster and job types of a ``place`` command (graphs checked to fit).
+
+    ``args`` are the command's arguments by name (its ``locals()``): ``cluster``, ``racks``,
+    ``cross_rack_cost``, ``workload``, ``seed`` and, where it has them, ``flux_slots``,
+    ``executors_per_slot`` and ``flux_traffic``.
+    """
     from cloudsched.placement import load_workload
     from cloudsched.placement.cluster import cluster_from_text
     from cloudsched.placement.flux import TRAFFIC_MODELS
 
+    racks, executors_per_slot = args["racks"], args.get("executors_per_slot")
     if racks is not None:
         racks = check_int("--racks", racks, low=1)
-    cl = cluster_from_text(cluster, racks, cross_rack_cost)
-    seed = check_seed("--seed", seed)
+    cl = cluster_from_text(args["cluster"], racks, args["cross_rack_cost"])
+    seed = check_seed("--seed", args["seed"])
+    flux_slots = args.get("flux_slots", "executors")
     flux_slots = check_choice("--flux-slots", flux_slots, ("executors", "workers"))
-    flux_traffic = check_choice("--flux-traffic", flux_traffic, TRAFFIC_MODELS)
+    flux_traffic = check_choice("--flux-traffic", args.get("flux_traffic", "edges"), TRAFFIC_MODELS)
     if executors_per_slot is not None:
         executors_per_slot = check_int("--executors-per-slot", executors_per_slot, low=1)
     flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot, "traffic": flux_traffic}
-    jobs = load_workload(workload, rng=seed, flux=flux)
+    jobs = load_workload(args["workload"], rng=seed, flux=flux)
     for jt in jobs:
         cl.check_fits(jt.topology, name="--workload")
     return cl, jobs

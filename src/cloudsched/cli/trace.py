@@ -3,15 +3,23 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
 from cloudsched.cli.common import check_outputs, emit, render_table, resolve_format, to_json, wrote
 from cloudsched.cli.options import FormatJson, Out, opt
 
-__all__ = ["LogFormat", "LogService", "TraceFormat", "Unfinished", "register"]
+__all__ = ["LogFormat", "LogService", "Trace", "TraceFormat", "Unfinished", "register", "trace_log"]
 
+Trace = Annotated[
+    list[str] | None,
+    opt(
+        "--trace",
+        help="Replay this log, or a shipped one by name (cloudsched trace list); "
+        "repeatable: files are read in order, as one log.",
+    ),
+]
 TraceFormat = Annotated[
     str,
     opt(
@@ -39,6 +47,15 @@ LogService = Annotated[
         "request at the proxy (total).",
     ),
 ]
+
+
+def trace_log(trace: list[str] | None, trace_format: str, **options: Any) -> Any:
+    """Read the log ``--trace`` names (``options`` as :func:`~.logs.read_log`'s), or None."""
+    if not trace:
+        return None
+    from cloudsched.dispatch.workload.logs import read_log
+
+    return read_log(trace, trace_format, **options)
 
 
 def trace_stats(

@@ -9,7 +9,7 @@ import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, policies_given, trace_laws
 from cloudsched.cli.options import Arrivals, FormatJson, Out, Precision, Seed, Service, opt
-from cloudsched.cli.trace import LogFormat, LogService, TraceFormat
+from cloudsched.cli.trace import LogFormat, LogService, Trace, TraceFormat, trace_log
 from cloudsched.errors import ParameterError, check_real
 from cloudsched.policy_table import default_policies
 
@@ -75,9 +75,7 @@ def tune(
     ] = None,
     service: Service = None,
     arrivals: Arrivals = None,
-    trace: Annotated[
-        list[str] | None, opt("--trace", help="A log (or shipped name) as the workload.")
-    ] = None,
+    trace: Trace = None,
     trace_format: TraceFormat = "auto",
     log_format: LogFormat = None,
     log_service: LogService = "upstream",
@@ -90,7 +88,6 @@ def tune(
     check_outputs(out=out, inputs=trace or [])
     from cloudsched.cli.common import emit, resolve_format
     from cloudsched.cli.tune_output import explain, log_replay
-    from cloudsched.dispatch.workload.logs import read_log
     from cloudsched.experiments.tune import tune as run_tune
 
     fmt = resolve_format(fmt, out, ("table", "json"))
@@ -99,11 +96,7 @@ def tune(
     metric, target = ("p99", p99) if p99 is not None else ("mean", mean)
     target = check_real(f"--{metric}", target, low=0.0, low_open=True)
     lo, hi = _servers_range(servers)
-    log = (
-        read_log(trace, trace_format, log_format=log_format, log_service=log_service)
-        if trace
-        else None
-    )
+    log = trace_log(trace, trace_format, log_format=log_format, log_service=log_service)
     units = ("s", "ms") if log is not None else ("service",)
     unit = unit or units[0]
     if unit not in units:
