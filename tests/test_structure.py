@@ -22,10 +22,6 @@ LONG_FILES = {
         "the compiled event loop and its per-event helpers are one closure (numba compiles "
         "a policy's hooks into it as constants)"
     ),
-    "policy_table.py": (
-        "the one table of built-in policies: a row per policy, each a screen of facts, so it "
-        "grows with the policies"
-    ),
     "placement/_kernel.py": (
         "the compiled placement kernel: its helpers are inlined into one event loop, so they "
         "live beside it"
@@ -375,3 +371,21 @@ def test_no_compiled_kernel_takes_more_than_eight_arguments():
             if decorated and len(fn.args.args) > 8:
                 long[f"{path.relative_to(SRC)}:{fn.name}"] = len(fn.args.args)
     assert not long, long
+
+
+def test_simulate_takes_exactly_the_fields_of_its_spec():
+    """simulate() and simulate_placement() pass their arguments on to the spec by name."""
+    import dataclasses
+    import inspect
+
+    from cloudsched.dispatch.simulation import simulate
+    from cloudsched.dispatch.spec import SimulationSpec
+    from cloudsched.placement.simulation import simulate_placement
+    from cloudsched.placement.spec import PlacementSpec
+
+    for fn, spec, extra in (
+        (simulate, SimulationSpec, {"rng", "progress"}),
+        (simulate_placement, PlacementSpec, {"rng", "progress", "optimum"}),
+    ):
+        fields = {f.name for f in dataclasses.fields(spec) if f.init}
+        assert set(inspect.signature(fn).parameters) == fields | extra, fn.__name__

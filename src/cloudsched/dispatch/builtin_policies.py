@@ -50,17 +50,9 @@ __all__: list[str] = []  # the policies are reached through the registry
 def _builtin(name: str) -> Any:
     """Register the decorated hooks as built-in ``name``, with the needs of its table row."""
     row = TABLE[name]
-    return register_policy(
-        name,
-        dispatchers=row.dispatchers,
-        d=row.d,
-        threshold=row.threshold,
-        with_replacement=row.with_replacement,
-        iqueues=row.iqueues,
-        memory=row.memory,
-        meanfield=name if row.closed_form else None,
-        relaxation=row.relaxation,
-    )
+    needs = ("dispatchers", "d", "threshold", "with_replacement", "iqueues", "memory", "relaxation")
+    meanfield = name if row.closed_form else None
+    return register_policy(name, meanfield=meanfield, **{k: getattr(row, k) for k in needs})
 
 
 @kernel(nrt=False, inline=True)

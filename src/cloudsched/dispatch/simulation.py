@@ -25,6 +25,7 @@ Measurement (how it is done and why: ``docs/explanation/trust.md``):
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 from collections.abc import Callable
@@ -197,34 +198,9 @@ def simulate(
     SimulationResult
         The summary record.
     """
+    given = locals()  # every argument but rng and progress is a field of the spec
     spec = SimulationSpec(
-        policy,
-        servers=servers,
-        load=load,
-        dispatchers=dispatchers,
-        r=r,
-        d=d,
-        threshold=threshold,
-        with_replacement=with_replacement,
-        tasks=tasks,
-        horizon=horizon,
-        warmup=warmup,
-        replications=replications,
-        batches=batches,
-        precision=precision,
-        max_tasks=max_tasks,
-        initial=initial,
-        service=service,
-        arrivals=arrivals,
-        speeds=speeds,
-        trace=trace,
-        service_scale=service_scale,
-        engine=engine,
-        keep_response_times=keep_response_times,
-        time_limit=time_limit,
-        unchecked=unchecked,
-        delay=delay,
-        view=view,
+        **{f.name: given[f.name] for f in dataclasses.fields(SimulationSpec) if f.init}
     )
     return run_simulation(spec, rng=rng, progress=progress)
 

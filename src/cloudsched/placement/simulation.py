@@ -29,6 +29,7 @@ cluster's capacity, gives ``steady_state`` False and no intervals.  ``warnings``
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import time
 import warnings
@@ -177,31 +178,9 @@ def simulate_placement(
         cluster can hold, served less than 99% of some type's jobs, in calibration pilots
         or in an open-ended run (the message says which type; ``result`` holds the run).
     """
+    given = locals()  # every argument but rng, progress and optimum is a field of the spec
     spec = PlacementSpec(
-        policy,
-        cluster,
-        job_types,
-        horizon=horizon,
-        warmup=warmup,
-        beta=beta,
-        alpha=alpha,
-        h=h,
-        epsilon=epsilon,
-        f=f,
-        virtual_clock=virtual_clock,
-        clock_rate=clock_rate,
-        frame=frame,
-        solver_time_limit=solver_time_limit,
-        solver=solver,
-        proposal=proposal,
-        locality=locality,
-        record=record,
-        frozen_weights=frozen_weights,
-        batches=batches,
-        precision=precision,
-        max_horizon=max_horizon,
-        compare_bound=compare_bound,
-        target_gap=target_gap,
+        **{f.name: given[f.name] for f in dataclasses.fields(PlacementSpec) if f.init}
     )
     if spec.overload is not None:
         warnings.warn(spec.overload, RuntimeWarning, stacklevel=2)
