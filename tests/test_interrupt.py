@@ -50,8 +50,8 @@ LONG_RUNS = {
 }
 
 
-def _ctrl_c(argv, ready, **popen):
-    """Start a command, read its progress lines until ``ready(line)``, send SIGINT.
+def _ctrl_c(argv, ready, signum=signal.SIGINT, **popen):
+    """Start a command, read its progress lines until ``ready(line)``, send ``signum``.
 
     Returns the exit code and the rest of standard error; the command is always ended.
     """
@@ -69,7 +69,7 @@ def _ctrl_c(argv, ready, **popen):
             assert line.startswith("progress: "), line
             if ready(line):
                 break
-        proc.send_signal(signal.SIGINT)
+        proc.send_signal(signum)
         _, rest = proc.communicate(timeout=120)
     finally:
         if proc.poll() is None:
@@ -104,6 +104,36 @@ def test_a_long_run_reports_progress_and_stops_on_ctrl_c(tmp_path, name):
     assert lines[-1].startswith("interrupted: "), rest
     assert not out.exists()
     assert not [p for p in tmp_path.iterdir()], list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("name", ["simulate", "open-ended"])
+def test_sigterm_stops_a_run_as_ctrl_c_does_with_status_143(tmp_path, name):
+    """SIGTERM (kill, timeout, a service manager) ended the command by the default action:
+    no message, status -15, and whatever it was writing lost silently."""
+    out = tmp_path / "result.json"
+    env = dict(os.environ, CLOUDSCHED_PROGRESS_SECONDS="0.2")
+    argv = [sys.executable, "-c", "from cloudsched.cli import main; main()", *LONG_RUNS[name]]
+    argv += ["--format", "json", "--out", str(out)]
+    code, rest = _ctrl_c(argv, lambda line: "% after" in line, signal.SIGTERM, env=env)
+    lines = [line for line in rest.splitlines() if line.strip()]
+    assert code == 143, rest
+    assert "Traceback" not in rest
+    assert lines[-1].startswith("terminated: stopped by SIGTERM"), rest
+    assert not out.exists()
+    assert not [p for p in tmp_path.iterdir()], list(tmp_path.iterdir())
+
+
+def test_sigterm_inside_the_block_is_reported_and_the_old_handler_comes_back():
+    from cloudsched.cli._sigint import interruptible, stopped_by
+
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(KeyboardInterrupt), interruptible():
+        signal.raise_signal(signal.SIGTERM)
+    assert stopped_by() == signal.SIGTERM
+    assert signal.getsignal(signal.SIGTERM) is before
+    with interruptible():
+        pass
+    assert stopped_by() is None  # each block starts clean
 
 
 SPIN = '''
@@ -203,3 +233,38 @@ def test_ctrl_c_inside_a_compiled_librarys_callback_is_delivered_after_it():
         with pytest.raises(KeyboardInterrupt):  # outside any callback: at once
             signal.raise_signal(signal.SIGINT)
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+CHECK_LB_STUCK = """
+import sys, time
+import cloudsched.dispatch.workload.upstreams as up
+
+def stuck(*args, **kwargs):  # reading a log that takes long: say so, then keep reading
+    sys.stderr.write("reading\\n")
+    sys.stderr.flush()
+    while True:
+        time.sleep(0.01)
+
+up.read_upstream_log = stuck
+from cloudsched.cli import main
+main()
+"""
+
+
+def test_sigterm_stops_check_lb_while_it_reads_a_log(tmp_path):
+    log = tmp_path / "access.log"
+    log.write_text("x\n")
+    argv = [sys.executable, "-c", CHECK_LB_STUCK, "check-lb", str(log), "--expect", "random"]
+    argv += ["--trace-format", "nginx", "--out", str(tmp_path / "verdict.json")]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        assert proc.stderr.readline() == "reading\n"
+        proc.send_signal(signal.SIGTERM)
+        _, rest = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 143, rest
+    assert rest.splitlines()[-1].startswith("terminated: stopped by SIGTERM"), rest
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["access.log"]

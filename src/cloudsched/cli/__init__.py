@@ -14,6 +14,7 @@ exits with 1.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from typing import Annotated, Any
@@ -33,7 +34,7 @@ from cloudsched.cli import (
     trace,
     tune,
 )
-from cloudsched.cli._sigint import interruptible
+from cloudsched.cli._sigint import interruptible, stopped_by
 from cloudsched.cli.common import one_line
 from cloudsched.cli.options import opt
 from cloudsched.errors import ExternalError, InputError, ParameterError
@@ -213,6 +214,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         _exit(exc.exit_code, quick)
     except (typer.Abort, KeyboardInterrupt):
         code = 130
-    if code == 130:  # Typer turns Ctrl-C into a silent Exit(130)
+    if code == 130 and stopped_by() == signal.SIGTERM:  # the conventional 128 + 15
+        code = 143
+        sys.stderr.write(
+            "terminated: stopped by SIGTERM before finishing (no file is left half-written)\n"
+        )
+    elif code == 130:  # Typer turns Ctrl-C into a silent Exit(130)
         sys.stderr.write("interrupted: stopped before finishing (no file is left half-written)\n")
     _exit(code if isinstance(code, int) else 0, quick)

@@ -8,7 +8,9 @@ Ctrl-C at that moment would end the command with a traceback instead of ``interr
 :func:`interruptible` installs a SIGINT handler that, when the signal arrives inside
 llvmlite, asks for it again a tenth of a second later instead (the compile finishes or
 leaves llvmlite first); everywhere else it raises ``KeyboardInterrupt`` as Python's own
-handler does.
+handler does.  SIGTERM (what ``kill``, ``timeout`` and service managers send) is treated
+the same way, so that it too stops a command cleanly: nothing half-written, one line, and
+the conventional status 143 (:func:`stopped_by`).
 """
 
 from __future__ import annotations
@@ -19,10 +21,19 @@ import threading
 from collections.abc import Iterator
 from types import FrameType
 
-__all__ = ["interruptible"]
+__all__ = ["interruptible", "stopped_by"]
 
 #: Seconds before an interrupt that arrived inside a callback is delivered again.
 RETRY_SECONDS = 0.1
+
+#: The signals handled, and the last one received (empty: none yet).
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+_received: list[int] = []
+
+
+def stopped_by() -> int | None:
+    """Return the signal that stopped the last :func:`interruptible` block, or None."""
+    return _received[-1] if _received else None
 
 
 def _inside_callback(frame: FrameType | None) -> bool:
@@ -35,7 +46,7 @@ def _inside_callback(frame: FrameType | None) -> bool:
 
 @contextlib.contextmanager
 def interruptible() -> Iterator[None]:
-    """Within the block, Ctrl-C raises ``KeyboardInterrupt`` outside llvmlite's callbacks.
+    """Within the block, Ctrl-C or SIGTERM raise ``KeyboardInterrupt`` outside llvmlite's callbacks.
 
     Only the main thread receives signals; elsewhere the block runs unchanged.
     """
@@ -48,17 +59,20 @@ def interruptible() -> Iterator[None]:
 
     def handler(signum: int, frame: FrameType | None) -> None:
         if _inside_callback(frame):
-            timer = threading.Timer(RETRY_SECONDS, signal.pthread_kill, (main, signal.SIGINT))
+            timer = threading.Timer(RETRY_SECONDS, signal.pthread_kill, (main, signum))
             timer.daemon = True
             timers.append(timer)
             timer.start()
             return
+        _received.append(signum)
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, handler)
+    _received.clear()
+    previous = {sig: signal.signal(sig, handler) for sig in SIGNALS}
     try:
         yield
     finally:
         for timer in timers:
             timer.cancel()
-        signal.signal(signal.SIGINT, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)

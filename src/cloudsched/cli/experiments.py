@@ -18,15 +18,11 @@ from rich.progress import (
     TimeRemainingColumn,
 )
 
-from cloudsched.cli.common import LazyProgress, check_outputs
+from cloudsched.cli._sigint import stopped_by
+from cloudsched.cli.common import LazyProgress, check_outputs, warn
 from cloudsched.cli.options import Seed, opt
 
 __all__ = ["register"]
-
-
-def _interrupt(signum: int, frame: Any) -> None:
-    """SIGTERM ends a sweep like Ctrl-C: workers stopped, temporary files removed."""
-    raise KeyboardInterrupt
 
 
 class _CountBar:
@@ -131,8 +127,7 @@ def sweep(
     parsed = load_spec(spec)
     security = _security(scheduler, tls_ca, tls_cert, tls_key)
     bar = _CountBar(f"sweep {spec.name}")
-    previous = signal.signal(signal.SIGTERM, _interrupt)
-    try:
+    try:  # SIGTERM ends a sweep as Ctrl-C does (cli._sigint): workers stopped, no temporary file
         df = run_sweep(
             parsed,
             out,
@@ -151,13 +146,13 @@ def sweep(
         sys.stderr.write(
             f"interrupted: {kept} runs stored in {out / 'runs'}; rerun with --resume to finish\n"
         )
-        raise SystemExit(130) from None  # not typer.Exit: main() would add its own line
+        # not typer.Exit: main() would add its own line
+        raise SystemExit(143 if stopped_by() == signal.SIGTERM else 130) from None
     finally:
-        signal.signal(signal.SIGTERM, previous)
         bar.close()
     Console(stderr=True).print(f"{len(df)} runs stored in {out / 'runs'}")
     for note in _warning_summary(df):
-        sys.stderr.write(f"warning: {note}\n")
+        warn(note)
 
 
 def _warning_summary(df: Any) -> list[str]:
