@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -16,6 +15,7 @@ from cloudsched.cli.common import (
     format_frame,
     resolve_format,
     trace_laws,
+    warn,
     wrote,
 )
 from cloudsched.cli.options import FormatCsv, MaxTasks, Out, Precision, Seed, opt
@@ -261,7 +261,7 @@ def _verdict(res: Any, scale: float, unit: str) -> str:
     lines += [f"note: {n}" for n in res.notes]
     for row in res.rows:
         if row["warnings"]:
-            sys.stderr.write(f"warning: d={row['d']}: {row['warnings']}\n")
+            warn(f"d={row['d']}: {row['warnings']}")
     return "".join(line + "\n" for line in lines)
 
 

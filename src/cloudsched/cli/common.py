@@ -37,10 +37,12 @@ __all__ = [
     "parse_loads",
     "policies_given",
     "print_warnings",
+    "printable",
     "render_table",
     "resolve_format",
     "to_json",
     "trace_laws",
+    "warn",
     "wrote",
 ]
 
@@ -95,7 +97,7 @@ def resolve_format(fmt: str | None, out: Path | None, allowed: tuple[str, ...]) 
 
 def wrote(path: Path | str, what: str = "") -> None:
     """Say on standard error where a file was written (a successful --out or --plot)."""
-    sys.stderr.write(f"wrote {path}{f' ({what})' if what else ''}\n")
+    sys.stderr.write(printable(f"wrote {path}{f' ({what})' if what else ''}") + "\n")
 
 
 def check_outputs(
@@ -158,10 +160,11 @@ def to_json(payload: Any) -> str:
 
 def emit(text: str, out: Path | None) -> None:
     """Write ``text`` to ``out`` atomically, or print it to standard output."""
+    text = printable(text if text.endswith("\n") else text + "\n")
     if out is None:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+        sys.stdout.write(text)
     else:
-        atomic_write_text(out, text if text.endswith("\n") else text + "\n")
+        atomic_write_text(out, text)
         wrote(out)
 
 
@@ -172,16 +175,20 @@ def render_table(df: pd.DataFrame | dict[str, list[Any]], title: str, digits: in
     wide as the terminal, at least 80 columns.
     """
     from rich import box
+    from rich.text import Text
 
-    table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
+    def cell(v: Any) -> Text:  # plain text: a value from a log is never read as markup
+        return Text(printable(f"{v:.{digits}g}" if isinstance(v, float) else str(v)))
+
+    table = Table(title=cell(title), box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True)
     if isinstance(df, dict):
         columns, rows = list(df), list(zip(*df.values(), strict=True))
     else:
         columns, rows = list(df.columns), list(df.itertuples(index=False))
     for col in columns:
-        table.add_column(str(col), justify="right")
+        table.add_column(cell(col), justify="right")
     for row in rows:
-        table.add_row(*[f"{v:.{digits}g}" if isinstance(v, float) else str(v) for v in row])
+        table.add_row(*[cell(v) for v in row])
     buf = io.StringIO()
     import shutil
 
@@ -316,13 +323,34 @@ def print_warnings(caught: Iterable[Any], notes: Iterable[str]) -> None:
     Each once, on one line of standard error, in the order they came.
     """
     shown = dict.fromkeys(one_line(str(w.message)) for w in caught)
-    for note in [*shown, *(n for n in notes if n not in shown)]:
-        sys.stderr.write(f"warning: {note}\n")
+    for note in [*shown, *(one_line(n) for n in notes if one_line(n) not in shown)]:
+        warn(note)
+
+
+def printable(text: str) -> str:
+    r"""Return ``text`` with every character a terminal would act on written as an escape.
+
+    Control characters (ESC, BEL, NUL, carriage return, ...) and the invisible format
+    characters that reorder or hide text (bidirectional overrides, zero-width joiners)
+    become ``\x1b``-style escapes, so that a value read from a log or a file name cannot
+    move the cursor, set the terminal's title or hide text; newlines stay.
+    """
+    if text.isprintable():
+        return text
+    return "".join(
+        c if c.isprintable() or c == "\n" else c.encode("unicode_escape").decode("ascii")
+        for c in text
+    )
 
 
 def one_line(message: str) -> str:
-    """Join a message's lines into one (errors and warnings are printed on one line)."""
-    return " ".join(part.strip() for part in message.strip().splitlines() if part.strip())
+    """Join a message's lines into one, made safe to print (see :func:`printable`)."""
+    return printable(" ".join(p.strip() for p in message.strip().splitlines() if p.strip()))
+
+
+def warn(message: str, label: str = "warning") -> None:
+    """Print ``label: message`` on one line of standard error (made safe to print)."""
+    sys.stderr.write(f"{label}: {one_line(message)}\n")
 
 
 #: Most loads one ``predict`` call solves (each is a fixed-point solve, ~1 ms).

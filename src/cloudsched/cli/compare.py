@@ -6,14 +6,20 @@
 from __future__ import annotations
 
 import math
-import sys
 import textwrap
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, parse_loads, render_table, wrote
+from cloudsched.cli.common import (
+    LazyProgress,
+    check_outputs,
+    parse_loads,
+    render_table,
+    warn,
+    wrote,
+)
 from cloudsched.cli.options import (
     Arrivals,
     FormatAll,
@@ -207,7 +213,7 @@ def compare(
     rows = [row for row, _ in pairs]
     for row, res in pairs:  # every run's own warnings, as simulate gives them
         for note in res.warnings:
-            sys.stderr.write(f"warning: {row['policy']} load {_fmt(row['load'])}: {note}\n")
+            warn(f"{row['policy']} load {_fmt(row['load'])}: {note}")
     title = f"compare: N = {servers}, seed {seed} ({inputs['time_unit']})"
     if fmt == "table":
         text = compare_table(rows, title)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,6 +14,7 @@ from cloudsched.cli.common import (
     format_frame,
     policies_given,
     resolve_format,
+    warn,
 )
 from cloudsched.cli.options import (
     CrossRackCost,
@@ -105,9 +105,9 @@ def place_compare(
     for entry, r in res.results.items():
         for note in r.warnings:
             if entry not in res.refused:
-                sys.stderr.write(f"warning: {entry}: {note}\n")
+                warn(f"{entry}: {note}")
     for entry, why in res.refused.items():
-        sys.stderr.write(f"refused: {entry}: {why}\n")
+        warn(f"{entry}: {why}", "refused")
     if plot is not None:
         _plot(res, cl, plot, cluster)
     emit(_format(res, cl, cluster, fmt), out)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
-from cloudsched.cli.common import render_table
+from cloudsched.cli.common import render_table, warn
 
 __all__ = ["bound_line", "check_tables", "plot_end", "simulate_text", "write_tables"]
 
@@ -98,9 +97,7 @@ def write_tables(res: Any, assignments: Path | None, frames: Path | None) -> Non
         if path is None:
             continue
         if table is None:
-            sys.stderr.write(
-                f"warning: no {what} to write ({res.policy} has no frames); {path} not written\n"
-            )
+            warn(f"no {what} to write ({res.policy} has no frames); {path} not written")
             continue
         with atomic_path(path) as tmp:
             table.to_parquet(tmp, index=False)
