@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from cloudsched.cli.common import warn
 from cloudsched.errors import check_choice, check_int, check_seed
 
 __all__ = ["load_model"]
@@ -35,4 +36,7 @@ def load_model(args: Mapping[str, Any]) -> tuple[Any, Any]:
     jobs = load_workload(args["workload"], rng=seed, flux=flux)
     for jt in jobs:
         cl.check_fits(jt.topology, name="--workload")
+        if len(jt.topology.sources) > 1:  # what a Flux include brought in is said, once
+            main, *extra = jt.topology.sources
+            warn(f"{jt.name}: {main} includes {', '.join(extra)}", "note")
     return cl, jobs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, wrote
+from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, warn, wrote
 from cloudsched.cli.options import CrossRackCost, FluxTraffic, FormatJson, Out, Racks, opt
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 
@@ -28,6 +28,8 @@ def _topologies(items: list[str], traffic: str) -> list[Any]:
                 "--topology", item, "a Flux YAML file or one of " + ", ".join(_SHIPPED)
             )
         tops.append(load_flux(path, traffic=traffic))
+        if len(tops[-1].sources) > 1:  # what a Flux include brought in is said, once
+            warn(f"{path} includes {', '.join(tops[-1].sources[1:])}", "note")
     names = [t.name for t in tops]
     if len(set(names)) != len(names):
         raise ParameterError("--topology", ", ".join(names), "topologies of distinct names")

@@ -235,7 +235,7 @@ def _load_flux(
     if traffic not in TRAFFIC_MODELS:
         raise ParameterError("traffic", traffic, " or ".join(TRAFFIC_MODELS))
     doc = read_flux(Path(path), properties or {}, secrets)
-    apply_includes(doc, Path(path), properties or {}, secrets)
+    sources = (str(path), *apply_includes(doc, Path(path), properties or {}, secrets))
     comps = _components(doc, where)
     check_size("parallelism", where, sum(comps.values()), _flux_edges(doc, comps))
     config = doc.get("config") or {}
@@ -262,7 +262,7 @@ def _load_flux(
     _add_streams(g, doc.get("streams") or [], comps, first, traffic, where)
     name = str(doc.get("name") or Path(path).stem)
     if slots == "executors" and executors_per_slot is None:
-        return Topology(name, g)
+        return Topology(name, g, sources)
     # Storm numbers tasks component by component in sorted id order
     order = sorted(g.nodes, key=lambda v: (g.nodes[v]["component"], g.nodes[v]["index"]))
     n = len(order)
@@ -279,7 +279,7 @@ def _load_flux(
         w = min(workers, n)
         group = {v: i % w for i, v in enumerate(order)}
         label = f"{name} ({w} workers)"
-    return Topology(label, _packed(g, group, traffic))
+    return Topology(label, _packed(g, group, traffic), sources)
 
 
 def _add_streams(

@@ -19,7 +19,14 @@ from typing import Any
 from cloudsched.errors import InputError, ParameterError
 from cloudsched.io import YAML_MAX_BYTES, read_input, read_yaml_text
 
-__all__ = ["PROPERTIES_MAX_BYTES", "apply_includes", "read_flux", "read_properties", "scrubbed"]
+__all__ = [
+    "FLUX_KEYS",
+    "PROPERTIES_MAX_BYTES",
+    "apply_includes",
+    "read_flux",
+    "read_properties",
+    "scrubbed",
+]
 
 _VAR = re.compile(r"\$\{([^}]+)\}")
 
@@ -107,10 +114,19 @@ def _merge_by_id(base: list[Any], extra: list[Any], override: bool) -> list[Any]
     return out
 
 
+#: What a Flux file defines; an included file defining none of them is not a Flux file.
+FLUX_KEYS = ("name", "config", "components", "spouts", "bolts", "streams")
+
+
 def apply_includes(
     doc: dict[str, Any], path: Path, properties: Mapping[str, str], secrets: list[tuple[str, str]]
-) -> None:
-    """Merge ``includes`` as Storm's ``FluxParser.processIncludes`` does (one level)."""
+) -> list[str]:
+    """Merge ``includes`` as Storm's ``FluxParser.processIncludes`` does (one level).
+
+    Returns the files included, in order.  A file that defines none of :data:`FLUX_KEYS`
+    is refused (Storm would merge it as nothing, and the mistake would go unseen).
+    """
+    included: list[str] = []
     includes = doc.get("includes") or []
     if not isinstance(includes, list):
         raise InputError(str(path), "'includes' must be a list of {file: PATH, override: BOOL}")
@@ -125,7 +141,15 @@ def apply_includes(
                 "to this file and include it as a file",
             )
         override = bool(inc.get("override", False))
-        sub = read_flux(path.parent / inc["file"], properties, secrets)
+        file = path.parent / inc["file"]
+        sub = read_flux(file, properties, secrets)
+        if not any(sub.get(key) is not None for key in FLUX_KEYS):
+            raise InputError(
+                str(path),
+                f"include {inc['file']!r} is not a Flux file: it defines none of "
+                + ", ".join(FLUX_KEYS),
+            )
+        included.append(str(file))
         if sub.get("name") is not None and (override or doc.get("name") is None):
             doc["name"] = sub["name"]
         if isinstance(sub.get("config"), Mapping):
@@ -139,6 +163,7 @@ def apply_includes(
                 doc[key] = _merge_by_id(list(doc.get(key) or []), sub[key], override)
         if isinstance(sub.get("streams"), list):
             doc["streams"] = list(doc.get("streams") or []) + list(sub["streams"])
+    return included
 
 
 def scrubbed(exc: ParameterError, secrets: list[tuple[str, str]]) -> ParameterError:

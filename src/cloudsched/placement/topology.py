@@ -45,10 +45,14 @@ MAX_DEMAND = 1e12
 
 @dataclass(frozen=True)
 class Topology:
-    """A job graph: ``graph`` has nodes ``0..K-1``; each node needs one slot."""
+    """A job graph: ``graph`` has nodes ``0..K-1``; each node needs one slot.
+
+    ``sources``: the files it was read from (a Flux file, then the files it includes).
+    """
 
     name: str
     graph: nx.Graph
+    sources: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Check the graph (nodes ``0..K-1``, no self-loops, weights and demands in range)."""

@@ -25,6 +25,7 @@ __all__ = [
     "MIN_ROW_BYTES",
     "TraceError",
     "check_log_files",
+    "check_regular",
     "log_lines",
 ]
 
@@ -90,14 +91,11 @@ MIN_ROW_BYTES = 16
 GOOGLE_BYTES_PER_BYTE = 8
 
 
-def check_log_files(files: Sequence[str | Path], fmt: str = "csv") -> None:
-    """Refuse non-regular files and logs whose rows could not fit in memory.
+def check_regular(files: Sequence[str | Path]) -> None:
+    """Refuse a log that is missing or not a regular file (a device, pipe or folder).
 
-    A device such as /dev/zero never ends; gzip files are assumed to expand tenfold.
+    Checked before anything is read: /dev/zero never ends, and a FIFO blocks until written.
     """
-    from cloudsched.resources import check_memory
-
-    total = 0.0
     for f in files:
         p = Path(f)
         if not p.exists():
@@ -106,6 +104,19 @@ def check_log_files(files: Sequence[str | Path], fmt: str = "csv") -> None:
             raise TraceError(
                 str(f), "not a regular file (a device, pipe or folder cannot be read as a log)"
             )
+
+
+def check_log_files(files: Sequence[str | Path], fmt: str = "csv") -> None:
+    """Refuse non-regular files and logs whose rows could not fit in memory.
+
+    A device such as /dev/zero never ends; gzip files are assumed to expand tenfold.
+    """
+    from cloudsched.resources import check_memory
+
+    check_regular(files)
+    total = 0.0
+    for f in files:
+        p = Path(f)
         size = p.stat().st_size
         total += size * (10 if p.suffix == ".gz" else 1)
     need = (

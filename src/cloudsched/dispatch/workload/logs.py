@@ -17,6 +17,7 @@ from pathlib import Path
 from cloudsched.data import DATASETS, dataset_path
 from cloudsched.dispatch.workload.accesslogs import ACCESS_FORMATS, read_access_log
 from cloudsched.dispatch.workload.formats import detect_line
+from cloudsched.dispatch.workload.logfiles import check_regular
 from cloudsched.dispatch.workload.traces import FORMATS, TraceError, TraceLog, read_trace
 from cloudsched.errors import ParameterError
 
@@ -43,13 +44,19 @@ def resolve_files(values: str | Path | Sequence[str | Path]) -> tuple[list[Path]
     return paths, (formats.pop() if formats else None)
 
 
+#: Most characters of a line read to tell a log's format (a longer line is in no format).
+DETECT_CHARS = 1 << 16
+
+
 def _first_line(path: Path) -> str:
     try:
         with open(path, "rb") as raw:
             gz = raw.read(2) == b"\x1f\x8b"
         opener = gzip.open if gz else open
         with opener(path, "rt", errors="replace") as f:
-            for line in f:
+            for line in iter(lambda: f.readline(DETECT_CHARS), ""):
+                if len(line) == DETECT_CHARS and not line.endswith("\n"):
+                    return ""  # no log line is this long: no format will match
                 if line.strip() and not line.lstrip().startswith(";"):
                     return str(line)
     except (OSError, EOFError) as exc:
@@ -102,6 +109,7 @@ def read_log(
     if fmt not in ALL_FORMATS:
         raise ParameterError("trace_format", fmt, "one of " + ", ".join(ALL_FORMATS))
     files, named = resolve_files(paths)
+    check_regular(files)  # before anything reads them: /dev/zero or a FIFO never ends
     if fmt == "auto" and log_format is not None:
         fmt = "nginx"
     elif fmt == "auto" and named is not None:
