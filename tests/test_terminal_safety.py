@@ -10,7 +10,8 @@ import sys
 
 import pytest
 
-from cloudsched.cli.common import one_line, printable, render_table
+from cloudsched.cli.common import render_table
+from cloudsched.cli.console import one_line, printable
 
 TITLE = "\x1b]0;PWNED\x07"  # sets the terminal's title
 
@@ -55,7 +56,7 @@ def test_an_error_naming_a_file_escapes_its_control_bytes(tmp_path):
 
 
 def test_a_warning_is_printed_escaped(capsys):
-    from cloudsched.cli.common import print_warnings, warn
+    from cloudsched.cli.console import print_warnings, warn
 
     warn(f"upstream {TITLE} skipped")
     print_warnings([], [f"note {TITLE}"])

@@ -35,7 +35,7 @@ from cloudsched.cli import (
     tune,
 )
 from cloudsched.cli._sigint import interruptible, stopped_by
-from cloudsched.cli.common import one_line
+from cloudsched.cli.console import one_line
 from cloudsched.cli.options import opt
 from cloudsched.errors import ExternalError, InputError, ParameterError
 

@@ -15,9 +15,9 @@ from cloudsched.cli.common import (
     format_frame,
     resolve_format,
     trace_laws,
-    warn,
     wrote,
 )
+from cloudsched.cli.console import warn
 from cloudsched.cli.options import FormatCsv, MaxTasks, Out, Precision, Seed, opt
 from cloudsched.cli.trace import LogFormat, LogService, TraceFormat
 from cloudsched.errors import ParameterError, check_int, check_real

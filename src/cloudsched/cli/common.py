@@ -10,13 +10,14 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
+from cloudsched.cli.console import printable
 from cloudsched.errors import ParameterError, check_loads
 from cloudsched.io import atomic_write_text
 
@@ -33,16 +34,12 @@ __all__ = [
     "check_outputs",
     "emit",
     "format_frame",
-    "one_line",
     "parse_loads",
     "policies_given",
-    "print_warnings",
-    "printable",
     "render_table",
     "resolve_format",
     "to_json",
     "trace_laws",
-    "warn",
     "wrote",
 ]
 
@@ -315,42 +312,6 @@ def _progress_seconds() -> float:
     except ValueError:
         return 60.0
     return value if math.isfinite(value) and value > 0 else 60.0
-
-
-def print_warnings(caught: Iterable[Any], notes: Iterable[str]) -> None:
-    """Print the warnings a run raised (``caught``), then the result's ``notes`` not among them.
-
-    Each once, on one line of standard error, in the order they came.
-    """
-    shown = dict.fromkeys(one_line(str(w.message)) for w in caught)
-    for note in [*shown, *(one_line(n) for n in notes if one_line(n) not in shown)]:
-        warn(note)
-
-
-def printable(text: str) -> str:
-    r"""Return ``text`` with every character a terminal would act on written as an escape.
-
-    Control characters (ESC, BEL, NUL, carriage return, ...) and the invisible format
-    characters that reorder or hide text (bidirectional overrides, zero-width joiners)
-    become ``\x1b``-style escapes, so that a value read from a log or a file name cannot
-    move the cursor, set the terminal's title or hide text; newlines stay.
-    """
-    if text.isprintable():
-        return text
-    return "".join(
-        c if c.isprintable() or c == "\n" else c.encode("unicode_escape").decode("ascii")
-        for c in text
-    )
-
-
-def one_line(message: str) -> str:
-    """Join a message's lines into one, made safe to print (see :func:`printable`)."""
-    return printable(" ".join(p.strip() for p in message.strip().splitlines() if p.strip()))
-
-
-def warn(message: str, label: str = "warning") -> None:
-    """Print ``label: message`` on one line of standard error (made safe to print)."""
-    sys.stderr.write(f"{label}: {one_line(message)}\n")
 
 
 #: Most loads one ``predict`` call solves (each is a fixed-point solve, ~1 ms).

@@ -13,11 +13,11 @@ from cloudsched.cli.common import (
     check_outputs,
     emit,
     policies_given,
-    print_warnings,
     render_table,
     resolve_format,
     to_json,
 )
+from cloudsched.cli.console import print_warnings
 from cloudsched.cli.options import FormatJson, Frame, Locality, Precision, SeedOrFresh, Warmup, opt
 from cloudsched.cli.place_model import load_model
 from cloudsched.cli.place_output import check_tables, plot_end, simulate_text, write_tables

@@ -14,8 +14,8 @@ from cloudsched.cli.common import (
     format_frame,
     policies_given,
     resolve_format,
-    warn,
 )
+from cloudsched.cli.console import warn
 from cloudsched.cli.options import (
     CrossRackCost,
     FluxTraffic,

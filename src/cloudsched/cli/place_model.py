@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from cloudsched.cli.common import warn
+from cloudsched.cli.console import warn
 from cloudsched.errors import check_choice, check_int, check_seed
 
 __all__ = ["load_model"]

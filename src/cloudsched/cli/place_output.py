@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from cloudsched.cli.common import render_table, warn
+from cloudsched.cli.common import render_table
+from cloudsched.cli.console import warn
 
 __all__ = ["bound_line", "check_tables", "plot_end", "simulate_text", "write_tables"]
 

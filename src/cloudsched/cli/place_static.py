@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, warn, wrote
+from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, wrote
+from cloudsched.cli.console import warn
 from cloudsched.cli.options import CrossRackCost, FluxTraffic, FormatJson, Out, Racks, opt
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 
