@@ -140,3 +140,56 @@ def test_json_is_strict_even_with_undefined_values(capsys):
     assert code in (0, 2), err
     if code == 0:
         json.loads(out, parse_constant=lambda c: pytest.fail(f"non-standard constant {c}"))
+
+
+# Outputs that are inputs by inclusion, and two outputs of one command that are one file.
+
+
+def _flux_with_include(tmp_path):
+    """A copy of the shipped exclamation topology that includes ``base.yaml``."""
+    from cloudsched.data import flux_path
+
+    base = tmp_path / "base.yaml"
+    base.write_text("config:\n  topology.workers: 2\n")
+    top = tmp_path / "topo.yaml"
+    top.write_text(flux_path("exclamation").read_text() + 'includes:\n  - file: "base.yaml"\n')
+    return top, base
+
+
+def test_place_static_refuses_to_overwrite_a_file_its_topology_includes(capsys, tmp_path):
+    top, base = _flux_with_include(tmp_path)
+    before = base.read_bytes()
+    args = ["place", "static", "--topology", str(top), "--cluster", "4x4", "--out", str(base)]
+    one_line_error(*run(capsys, *args)[::2], "the files they include")
+    assert base.read_bytes() == before
+
+
+def test_place_simulate_refuses_to_overwrite_its_workloads_flux_file(capsys, tmp_path):
+    top, base = _flux_with_include(tmp_path)
+    workload = tmp_path / "workload.yaml"
+    workload.write_text(
+        "job_types:\n  - name: ex\n    arrival_rate: 0.1\n    mean_duration: 1.0\n"
+        "    topology: {flux: topo.yaml}\n"
+    )
+    for target in (top, base):
+        before = target.read_bytes()
+        args = ["place", "simulate", "storm-default", "--cluster", "4x4", "--workload"]
+        args += [str(workload), "--horizon", "5", "--seed", "1", "--out", str(target)]
+        one_line_error(*run(capsys, *args)[::2], "the files they include")
+        assert target.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["place", "static", "--topology", "exclamation", "--cluster", "4x4",
+         "--assignment", "{same}.json", "--out", "{same}.json"],
+        ["trace", "stats", "nginx-sample", "--plot", "{same}.png", "--out", "{alias}.png"],
+    ],
+)  # fmt: skip
+def test_two_outputs_of_one_command_are_not_one_file(capsys, tmp_path, args):
+    same = tmp_path / "result"
+    alias = tmp_path / "elsewhere" / ".." / "result"  # the same file by another name
+    code, _, err = run(capsys, *[a.format(same=same, alias=alias) for a in args])
+    one_line_error(code, err, "one output would be lost")
+    assert not list(tmp_path.iterdir())

@@ -10,7 +10,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "LazyProgress",
+    "check_distinct",
     "check_not_input",
     "check_outputs",
     "emit",
@@ -102,12 +103,15 @@ def check_outputs(
     plot: Path | None = None,
     out_dir: str | Path | None = None,
     inputs: Sequence[Any] = (),
+    others: Mapping[str, Path | None] | None = None,
 ) -> None:
     """Check ``--out`` (a file or, for reports and sweeps, a folder) and ``--plot`` first.
 
     Run at the start of every command, so that a bad path fails before the work, not after.
     An output that is one of the command's ``inputs`` (the same file, by any path or link)
-    is refused: writing it would destroy what is being read.
+    is refused: writing it would destroy what is being read; so are two outputs that are
+    one file (``others``: the command's other outputs by option, checked by the caller),
+    since one of them would be lost.
     """
     from cloudsched.io import PLOT_FORMATS, check_output_dir, check_output_file
 
@@ -119,6 +123,28 @@ def check_outputs(
         check_output_dir(out_dir, "--out")
     for option, path in (("--out", out), ("--plot", plot)):
         check_not_input(option, path, inputs)
+    check_distinct({"--out": out, "--plot": plot, **(others or {})})
+
+
+def check_distinct(outputs: Mapping[str, Path | None]) -> None:
+    """Refuse two of a command's outputs that name one file (by any path or link)."""
+    given = [(option, path) for option, path in outputs.items() if path is not None]
+    for i, (option, path) in enumerate(given):
+        for other, earlier in given[:i]:
+            if _same_path(path, earlier):
+                raise ParameterError(
+                    option, str(path), f"a file other than {other}'s (one output would be lost)"
+                )
+
+
+def _same_path(a: Any, b: Any) -> bool:
+    """Whether paths ``a`` and ``b`` name one file, existing or still to be written."""
+    try:
+        if os.path.exists(a) and os.path.exists(b):
+            return os.path.samefile(a, b)
+        return os.path.realpath(a) == os.path.realpath(b)
+    except (OSError, TypeError, ValueError):
+        return False
 
 
 def check_not_input(option: str, path: Path | None, inputs: Sequence[Any]) -> None:
@@ -127,7 +153,8 @@ def check_not_input(option: str, path: Path | None, inputs: Sequence[Any]) -> No
         raise ParameterError(
             option,
             str(path),
-            "a file other than the command's inputs (it would overwrite what it reads)",
+            "a file other than the command's inputs and the files they include "
+            "(it would overwrite what it reads)",
         )
 
 

@@ -176,7 +176,8 @@ def place_simulate(
     """Simulate one placement policy on a cluster and workload."""
     import numpy as np
 
-    check_outputs(out=out, plot=plot, inputs=[workload, cluster])
+    tables = {"--assignments": assignments, "--frames": frames}
+    check_outputs(out=out, plot=plot, inputs=[workload, cluster], others=tables)
     check_tables([workload, cluster], assignments=assignments, frames=frames)
     from cloudsched.placement.policies import PLACEMENT_POLICIES
     from cloudsched.placement.simulation import simulate_placement

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
+from cloudsched.cli.common import check_not_input
 from cloudsched.cli.console import warn
 from cloudsched.errors import check_choice, check_int, check_seed
 
-__all__ = ["load_model"]
+__all__ = ["check_not_read", "load_model"]
 
 
 def load_model(args: Mapping[str, Any]) -> tuple[Any, Any]:
@@ -16,7 +17,8 @@ def load_model(args: Mapping[str, Any]) -> tuple[Any, Any]:
 
     ``args`` are the command's arguments by name (its ``locals()``): ``cluster``, ``racks``,
     ``cross_rack_cost``, ``workload``, ``seed`` and, where it has them, ``flux_slots``,
-    ``executors_per_slot`` and ``flux_traffic``.
+    ``executors_per_slot`` and ``flux_traffic``.  An output among them (``out``, ``plot``,
+    ``assignments``, ``frames``) that is a file a topology is read from is refused.
     """
     from cloudsched.placement import load_workload
     from cloudsched.placement.cluster import cluster_from_text
@@ -34,9 +36,21 @@ def load_model(args: Mapping[str, Any]) -> tuple[Any, Any]:
         executors_per_slot = check_int("--executors-per-slot", executors_per_slot, low=1)
     flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot, "traffic": flux_traffic}
     jobs = load_workload(args["workload"], rng=seed, flux=flux)
+    outputs = {f"--{k}": args.get(k) for k in ("out", "plot", "assignments", "frames")}
+    check_not_read(outputs, [jt.topology for jt in jobs])  # a workload's Flux file or include
     for jt in jobs:
         cl.check_fits(jt.topology, name="--workload")
         if len(jt.topology.sources) > 1:  # what a Flux include brought in is said, once
             main, *extra = jt.topology.sources
             warn(f"{jt.name}: {main} includes {', '.join(extra)}", "note")
     return cl, jobs
+
+
+def check_not_read(outputs: Mapping[str, Any], topologies: Iterable[Any]) -> None:
+    """Refuse an output that is a file a topology was read from (a Flux file or an include).
+
+    Called once the model is read, before anything runs or is written.
+    """
+    sources = [src for top in topologies for src in top.sources]
+    for option, path in outputs.items():
+        check_not_input(option, path, sources)

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, wrote
 from cloudsched.cli.console import warn
 from cloudsched.cli.options import CrossRackCost, FluxTraffic, FormatJson, Out, Racks, opt
+from cloudsched.cli.place_model import check_not_read
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 
 __all__ = ["place_static"]
@@ -29,8 +30,6 @@ def _topologies(items: list[str], traffic: str) -> list[Any]:
                 "--topology", item, "a Flux YAML file or one of " + ", ".join(_SHIPPED)
             )
         tops.append(load_flux(path, traffic=traffic))
-        if len(tops[-1].sources) > 1:  # what a Flux include brought in is said, once
-            warn(f"{path} includes {', '.join(tops[-1].sources[1:])}", "note")
     names = [t.name for t in tops]
     if len(set(names)) != len(names):
         raise ParameterError("--topology", ", ".join(names), "topologies of distinct names")
@@ -76,7 +75,7 @@ def place_static(
     out: Out = (None),
 ) -> None:
     """Place running topologies once at the least traffic cost, beside Storm's schedulers."""
-    check_outputs(out=out, inputs=[cluster, *topology])
+    check_outputs(out=out, inputs=[cluster, *topology], others={"--assignment": assignment})
     if assignment is not None:
         from cloudsched.cli.common import check_not_input
         from cloudsched.io import check_output_file
@@ -95,6 +94,10 @@ def place_static(
         cluster, None if racks is None else check_int("--racks", racks, low=1), cross_rack_cost
     )
     tops = _topologies(topology, flux_traffic)
+    check_not_read({"--out": out, "--assignment": assignment}, tops)  # includes too
+    for top in tops:  # what a Flux include brought in is said, once
+        if len(top.sources) > 1:
+            warn(f"{top.sources[0]} includes {', '.join(top.sources[1:])}", "note")
     best = solve(cl, tops, solver=solver, time_limit=time_limit)
     runs = [best, *(place_baseline(cl, tops, b) for b in BASELINES)]
     if assignment is not None:
