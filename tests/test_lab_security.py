@@ -8,6 +8,8 @@ HTTP requests without the token (or with it but for an absurd amount of work).  
 it may change what the run did, and the result must say what was refused.
 """
 
+import argparse
+import dataclasses
 import json
 import os
 import socket
@@ -26,8 +28,8 @@ KEY = bytes(range(32))
 
 
 def test_a_sealed_datagram_opens_once():
-    s, v = Signer(KEY, "s3"), Verifier(KEY)
-    msg = s.seal("J 3 123.5")
+    s, v = Signer(KEY, "s3"), Verifier(KEY, "d0")
+    msg = s.seal("J 3 123.5", "d0")
     assert v.open(msg) == ("J 3 123.5", "s3")
     assert v.open(msg) is None  # a replay
     assert v.rejected == 1
@@ -35,12 +37,12 @@ def test_a_sealed_datagram_opens_once():
 
 @pytest.mark.parametrize("forge", ["unsigned", "altered", "foreign key", "truncated", "bytes"])
 def test_forged_datagrams_are_refused(forge):
-    v = Verifier(KEY)
-    good = Signer(KEY, "s1").seal("J 1 5.0")
+    v = Verifier(KEY, "d0")
+    good = Signer(KEY, "s1").seal("J 1 5.0", "d0")
     data = {
         "unsigned": b"J 1 5.0",
         "altered": good.replace(b"J 1 5.0", b"J 2 5.0"),
-        "foreign key": Signer(bytes(32), "s1").seal("J 1 5.0"),
+        "foreign key": Signer(bytes(32), "s1").seal("J 1 5.0", "d0"),
         "truncated": good[:-4],
         "bytes": bytes(range(256)),
     }[forge]
@@ -48,13 +50,73 @@ def test_forged_datagrams_are_refused(forge):
 
 
 def test_reordering_within_the_window_is_accepted_and_old_counters_are_not():
-    s, v = Signer(KEY, "d0"), Verifier(KEY)
-    msgs = [s.seal(f"P {k}") for k in range(WINDOW + 10)]
+    s, v = Signer(KEY, "d0"), Verifier(KEY, "s0")
+    msgs = [s.seal(f"P {k}", "s0") for k in range(WINDOW + 10)]
     assert v.open(msgs[1]) is not None and v.open(msgs[0]) is not None  # swapped on the way
     for m in msgs[2:]:
         assert v.open(m) is not None
     assert v.open(msgs[3]) is None  # seen (and now outside the window as well)
     assert v.rejected == 1
+
+
+def test_a_datagram_replayed_to_another_recipient_is_refused():
+    """The issue's case: a join sealed for dispatcher 0, captured on loopback and sent to
+    dispatcher 1, was accepted (985 of 985), as was a probe replayed to another server."""
+    join = Signer(KEY, "s3").seal("J 3 1.5", "d0")
+    d0, d1 = Verifier(KEY, "d0"), Verifier(KEY, "d1")
+    assert d1.open(join) is None and d1.rejected == 1
+    assert d0.open(join) == ("J 3 1.5", "s3")
+    probe = Signer(KEY, "d0").seal("P 7", "s1")
+    assert Verifier(KEY, "s2").open(probe) is None
+    assert Verifier(KEY, "s1").open(probe) == ("P 7", "d0")
+    with pytest.raises(ValueError):
+        Signer(KEY, "d0").seal("P 7", "s1 s2")
+
+
+class _Sent:
+    def __init__(self):
+        self.sent = []
+
+    def sendto(self, data, addr):
+        self.sent.append((data, addr))
+
+
+def test_a_probe_from_another_port_is_not_answered(monkeypatch):
+    """A probe whose source is not its dispatcher's socket would send the answer elsewhere
+    (11,700 probe answers went to a foreign port)."""
+    from cloudsched.lab import backend
+    from cloudsched.lab.auth import KEY_ENV
+
+    monkeypatch.setenv(KEY_ENV, KEY.hex())
+    args = argparse.Namespace(
+        index=1, policy="pod", seed=0, slow=1.0, drop=0.0, mode="sleep", max_work=60.0
+    )
+    server = backend.Server(args)
+    server.peers = [("127.0.0.1", 40000), ("127.0.0.1", 40001)]
+    control = backend.Control(server)
+    control.connection_made(_Sent())
+    d1 = Signer(KEY, "d1")
+    control.datagram_received(d1.seal("P 5", "s1"), ("127.0.0.1", 50000))  # foreign port
+    assert server.udp.sent == [] and server.verifier.rejected == 1
+    control.datagram_received(d1.seal("P 6", "s1"), ("127.0.0.1", 40001))
+    ((reply, to),) = server.udp.sent
+    assert to == ("127.0.0.1", 40001) and reply.startswith(b"R 6 1 0 s1 d1 ")
+    server.tx.close()
+
+
+def test_a_probe_reply_from_another_port_is_refused(monkeypatch):
+    from cloudsched.lab import dispatcher
+    from cloudsched.lab.auth import KEY_ENV
+
+    monkeypatch.setenv(KEY_ENV, KEY.hex())
+    args = argparse.Namespace(index=0, policy="pod", seed=0, d=2, probe_timeout=0.05)
+    disp = dispatcher.Dispatcher(args, [(30000, 40000), (30001, 40001)])
+    control = dispatcher.Control(disp)
+    control.connection_made(_Sent())
+    s1 = Signer(KEY, "s1")
+    before = disp.count["probe_reply"]
+    control.datagram_received(s1.seal("R 3 1 0", "d0"), ("127.0.0.1", 50000))
+    assert disp.verifier.rejected == 1 and disp.count["probe_reply"] == before
 
 
 def _ports_of(pids):
@@ -106,16 +168,16 @@ class Attacker(threading.Thread):
             for d in self.dispatchers:
                 for data in (
                     b"J 0 0.0",
-                    forged.seal("J 1 0.0"),
+                    forged.seal("J 1 0.0", "d0"),
                     b"D 2",
-                    forged.seal("R 1 0 0"),
+                    forged.seal("R 1 0 0", "d0"),
                     b"\xff" * 40,
                 ):
                     udp.sendto(data, ("127.0.0.1", d.ports[1]))
                     self.sent["datagrams"] += 1
         for s in self.servers:
             udp.sendto(b'C {"dispatchers": [9]}', ("127.0.0.1", s.ports[1]))
-            udp.sendto(forged.seal("P 1"), ("127.0.0.1", s.ports[1]))
+            udp.sendto(forged.seal("P 1", "s0"), ("127.0.0.1", s.ports[1]))
             self.sent["datagrams"] += 2
         for c in [*self.servers, *self.dispatchers]:
             self.http(c.ports[0], "/work?w=1e9")
@@ -290,3 +352,45 @@ def test_a_real_proxy_refuses_a_request_without_the_token(balancer, tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_refused_requests_are_read_from_the_proxies_access_logs():
+    from cloudsched.lab.proxies import refused_requests
+
+    nginx = {"a.log": "1700.1 0.010 127.0.0.1:9 200\n1700.2 0.000 - 403\n1700.3 0.0 - 403\n"}
+    haproxy = {
+        "h.log": "127.0.0.1:5 [04/Dec/2026:10:00:00.001] dispatcher0 backends/s1 0/0/0/9/9 200 "
+        '10 - - ---- 1/1/0/0/0 0/0 "GET /work?w=1 HTTP/1.1"\n'
+        "127.0.0.1:6 [04/Dec/2026:10:00:00.002] dispatcher0 dispatcher0/<NOSRV> 0/-1/-1/-1/0 "
+        '403 192 - - PR-- 1/1/0/0/0 0/0 "GET /work?w=403 HTTP/1.1"\n'
+    }
+    assert refused_requests(nginx, "nginx") == 2
+    assert refused_requests(haproxy, "haproxy") == 1
+
+
+@pytest.mark.parametrize("balancer", ["nginx", pytest.param("haproxy", marks=pytest.mark.slow)])
+def test_requests_a_real_proxy_refuses_are_counted(monkeypatch, balancer):
+    """NGINX and HAProxy answered tokenless requests with 403, and the result said nothing."""
+    import cloudsched.lab.run as run
+    from cloudsched.lab.proxies import binary
+
+    if binary(balancer) is None:
+        pytest.skip(f"{balancer} is not installed (apt-get install nginx-light haproxy)")
+    real = run._drive
+    sent = []
+
+    async def drive(spec, group, load, servers, dispatchers, keys):
+        for d in dispatchers:  # before the run: every one of these is in the proxy's log
+            for _ in range(4):
+                with socket.create_connection(("127.0.0.1", d.ports[0]), timeout=5) as c:
+                    c.sendall(request_bytes("/work?w=1"))
+                    assert c.recv(4096).startswith(b"HTTP/1.1 403")
+                sent.append(d.index)
+        return await real(spec, group, load, servers, dispatchers, keys)
+
+    monkeypatch.setattr(run, "_drive", drive)
+    spec = LabSpec("pod", servers=3, dispatchers=2, load=0.5, unit=0.01, duration=1.0, seed=4)
+    r = run_lab(dataclasses.replace(spec, balancer=balancer))
+    assert len(sent) == 8
+    assert r.lab["rejected"]["proxy_requests"] == 8
+    assert any(f"{balancer} refused 8 requests" in w for w in r.record.warnings)

@@ -6,10 +6,13 @@ hands it to its own processes in their environment (:data:`KEY_ENV`, readable by
 only; never on a command line, which every user can list):
 
 * every UDP datagram (join, delete, probe, probe reply, configuration) carries its
-  sender's name, a counter that sender never repeats, and an HMAC-SHA256 of the whole
-  (:class:`Signer`); a receiver drops a datagram whose MAC does not check or whose
-  counter it has seen before (:class:`Verifier`: a window of the last
-  :data:`WINDOW` counters per sender, so reordering is tolerated and replays are not);
+  sender's name, its recipient's name, a counter that sender never repeats, and an
+  HMAC-SHA256 of the whole (:class:`Signer`); a receiver drops a datagram whose MAC does
+  not check, that is addressed to another process (a datagram captured on loopback and
+  replayed to a different server or dispatcher), or whose counter it has seen before
+  (:class:`Verifier`: a window of the last :data:`WINDOW` counters per sender, so
+  reordering is tolerated and replays are not); where a receiver knows the sender's
+  socket, it also drops a datagram from any other port;
 * every HTTP request carries the header ``X-Lab-Key`` with a token derived from the key
   (:func:`http_token`): the lab's servers and dispatchers answer a request without it
   with 403, and the NGINX and HAProxy configurations refuse it the same way.
@@ -82,7 +85,11 @@ def _mac(key: bytes, body: str) -> str:
 
 
 class Signer:
-    """Seal this process's datagrams: ``TEXT SENDER COUNTER MAC`` (one counter per process)."""
+    """Seal this process's datagrams: ``TEXT SENDER RECIPIENT COUNTER MAC``.
+
+    One counter per process; names are one word (``c`` the controller, ``s3`` server 3,
+    ``d0`` dispatcher 0).
+    """
 
     def __init__(self, key: bytes, sender: str) -> None:
         if not sender or " " in sender:
@@ -92,33 +99,39 @@ class Signer:
         self.counter = 0
         self.lock = threading.Lock()
 
-    def seal(self, text: str) -> bytes:
-        """Return ``text`` (ASCII, spaces allowed) sealed for sending."""
+    def seal(self, text: str, to: str) -> bytes:
+        """Return ``text`` (ASCII, spaces allowed) sealed for the process named ``to``."""
+        if not to or " " in to:
+            raise ValueError("a recipient is one word")
         with self.lock:
             self.counter += 1
             n = self.counter
-        body = f"{text} {self.sender} {n}"
+        body = f"{text} {self.sender} {to} {n}"
         return f"{body} {_mac(self.key, body)}".encode("ascii")
 
 
 class Verifier:
-    """Open sealed datagrams: the text, or None (counted in ``rejected``)."""
+    """Open sealed datagrams addressed to ``me``: the text, or None (counted in ``rejected``)."""
 
-    def __init__(self, key: bytes) -> None:
+    def __init__(self, key: bytes, me: str) -> None:
         self.key = key
+        self.me = me
         self.rejected = 0
         self._seen: dict[str, tuple[int, set[int]]] = {}
 
     def open(self, data: bytes) -> tuple[str, str] | None:
-        """Return ``(text, sender)`` of an authentic datagram seen for the first time."""
+        """Return ``(text, sender)`` of an authentic datagram to ``me``, seen the first time."""
         try:
             body, _, mac = data.decode("ascii").rpartition(" ")
-            text, sender, count = body.rsplit(" ", 2)
+            text, sender, to, count = body.rsplit(" ", 3)
             n = int(count)
         except (UnicodeDecodeError, ValueError):
             self.rejected += 1
             return None
         if len(mac) != _MAC_HEX or not hmac.compare_digest(mac, _mac(self.key, body)):
+            self.rejected += 1
+            return None
+        if to != self.me:  # sealed for another process: captured and replayed here
             self.rejected += 1
             return None
         high, recent = self._seen.get(sender, (0, set()))

@@ -118,7 +118,7 @@ class Server(Member):
     def send(self, k: int, text: str) -> None:
         """Send one control message to dispatcher ``k``."""
         if 0 <= k < len(self.peers):
-            self.tx.sendto(self.signer.seal(text), self.peers[k])
+            self.tx.sendto(self.signer.seal(text, f"d{k}"), self.peers[k])
 
     def join(self, idle_since: float | None = None) -> None:
         """Join a uniformly drawn dispatcher's I-queue when the queue empties (JIQ family)."""
@@ -186,6 +186,9 @@ class Control(SealedControl):
         s = cast(Server, self.owner)
         kind, _, rest = text.partition(" ")
         if kind == "P" and sender.startswith("d") and rest.isdigit():
+            k = int(sender[1:]) if sender[1:].isdigit() else -1
+            if s.peers and (not 0 <= k < len(s.peers) or addr[1] != s.peers[k][1]):
+                return False  # not from dispatcher k's socket: the answer would go elsewhere
             s.count["probe_answered"] += 1
             reply = f"R {rest} {s.index} {s.held}"
         elif kind == "C" and sender == "c":
@@ -203,7 +206,7 @@ class Control(SealedControl):
         else:
             return False
         assert s.udp is not None
-        s.udp.sendto(s.signer.seal(reply), addr)
+        s.udp.sendto(s.signer.seal(reply, sender), addr)
         return True
 
 

@@ -39,8 +39,9 @@ class Member:
         self.policy: str = args.policy
         key = key_from_env()
         self.token = http_token(key)
-        self.signer = Signer(key, f"{role}{self.index}")
-        self.verifier = Verifier(key)
+        self.name = f"{role}{self.index}"
+        self.signer = Signer(key, self.name)
+        self.verifier = Verifier(key, self.name)
         self.rng = np.random.default_rng(np.random.SeedSequence(args.seed))
 
 

@@ -149,7 +149,7 @@ class Dispatcher(Member):
         assert self.udp is not None
         for s in pick:
             self.count["probe"] += 1
-            self.udp.sendto(self.signer.seal(f"P {seq}"), ("127.0.0.1", self.ports[s][1]))
+            self.udp.sendto(self.signer.seal(f"P {seq}", f"s{s}"), ("127.0.0.1", self.ports[s][1]))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(fut, self.timeout)
         self.probes.pop(seq, None)
@@ -301,8 +301,11 @@ class Control(SealedControl):
             elif parts[0] == "D" and len(parts) == 2 and sender == f"s{parts[1]}":
                 d.remove(int(parts[1]))
             elif parts[0] == "R" and len(parts) == 4 and sender == f"s{parts[2]}":
+                s = int(parts[2])
+                if not 0 <= s < len(d.ports) or addr[1] != d.ports[s][1]:
+                    return False  # a reply comes from the server's control socket only
                 entry = d.probes.get(int(parts[1]))
-                if entry is not None and 0 <= int(parts[2]) < len(d.ports):
+                if entry is not None:
                     fut, replies, k = entry
                     d.count["probe_reply"] += 1
                     replies[int(parts[2])] = int(parts[3])

@@ -27,17 +27,18 @@ Both refuse (403) a request without the run's ``X-Lab-Key`` token
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from cloudsched.dispatch.workload.formats import NGINX_UPSTREAM_FORMAT as ACCESS_FORMAT
 from cloudsched.errors import ExternalError
 from cloudsched.policy_table import TABLE
 
-__all__ = ["binary", "haproxy_config", "nginx_config", "wait_listening"]
+__all__ = ["binary", "haproxy_config", "nginx_config", "refused_requests", "wait_listening"]
 
 _SEARCH = ("/usr/sbin", "/usr/local/sbin", "/usr/bin", "/usr/local/bin")
 
@@ -144,6 +145,27 @@ backend backends
     http-check send meth GET uri /health hdr X-Lab-Key {_token(token)}
 {servers}
 """
+
+
+#: An HAProxy ``option httplog`` line's timers and status: ``Tq/Tw/Tc/Tr/Tt STATUS``.
+_HAPROXY_STATUS = re.compile(r" -?\d+/-?\d+/-?\d+/-?\d+/\+?-?\d+ (\d{3}) ")
+
+
+def refused_requests(logs: Mapping[str, str], balancer: str) -> int:
+    """Count the requests the proxies refused (403: no run key) in their access logs.
+
+    The lab's own requests all carry the key, so each of these came from something else on
+    the machine; the proxy answered it and no server saw it.
+    """
+    n = 0
+    for text in logs.values():
+        for line in text.splitlines():
+            if balancer == "nginx":  # ACCESS_FORMAT ends with $status
+                n += line.rstrip().endswith(" 403")
+            else:
+                m = _HAPROXY_STATUS.search(line)
+                n += m is not None and m.group(1) == "403"
+    return n
 
 
 def wait_listening(port: int, alive: Callable[[], bool], seconds: float = 15.0) -> None:

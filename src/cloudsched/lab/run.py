@@ -18,6 +18,7 @@ refused (datagrams and requests from outside the run) is counted in the result.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import json
 import os
@@ -38,7 +39,13 @@ from cloudsched.lab.auth import KEY_ENV, Signer, Verifier, http_token, new_key
 from cloudsched.lab.loadgen import OK, Load, send_load
 from cloudsched.lab.processes import Child, ProcessGroup, free_port
 from cloudsched.lab.protocol import read_message, request_bytes
-from cloudsched.lab.proxies import binary, haproxy_config, nginx_config, wait_listening
+from cloudsched.lab.proxies import (
+    binary,
+    haproxy_config,
+    nginx_config,
+    refused_requests,
+    wait_listening,
+)
 from cloudsched.lab.result import LabResult, Snapshot, summarise
 from cloudsched.lab.spec import LabSpec
 
@@ -82,7 +89,19 @@ class _Keys:
         self.hex = key
         self.token = http_token(raw)
         self.signer = Signer(raw, "c")
-        self.verifier = Verifier(raw)
+        self.verifier = Verifier(raw, "c")
+
+
+def _count_proxy_refusals(spec: LabSpec, result: LabResult) -> None:
+    """Add the requests NGINX or HAProxy refused (403) to ``rejected``, with a warning."""
+    refused = refused_requests(result.access_logs, spec.balancer)
+    result.lab.setdefault("rejected", {})["proxy_requests"] = refused
+    if refused:
+        note = (
+            f"{spec.balancer} refused {refused} requests without the run's key: something "
+            "else on this machine sent to its port (none of them reached a server)"
+        )
+        result.record = dataclasses.replace(result.record, warnings=(*result.record.warnings, note))
 
 
 def _access_logs(spec: LabSpec, run_dir: Path) -> dict[str, str]:
@@ -199,8 +218,10 @@ class _Reply(asyncio.DatagramProtocol):
             self.fut.set_result(data)
 
 
-async def _udp_ask(keys: _Keys, port: int, text: str, timeout: float = 1.0, tries: int = 5) -> str:
-    """Send a sealed datagram and return the sealed answer's text."""
+async def _udp_ask(
+    keys: _Keys, to: str, port: int, text: str, timeout: float = 1.0, tries: int = 5
+) -> str:
+    """Send a datagram sealed for process ``to`` and return the sealed answer's text."""
     loop = asyncio.get_running_loop()
     for _ in range(tries):
         fut: asyncio.Future[bytes] = loop.create_future()
@@ -210,7 +231,7 @@ async def _udp_ask(keys: _Keys, port: int, text: str, timeout: float = 1.0, trie
             remote_addr=("127.0.0.1", port),
         )
         try:
-            transport.sendto(keys.signer.seal(text))
+            transport.sendto(keys.signer.seal(text, to))
             opened = keys.verifier.open(await asyncio.wait_for(fut, timeout))
             if opened is not None:
                 return opened[0]
@@ -275,7 +296,7 @@ async def _drive(
         config = "C " + json.dumps(
             {"dispatchers": [c.ports[1] for c in dispatchers]}, separators=(",", ":")
         )
-        await asyncio.gather(*(_udp_ask(keys, c.ports[1], config) for c in servers))
+        await asyncio.gather(*(_udp_ask(keys, f"s{c.index}", c.ports[1], config) for c in servers))
     ports = [c.ports[0] for c in dispatchers]
     m = len(ports)
     k = np.arange(CALIBRATION_REQUESTS) % m
@@ -340,6 +361,7 @@ def run_lab(spec: LabSpec, *, keep_dir: bool = False) -> LabResult:
             out = asyncio.run(_drive(spec, group, load, servers, disps, keys))
         result = summarise(spec, load, out, time.perf_counter() - wall)
         result.access_logs = _access_logs(spec, run_dir)
+        _count_proxy_refusals(spec, result)
         return result
     finally:
         if not keep_dir:
