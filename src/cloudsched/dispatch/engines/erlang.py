@@ -44,30 +44,44 @@ def erlang_histogram(joins: np.ndarray, speeds: np.ndarray | None = None) -> np.
 
 
 def _erlang_bins(joins: np.ndarray, speed: float) -> np.ndarray:
+    """Spread ``joins`` (``(segments, L)``) over the bins, a block of levels at a time."""
     out = np.zeros((joins.shape[0], S.H_BINS))
     used = np.flatnonzero(joins.sum(axis=0))
-    if used.size == 0:
-        return out
-    top = -(-(int(used.max()) + 1) // 64) * 64  # a multiple of 64: one table for many runs
-    lo, hi, mass = _level_mass(top, speed)
-    out[:, lo:hi] = joins[:, used] @ mass[used]
+    for block in np.unique(used // BLOCK):
+        k0 = int(block) * BLOCK
+        lo, hi, mass = _block_mass(int(block), speed)
+        part = joins[:, k0 : k0 + BLOCK]
+        out[:, lo:hi] += part @ mass[: part.shape[1]]
     return out
 
 
-@lru_cache(maxsize=16)
-def _level_mass(top: int, speed: float) -> tuple[int, int, np.ndarray]:
-    """Bins ``lo:hi`` and the mass of Erlang(k + 1) / speed in each, for k < ``top``.
+#: Levels whose bin masses are computed (and cached) together.
+BLOCK = 64
+#: Mass of each Erlang law left outside its block's bins, on each side (it goes to the
+#: block's first or last bin, so no mass is lost).
+TAIL = 1e-13
 
+
+@lru_cache(maxsize=512)
+def _block_mass(block: int, speed: float) -> tuple[int, int, np.ndarray]:
+    """Bins ``lo:hi`` and the mass of Erlang(k + 1) / speed in each, for k in the block.
+
+    The bins span the block's levels from the first's lower ``TAIL`` quantile to the last's
+    upper one, so the table is narrow at high levels (about 400 bins at k = 1000) and the
+    cost and memory of a histogram grow with the levels joined, not with their square.
     Cached (read-only): the replications of one run join nearly the same levels.
     """
     from scipy import special  # (0.15 s to import: only when a run ends)
 
     edges = _bin_edges()
-    # bins outside [1e-9 (k+1), 60 + 4 (k+1)] / speed hold < 1e-12 of every level's mass
-    lo = int(np.searchsorted(edges, 1e-9 / speed))
-    hi = min(int(np.searchsorted(edges, (60.0 + 4.0 * top) / speed)) + 1, S.H_BINS)
+    k = np.arange(block * BLOCK, (block + 1) * BLOCK, dtype=np.float64)
+    first = float(special.gammaincinv(k[0] + 1.0, TAIL)) / speed
+    last = float(special.gammainccinv(k[-1] + 1.0, TAIL)) / speed
+    lo = max(int(np.searchsorted(edges, first, side="right")) - 1, 0)
+    hi = min(int(np.searchsorted(edges, last)) + 1, S.H_BINS)
+    lo = min(lo, hi - 1)
     x = edges[lo : hi + 1] * speed
-    cdf = special.gammainc(np.arange(top)[:, None] + 1.0, x[None, :])  # (levels, edges)
+    cdf = special.gammainc(k[:, None] + 1.0, x[None, :])  # (levels, edges)
     mass = np.diff(cdf, axis=1)
     mass[:, 0] += cdf[:, 0]  # below the first edge kept
     mass[:, -1] += 1.0 - cdf[:, -1]  # above the last
