@@ -104,7 +104,8 @@ def advise(
         opt(
             "--d",
             help="A choice_count to try (repeatable; default 1, 2, 3, 4, 6, "
-            "8, 16, 32 below N; N, the full scan, always).",
+            "8, 16, 32 below N, then a bisection between the last d that fails and the first "
+            "that qualifies; N, the full scan, always).",
         ),
     ] = None,
     metric: Annotated[str, opt("--metric", help="p99 or mean: what is compared.")] = ("p99"),
@@ -163,10 +164,35 @@ def advise(
         wrote(plot)
 
 
+#: Every row's columns, in order (the reruns' columns NaN where no rerun was needed).
+_COLUMNS = [
+    "d",
+    "with_replacement",
+    "full_scan",
+    "mean_response_time",
+    "ci95_low",
+    "ci95_high",
+    "p99",
+    "metric",
+    "metric_low",
+    "metric_high",
+    "examined",
+    "steady_state",
+    "warnings",
+    "theory_mean",
+    "theory_source",
+    "theory_in_interval",
+    "recheck_ci95_low",
+    "recheck_ci95_high",
+    "recheck_in_interval",
+    "within_tolerance",
+]
+
+
 def _frame(res: Any, scale: float) -> Any:
     import pandas as pd
 
-    df = pd.DataFrame(res.rows)
+    df = pd.DataFrame(res.rows).reindex(columns=_COLUMNS)
     for col in (
         "mean_response_time",
         "ci95_low",
@@ -176,12 +202,16 @@ def _frame(res: Any, scale: float) -> Any:
         "metric_low",
         "metric_high",
         "theory_mean",
+        "recheck_ci95_low",
+        "recheck_ci95_high",
     ):
         df[col] = df[col] * scale
     return df
 
 
 def _emit(res: Any, scale: float, unit: str, fmt: str, out: Path | None) -> None:
+    from cloudsched.experiments.advise import theory_off
+
     df = _frame(res, scale)
     title = (
         f"choice_count on N={res.servers} endpoints, load {res.load:.3g}: {res.metric} "
@@ -212,10 +242,10 @@ def _emit(res: Any, scale: float, unit: str, fmt: str, out: Path | None) -> None
             for lo, hi in zip(df["metric_low"], df["metric_high"], strict=True)
         ],
         theory=[
-            f"{v:.4g} ({s}){'*' if agree is False else ''}" if s else "-"
-            for v, s, agree in zip(
-                df["theory_mean"], df["theory_source"], df["theory_in_interval"], strict=True
-            )
+            f"{row['theory_mean']:.4g} ({row['theory_source']}){'*' if theory_off(row) else ''}"
+            if row["theory_source"]
+            else "-"
+            for row in res.rows
         ],
     )[["d", "sampling", "mean_response_time", "theory", "metric", "interval", "examined"]]
     shown = shown.rename(
