@@ -164,35 +164,10 @@ def advise(
         wrote(plot)
 
 
-#: Every row's columns, in order (the reruns' columns NaN where no rerun was needed).
-_COLUMNS = [
-    "d",
-    "with_replacement",
-    "full_scan",
-    "mean_response_time",
-    "ci95_low",
-    "ci95_high",
-    "p99",
-    "metric",
-    "metric_low",
-    "metric_high",
-    "examined",
-    "steady_state",
-    "warnings",
-    "theory_mean",
-    "theory_source",
-    "theory_in_interval",
-    "recheck_ci95_low",
-    "recheck_ci95_high",
-    "recheck_in_interval",
-    "within_tolerance",
-]
-
-
 def _frame(res: Any, scale: float) -> Any:
     import pandas as pd
 
-    df = pd.DataFrame(res.rows).reindex(columns=_COLUMNS)
+    df = pd.DataFrame(res.rows)
     for col in (
         "mean_response_time",
         "ci95_low",

@@ -209,6 +209,8 @@ def advise(
         row["theory_in_interval"] = in_interval(
             theory[0] if theory else None, row["ci95_low"], row["ci95_high"]
         )
+        row.update(recheck_ci95_low=math.nan, recheck_ci95_high=math.nan)
+        row["recheck_in_interval"] = None  # set by _recheck where the theory is outside
         out.rows.append(row)
 
     for (d, rep), stream in zip(grid, root.spawn(len(grid)), strict=True):
