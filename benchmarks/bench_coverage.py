@@ -125,18 +125,25 @@ def run_case(name: str, seeds: int, workers: int) -> list[dict[str, Any]]:
     seqs = np.random.SeedSequence([ROOT, list(CASES).index(name)]).spawn(seeds)
     jobs = [(name, k, seq) for k, seq in enumerate(seqs) if k not in done]
     fields = ["case", "seed", "mean", "low", "high", "steady", "stop", "wall"]
-    new = not path.exists()
+    rows += append_runs(path, fields, _one, jobs, workers)
+    return sorted(rows, key=lambda r: r["seed"])[:seeds]
+
+
+def append_runs(path: Path, fields: list[str], one: Any, jobs: list[Any], workers: int) -> list:
+    """Run ``one(job)`` for every job in ``workers`` processes, appending each row to the CSV
+    at ``path`` as it ends (so an interrupted benchmark resumes); return the new rows."""
+    new, rows = not path.exists(), []
     ctx = multiprocessing.get_context("spawn")
     with path.open("a", newline="") as fh, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
         writer = csv.DictWriter(fh, fieldnames=fields)
         if new:
             writer.writeheader()
-        for fut in as_completed([pool.submit(_one, j) for j in jobs]):
+        for fut in as_completed([pool.submit(one, j) for j in jobs]):
             row = fut.result()
             writer.writerow(row)
             fh.flush()
             rows.append(row)
-    return sorted(rows, key=lambda r: r["seed"])[:seeds]
+    return rows
 
 
 def main() -> None:

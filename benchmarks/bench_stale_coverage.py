@@ -34,13 +34,13 @@ import multiprocessing
 import os
 import sys
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from bench_coverage import wilson  # (this folder is on the path when run as a script)
+from bench_coverage import append_runs, wilson  # (this folder is on the path when run as a script)
 
 SERVERS, LOAD = 100, 0.9
 #: (policy, d, delay) of each cell, in stale's order (policies, then delays).
@@ -123,17 +123,7 @@ def runs(seeds: int, workers: int) -> list[dict[str, Any]]:
             ]
     done = {(r["seed"], r["cell"]) for r in rows}
     jobs = [(s, k) for s in range(seeds) for k in range(len(CELLS)) if (s, k) not in done]
-    ctx = multiprocessing.get_context("spawn")
-    new = not path.exists()
-    with path.open("a", newline="") as fh, ProcessPoolExecutor(workers, mp_context=ctx) as pool:
-        writer = csv.DictWriter(fh, fieldnames=fields)
-        if new:
-            writer.writeheader()
-        for fut in as_completed([pool.submit(_one, j) for j in jobs]):
-            row = fut.result()
-            writer.writerow(row)
-            fh.flush()
-            rows.append(row)
+    rows += append_runs(path, fields, _one, jobs, workers)
     return [r for r in rows if r["seed"] < seeds]
 
 
