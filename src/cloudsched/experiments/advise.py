@@ -233,13 +233,6 @@ def _add_d(d: int, n: int, add: Any, root: np.random.SeedSequence) -> None:
             add(d, rep, root.spawn(1)[0])
 
 
-def _qualifies(rows: list[dict[str, Any]], goal: str, out: Advice) -> bool:
-    """Whether one of ``rows`` (one d) meets ``goal``: near the full scan, or the target."""
-    if goal == "recommended":
-        return any(r["within_tolerance"] for r in rows)
-    return out.target is not None and any(r["metric_high"] <= out.target for r in rows)
-
-
 def _search(out: Advice, goal: str, run_d: Any) -> None:
     """Bisect for the smallest d meeting ``goal`` between the grid's last failure and success.
 
@@ -259,8 +252,9 @@ def _search(out: Advice, goal: str, run_d: Any) -> None:
         mid = (lo + hi) // 2
         run_d(mid)
         tried.append(mid)
-        _conclude(out)
-        if _qualifies([r for r in out.rows if r["d"] == mid], goal, out):
+        _conclude(out)  # the rule judges mid: it qualifies if it is now the smallest that does
+        now = getattr(out, goal)
+        if now is not None and now["d"] == mid:
             hi = mid
         else:
             lo = mid
