@@ -49,6 +49,7 @@ __all__ = [
     "MIN_BATCH_RELAXATIONS",
     "SeriesEstimate",
     "analyse_series",
+    "batch_widening",
     "drift_limit",
     "integrated_time",
     "mser",
@@ -222,7 +223,7 @@ class SeriesEstimate:
         return self.half_width / abs(self.mean)
 
 
-def _widening(relax: float, span: float) -> float:
+def batch_widening(relax: float, span: float) -> float:
     """First-order factor for batch means of batches spanning ``span`` (relaxation ``relax``)."""
     ratio = min(relax / span, 0.9) if span > 0 else 0.9
     shortfall = ratio * (1.0 - math.exp(-1.0 / ratio)) if ratio > 0 else 0.0
@@ -300,12 +301,12 @@ def analyse_series(
     bs, bw = _batch_sums(s, k), _batch_sums(w, k)
     resid = (bs - mean * bw) / bw.mean()
     span = float(t[-1] - t[0]) / k
-    correction = _widening(relax, span)
+    correction = batch_widening(relax, span)
     half = _half_width(resid, level) * correction
     if k >= 2 * COARSE_MIN_BATCHES:  # the same data in half as many, twice as long batches
         cw = _batch_sums(w, k // 2)
         coarse = (_batch_sums(s, k // 2) - mean * cw) / cw.mean()
-        half = max(half, _half_width(coarse, level) * _widening(relax, 2 * span))
+        half = max(half, _half_width(coarse, level) * batch_widening(relax, 2 * span))
     halves = k // 2
     w_first, w_second = bw[:halves].sum(), bw[-halves:].sum()
     # batch variance from successive differences: a trend does not inflate it

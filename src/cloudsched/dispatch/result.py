@@ -163,7 +163,8 @@ def summarise(
             "long enough for tasks to arrive and be measured after the warm-up",
         )
     steady, notes = _verdict(spec, ests, wins, relax)
-    centre, ci, reached, method = _interval(spec, ests, steady, notes, short)
+    fresh = all(raw.measure_from is not None for raw in runs)
+    centre, ci, reached, method = _interval(spec, ests, steady, notes, short, fresh)
     if reason == "span" and short is not None:
         notes.append(
             f"the {len(runs)} short replications reached their span of {short.span:g} time "
@@ -268,12 +269,17 @@ def _interval(
     steady: bool,
     notes: list[str],
     short: ShortRun | None = None,
+    fresh: bool = False,
 ) -> tuple[float, tuple[float, float] | None, float | None, str]:
-    """Estimate, 95% interval (None unless certified), precision reached and method."""
+    """Estimate, 95% interval (None unless certified), precision reached and method.
+
+    ``fresh``: the estimate is a fresh stretch after a pilot (open-ended runs).
+    """
+    cut = _FRESH if fresh else _warmup_name(spec.fixed_warmup)
     if len(ests) > 1:
         means = np.array([e.mean for e in ests])
         centre, half = float(means.mean()), replication_interval(means)
-        method = f"replications ({len(ests)}), each cut at its {_warmup_name(spec.fixed_warmup)}"
+        method = f"replications ({len(ests)}), each cut at its {cut}"
         if short is not None:
             half += short.bias
             method = (
@@ -286,7 +292,7 @@ def _interval(
     else:
         est = ests[0]
         centre, half = est.mean, est.half_width
-        method = _batch_method(est, spec.fixed_warmup)
+        method = _batch_method(est, cut)
         certified = steady and est.certified
         if steady and not est.certified:
             notes.append(_why_not_certified(est, spec.work.trace is not None))
@@ -335,15 +341,19 @@ def _kept(runs: list[RawRun], ests: list[SeriesEstimate]) -> np.ndarray:
     return kept[0] if len(kept) == 1 else np.concatenate(kept)  # one run: a view, no copy
 
 
+#: How an open-ended run's estimate is cut (:mod:`cloudsched.dispatch.measure`).
+_FRESH = "pilot (MSER warm-up), then a fresh stretch of planned length"
+
+
 def _warmup_name(fixed: float | None) -> str:
     return "MSER warm-up" if fixed is None else f"fixed warm-up ({fixed:g} of the run)"
 
 
-def _batch_method(est: SeriesEstimate, fixed: float | None) -> str:
+def _batch_method(est: SeriesEstimate, cut: str) -> str:
     relax = est.batch_span / est.relaxation if est.relaxation > 0 else math.inf
     return (
         f"batch means ({est.batches} batches of {est.batch_span:.4g} time units = "
-        f"{relax:.3g} relaxation times), {_warmup_name(fixed)}, widened x{est.correction:.3f} "
+        f"{relax:.3g} relaxation times), {cut}, widened x{est.correction:.3f} "
         "for batch length"
     )
 

@@ -38,7 +38,6 @@ from numpy.typing import ArrayLike
 from cloudsched.dispatch.delays import Delays
 from cloudsched.dispatch.engines.registry import ENGINES
 from cloudsched.dispatch.engines.replication import RawRun, Replication, RunSpec
-from cloudsched.dispatch.measure import run_until_precise
 from cloudsched.dispatch.plugin import Policy
 from cloudsched.dispatch.result import SimulationResult, summarise
 from cloudsched.dispatch.short_run import ShortRun, check_run_length, short_run
@@ -49,6 +48,7 @@ from cloudsched.dispatch.spec import (
     SimulationSpec,
     overload_note,
 )
+from cloudsched.dispatch.stopping import run_until_precise
 from cloudsched.dispatch.theory.relaxation import relaxation_time
 from cloudsched.dispatch.workload.distributions import Distribution
 from cloudsched.dispatch.workload.resolved import Trace

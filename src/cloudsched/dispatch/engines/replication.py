@@ -67,6 +67,7 @@ class RawRun:
     events: int
     wall_seconds: float
     accepted: int | None = None  # micro-batches the stopping rule accepted (open-ended runs)
+    measure_from: int | None = None  # first micro-batch of the fresh stretch (open-ended)
 
     @property
     def batches_used(self) -> int:
