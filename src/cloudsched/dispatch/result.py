@@ -341,7 +341,7 @@ def _kept(runs: list[RawRun], ests: list[SeriesEstimate]) -> np.ndarray:
     return kept[0] if len(kept) == 1 else np.concatenate(kept)  # one run: a view, no copy
 
 
-#: How an open-ended run's estimate is cut (:mod:`cloudsched.dispatch.measure`).
+#: How an open-ended run's estimate is cut (:mod:`cloudsched.dispatch.stopping`).
 _FRESH = "pilot (MSER warm-up), then a fresh stretch of planned length"
 
 

@@ -1,6 +1,6 @@
 """Steady state at very large N from short replications: a cost that does not grow with N.
 
-The stopping rule of :mod:`cloudsched.dispatch.measure` asks for batches of several
+The stopping rule of :mod:`cloudsched.dispatch.stopping` asks for batches of several
 relaxation times.  A relaxation time is a fixed span of simulated time whatever N, so at N
 servers it holds about ``N`` times as many events: at N = 10^9 an interval would need some
 10^12 of them.  Yet at large N the farm's occupancy barely moves: the fractions of servers

@@ -10,9 +10,10 @@ Measurement (how it is done and why: ``docs/explanation/trust.md``):
   empty; ``initial`` chooses.
 * Warm-up: detected by MSER on the micro-batch means of the response times
   (:mod:`cloudsched.steadystate`), or a fixed fraction ``warmup`` of the run.
-* Length: without ``tasks`` or ``horizon`` the run continues until the stopping rule of
-  :mod:`cloudsched.dispatch.measure` holds (certified interval, 95% half-width at most
-  ``precision`` times the mean) or ``max_tasks`` arrivals; ``tasks`` / ``horizon`` fix it.
+* Length: without ``tasks`` or ``horizon`` the run is a pilot and then a fresh stretch of
+  planned length, checked until its certified 95% half-width is at most ``precision``
+  times the mean, or ``max_tasks`` arrivals (:mod:`cloudsched.dispatch.stopping`); the
+  estimate is the stretch's.  ``tasks`` / ``horizon`` fix the length.
   Tasks that arrive in the window are followed until they leave (none is censored).
 * Interval: batch means (``batches`` batches, each at least five relaxation times long,
   widened by the first-order batch-length factor, withheld unless certified), or the means

@@ -292,7 +292,7 @@ def run_once(
 ) -> RawRun:
     """Simulate one replication of fixed length to completion (see :class:`RunSpec`)."""
     if spec.open_end:
-        raise ValueError("run_once needs a fixed run length; use measure.run_until_precise")
+        raise ValueError("run_once needs a fixed run length; use stopping.run_until_precise")
     engine = ServersRun(spec, rng, source, speeds, initial)
     while not engine.advance(_CHUNK_EVENTS):
         if progress is not None:
