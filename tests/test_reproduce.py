@@ -97,3 +97,26 @@ def test_captions_follow_the_numbers():
     assert "Served fewer jobs than arrived: dgp (90%)" in snap
     assert "Below the optimum while serving every job: maxweight (21.7); no policy" in snap
     assert "migrations per unit time go from 0.84" in text
+
+
+def test_error_vs_n_caption_names_intervals_that_miss_the_refined_line():
+    import numpy as np
+    import pandas as pd
+
+    from cloudsched.experiments.jiq_captions import error_vs_n_caption
+
+    grid = np.array([100.0, 1000.0, 10000.0])
+    refined = {"refined jiq": (grid, np.array([3.3, 0.33, 0.03]))}
+    err = pd.DataFrame(
+        {
+            "policy": ["jiq"] * 3,
+            "servers": [100, 1000, 10000],
+            "relative_error": [0.0364, -0.0148, 0.0002],
+            "ci_half_relative": [0.0228, 0.0120, float("nan")],
+        }
+    )
+    text = error_vs_n_caption(err, refined)
+    assert "1 of 2 intervals hold the refined line" in text
+    assert "missed: jiq at N = 1,000 (-1.48% ± 1.20 against +0.33%)" in text
+    err.loc[1, "relative_error"] = 0.0030
+    assert "2 of 2 intervals hold the refined line; the exact" in error_vs_n_caption(err, refined)

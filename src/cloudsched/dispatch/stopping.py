@@ -28,8 +28,9 @@ fixed-length one; and, measured after the pilot, it needs no MSER cut, whose cho
 cut point also leans low on skewed series.
 
 A run also stops when a replication reaches ``max_tasks`` measured arrivals (reported as
-``stop_reason``): its estimate is then the stretch so far if that holds ``2 * batches``
-micro-batches, else the whole run cut by MSER.  The
+``stop_reason``): the cap, not the data, then sets the length, and the estimate is the
+whole run cut by MSER, as for a run of that fixed length (a stretch cut short would
+often be too short to certify).  The
 short replications of a large farm (:mod:`cloudsched.dispatch.short_run`) have a rule of
 their own: no warm-up cut, no drift, their interval plus its bias allowance within the
 precision, every replication within its span (else they stop there, ``"span"``).  The
@@ -261,8 +262,8 @@ def run_until_precise(
             reason = "max_tasks"
             if start is not None and status.done:
                 reason, accepted = "precision", status.prefixes
-            elif start is not None and not _fresh_enough(engines, start, batches):
-                start = None  # too little after the pilot: the whole run, cut by MSER
+            else:  # the cap, not the data, ends the run: all of it, cut by MSER
+                start = None
             break
         width = engines[0].width
         if short is None and start is None and status.done:  # the pilot ends: plan the stretch
@@ -294,11 +295,6 @@ def run_until_precise(
             raw.measure_from = min(-(-start // raw.width), raw.batches_estimated)
         runs.append(raw)
     return runs, reason
-
-
-def _fresh_enough(engines: Sequence[Replication], start: int, batches: int) -> bool:
-    """Whether every replication has ``2 * batches`` complete micro-batches after ``start``."""
-    return all(eng.complete_batches() - -(-start // eng.width) >= 2 * batches for eng in engines)
 
 
 def _shown(status: _Status, precision: float, start: int | None, check: int) -> tuple[float, str]:
