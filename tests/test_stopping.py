@@ -81,3 +81,20 @@ def test_max_tasks_before_the_stretch_reports_the_whole_run():
     assert res.stop_reason == "max_tasks"
     assert "fresh stretch" not in res.ci_method and "MSER warm-up" in res.ci_method
     assert any("max_tasks" in w for w in res.warnings)
+
+
+def test_the_progress_moves_through_the_fresh_stretch():
+    seen: list[tuple[float, str]] = []
+    simulate(  # a stretch of several kernel chunks (4 million events each)
+        "random",
+        servers=100,
+        load=0.9,
+        precision=0.02,
+        rng=np.random.default_rng(5),
+        progress=lambda f, text: seen.append((f, text)),
+    )
+    stretch = [f for f, text in seen if text.startswith("fresh stretch")]
+    assert any(text.startswith("pilot:") for _, text in seen)
+    assert stretch and stretch == sorted(stretch)
+    assert all(1 / 6 < f < 0.99 for f in stretch)  # past the pilot's sixth, short of the end
+    assert seen[-1][0] == 0.99 and seen[-1][1].startswith("precision")

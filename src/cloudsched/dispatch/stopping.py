@@ -235,13 +235,17 @@ def run_until_precise(
     start: int | None = None  # measured arrivals before the fresh stretch (None: pilot)
     while True:
         check = min(check, max_tasks)
-        for eng in engines:
+        for i, eng in enumerate(engines):
             eng.set_checkpoint(check)
             while not eng.at_checkpoint:
                 if eng.advance(_CHUNK_EVENTS):  # pragma: no cover - open-ended runs never end
                     raise RuntimeError("an open-ended run ended before its window closed")
                 if progress is not None and not eng.at_checkpoint:
-                    progress(-1.0, "")
+                    if start is None:
+                        progress(-1.0, "")
+                    else:  # the stretch's planned length is known: the bar moves with it
+                        done = (i + (eng.measured - start) / max(check - start, 1)) / len(engines)
+                        progress(*_stretch_shown(done, precision))
         if short is not None:
             status = _check_short(engines, batches, short, precision)
         elif start is None:
@@ -297,11 +301,25 @@ def run_until_precise(
     return runs, reason
 
 
+def _stretch_shown(done: float, precision: float) -> tuple[float, str]:
+    """Return the progress of a fresh stretch ``done`` (a share) of the way to its check."""
+    frac = 1.0 / 6.0 + (5.0 / 6.0) * min(max(done, 0.0), 1.0)
+    return (
+        min(frac, 0.99),
+        f"fresh stretch, {100 * max(done, 0.0):.0f}% of its planned length "
+        f"(target {100 * precision:.3g}%)",
+    )
+
+
 def _shown(status: _Status, precision: float, start: int | None, check: int) -> tuple[float, str]:
     """Return the progress fraction and text of one check."""
     shown = "—" if not math.isfinite(status.precision) else f"{100 * status.precision:.3g}%"
     if start is None:
         # the pilot is about a sixth of the work (a quarter of the stretch's length)
-        return status.fraction / 6.0, f"pilot: precision {shown} (target {100 * precision:.3g}%)"
+        pilot = 100 * PILOT_FACTOR * precision
+        return (
+            status.fraction / 6.0,
+            f"pilot: precision {shown} (plans the stretch at {pilot:.3g}%)",
+        )
     frac = 1.0 / 6.0 + (5.0 / 6.0) * status.fraction
     return min(frac, 0.99), f"precision {shown} (target {100 * precision:.3g}%)"
