@@ -254,7 +254,7 @@ def run_until_precise(
         else:
             status = _check(engines, batches, relaxation, precision, start)
         if progress is not None:
-            progress(*_shown(status, precision, start, check))
+            progress(*_shown(status, precision, start))
         if short is not None and (status.done or status.over):
             accepted = status.prefixes
             reason = "precision" if status.done else "span"
@@ -311,7 +311,7 @@ def _stretch_shown(done: float, precision: float) -> tuple[float, str]:
     )
 
 
-def _shown(status: _Status, precision: float, start: int | None, check: int) -> tuple[float, str]:
+def _shown(status: _Status, precision: float, start: int | None) -> tuple[float, str]:
     """Return the progress fraction and text of one check."""
     shown = "—" if not math.isfinite(status.precision) else f"{100 * status.precision:.3g}%"
     if start is None:
@@ -321,5 +321,5 @@ def _shown(status: _Status, precision: float, start: int | None, check: int) -> 
             status.fraction / 6.0,
             f"pilot: precision {shown} (plans the stretch at {pilot:.3g}%)",
         )
-    frac = 1.0 / 6.0 + (5.0 / 6.0) * status.fraction
-    return min(frac, 0.99), f"precision {shown} (target {100 * precision:.3g}%)"
+    frac = _stretch_shown(status.fraction, precision)[0]
+    return frac, f"precision {shown} (target {100 * precision:.3g}%)"
