@@ -12,6 +12,7 @@ from cloudsched.dispatch.engines.replication import InitialState, RunSpec
 from cloudsched.dispatch.engines.servers import records as S
 from cloudsched.dispatch.engines.servers.engine import ServersRun, run_once
 from cloudsched.dispatch.engines.servers.mirror import mirror_run
+from cloudsched.dispatch.options import resolve_options
 from cloudsched.dispatch.workload.distributions import (
     BoundedPareto,
     Exponential,
@@ -21,6 +22,7 @@ from cloudsched.dispatch.workload.distributions import (
 )
 from cloudsched.dispatch.workload.resolved import RenewalSource, Trace, TraceSource
 from cloudsched.errors import ParameterError
+from cloudsched.policy_table import TABLE
 
 POLICIES = list(BUILTIN_POLICIES)
 
@@ -36,8 +38,8 @@ GAP_LAWS = [Exponential(1.0), HyperExponential(1.0, 3.0), LogNormal(1.0, 0.5), U
 
 
 @st.composite
-def small_systems(draw, general=False):
-    policy = draw(st.sampled_from(POLICIES))
+def small_systems(draw, general=False, policies=None):
+    policy = draw(st.sampled_from(policies or POLICIES))
     n = draw(st.integers(1, 12))
     m = draw(st.integers(1, n))
     d = draw(st.integers(1, m if policy == "jiq-sq" else n))
@@ -71,19 +73,64 @@ def small_systems(draw, general=False):
         trace_len = draw(st.one_of(st.none(), st.integers(2, 500)))
         chunk = draw(st.integers(1, 64))
         workload = (service, gap, speeds, trace_len, chunk)
-    return policy, n, m, load, d, z, replace, lengths, seed, (micro, width, start), workload
+    opts = draw(balancer_options(policy, n)) if TABLE[policy].options else {}
+    return policy, n, m, load, d, z, replace, lengths, seed, (micro, width, start), workload, opts
+
+
+@st.composite
+def balancer_options(draw, policy, n):
+    """Options of a production balancer, drawn where its rules branch (subsets, joins, ties)."""
+    opts = {
+        "subset": draw(st.integers(0, n)),
+        "join-count": draw(st.integers(0, n - 1)),
+        "join-time": draw(st.sampled_from([0.0, 2.0, 20.0])),
+        "weights": draw(st.sampled_from(["equal", "speed"])),
+        "service-time": draw(st.sampled_from(["1ms", "10ms", "300ms"])),
+    }
+    if policy == "ewma":
+        opts["decay"] = draw(st.sampled_from([0.5, 5.0, 1000.0]))
+        opts["default-rtt"] = draw(st.sampled_from([0.1, 3.0]))
+    elif policy == "least-time":
+        opts["inflight"] = draw(st.sampled_from(["off", "on"]))
+        opts["fail-timeout"] = draw(st.sampled_from(["1s", "10s", 3.0]))
+    elif policy == "wlr":
+        opts["choice-count"] = draw(st.integers(2, 4))
+        opts["active-request-bias"] = draw(st.sampled_from([0.0, 0.5, 1.0, 2.0]))
+        opts["slow-start-window"] = draw(st.sampled_from([0.0, 5.0, 40.0]))
+        opts["aggression"] = draw(st.sampled_from([1.0, 2.0]))
+        opts["min-weight-percent"] = draw(st.sampled_from([0.0, 10.0, 50.0]))
+    return opts
 
 
 def run_spec(system) -> RunSpec:
-    policy, n, m, load, d, z, replace, (warm, end, t_warm, t_end), _, (micro, width, _), _ = system
+    policy, n, m, load, d, z, replace, lengths, _, (micro, width, _), _, opts = system
+    warm, end, t_warm, t_end = lengths
+    opt, slots = (), 0
+    if opts:
+        opt = tuple(resolve_options(policy, opts))
+        slots = int(opts["subset"])
     return RunSpec(
-        policy, n, m, load, d, z, replace, warm, end, t_warm, t_end, width=width, micro=micro
+        policy,
+        n,
+        m,
+        load,
+        d,
+        z,
+        replace,
+        warm,
+        end,
+        t_warm,
+        t_end,
+        width=width,
+        micro=micro,
+        opt=opt,
+        slots=slots,
     )
 
 
 def make_source(system):
     """Return a fresh task source, speeds and initial state for a drawn system."""
-    _, n, _, load, *_, seed, (_, _, start), workload = system
+    _, n, _, load, *_, seed, (_, _, start), workload, _ = system
     initial = None
     if start is not None:
         queues, iqueue = start
@@ -133,6 +180,49 @@ def test_compiled_kernel_matches_reference_bit_for_bit(system):
     assert np.allclose(fast.snap_area[:, :cols], slow.snap_area, rtol=1e-9, atol=1e-12)
 
 
+BALANCERS = [p for p in POLICIES if TABLE[p].options]
+
+
+@settings(max_examples=120)
+@given(
+    st.one_of(small_systems(policies=BALANCERS), small_systems(general=True, policies=BALANCERS))
+)
+def test_production_balancers_match_their_mirror_bit_for_bit(system):
+    """The production balancers (clients, subsets, joins, weights, slow start) on the kernel
+    and on their plain-Python mirror: the same tasks to the same servers, draw for draw."""
+    seed, spec = system[8], run_spec(system)
+    source, speeds, initial = make_source(system)
+    fast = run_once(spec, np.random.default_rng(seed), None, source, speeds, initial)
+    source, speeds, initial = make_source(system)
+    slow = mirror_run(spec, np.random.default_rng(seed), source, speeds, initial)
+    assert fast.events == slow.events
+    assert np.array_equal(fast.response_times, slow.response_times)
+    assert np.array_equal(fast.messages, slow.messages)
+
+
+def check_balancer_slots(engine: ServersRun) -> None:
+    """A production balancer: each client's subset, and its requests in flight per slot.
+
+    Every task at a server carries the slot it was sent through (or -1), the slot's server
+    is that server, and each slot's count in flight is the number of tasks carrying it.
+    """
+    par, st = engine.par, engine.st
+    slots = par.m * par.slots
+    subsets = st.mem[:slots].reshape(par.m, par.slots)
+    for row in subsets:  # a subset: distinct servers
+        assert len(set(row.tolist())) == par.slots and row.min() >= 0 and row.max() < par.n
+    carried = np.zeros(slots, np.int64)
+    for s in range(par.n):
+        k = int(st.srv[s, S.S_HEAD])
+        while k >= 0:
+            mark = int(st.pool[k, S.P_MARK])
+            if mark >= 0:
+                assert st.mem[mark] == s  # sent through a slot of this server
+                carried[mark] += 1
+            k = int(st.pool[k, S.P_NEXT])
+    assert np.array_equal(st.mem[slots : 2 * slots], carried)
+
+
 def check_invariants(engine: ServersRun, policy: str, z: int) -> None:
     qlen = engine.qlen
     n = engine.n
@@ -153,6 +243,8 @@ def check_invariants(engine: ServersRun, policy: str, z: int) -> None:
         assert length == qlen[s]
         tail = int(engine.st.srv[s, S.S_TAIL])
         assert tail == -1 if qlen[s] == 0 else engine.st.pool[tail, S.P_NEXT] == -1
+    if TABLE[policy].options:
+        check_balancer_slots(engine)
     if policy == "jsq":
         order = engine.st.jperm
         assert sorted(order) == list(range(n))

@@ -47,6 +47,10 @@ here; no other module keeps a list of policy names or a code per policy
   ``info closure`` (lengths read late; a closure) or ``""``;
 * ``why``: what the theory lacks for it, and why.
 
+**What production balancer it is** (:mod:`cloudsched.dispatch.balancers`): ``balancer``
+(the balancer it models and where its rule was read: file and function) and ``options``
+(:mod:`cloudsched.policy_options`, named and defaulted as that balancer ships them).
+
 Derived facts (properties): ``probes`` (how many servers a decision looks at: ``one``,
 ``d`` or ``all``), ``messages`` (the kinds of message it sends that can be late:
 ``info``, ``join``, ``delete``) and ``independent`` (its servers are independent M/M/1
@@ -58,6 +62,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cloudsched.errors import ParameterError
+from cloudsched.policy_options import EWMA_OPTIONS, LEAST_TIME_OPTIONS, WLR_OPTIONS, PolicyOption
 
 __all__ = [
     "ENGINE_NAMES",
@@ -74,15 +79,26 @@ __all__ = [
     "with_capability",
 ]
 
-#: Where a task goes when no I-queue entry serves it (``PolicyRow.pick``).
-PICKS = ("uniform", "cycle", "least of d", "least")
+#: Where a task goes when no I-queue entry serves it (``PolicyRow.pick``); the last four
+#: are the production balancers' rules (the lowest cost of two sampled servers, the lowest
+#: cost of all, an earliest-deadline-first schedule, a pool of probes).
+PICKS = ("uniform", "cycle", "least of d", "least", "p2c cost", "least cost", "edf", "probes")
 #: Where an idle server lists itself (``PolicyRow.join``; "" without I-queues).
 JOINS = ("", "uniform", "shortest of d")
 #: How a mean field is solved (``PolicyRow.meanfield``).
 MEANFIELDS = ("closed", "fixed-point", "limit", "none")
 #: The simulator's engines, in the order ``engine="auto"`` prefers them last to first.
 ENGINE_NAMES = ("servers", "counts", "classes", "delay")
-_PROBES = {"uniform": "one", "cycle": "one", "least of d": "d", "least": "all"}
+_PROBES = {
+    "uniform": "one",
+    "cycle": "one",
+    "least of d": "d",
+    "least": "all",
+    "p2c cost": "own",
+    "least cost": "own",
+    "edf": "own",
+    "probes": "own",
+}
 
 
 @dataclass(frozen=True)
@@ -114,6 +130,8 @@ class PolicyRow:
     delayed: str = ""
     why: str = ""
     defaults: tuple[str, ...] = ()
+    balancer: str = ""
+    options: tuple[PolicyOption, ...] = ()
 
     def __post_init__(self) -> None:
         if self.pick not in PICKS or self.join not in JOINS or bool(self.join) != self.iqueues:
@@ -125,10 +143,11 @@ class PolicyRow:
 
     @property
     def probes(self) -> str:
-        """Servers a decision looks at: ``one``, ``d`` or ``all``.
+        """Servers a decision looks at: ``one``, ``d``, ``all`` or ``own``.
 
         ``one``: a uniform server, the next in a cycle or an I-queue's entry; ``d``: the least
-        loaded of d probes; ``all``: global state.
+        loaded of d probes; ``all``: global state; ``own``: the dispatcher's own estimates
+        (a production balancer's requests in flight, latencies, schedule, probes).
         """
         return _PROBES[self.pick]
 
@@ -250,6 +269,56 @@ _ROWS = (
         relaxation="jiq",
         colour="#9467bd",
         why="a numerical mean field only (joins sample d I-queues)",
+    ),
+    PolicyRow(
+        "ewma",
+        pick="p2c cost", dispatchers="optional", memory="slots",
+        engines=("servers",),
+        meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
+        relaxation="pod",
+        colour="#17becf",
+        why="no model of a cost that learns latency (a peak EWMA) yet",
+        balancer="Linkerd / Finagle peak EWMA: P2C over two distinct servers, cost = "
+        "peak-EWMA latency x (requests in flight + 1), the estimate decaying on every read "
+        "(tower/src/load/peak_ewma.rs, RttEstimate::update; tower/src/balance/p2c/service.rs, "
+        "p2c_ready_index; linkerd2-proxy EWMA_DEFAULT_RTT 30 ms, EWMA_DECAY 10 s; tower "
+        "is Linkerd's balancer and a port of Finagle's PeakEwma)",
+        options=EWMA_OPTIONS,
+    ),
+    PolicyRow(
+        "least-time",
+        pick="least cost", dispatchers="optional", memory="slots",
+        engines=("servers",),
+        meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
+        relaxation="jsq",
+        colour="#aec7e8",
+        why="no model of a cost that learns latency (NGINX's average) yet",
+        balancer="NGINX least_time: (open source since 1.31.0) every server's estimated time "
+        "avg x (1 + connections), the average an EWMA of whole-millisecond times with weight "
+        "0.05, put in 20 ms clusters and capped at 5000 ms, ties by smooth weighted round "
+        "robin, halved once per fail_timeout a server goes unchosen "
+        "(src/http/modules/ngx_http_upstream_least_time_module.c, "
+        "ngx_http_upstream_least_time_eta; ngx_http_upstream_round_robin.h, "
+        "ngx_http_upstream_response_time_avg)",
+        options=LEAST_TIME_OPTIONS,
+    ),
+    PolicyRow(
+        "wlr",
+        pick="edf", dispatchers="optional", memory="slots",
+        engines=("servers",),
+        meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
+        relaxation="pod",
+        colour="#393b79",
+        why="no model of Envoy's weighted EDF schedule yet (equal weights without slow start "
+        "are pod with d = 2 with replacement)",
+        balancer="Envoy LEAST_REQUEST: with equal weights and no host in slow start, the "
+        "least active of choice_count hosts drawn with replacement; otherwise an EDF "
+        "schedule of weight / (active + 1)^active_request_bias, a host's deadline set when "
+        "it is picked; slow start scales a new host's weight by max((age / window)^(1 / "
+        "aggression), min_weight_percent) (source/extensions/load_balancing_policies/"
+        "least_request/least_request_lb.cc, hostWeight and unweightedHostPick; "
+        "source/common/upstream/load_balancer_impl.cc, applySlowStartFactor)",
+        options=WLR_OPTIONS,
     ),
 )
 # fmt: on

@@ -29,6 +29,7 @@ from cloudsched.cli import (
     experiments,
     lab,
     place,
+    policies,
     stale,
     theory,
     trace,
@@ -85,6 +86,7 @@ def _options(
 for _group in (
     theory,
     dispatch,
+    policies,
     compare,
     tune,
     advise,

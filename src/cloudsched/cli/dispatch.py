@@ -25,6 +25,7 @@ from cloudsched.cli.options import (
 )
 from cloudsched.cli.trace import LogFormat, LogService, Trace, TraceFormat, Unfinished, trace_log
 from cloudsched.errors import ParameterError, check_int, check_real
+from cloudsched.policy_table import TABLE
 
 if TYPE_CHECKING:  # numpy takes 0.1 s to import: functions import it when they run
     import numpy as np
@@ -65,8 +66,8 @@ def simulate(
     policy: Annotated[
         str,
         typer.Argument(
-            help="random, round-robin, jsq, pod, jiq, jiq-original, jiq-pod, jiq-threshold, "
-            "jiq-sq, or a plug-in FILE.py[:NAME]."
+            help=", ".join(TABLE) + ", or a plug-in FILE.py[:NAME] (the production balancers' "
+            "rules and options: cloudsched policies)."
         ),
     ],
     *,
@@ -162,6 +163,16 @@ def simulate(
             "reads only its own active requests (pod, jsq).",
         ),
     ] = "shared",
+    option: Annotated[
+        list[str] | None,
+        opt(
+            "--option",
+            "-o",
+            help="A production balancer's option NAME=VALUE (repeatable), e.g. -o decay=10s "
+            "for ewma; durations take a unit (10s, 30ms) converted with service-time "
+            "(default 10ms). cloudsched policies NAME lists them.",
+        ),
+    ] = None,
     tail: Tail = 6,
     out: Out = None,
 ) -> None:
@@ -216,6 +227,7 @@ def simulate(
                 unchecked=unchecked,
                 delay=delay,
                 view=view,
+                options=option,
             )
         finally:
             bar.close()

@@ -92,6 +92,7 @@ def meanfield_value(res: SimulationResult, inputs: dict[str, Any]) -> float | No
         res.plugin
         or res.delay != "none"
         or res.view != "shared"
+        or res.options
         or inputs["service"] != "exp"
         or inputs["arrivals"] != "poisson"
         or "speeds" in inputs
@@ -128,7 +129,11 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
             f"{res.servers} / {res.dispatchers} (r = {res.servers / res.dispatchers:g})",
         ),
         ("load", _num(res.load)),
-        ("d / threshold", f"{res.d} / {res.threshold}"),
+        *(
+            [("options", res.options)]
+            if res.options
+            else [("d / threshold", f"{res.d} / {res.threshold}")]
+        ),
         ("mean response time", _num(res.mean_response_time)),
         ("95% interval", ci),
         ("mean field (N = inf)", _num(mf) if mf is not None else no_model),

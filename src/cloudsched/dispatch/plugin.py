@@ -53,9 +53,19 @@ from cloudsched._jit import kernel
 from cloudsched.errors import ParameterError
 from cloudsched.policy_table import with_capability
 
-__all__ = ["PluginError", "Policy", "hook", "load_plugin", "register_policy", "registered"]
+__all__ = [
+    "SCRATCH",
+    "PluginError",
+    "Policy",
+    "hook",
+    "load_plugin",
+    "register_policy",
+    "registered",
+]
 
 _DISPATCHERS = ("required", "optional", "unused")
+#: Scratch entries per dispatcher in the ``slots`` layout (ints and floats).
+SCRATCH = 8
 _D_MEANINGS = ("servers", "dispatchers", None)
 _HOOKS = ("choose", "on_arrival", "on_departure", "on_start")
 #: Models a policy may borrow: built-in policies with a closed-form mean field (the table).
@@ -109,11 +119,13 @@ class Policy:
     ``dispatchers`` sampled, in ``[1, M]``; None: unused).  ``threshold``,
     ``with_replacement``: whether those parameters mean anything to it.  ``iqueues``: it
     lists idle servers in I-queues (p0 is measured).  ``memory``: size of ``st.mem``
-    (``dispatchers``, ``servers`` or a number).  ``meanfield``: the built-in model that
-    describes it (a start drawn from its steady state, its relaxation time, predictions);
-    ``relaxation``: the model whose relaxation time stands in for its own (default: the
-    mean-field model, else ``random``, the slowest).  ``source`` is the plug-in file (None
-    for a built-in).
+    (``dispatchers``, ``servers``, a number, or ``slots``: the production balancers' layout
+    of :mod:`cloudsched.dispatch.balancers`, ``slot_memory`` = (ints, floats) per
+    dispatcher and server it balances over, floats per server).  ``meanfield``: the
+    built-in model that describes it (a start drawn from its steady state, its relaxation
+    time, predictions); ``relaxation``: the model whose relaxation time stands in for its
+    own (default: the mean-field model, else ``random``, the slowest).  ``source`` is the
+    plug-in file (None for a built-in).
     """
 
     name: str
@@ -127,6 +139,7 @@ class Policy:
     memory: str | int = 0
     meanfield: str | None = None
     relaxation: str = "random"
+    slot_memory: tuple[int, int, int] = (0, 0, 0)
     source: str | None = None
     fingerprint: str = field(default="", repr=False)
 
@@ -140,10 +153,21 @@ class Policy:
         """Whether its decisions depend on the dispatcher."""
         return self.dispatchers != "unused"
 
-    def memory_size(self, n: int, m: int) -> int:
-        """Entries of ``st.mem`` for N servers and M dispatchers (at least 1)."""
+    def memory_size(self, n: int, m: int, slots: int = 0) -> int:
+        """Entries of ``st.mem`` for N servers and M dispatchers (at least 1).
+
+        ``slots``: servers each dispatcher balances over (0: all N).
+        """
+        if self.memory == "slots":
+            return m * (slots or n) * (1 + self.slot_memory[0]) + m * SCRATCH
         size = {"dispatchers": m, "servers": n}.get(str(self.memory), self.memory)
         return max(1, int(size))
+
+    def fmemory_size(self, n: int, m: int, slots: int = 0) -> int:
+        """Entries of ``st.fmem`` (float64): per slot and per server (at least 1)."""
+        if self.memory != "slots":
+            return 1
+        return m * (slots or n) * self.slot_memory[1] + n * self.slot_memory[2] + m * SCRATCH
 
     def kernels(
         self, general: bool, unchecked: bool = False
@@ -199,10 +223,12 @@ def _check_options(name: str, options: dict[str, Any]) -> None:
     if options["d"] not in _D_MEANINGS:
         raise ValueError(f"{name}: d must be 'servers', 'dispatchers' or None")
     memory = options["memory"]
-    if memory not in ("dispatchers", "servers") and (
+    if memory not in ("dispatchers", "servers", "slots") and (
         isinstance(memory, bool) or not isinstance(memory, int) or not 0 <= memory <= 2**20
     ):
-        raise ValueError(f"{name}: memory must be 'dispatchers', 'servers' or an int in [0, 2^20]")
+        raise ValueError(
+            f"{name}: memory must be 'dispatchers', 'servers', 'slots' or an int in [0, 2^20]"
+        )
     for key in ("meanfield", "relaxation"):
         if options[key] is not None and options[key] not in BORROWABLE:
             raise ValueError(f"{name}: {key} must be one of {BORROWABLE} or None")
@@ -225,6 +251,7 @@ def register_policy(
     memory: str | int = 0,
     meanfield: str | None = None,
     relaxation: str | None = None,
+    slot_memory: tuple[int, int, int] = (0, 0, 0),
 ) -> Callable[[type], type]:
     """Register the decorated class of hooks as the dispatch policy ``name``.
 
@@ -241,6 +268,7 @@ def register_policy(
         "memory": memory,
         "meanfield": meanfield,
         "relaxation": relaxation,
+        "slot_memory": tuple(slot_memory),
     }
     if not isinstance(name, str) or not name or ":" in name or name != name.strip():
         raise ValueError(f"policy name {name!r}: a non-empty string without ':' or spaces")
@@ -269,6 +297,7 @@ def register_policy(
             memory=memory,
             meanfield=meanfield,
             relaxation=relaxation or meanfield or "random",
+            slot_memory=tuple(slot_memory),  # type: ignore[arg-type]
             source=source,
             fingerprint=_fingerprint(name, cls, options),
         )

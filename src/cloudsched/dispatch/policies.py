@@ -9,7 +9,10 @@ registers one policy).  :func:`get_policy` resolves either to a
 
 from __future__ import annotations
 
-from cloudsched.dispatch import builtin_policies  # noqa: F401  (registers the built-ins)
+from cloudsched.dispatch import (
+    balancers,  # noqa: F401  (registers the production balancers)
+    builtin_policies,  # noqa: F401  (registers the built-ins)
+)
 from cloudsched.dispatch.plugin import PluginError, Policy, load_plugin, registered
 from cloudsched.errors import ParameterError
 from cloudsched.policy_table import (

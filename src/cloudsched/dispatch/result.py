@@ -22,6 +22,7 @@ from cloudsched.dispatch.measure import (
     replication_interval,
     window,
 )
+from cloudsched.dispatch.options import describe_options
 from cloudsched.dispatch.spec import DEFAULT_BATCHES, SimulationSpec, overload_note
 from cloudsched.errors import ParameterError
 from cloudsched.results import finite_or_none, interval, interval_columns
@@ -100,6 +101,7 @@ class SimulationResult:
     engine_reason: str = ""  # why that engine ran (engines.choice.choose)
     delay: str = "none"  # message delays (delay engine), as Delays prints them
     view: str = "shared"  # what dispatchers read: published lengths or their own requests
+    options: str = ""  # a production balancer's options, resolved (dispatch.options)
     log_span: float | None = None  # trace replays: the log's span in mean service times
     response_times: np.ndarray | None = field(default=None, repr=False, compare=False)
 
@@ -223,6 +225,7 @@ def summarise(
         engine_reason=spec.choice.reason,
         delay=str(spec.delays),
         view=spec.view,
+        options=describe_options(spec.model.name, np.asarray(spec.opt)) if spec.opt else "",
         log_span=work.trace.span / work.variability()[1] if work.trace is not None else None,
         response_times=_kept(runs, ests) if spec.keep_response_times else None,
     )

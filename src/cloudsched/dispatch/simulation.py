@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 
@@ -91,6 +91,7 @@ def simulate(
     unchecked: bool = False,
     delay: Delays | str | list[str] | None = None,
     view: str = "shared",
+    options: Mapping[str, object] | Sequence[str] | None = None,
     progress: Progress | None = None,
 ) -> SimulationResult:
     """Simulate a dispatch policy until its steady-state mean is known to ``precision``.
@@ -189,6 +190,12 @@ def simulate(
     view : str
         ``shared`` (dispatchers read the published queue lengths) or ``own`` (``pod`` and
         ``jsq`` with M >= 2 dispatchers: each reads only its own active requests).
+    options : mapping or list of str, optional
+        The options of a production balancer (``ewma``, ``least-time``, ``wlr``, ...), as
+        ``{"decay": "10s"}`` or ``["decay=10s"]``, named and defaulted as that balancer
+        ships them (:mod:`cloudsched.dispatch.options`; ``cloudsched policies`` lists them).
+        Each dispatcher of these policies is a client with its own state (its requests in
+        flight, its latency estimates), as each proxy of a fleet is.
     progress : callable, optional
         Called as ``progress(fraction, status)`` while the run goes: ``fraction`` in [0, 1]
         is the share done (an estimate for open-ended runs; negative: no new estimate) and
@@ -281,6 +288,8 @@ def _run_spec(spec: SimulationSpec, relax: float, short: ShortRun | None = None)
         record=spec.keep_response_times,
         open_end=spec.open_ended,
         unchecked=bool(spec.unchecked),
+        opt=spec.opt,
+        slots=spec.slots,
     )
     if spec.tasks is not None:
         return replace(run, warm_tasks=0, end_tasks=spec.tasks)

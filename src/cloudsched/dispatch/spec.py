@@ -9,6 +9,7 @@ and sweeps build one for every point of a grid before the first run.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,11 +19,13 @@ from cloudsched.dispatch.delays import Delays, parse_delays
 from cloudsched.dispatch.engines.choice import Choice, choose, why_not_counts
 from cloudsched.dispatch.engines.replication import MICRO_BATCHES
 from cloudsched.dispatch.initial import has_meanfield_start
+from cloudsched.dispatch.options import OptionError, resolve_options
 from cloudsched.dispatch.plugin import Policy
 from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.workload.distributions import Distribution
 from cloudsched.dispatch.workload.resolved import Trace, Workload, resolve_workload
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
+from cloudsched.policy_table import TABLE
 from cloudsched.resources import INT_LIMIT, check_memory
 
 __all__ = [
@@ -117,6 +120,7 @@ class SimulationSpec:
     unchecked: bool = False
     delay: Delays | str | list[str] | None = None
     view: str = "shared"
+    options: Mapping[str, object] | Sequence[str] | None = None
     model: Policy = field(init=False, repr=False)
     m: int = field(init=False)
     start: str = field(init=False)
@@ -124,6 +128,8 @@ class SimulationSpec:
     work: Workload = field(init=False, repr=False)
     delays: Delays = field(init=False)
     choice: Choice = field(init=False)
+    opt: tuple[float, ...] = field(init=False, repr=False)
+    slots: int = field(init=False)
 
     def __post_init__(self) -> None:
         pol = get_policy(self.policy)
@@ -143,6 +149,9 @@ class SimulationSpec:
         early = {"model": pol, "work": work, "m": m, "delays": parse_delays(self.delay)}
         for name, value in early.items():
             object.__setattr__(self, name, value)
+        opt, slots = _resolve_options(pol, servers, self.options)
+        object.__setattr__(self, "opt", opt)
+        object.__setattr__(self, "slots", slots)
         choice = choose(self)  # the one place an engine is chosen
         counts = choice.engine in ("counts", "classes")
         per_server = 0 if choice.engine != "servers" else servers * BYTES_PER_SERVER
@@ -205,6 +214,31 @@ class SimulationSpec:
     def open_ended(self) -> bool:
         """Whether the run decides its own length (no ``tasks``, no ``horizon``)."""
         return self.tasks is None and self.horizon is None
+
+
+def _resolve_options(
+    pol: Policy, servers: int, options: Mapping[str, object] | Sequence[str] | None
+) -> tuple[tuple[float, ...], int]:
+    """Resolve the policy's options, and the servers each dispatcher balances over."""
+    if isinstance(options, str):
+        options = [options]
+    values = resolve_options(pol.name, options)
+    row = TABLE.get(pol.name)
+    if row is None or not row.options:
+        return (), 0
+    names = [o.name for o in row.options]
+    subset = int(values[names.index("subset")])
+    if subset > servers:
+        raise OptionError(pol.name, "subset", subset, f"in [0, {servers}] (0: all servers)")
+    joining = int(values[names.index("join-count")])
+    if joining >= servers:
+        raise OptionError(
+            pol.name,
+            "join-count",
+            joining,
+            f"in [0, {servers - 1}] (some servers are there from the start)",
+        )
+    return tuple(float(v) for v in values), subset or servers
 
 
 def _check_server_state(spec: SimulationSpec, servers: int, need: int) -> None:

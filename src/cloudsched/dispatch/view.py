@@ -10,7 +10,10 @@ to them are inlined into the kernel, so a policy written with them runs as fast 
 simulator's own code.
 
 Servers are numbered ``0 .. N-1`` and dispatchers ``0 .. M-1``.  Reading:
-:func:`servers`, :func:`dispatchers`, :func:`queue_length`, :func:`now`, :func:`measuring`.
+:func:`servers`, :func:`dispatchers`, :func:`queue_length`, :func:`now`, :func:`measuring`,
+and in ``on_departure`` what a balancer observes of the task that just left:
+:func:`last_response_time` and the mark it was given at dispatch (:func:`mark_task`,
+:func:`last_mark`).
 Randomness: :func:`uniform`, :func:`least_loaded` (probe ``d`` servers), and
 :func:`sample_servers` (the sample itself, in ``st.sample``).  Shortest queue:
 :func:`shortest_queue`, kept up to date by :func:`buckets_up` / :func:`buckets_down`.
@@ -44,8 +47,11 @@ __all__ = [
     "iqueue_leave",
     "iqueue_size",
     "iqueue_take",
+    "last_mark",
+    "last_response_time",
     "least_loaded",
     "listed",
+    "mark_task",
     "measuring",
     "now",
     "queue_length",
@@ -98,6 +104,29 @@ def queue_length(st, s):
 def now(st):
     """Return the simulated time of the current event."""
     return st.fst[R.F_NOW]
+
+
+@kernel(nrt=False, inline=True)
+def last_response_time(st):
+    """Response time of the task that left last (in ``on_departure``: the one leaving now)."""
+    return st.fst[R.F_LAST_RT]
+
+
+@kernel(nrt=False, inline=True)
+def mark_task(st, s, mark):
+    """Give the task that joined server ``s`` last (in ``on_arrival``: this one) a mark >= 0.
+
+    The mark comes back through :func:`last_mark` when the task leaves: which client sent
+    it, through which of its connections.
+    """
+    _check_server(st, s)
+    st.pool[st.srv[s, S.S_TAIL], S.P_MARK] = mark
+
+
+@kernel(nrt=False, inline=True)
+def last_mark(st):
+    """Mark of the task that left last (-1: none; see :func:`mark_task`)."""
+    return st.fst[R.F_LAST_MARK]
 
 
 @kernel(nrt=False, inline=True)

@@ -70,9 +70,12 @@ __all__ = ["Meter", "new_control", "new_meter"]
 ) = range(15)
 N_IST = 15
 # Scalars ``fst``: time, window start and end, integral of the empty I-queues and its last
-# update, smallest and largest measured response time.
-F_NOW, F_TWARM, F_TEND, F_AREA_P0, F_LAST_P0, F_RT_MIN, F_RT_MAX = range(7)
-N_FST = 7
+# update, smallest and largest measured response time; the response time and the policy's
+# mark of the task that left last (measured or not: what a latency-aware balancer observes).
+(F_NOW, F_TWARM, F_TEND, F_AREA_P0, F_LAST_P0, F_RT_MIN, F_RT_MAX, F_LAST_RT, F_LAST_MARK) = range(
+    9
+)
+N_FST = 9
 # Values the caller sets between calls ``ctl``: event budget, arrivals before the window,
 # the arrival that closes it, micro-batch width (a power of two), last chunk of tasks, next
 # checkpoint (measured arrivals).

@@ -94,7 +94,9 @@ class RunSpec:
     rounded up to a power of two (0: chosen from the expected run length); ``record`` keeps
     every response time.  ``deadline``: the ``time.perf_counter()`` past which the run is
     stopped (:class:`~cloudsched.dispatch.engines.guard.TimeLimitExceeded`; None: no limit).
-    ``unchecked``: a plug-in's kernel compiled without bounds checking.
+    ``unchecked``: a plug-in's kernel compiled without bounds checking.  ``opt``: the
+    policy's resolved options (:func:`cloudsched.dispatch.options.resolve_options`);
+    ``slots``: servers each dispatcher balances over (its subset; 0: all N).
     """
 
     policy: str | Policy
@@ -114,6 +116,8 @@ class RunSpec:
     open_end: bool = False
     deadline: float | None = None
     unchecked: bool = False
+    opt: tuple[float, ...] = ()
+    slots: int = 0
 
     def expected_tasks(self) -> float:
         """Measured arrivals expected in the window (``inf`` when open-ended)."""

@@ -71,10 +71,12 @@ def params(spec: RunSpec) -> S.Params:
         d=int(spec.d),
         z=int(spec.z),
         replace=bool(spec.replace),
+        slots=int(spec.slots or spec.n),
         lam_n=float(spec.rate * spec.n),
         t_warm=float(spec.t_warm),
         t_end=float(spec.t_end),
         record=bool(spec.record),
+        opt=np.array(spec.opt if spec.opt else (0.0,), dtype=np.float64),
     )
 
 
@@ -259,7 +261,8 @@ def _new_state(
         perm=np.empty(n, i64),
         dperm=np.empty(m, i64),
         sample=np.zeros(max(1, spec.d), i64),
-        mem=np.zeros(policy.memory_size(n, m), i64),
+        mem=np.zeros(policy.memory_size(n, m, spec.slots), i64),
+        fmem=np.zeros(policy.fmemory_size(n, m, spec.slots)),
         heap=np.zeros(n if general else 1, i64),
         hkey=np.zeros(n if general else 1),
         speed=np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64),

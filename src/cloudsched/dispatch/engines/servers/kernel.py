@@ -116,6 +116,7 @@ def _add_task(st, mt, s, now, size, tag, measuring, general):
     pool[idx, S.P_ARR] = now
     pool[idx, S.P_SVC] = size
     pool[idx, S.P_ORD] = tag
+    pool[idx, S.P_MARK] = -1.0
     if srv[s, S.S_HEAD] < 0:
         srv[s, S.S_HEAD] = idx
     else:
@@ -173,6 +174,8 @@ def _remove_task(st, mt, s, now, measuring, general, shifts, record):
     srv[s, S.S_HEAD] = nxt
     if nxt < 0:
         srv[s, S.S_TAIL] = -1
+    st.fst[R.F_LAST_RT] = now - pool[idx, S.P_ARR]
+    st.fst[R.F_LAST_MARK] = pool[idx, S.P_MARK]
     _record(st, mt, idx, now, shifts, record)
     pool[idx, S.P_NEXT] = ist[R.I_POOL_FREE]
     ist[R.I_POOL_FREE] = idx
@@ -235,6 +238,7 @@ def _place_initial(st, par, init_q, init_svc, general):
             idx = free
             free += 1
             pool[idx, S.P_NEXT] = -1.0
+            pool[idx, S.P_MARK] = -1.0
             if general:
                 pool[idx, S.P_SVC] = init_svc[k_svc]
                 k_svc += 1
@@ -276,6 +280,7 @@ def _reset(st, mt):
         st.pool[k, S.P_ORD] = 0.0
         st.pool[k, S.P_ARR] = 0.0
         st.pool[k, S.P_SVC] = 0.0
+        st.pool[k, S.P_MARK] = -1.0
     st.cnt[:] = 0.0
     st.cnt[0] = n
     st.bstart[:] = n

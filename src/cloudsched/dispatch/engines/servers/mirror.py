@@ -1,7 +1,8 @@
 """Slow pure-Python mirror of the dispatch simulator, for differential tests.
 
 An order-faithful transliteration of the compiled per-server kernel (:mod:`.kernel`) and of
-the nine built-in policies (:mod:`cloudsched.dispatch.builtin_policies`): the same
+the built-in policies (:mod:`cloudsched.dispatch.builtin_policies`; the production
+balancers' in :mod:`.mirror_balancers`): the same
 algorithm and the same random draws in the same order, written plainly: Python lists and
 deques, and time averages accumulated over every level at every event (not lazily).  For the
 same seed it gives bit-identical response times and message counts; time averages agree to rounding.
@@ -20,6 +21,8 @@ import numpy as np
 
 from cloudsched.dispatch.engines import records as K
 from cloudsched.dispatch.engines.replication import InitialState, RawRun, RunSpec, TaskSource
+from cloudsched.dispatch.engines.servers.mirror_balancers import RULES, BalancerRule
+from cloudsched.dispatch.engines.servers.mirror_batches import final_width, hist_bin
 from cloudsched.dispatch.policies import get_policy
 
 __all__ = ["mirror_run"]
@@ -41,6 +44,8 @@ class _Reference:
         rng: np.random.Generator,
         speeds: np.ndarray | None = None,
         initial: InitialState | None = None,
+        opt: tuple[float, ...] = (),
+        slots: int = 0,
     ) -> None:
         self.code, self.n, self.m, self.d, self.rng = code, n, m, d, rng
         self.replace = replace
@@ -69,6 +74,10 @@ class _Reference:
                 for _ in range(int(initial.queues[s])):
                     size = next(sizes) if speeds is not None else 0.0
                     self._enqueue(s, (0.0, -1, size), 0.0)
+        self.rule: BalancerRule | None = None
+        if code in RULES:  # a production balancer (its own mirror)
+            held = [len(q) for q in self.queues]
+            self.rule = RULES[code](code, n, m, slots or n, opt, rng, speeds, held)
         if code.startswith("jiq"):
             given = initial is not None and initial.iqueue.size == n
             for s in range(n):
@@ -164,12 +173,14 @@ class _Reference:
         code, rng = self.code, self.rng
         if u_arrival is not None:
             m = min(int(u_arrival * self.m), self.m - 1)
-        elif code == "round-robin" or code.startswith("jiq"):
+        elif code == "round-robin" or code.startswith("jiq") or self.rule is not None:
             m = _index(rng, self.m)
         else:
             m = 0
         from_iq = False
-        if code == "random":
+        if self.rule is not None:
+            s = self.rule.choose(m, now)
+        elif code == "random":
             s = _index(rng, self.n)
         elif code == "round-robin":
             s = self.rr[m]
@@ -192,6 +203,8 @@ class _Reference:
         else:
             s = _index(rng, self.n)
         old = self._enqueue(s, (now, batch, size), now)
+        if self.rule is not None:
+            self.rule.sent(s, m)
         if code.startswith("jiq") and code != "jiq-original":
             if self.listed_in[s] >= 0 and old + 1 > self.thresh:
                 self._unlist(s)
@@ -218,30 +231,9 @@ class _Reference:
             self._bucket_down(s, old)
         if self.code.startswith("jiq") and self.listed_in[s] < 0 and old - 1 <= self.thresh:
             self._join(s, measuring)
+        if self.rule is not None:
+            self.rule.left(s, now, now - arrived)
         return now - arrived, batch
-
-
-def _final_width(spec: RunSpec, measured: int) -> int:
-    """Micro-batch width at the end of a run: the kernel doubles it whenever it fills up."""
-    width = spec.width
-    if width <= 0:
-        expected = spec.expected_tasks()
-        width = 1 if not math.isfinite(expected) else max(1, -(-int(expected) // spec.micro))
-    power = 1
-    while power < width:  # the kernel's widths are powers of two
-        power *= 2
-    width = power
-    while measured >= width * spec.micro:
-        width *= 2
-    return width
-
-
-def _hist_bin(x: float) -> int:
-    if not x > 0.0:
-        return 0
-    mant, expo = math.frexp(x)
-    k = (expo - K.H_EMIN) * K.H_SUB + int((mant - 0.5) * (2 * K.H_SUB))
-    return min(max(k, 0), K.H_BINS - 1)
 
 
 def mirror_run(
@@ -261,9 +253,8 @@ def mirror_run(
     general = source is not None
     if general:
         speeds = np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64)
-    ref = _Reference(
-        code, n, m, spec.d, spec.z, spec.replace, rng, speeds if general else None, initial
-    )
+    args = (spec.d, spec.z, spec.replace, rng, speeds if general else None, initial)
+    ref = _Reference(code, n, m, *args, spec.opt, spec.slots)
     chunk_arr, chunk_svc, last, ptr = np.zeros(0), np.zeros(0), False, 0
     lam_n = spec.rate * n
     now, arrivals, events, phase = 0.0, 0, 0, K.WARMUP
@@ -356,7 +347,7 @@ def mirror_run(
                 orders.append(order)
                 in_system_measured -= 1
     measured = closed_at - base if phase == K.DRAIN else 0
-    width = _final_width(spec, measured)
+    width = final_width(spec, measured)
     used = -(-measured // width)
     bsum, bcnt = np.zeros(used), np.zeros(used, dtype=np.int64)
     hist = np.zeros((K.H_SEGMENTS, K.H_BINS), dtype=np.int64)
@@ -365,7 +356,7 @@ def mirror_run(
         b = order // width
         bsum[b] += rt
         bcnt[b] += 1
-        hist[b // seg_batches, _hist_bin(rt)] += 1
+        hist[b // seg_batches, hist_bin(rt)] += 1
     levels_seen = len(area)
     snap = np.zeros((used, K.N_SNAP))
     snap_area = np.zeros((used, levels_seen))

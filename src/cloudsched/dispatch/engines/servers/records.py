@@ -17,7 +17,8 @@ Its kernel (:mod:`.kernel`) takes four records and a random stream: the ``State`
     ``perm`` (int64, ``(N,)``), ``dperm`` (int64, ``(M,)``): permutations for sampling
     distinct servers or dispatchers.
     ``sample`` (int64, ``(max(d, 1),)``): the servers of the last sample.
-    ``mem`` (int64): the policy's own memory (its size is declared with the policy).
+    ``mem`` (int64), ``fmem`` (float64): the policy's own memory (sizes declared with the
+    policy).
     ``heap`` (int64, ``(N,)``), ``hkey`` (float64, ``(N,)``), ``speed`` (float64, ``(N,)``):
     completion times of the event-list clock.
     ``ist``, ``fst``, ``msg``: the shared scalars and message counters.
@@ -25,8 +26,11 @@ Its kernel (:mod:`.kernel`) takes four records and a random stream: the ``State`
     ``arr``, ``svc`` (float64): arrival times and service sizes.
 ``Params`` (fixed for a run; scalars)
     ``n``, ``m``, ``d``, ``z``, ``replace``, ``lam_n`` (arrival rate of the farm),
+    ``slots`` (servers each dispatcher balances over: its subset's size, else N),
     ``t_warm``, ``t_end`` (window in time; -1 in task mode), ``record`` (the clock is fixed
-    when the kernel is compiled).
+    when the kernel is compiled), ``opt`` (float64): the policy's options in the order of
+    its table row, durations in mean service times
+    (:func:`cloudsched.dispatch.options.resolve_options`).
 """
 
 from __future__ import annotations
@@ -47,9 +51,10 @@ SRV_COLS = 8
 D_START, D_SIZE, D_CAP = range(3)
 DSP_COLS = 4
 # Columns of the task pool: next row in the server's FIFO (-1: none), measured-arrival
-# ordinal + 1 (0: not measured), arrival time, service size.
-P_NEXT, P_ORD, P_ARR, P_SVC = range(4)
-POOL_COLS = 4
+# ordinal + 1 (0: not measured), arrival time, service size, the policy's mark (-1: none;
+# :func:`cloudsched.dispatch.view.mark_task`).
+P_NEXT, P_ORD, P_ARR, P_SVC, P_MARK = range(5)
+POOL_COLS = 5
 
 
 class State(NamedTuple):
@@ -68,6 +73,7 @@ class State(NamedTuple):
     dperm: np.ndarray
     sample: np.ndarray
     mem: np.ndarray
+    fmem: np.ndarray
     heap: np.ndarray
     hkey: np.ndarray
     speed: np.ndarray
@@ -87,9 +93,10 @@ class Params(NamedTuple):
     """Parameters fixed for a run.
 
     ``n`` servers, ``m`` dispatchers, ``d`` probes (or I-queues sampled), ``z`` threshold,
-    ``replace``: probes with replacement, ``lam_n``: arrival rate of the whole farm,
+    ``replace``: probes with replacement, ``slots``: servers per dispatcher (its subset),
+    ``lam_n``: arrival rate of the whole farm,
     ``t_warm`` / ``t_end``: measurement window in time (-1 when it is set in arrivals),
-    ``record``: keep every response time.
+    ``record``: keep every response time; ``opt``: the policy's options.
     """
 
     n: int
@@ -97,7 +104,9 @@ class Params(NamedTuple):
     d: int
     z: int
     replace: bool
+    slots: int
     lam_n: float
     t_warm: float
     t_end: float
     record: bool
+    opt: np.ndarray
