@@ -183,3 +183,45 @@ def test_options_are_checked_in_one_line():
         simulate("wlr", servers=4, load=0.5, tasks=10, options={"subset": 5})
     with pytest.raises(ParameterError, match="one of header, last_byte"):
         simulate("least-time", servers=4, load=0.5, tasks=10, options={"mode": "first_byte"})
+
+
+def test_wrr_learns_the_servers_speeds_after_the_blackout():
+    """gRPC WRR, speeds 2 and 1, tasks of size 0.2 every 0.5 (queues empty at arrivals).
+
+    Each server's report is its last full second's qps / utilisation: its speed.  No
+    weight is usable before the blackout (10 s = 1000 after the first report, at the end of
+    the first 1 s window): round robin, one task in two to each.  Once both weights are
+    usable and the schedule rebuilt (on the 1 s grid), the static stride schedule holds
+    weights 65535 and lround(65535 / 2) = 32768: the slow server's share is
+    32768 / (65535 + 32768), a third.
+    """
+    count = 8000
+    times = np.arange(count) * 0.5
+    seen = dispatched("wrr", [2.0, 1.0], times, np.full(count, 0.2))
+
+    def share(lo, hi):
+        picks = [s for t, s in seen if lo <= t < hi]
+        return picks.count(1), len(picks)
+
+    slow, total = share(0.0, 1000.0)
+    assert abs(2 * slow - total) <= 1  # round robin
+    slow, total = share(1300.0, 4000.0)
+    assert slow / total == pytest.approx(32768 / (65535 + 32768), abs=2 / total)
+
+
+def test_prequal_prefers_the_cold_probe_with_the_lowest_latency():
+    """Prequal, two fast servers and a slow one (a tenth of the speed), tasks far apart.
+
+    A server's latency estimate is (RIF + 1) x its service-time estimate, 0 before its first
+    completion: the slow server is tried early, and once its service time (10) is known its
+    probes, cold or not, never beat a fast server's (at most 2) while the pool holds one,
+    which three probes a query keep it doing: after its queue has drained (its last task
+    sent by time 100) it gets nothing more.  The fast servers share the rest.
+    """
+    count = 3000
+    times = np.arange(count) * 2.0
+    for seed in range(3):
+        seen = dispatched("prequal", [1.0, 1.0, 0.1], times, np.ones(count), seed=seed)
+        late = [s for t, s in seen if t >= 100.0]
+        assert 2 not in late
+        assert abs(late.count(0) - late.count(1)) < 0.2 * len(late)

@@ -151,7 +151,7 @@ NAMING_ALLOWED = {
     "policy_table.py": "the table itself",
     "testing/": "independent oracles and checks for plug-in authors",
     "dispatch/engines/servers/mirror.py": "the per-server kernel's independent mirror",
-    "dispatch/engines/servers/mirror_balancers.py": "the production balancers' mirror",
+    "dispatch/engines/servers/mirror_reports.py": "the mirror of the balancers fed by reports",
     "dispatch/engines/counts/mirror.py": "the count kernels' independent mirror",
     "dispatch/engines/delay/mirror.py": "the delay kernel's independent mirror",
     "experiments/jiq_figures.py": "the JIQ paper's figures: the curves each one shows",

@@ -93,6 +93,17 @@ def balancer_options(draw, policy, n):
     elif policy == "least-time":
         opts["inflight"] = draw(st.sampled_from(["off", "on"]))
         opts["fail-timeout"] = draw(st.sampled_from(["1s", "10s", 3.0]))
+    elif policy == "prequal":
+        opts["probe-rate"] = draw(st.sampled_from([0.0, 0.5, 1.0, 3.0]))
+        opts["pool"] = draw(st.integers(1, 6))
+        opts["reuse"] = draw(st.integers(1, 4))
+        opts["max-age"] = draw(st.sampled_from([0.5, 5.0, 100.0]))
+        opts["q-rif"] = draw(st.sampled_from([0.0, 0.5, 0.84, 1.0]))
+    elif policy == "wrr":
+        opts["weight-update-period"] = draw(st.sampled_from([0.5, 3.0, 50.0]))
+        opts["blackout-period"] = draw(st.sampled_from([0.0, 2.0, 20.0]))
+        opts["weight-expiration-period"] = draw(st.sampled_from([1.0, 30.0, 1000.0]))
+        opts["server-window"] = draw(st.sampled_from([0.3, 2.0, 10.0]))
     elif policy == "wlr":
         opts["choice-count"] = draw(st.integers(2, 4))
         opts["active-request-bias"] = draw(st.sampled_from([0.0, 0.5, 1.0, 2.0]))

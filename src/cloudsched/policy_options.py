@@ -1,7 +1,8 @@
-"""The options of the production balancers, named and defaulted as the balancers ship them.
+"""The production balancers' rules and options, named and defaulted as the balancers ship them.
 
-Each production balancer's row in :mod:`cloudsched.policy_table` takes its options from
-here; :mod:`cloudsched.dispatch.options` resolves what a run gives.
+Each production balancer's row in :mod:`cloudsched.policy_table` takes from here its rule
+(``*_RULE``: what it does, and the source file and function it was read from) and its
+options (``*_OPTIONS``); :mod:`cloudsched.dispatch.options` resolves what a run gives.
 """
 
 from __future__ import annotations
@@ -11,10 +12,17 @@ from dataclasses import dataclass
 
 __all__ = [
     "EWMA_OPTIONS",
+    "EWMA_RULE",
     "FAMILY_OPTIONS",
     "LEAST_TIME_OPTIONS",
+    "LEAST_TIME_RULE",
     "OPTION_KINDS",
+    "PREQUAL_OPTIONS",
+    "PREQUAL_RULE",
     "WLR_OPTIONS",
+    "WLR_RULE",
+    "WRR_OPTIONS",
+    "WRR_RULE",
     "PolicyOption",
 ]
 
@@ -155,3 +163,103 @@ WLR_OPTIONS = (
     ),
 )
 # fmt: on
+
+_PAPER = "(our reading of the Prequal paper, NSDI 2024; Google's code is not public)"
+#: prequal's options, after the family's.
+# fmt: off
+PREQUAL_OPTIONS = (
+    *FAMILY_OPTIONS,
+    PolicyOption(
+        "probe-rate", "3", "number", low=0.0, high=64.0,
+        help="probes sent per query, to uniform servers, answered before the next query "
+        f"uses them (a fraction: a random whole number of that mean) {_PAPER}",
+    ),
+    PolicyOption(
+        "pool", "16", "int", low=1, high=64,
+        help=f"probes a client keeps; the oldest leaves when a new one comes {_PAPER}",
+    ),
+    PolicyOption(
+        "reuse", "2", "int", low=1, high=2**31,
+        help=f"queries one probe may serve before it leaves the pool {_PAPER}",
+    ),
+    PolicyOption(
+        "max-age", "1s", "duration", low=1e-9,
+        help=f"a probe older than this leaves the pool {_PAPER}",
+    ),
+    PolicyOption(
+        "q-rif", "0.84", "number", low=0.0, high=1.0,
+        help="a probe is hot when its requests in flight exceed this quantile of the "
+        "pool's; the coldest by latency wins, or the least in flight when all are hot "
+        f"{_PAPER}",
+    ),
+)
+# fmt: on
+
+# The rules, as read from each balancer's source (file and function).
+EWMA_RULE = (
+    "Linkerd / Finagle peak EWMA: P2C over two distinct servers, cost = "
+    "peak-EWMA latency x (requests in flight + 1), the estimate decaying on every read "
+    "(tower/src/load/peak_ewma.rs, RttEstimate::update; tower/src/balance/p2c/service.rs, "
+    "p2c_ready_index; linkerd2-proxy EWMA_DEFAULT_RTT 30 ms, EWMA_DECAY 10 s; tower "
+    "is Linkerd's balancer and a port of Finagle's PeakEwma)"
+)
+LEAST_TIME_RULE = (
+    "NGINX least_time: (open source since 1.31.0) every server's estimated time "
+    "avg x (1 + connections), the average an EWMA of whole-millisecond times with weight "
+    "0.05, put in 20 ms clusters and capped at 5000 ms, ties by smooth weighted round "
+    "robin, halved once per fail_timeout a server goes unchosen "
+    "(src/http/modules/ngx_http_upstream_least_time_module.c, "
+    "ngx_http_upstream_least_time_eta; ngx_http_upstream_round_robin.h, "
+    "ngx_http_upstream_response_time_avg)"
+)
+WLR_RULE = (
+    "Envoy LEAST_REQUEST: with equal weights and no host in slow start, the "
+    "least active of choice_count hosts drawn with replacement; otherwise an EDF "
+    "schedule of weight / (active + 1)^active_request_bias, a host's deadline set when "
+    "it is picked; slow start scales a new host's weight by max((age / window)^(1 / "
+    "aggression), min_weight_percent) (source/extensions/load_balancing_policies/"
+    "least_request/least_request_lb.cc, hostWeight and unweightedHostPick; "
+    "source/common/upstream/load_balancer_impl.cc, applySlowStartFactor)"
+)
+PREQUAL_RULE = (
+    "Google Prequal (NSDI 2024, 'Load is not what you should balance'): each "
+    "query sends probe-rate probes whose answers (the server's requests in flight and "
+    "its latency estimate) join a pool; a query takes, among the pool's cold probes "
+    "(requests in flight at most the q-rif quantile), the lowest latency, else the "
+    "least in flight; a probe serves at most reuse queries and max-age; read from the "
+    "paper (Google's implementation is not public)"
+)
+
+#: wrr's options, after the family's.
+# fmt: off
+WRR_OPTIONS = (
+    *FAMILY_OPTIONS,
+    PolicyOption(
+        "weight-update-period", "1s", "duration", low=1e-9,
+        help="how often a client rebuilds its schedule from the weights (gRPC A58: 1 s)",
+    ),
+    PolicyOption(
+        "blackout-period", "10s", "duration", low=0.0,
+        help="a server's weight is used only after it has reported this long (A58: 10 s)",
+    ),
+    PolicyOption(
+        "weight-expiration-period", "3min", "duration", low=1e-9,
+        help="a weight not refreshed for this long is forgotten (A58: 3 min)",
+    ),
+    PolicyOption(
+        "server-window", "1s", "duration", low=1e-9,
+        help="each server reports the requests per second and utilisation of its last "
+        "complete window of this length (CHOICE: ORCA leaves the measurement to the server)",
+    ),
+)
+# fmt: on
+WRR_RULE = (
+    "gRPC weighted_round_robin (A58): each response carries its server's load report "
+    "(per-call ORCA: requests per second and utilisation); a client's weight for a server "
+    "is qps / utilisation, used after blackout-period and forgotten after "
+    "weight-expiration-period; every weight-update-period the client rebuilds a static "
+    "stride schedule (weights scaled to 65535, capped at 10x the mean and floored at 1% of "
+    "it, unknown ones at the mean; round robin with fewer than two known) "
+    "(src/core/load_balancing/weighted_round_robin/static_stride_scheduler.cc, Make and "
+    "Pick; weighted_round_robin.cc)"
+)

@@ -48,8 +48,8 @@ here; no other module keeps a list of policy names or a code per policy
 * ``why``: what the theory lacks for it, and why.
 
 **What production balancer it is** (:mod:`cloudsched.dispatch.balancers`): ``balancer``
-(the balancer it models and where its rule was read: file and function) and ``options``
-(:mod:`cloudsched.policy_options`, named and defaulted as that balancer ships them).
+(its rule, and the file and function it was read from) and ``options``, named and
+defaulted as it ships them (both in :mod:`cloudsched.policy_options`).
 
 Derived facts (properties): ``probes`` (how many servers a decision looks at: ``one``,
 ``d`` or ``all``), ``messages`` (the kinds of message it sends that can be late:
@@ -62,7 +62,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from cloudsched.errors import ParameterError
-from cloudsched.policy_options import EWMA_OPTIONS, LEAST_TIME_OPTIONS, WLR_OPTIONS, PolicyOption
+from cloudsched.policy_options import (
+    EWMA_OPTIONS,
+    EWMA_RULE,
+    LEAST_TIME_OPTIONS,
+    LEAST_TIME_RULE,
+    PREQUAL_OPTIONS,
+    PREQUAL_RULE,
+    WLR_OPTIONS,
+    WLR_RULE,
+    WRR_OPTIONS,
+    WRR_RULE,
+    PolicyOption,
+)
 
 __all__ = [
     "ENGINE_NAMES",
@@ -89,16 +101,8 @@ JOINS = ("", "uniform", "shortest of d")
 MEANFIELDS = ("closed", "fixed-point", "limit", "none")
 #: The simulator's engines, in the order ``engine="auto"`` prefers them last to first.
 ENGINE_NAMES = ("servers", "counts", "classes", "delay")
-_PROBES = {
-    "uniform": "one",
-    "cycle": "one",
-    "least of d": "d",
-    "least": "all",
-    "p2c cost": "own",
-    "least cost": "own",
-    "edf": "own",
-    "probes": "own",
-}
+_PROBES = {"uniform": "one", "cycle": "one", "least of d": "d", "least": "all"}
+_PROBES.update(dict.fromkeys(PICKS[4:], "own"))  # a balancer's own estimates
 
 
 @dataclass(frozen=True)
@@ -275,50 +279,46 @@ _ROWS = (
         pick="p2c cost", dispatchers="optional", memory="slots",
         engines=("servers",),
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
-        relaxation="pod",
-        colour="#17becf",
+        relaxation="pod", colour="#17becf",
         why="no model of a cost that learns latency (a peak EWMA) yet",
-        balancer="Linkerd / Finagle peak EWMA: P2C over two distinct servers, cost = "
-        "peak-EWMA latency x (requests in flight + 1), the estimate decaying on every read "
-        "(tower/src/load/peak_ewma.rs, RttEstimate::update; tower/src/balance/p2c/service.rs, "
-        "p2c_ready_index; linkerd2-proxy EWMA_DEFAULT_RTT 30 ms, EWMA_DECAY 10 s; tower "
-        "is Linkerd's balancer and a port of Finagle's PeakEwma)",
-        options=EWMA_OPTIONS,
+        balancer=EWMA_RULE, options=EWMA_OPTIONS,
     ),
     PolicyRow(
         "least-time",
         pick="least cost", dispatchers="optional", memory="slots",
         engines=("servers",),
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
-        relaxation="jsq",
-        colour="#aec7e8",
+        relaxation="jsq", colour="#aec7e8",
         why="no model of a cost that learns latency (NGINX's average) yet",
-        balancer="NGINX least_time: (open source since 1.31.0) every server's estimated time "
-        "avg x (1 + connections), the average an EWMA of whole-millisecond times with weight "
-        "0.05, put in 20 ms clusters and capped at 5000 ms, ties by smooth weighted round "
-        "robin, halved once per fail_timeout a server goes unchosen "
-        "(src/http/modules/ngx_http_upstream_least_time_module.c, "
-        "ngx_http_upstream_least_time_eta; ngx_http_upstream_round_robin.h, "
-        "ngx_http_upstream_response_time_avg)",
-        options=LEAST_TIME_OPTIONS,
+        balancer=LEAST_TIME_RULE, options=LEAST_TIME_OPTIONS,
+    ),
+    PolicyRow(
+        "prequal",
+        pick="probes", dispatchers="optional", memory="slots",
+        engines=("servers",),
+        meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
+        relaxation="pod", colour="#98df8a",
+        why="no model of a pool of reused, ageing probes yet",
+        balancer=PREQUAL_RULE, options=PREQUAL_OPTIONS,
     ),
     PolicyRow(
         "wlr",
         pick="edf", dispatchers="optional", memory="slots",
         engines=("servers",),
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
-        relaxation="pod",
-        colour="#393b79",
+        relaxation="pod", colour="#393b79",
         why="no model of Envoy's weighted EDF schedule yet (equal weights without slow start "
         "are pod with d = 2 with replacement)",
-        balancer="Envoy LEAST_REQUEST: with equal weights and no host in slow start, the "
-        "least active of choice_count hosts drawn with replacement; otherwise an EDF "
-        "schedule of weight / (active + 1)^active_request_bias, a host's deadline set when "
-        "it is picked; slow start scales a new host's weight by max((age / window)^(1 / "
-        "aggression), min_weight_percent) (source/extensions/load_balancing_policies/"
-        "least_request/least_request_lb.cc, hostWeight and unweightedHostPick; "
-        "source/common/upstream/load_balancer_impl.cc, applySlowStartFactor)",
-        options=WLR_OPTIONS,
+        balancer=WLR_RULE, options=WLR_OPTIONS,
+    ),
+    PolicyRow(
+        "wrr",
+        pick="edf", dispatchers="optional", memory="slots",
+        engines=("servers",),
+        meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
+        relaxation="random", colour="#c49c94",
+        why="no model of weights learnt from polled load reports yet",
+        balancer=WRR_RULE, options=WRR_OPTIONS,
     ),
 )
 # fmt: on

@@ -121,11 +121,11 @@ class Policy:
     lists idle servers in I-queues (p0 is measured).  ``memory``: size of ``st.mem``
     (``dispatchers``, ``servers``, a number, or ``slots``: the production balancers' layout
     of :mod:`cloudsched.dispatch.balancers`, ``slot_memory`` = (ints, floats) per
-    dispatcher and server it balances over, floats per server).  ``meanfield``: the
-    built-in model that describes it (a start drawn from its steady state, its relaxation
-    time, predictions); ``relaxation``: the model whose relaxation time stands in for its
-    own (default: the mean-field model, else ``random``, the slowest).  ``source`` is the
-    plug-in file (None for a built-in).
+    dispatcher and server it balances over, floats per server, floats per dispatcher).
+    ``meanfield``: the built-in model that describes it (a start drawn from its steady
+    state, its relaxation time, predictions); ``relaxation``: the model whose relaxation
+    time stands in for its own (default: the mean-field model, else ``random``, the
+    slowest).  ``source`` is the plug-in file (None for a built-in).
     """
 
     name: str
@@ -139,7 +139,7 @@ class Policy:
     memory: str | int = 0
     meanfield: str | None = None
     relaxation: str = "random"
-    slot_memory: tuple[int, int, int] = (0, 0, 0)
+    slot_memory: tuple[int, int, int, int] = (0, 0, 0, 0)
     source: str | None = None
     fingerprint: str = field(default="", repr=False)
 
@@ -167,7 +167,8 @@ class Policy:
         """Entries of ``st.fmem`` (float64): per slot and per server (at least 1)."""
         if self.memory != "slots":
             return 1
-        return m * (slots or n) * self.slot_memory[1] + n * self.slot_memory[2] + m * SCRATCH
+        per_slot, per_server, per_dispatcher = self.slot_memory[1:]
+        return m * (slots or n) * per_slot + n * per_server + m * (per_dispatcher + SCRATCH)
 
     def kernels(
         self, general: bool, unchecked: bool = False
@@ -251,7 +252,7 @@ def register_policy(
     memory: str | int = 0,
     meanfield: str | None = None,
     relaxation: str | None = None,
-    slot_memory: tuple[int, int, int] = (0, 0, 0),
+    slot_memory: tuple[int, int, int, int] = (0, 0, 0, 0),
 ) -> Callable[[type], type]:
     """Register the decorated class of hooks as the dispatch policy ``name``.
 

@@ -20,7 +20,8 @@ the choices made where the balancers leave room (``CHOICE``):
 Memory (the ``slots`` layout of :class:`~cloudsched.dispatch.plugin.Policy`): ``st.mem``
 holds the subsets (``sub[m * S + j]``: dispatcher m's j-th server), then per-slot ints
 (region ``k`` at ``M * S * (1 + k)``), then 8 scratch ints per dispatcher; ``st.fmem`` holds
-``F`` floats per slot (region ``k`` at ``k * M * S``), then 8 scratch floats per dispatcher.
+``F`` floats per slot (region ``k`` at ``k * M * S``), ``G`` per server, then per dispatcher
+``H`` floats and 8 scratch.
 A task carries the slot ``m * S + j`` it was sent through
 (:func:`~cloudsched.dispatch.view.mark_task`).
 """
@@ -49,6 +50,7 @@ __all__ = [
     "Y_TIME",
     "available",
     "builtin",
+    "dat",
     "fallback",
     "fat",
     "iat",
@@ -57,6 +59,7 @@ __all__ = [
     "joining",
     "option_index",
     "returned",
+    "sat",
     "sent",
     "server",
     "start_slots",
@@ -81,14 +84,17 @@ X_CHOSEN, X_PRESENT, X_JOINED, X_EDF, X_HEAP = range(5)
 Y_TIME, Y_ORDER = range(2)
 
 
-def builtin(name: str, ints: int, floats: int) -> Any:
-    """Register the decorated hooks as built-in ``name`` with ``ints`` / ``floats`` per slot."""
+def builtin(name: str, ints: int, floats: int, per_server: int = 0, per_client: int = 0) -> Any:
+    """Register the decorated hooks as built-in ``name``.
+
+    Its memory: ``ints`` and ``floats`` per slot, floats per server, floats per dispatcher.
+    """
     row = TABLE[name]
     return register_policy(
         name,
         dispatchers=row.dispatchers,
         memory="slots",
-        slot_memory=(ints, floats, 0),
+        slot_memory=(ints, floats, per_server, per_client),
         relaxation=row.relaxation,
     )
 
@@ -113,9 +119,21 @@ def fat(par, k, slot):
 
 
 @kernel(nrt=False, inline=True)
+def sat(par, floats, g, s):
+    """Index in ``st.fmem`` of per-server float ``g`` of server ``s``."""
+    return floats * par.m * par.slots + g * par.n + s
+
+
+@kernel(nrt=False, inline=True)
+def dat(par, floats, per_server, per_client, m, k):
+    """Index in ``st.fmem`` of float ``k`` of dispatcher ``m`` (scratch from ``per_client``)."""
+    return floats * par.m * par.slots + per_server * par.n + m * (per_client + SCRATCH) + k
+
+
+@kernel(nrt=False, inline=True)
 def yat(par, floats, m, k):
-    """Index in ``st.fmem`` of scratch float ``k`` of dispatcher ``m``."""
-    return floats * par.m * par.slots + m * SCRATCH + k
+    """Index in ``st.fmem`` of scratch float ``k`` of dispatcher ``m`` (no other floats)."""
+    return dat(par, floats, 0, 0, m, k)
 
 
 @kernel(nrt=False, inline=True)

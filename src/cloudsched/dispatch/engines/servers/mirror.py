@@ -21,8 +21,9 @@ import numpy as np
 
 from cloudsched.dispatch.engines import records as K
 from cloudsched.dispatch.engines.replication import InitialState, RawRun, RunSpec, TaskSource
-from cloudsched.dispatch.engines.servers.mirror_balancers import RULES, BalancerRule
+from cloudsched.dispatch.engines.servers.mirror_balancers import BalancerRule
 from cloudsched.dispatch.engines.servers.mirror_batches import final_width, hist_bin
+from cloudsched.dispatch.engines.servers.mirror_reports import RULES
 from cloudsched.dispatch.policies import get_policy
 
 __all__ = ["mirror_run"]
@@ -76,8 +77,8 @@ class _Reference:
                     self._enqueue(s, (0.0, -1, size), 0.0)
         self.rule: BalancerRule | None = None
         if code in RULES:  # a production balancer (its own mirror)
-            held = [len(q) for q in self.queues]
-            self.rule = RULES[code](code, n, m, slots or n, opt, rng, speeds, held)
+            self.held = [len(q) for q in self.queues]  # kept for the rule's probes
+            self.rule = RULES[code](code, n, m, slots or n, opt, rng, speeds, self.held)
         if code.startswith("jiq"):
             given = initial is not None and initial.iqueue.size == n
             for s in range(n):
@@ -180,6 +181,7 @@ class _Reference:
         from_iq = False
         if self.rule is not None:
             s = self.rule.choose(m, now)
+            self.messages[K.M_PROBE] += self.rule.probes_sent if measuring else 0
         elif code == "random":
             s = _index(rng, self.n)
         elif code == "round-robin":
@@ -204,6 +206,7 @@ class _Reference:
             s = _index(rng, self.n)
         old = self._enqueue(s, (now, batch, size), now)
         if self.rule is not None:
+            self.held[s] += 1
             self.rule.sent(s, m)
         if code.startswith("jiq") and code != "jiq-original":
             if self.listed_in[s] >= 0 and old + 1 > self.thresh:
@@ -232,6 +235,7 @@ class _Reference:
         if self.code.startswith("jiq") and self.listed_in[s] < 0 and old - 1 <= self.thresh:
             self._join(s, measuring)
         if self.rule is not None:
+            self.held[s] -= 1
             self.rule.left(s, now, now - arrived)
         return now - arrived, batch
 

@@ -2,7 +2,7 @@
 
 A transliteration of :mod:`cloudsched.dispatch.balancers` written plainly (lists, dicts,
 one object per client), making the same random draws in the same order; the per-server
-mirror (:mod:`.mirror`) calls it for ``ewma``, ``least-time`` and ``wlr``.
+mirror (:mod:`.mirror`) calls these rules (and those of :mod:`.mirror_reports`).
 """
 
 from __future__ import annotations
@@ -14,10 +14,11 @@ import numpy as np
 
 from cloudsched.policy_table import TABLE
 
-__all__ = ["RULES", "BalancerRule"]
+__all__ = ["BalancerRule", "Ewma", "LeastTime", "Wlr", "index"]
 
 
-def _index(rng: np.random.Generator, n: int) -> int:
+def index(rng: np.random.Generator, n: int) -> int:
+    """Draw a uniform integer in ``[0, n)`` as the kernel does (one draw)."""
     return min(int(rng.random() * n), n - 1)
 
 
@@ -53,7 +54,7 @@ class BalancerRule:
                 perm = list(range(n))
                 sub = []
                 for j in range(slots):
-                    k = j + _index(rng, n - j)
+                    k = j + index(rng, n - j)
                     perm[k], perm[j] = perm[j], perm[k]
                     sub.append(perm[j])
             there = [s for s in sub if not self.joining(s)]
@@ -62,6 +63,9 @@ class BalancerRule:
         self.inflight = [[0] * slots for _ in range(m)]
         self.marks = [deque([(-1, -1)] * held[s]) for s in range(n)]
         self.chosen = -1
+        self.probes_sent = 0  # probe messages of the last choice
+        self.now = 0.0  # time of the last choice
+        self.held = held  # tasks at each server, kept by the mirror
 
     def joining(self, s: int) -> bool:
         """Whether server ``s`` joins mid-run."""
@@ -78,10 +82,12 @@ class BalancerRule:
     def fallback(self) -> int:
         """Pick a uniform server that is there (unmarked)."""
         self.chosen = -1
-        return _index(self.rng, self.n - self.join_n)
+        return index(self.rng, self.n - self.join_n)
 
     def choose(self, m: int, now: float) -> int:
         """Return the server for a task arriving at dispatcher ``m``."""
+        self.probes_sent = 0
+        self.now = now
         k = self.available(m, now)
         if k == 0:
             return self.fallback()
@@ -102,6 +108,7 @@ class BalancerRule:
 
     def left(self, s: int, now: float, rt: float) -> None:
         """Record that the task in service at ``s`` left after ``rt``."""
+        self.server_left(s, now, rt)
         m, j = self.marks[s].popleft()
         if m < 0:
             return
@@ -110,6 +117,9 @@ class BalancerRule:
 
     def returned(self, m: int, j: int, now: float, rt: float) -> None:
         """Learn from a response through dispatcher ``m``'s slot ``j`` (none by default)."""
+
+    def server_left(self, s: int, now: float, rt: float) -> None:
+        """Learn, as server ``s``, from its own completion (nothing by default)."""
 
 
 class Ewma(BalancerRule):
@@ -121,19 +131,22 @@ class Ewma(BalancerRule):
         self.stamp = [[0.0] * self.slots for _ in range(self.m)]
 
     def cost(self, m: int, j: int, now: float) -> float:
+        """Return the peak-EWMA cost of client ``m``'s slot ``j``, decayed to ``now``."""
         self.est[m][j] *= math.exp(-(now - self.stamp[m][j]) / self.o["decay"])
         self.stamp[m][j] = now
         return self.est[m][j] * (self.inflight[m][j] + 1)
 
     def pick(self, m: int, k: int, now: float) -> int:
+        """Return the slot the rule picks among the first ``k`` of client ``m``."""
         if k == 1:
             return 0
-        a = _index(self.rng, k)
-        b = _index(self.rng, k - 1)
+        a = index(self.rng, k)
+        b = index(self.rng, k - 1)
         b += b >= a
         return a if self.cost(m, a, now) <= self.cost(m, b, now) else b
 
     def returned(self, m: int, j: int, now: float, rt: float) -> None:
+        """Learn from a response through client ``m``'s slot ``j``."""
         if self.est[m][j] < rt:
             self.est[m][j] = rt
         else:
@@ -158,9 +171,11 @@ class LeastTime(BalancerRule):
         self.current = [r[:] for r in shape]
 
     def ms(self, t: float) -> float:
+        """Return NGINX's millisecond clock at time ``t``."""
         return math.floor(t * self.o["service-time"] * 1000.0)
 
     def eta(self, m: int, j: int, now_s: float, fail_s: float) -> float:
+        """Return NGINX's estimated time of client ``m``'s slot ``j``."""
         rt = self.avg[m][j]
         elapsed = now_s - self.checked[m][j]
         if elapsed > fail_s:
@@ -172,6 +187,7 @@ class LeastTime(BalancerRule):
         return rt * (1.0 + self.inflight[m][j])
 
     def pick(self, m: int, k: int, now: float) -> int:
+        """Return the slot the rule picks among the first ``k`` of client ``m``."""
         now_ms, now_s = self.ms(now), math.floor(now * self.o["service-time"])
         fail_s = math.floor(self.o["fail-timeout"] * self.o["service-time"])
         inflight = self.o["inflight"] == 1.0
@@ -209,6 +225,7 @@ class LeastTime(BalancerRule):
         return best
 
     def returned(self, m: int, j: int, now: float, rt: float) -> None:
+        """Learn from a response through client ``m``'s slot ``j``."""
         now_ms = self.ms(now)
         last = now_ms - self.ms(now - rt)
         if self.o["inflight"] == 1.0:
@@ -239,9 +256,11 @@ class Wlr(BalancerRule):
                 self.build(m, k, 0.0)
 
     def differ(self, m: int, k: int) -> bool:
+        """Whether the weights of client ``m``'s first ``k`` slots differ."""
         return len({self.weights[s] for s in self.subsets[m][:k]}) > 1
 
     def slow_start(self, s: int, now: float) -> float:
+        """Return Envoy's slow-start factor of server ``s`` at ``now``."""
         window = self.o["slow-start-window"]
         if window <= 0.0 or not self.joining(s):
             return 1.0
@@ -254,6 +273,7 @@ class Wlr(BalancerRule):
         return max(factor, self.o["min-weight-percent"] / 100.0)
 
     def weight(self, m: int, j: int, now: float) -> float:
+        """Return Envoy's EDF weight of client ``m``'s slot ``j`` at ``now``."""
         s = self.subsets[m][j]
         w = self.weights[s]
         active = self.inflight[m][j] + 1.0
@@ -265,10 +285,12 @@ class Wlr(BalancerRule):
         return w * self.slow_start(s, now)
 
     def add(self, m: int, j: int, weight: float) -> None:
+        """Add slot ``j`` to client ``m``'s EDF schedule at ``weight``."""
         self.entries[m].append((self.time[m] + 1.0 / weight, self.order[m], j))
         self.order[m] += 1.0
 
     def pick_and_add(self, m: int, now: float) -> int:
+        """Pick the earliest deadline and add it back at its weight now."""
         entry = min(self.entries[m])
         self.entries[m].remove(entry)
         self.time[m] = entry[0]
@@ -276,13 +298,15 @@ class Wlr(BalancerRule):
         return entry[2]
 
     def build(self, m: int, k: int, now: float) -> None:
+        """Build client ``m``'s schedule over its first ``k`` slots."""
         self.entries[m], self.time[m] = [], 0.0
         for j in range(k):
             self.add(m, j, self.weight(m, j, now))
-        for _ in range(_index(self.rng, k)):
+        for _ in range(index(self.rng, k)):
             self.pick_and_add(m, now)
 
     def pick(self, m: int, k: int, now: float) -> int:
+        """Return the slot the rule picks among the first ``k`` of client ``m``."""
         if self.join_n > 0 and not self.seen_join[m] and self.joined(now):
             self.seen_join[m] = True
             self.edf[m] = self.o["slow-start-window"] > 0.0 or self.differ(m, k)
@@ -292,11 +316,7 @@ class Wlr(BalancerRule):
             return self.pick_and_add(m, now)
         j = -1
         for _ in range(int(self.o["choice-count"])):
-            c = _index(self.rng, k)
+            c = index(self.rng, k)
             if j < 0 or self.inflight[m][c] < self.inflight[m][j]:
                 j = c
         return j
-
-
-#: The mirror's rule of each production balancer.
-RULES: dict[str, type[BalancerRule]] = {"ewma": Ewma, "least-time": LeastTime, "wlr": Wlr}
