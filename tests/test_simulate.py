@@ -21,6 +21,7 @@ from cloudsched.dispatch.workload.distributions import (
     Uniform,
 )
 from cloudsched.dispatch.workload.resolved import RenewalSource, Trace, TraceSource
+from cloudsched.dispatch.workload.slowdown import Slowdown
 from cloudsched.errors import ParameterError
 from cloudsched.policy_table import TABLE
 
@@ -72,7 +73,17 @@ def small_systems(draw, general=False, policies=None):
         speeds = np.random.default_rng(seed).uniform(0.5, 2.0, n) if draw(st.booleans()) else None
         trace_len = draw(st.one_of(st.none(), st.integers(2, 500)))
         chunk = draw(st.integers(1, 64))
-        workload = (service, gap, speeds, trace_len, chunk)
+        slowdown = None
+        if draw(st.booleans()):  # some servers slow down for a while, then recover
+            t0 = draw(st.floats(0.0, 20.0))
+            slowdown = Slowdown(
+                draw(st.sampled_from([0.25, 0.5, 1.0])),
+                draw(st.sampled_from([0.1, 0.5, 3.0])),
+                t0,
+                t0 + (length := draw(st.floats(0.5, 30.0))),
+                draw(st.sampled_from([0.0, 1.0])) * (length + draw(st.floats(0.1, 20.0))),
+            )
+        workload = (service, gap, speeds, trace_len, chunk, slowdown)
     opts = draw(balancer_options(policy, n)) if TABLE[policy].options else {}
     return policy, n, m, load, d, z, replace, lengths, seed, (micro, width, start), workload, opts
 
@@ -151,7 +162,7 @@ def make_source(system):
         initial = InitialState(queues, iqueue, sizes)
     if workload is None:
         return None, None, initial
-    service, gap, speeds, trace_len, chunk = workload
+    service, gap, speeds, trace_len, chunk, _ = workload
     if trace_len is None:
         arr_rng, svc_rng = np.random.default_rng(seed + 1), np.random.default_rng(seed + 2)
         return RenewalSource(gap, service, load * n, arr_rng, svc_rng, chunk), speeds, initial
@@ -166,9 +177,10 @@ def make_source(system):
 def test_compiled_kernel_matches_reference_bit_for_bit(system):
     seed, spec = system[8], run_spec(system)
     source, speeds, initial = make_source(system)
-    fast = run_once(spec, np.random.default_rng(seed), None, source, speeds, initial)
+    slowdown = system[10][5] if system[10] is not None else None
+    fast = run_once(spec, np.random.default_rng(seed), None, source, speeds, initial, slowdown)
     source, speeds, initial = make_source(system)
-    slow = mirror_run(spec, np.random.default_rng(seed), source, speeds, initial)
+    slow = mirror_run(spec, np.random.default_rng(seed), source, speeds, initial, slowdown)
     assert fast.events == slow.events
     assert np.array_equal(fast.response_times, slow.response_times)
     assert (fast.width, fast.measured) == (slow.width, slow.measured)
@@ -203,9 +215,10 @@ def test_production_balancers_match_their_mirror_bit_for_bit(system):
     and on their plain-Python mirror: the same tasks to the same servers, draw for draw."""
     seed, spec = system[8], run_spec(system)
     source, speeds, initial = make_source(system)
-    fast = run_once(spec, np.random.default_rng(seed), None, source, speeds, initial)
+    slowdown = system[10][5] if system[10] is not None else None
+    fast = run_once(spec, np.random.default_rng(seed), None, source, speeds, initial, slowdown)
     source, speeds, initial = make_source(system)
-    slow = mirror_run(spec, np.random.default_rng(seed), source, speeds, initial)
+    slow = mirror_run(spec, np.random.default_rng(seed), source, speeds, initial, slowdown)
     assert fast.events == slow.events
     assert np.array_equal(fast.response_times, slow.response_times)
     assert np.array_equal(fast.messages, slow.messages)
@@ -288,7 +301,9 @@ def check_invariants(engine: ServersRun, policy: str, z: int) -> None:
 def test_invariants_hold_after_every_event(system):
     policy, z, seed = system[0], system[5], system[8]
     source, speeds, initial = make_source(system)
-    engine = ServersRun(run_spec(system), np.random.default_rng(seed), source, speeds, initial)
+    slowdown = system[10][5] if system[10] is not None else None
+    rng = np.random.default_rng(seed)
+    engine = ServersRun(run_spec(system), rng, source, speeds, initial, slowdown)
     check_invariants(engine, policy, z)
     for _ in range(400):
         done = engine.advance(1)
@@ -313,12 +328,25 @@ def check_heap(engine: ServersRun) -> None:
         assert keys[(i - 1) // 2] <= keys[i]
     assert np.array_equal(engine.st.srv[heap, S.S_HPOS], np.arange(size))
     now = engine.st.fst[K.F_NOW]
+    t0, t1 = engine.st.slow_t
     for s, key in zip(heap, keys, strict=True):
         task = int(engine.st.srv[s, S.S_HEAD])
-        start = key - engine.st.pool[task, S.P_SVC] / engine.st.speed[s]
-        # service started after the task arrived (wait >= 0) and not after now
-        assert engine.st.pool[task, S.P_ARR] <= start + 1e-9
-        assert start <= now + 1e-9
+        size, arrived = engine.st.pool[task, S.P_SVC], engine.st.pool[task, S.P_ARR]
+        ok = False  # service started after the task arrived, not after now, at the speed then
+        for speed, slowed in (
+            (engine.st.speed[s], False),
+            (engine.st.speed[s] * engine.st.slow[s], True),
+        ):
+            start = key - size / speed
+            in_window = t0 <= start + 1e-9 and start - 1e-9 < t1
+            near_edge = min(abs(start - t0), abs(start - t1)) < 1e-9
+            if (
+                arrived <= start + 1e-9
+                and start <= now + 1e-9
+                and (in_window == slowed or near_edge)
+            ):
+                ok = True
+        assert ok
 
 
 def test_single_server_policies_coincide():

@@ -44,9 +44,14 @@ def _law_files(*specs: str | None) -> list[str]:
     ]
 
 
-def parse_speeds(value: str) -> np.ndarray:
-    """``--speeds``: a comma-separated list, or the name of a file of numbers."""
+def parse_speeds(value: str, servers: int | None = None) -> np.ndarray:
+    """``--speeds``: a comma-separated list, a mix ``F@S,...`` (with ``servers``), or a file."""
     import numpy as np
+
+    if "@" in value and servers is not None:
+        from cloudsched.dispatch.workload.slowdown import speed_mix
+
+        return speed_mix(servers, value)
 
     looks_like_list = "," in value or value.replace(".", "", 1).strip().isdigit()
     path = Path(value)
@@ -145,7 +150,11 @@ def simulate(
     ] = "auto",
     speeds: Annotated[
         str | None,
-        opt("--speeds", help="Server speeds: N comma-separated numbers, or a file of N numbers."),
+        opt(
+            "--speeds",
+            help="Server speeds: N comma-separated numbers, a file of N numbers, or a mix "
+            "F@S,... (0.9@1,0.1@0.25: a tenth of the servers four times slower, spread evenly).",
+        ),
     ] = None,
     delay: Annotated[
         list[str] | None,
@@ -163,6 +172,15 @@ def simulate(
             "reads only its own active requests (pod, jsq).",
         ),
     ] = "shared",
+    slowdown: Annotated[
+        str | None,
+        opt(
+            "--slowdown",
+            help="F:X@T0-T1: a fraction F of the servers runs at X times its speed from time "
+            "T0 to T1 (mean service times), then recovers, e.g. 0.1:0.2@2000-4000 (the event "
+            "list; a service keeps the speed it started at).",
+        ),
+    ] = None,
     option: Annotated[
         list[str] | None,
         opt(
@@ -193,7 +211,7 @@ def simulate(
     log = trace_log(
         trace, trace_format, unfinished=unfinished, log_format=log_format, log_service=log_service
     )
-    speed = parse_speeds(speeds) if speeds is not None else None
+    speed = parse_speeds(speeds, servers) if speeds is not None else None
     bar = LazyProgress(f"{policy} N={servers}")
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", RuntimeWarning)
@@ -228,6 +246,7 @@ def simulate(
                 delay=delay,
                 view=view,
                 options=option,
+                slowdown=slowdown,
             )
         finally:
             bar.close()

@@ -53,6 +53,7 @@ from cloudsched.dispatch.stopping import run_until_precise
 from cloudsched.dispatch.theory.relaxation import relaxation_time
 from cloudsched.dispatch.workload.distributions import Distribution
 from cloudsched.dispatch.workload.resolved import Trace
+from cloudsched.dispatch.workload.slowdown import Slowdown
 from cloudsched.progress import Progress
 from cloudsched.randomness import Seed, streams
 
@@ -92,6 +93,7 @@ def simulate(
     delay: Delays | str | list[str] | None = None,
     view: str = "shared",
     options: Mapping[str, object] | Sequence[str] | None = None,
+    slowdown: Slowdown | str | None = None,
     progress: Progress | None = None,
 ) -> SimulationResult:
     """Simulate a dispatch policy until its steady-state mean is known to ``precision``.
@@ -196,6 +198,10 @@ def simulate(
         ships them (:mod:`cloudsched.dispatch.options`; ``cloudsched policies`` lists them).
         Each dispatcher of these policies is a client with its own state (its requests in
         flight, its latency estimates), as each proxy of a fleet is.
+    slowdown : Slowdown or str, optional
+        ``"F:X@T0-T1"``: a fraction F of the servers (spread evenly) runs at X times its
+        speed from time T0 to T1, then recovers; a service keeps the speed it started at
+        (:mod:`cloudsched.dispatch.workload.slowdown`).  The per-server event list runs it.
     progress : callable, optional
         Called as ``progress(fraction, status)`` while the run goes: ``fraction`` in [0, 1]
         is the share done (an estimate for open-ended runs; negative: no new estimate) and

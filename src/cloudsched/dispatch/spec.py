@@ -9,6 +9,7 @@ and sweeps build one for every point of a grid before the first run.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +25,7 @@ from cloudsched.dispatch.plugin import Policy
 from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.workload.distributions import Distribution
 from cloudsched.dispatch.workload.resolved import Trace, Workload, resolve_workload
+from cloudsched.dispatch.workload.slowdown import Slowdown, parse_slowdown
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 from cloudsched.policy_table import TABLE
 from cloudsched.resources import INT_LIMIT, check_memory
@@ -121,6 +123,7 @@ class SimulationSpec:
     delay: Delays | str | list[str] | None = None
     view: str = "shared"
     options: Mapping[str, object] | Sequence[str] | None = None
+    slowdown: Slowdown | str | None = None
     model: Policy = field(init=False, repr=False)
     m: int = field(init=False)
     start: str = field(init=False)
@@ -143,6 +146,7 @@ class SimulationSpec:
             self.trace,
             self.service_scale,
         )
+        work = _with_slowdown(work, self.slowdown)
         m = 1
         if pol.dispatchers == "required" or self.dispatchers is not None or self.r is not None:
             m = _resolve_dispatchers(servers, self.dispatchers, self.r)
@@ -214,6 +218,16 @@ class SimulationSpec:
     def open_ended(self) -> bool:
         """Whether the run decides its own length (no ``tasks``, no ``horizon``)."""
         return self.tasks is None and self.horizon is None
+
+
+def _with_slowdown(work: Workload, given: Slowdown | str | None) -> Workload:
+    """Add the slowdown to the workload (refused beside a trace replay: its times are its own)."""
+    slow = parse_slowdown(given)
+    if slow is None:
+        return work
+    if work.trace is not None:
+        raise ParameterError("slowdown", str(slow), "given without a trace replay")
+    return dataclasses.replace(work, slowdown=slow)
 
 
 def _resolve_options(

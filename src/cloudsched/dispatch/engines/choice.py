@@ -298,7 +298,7 @@ def choose(spec: Request) -> Choice:
     """
     asked = check_choice("engine", spec.engine, ASKED)
     work, keep = spec.work, spec.keep_response_times
-    fast = work.trace is None and work.speeds is None
+    fast = work.trace is None and work.speeds is None and work.slowdown is None
     fast = fast and markov_laws(work.service, work.interarrival)
     if check_delay_policy(spec.model.name, spec.model.builtin, spec.delays, spec.view, spec.m):
         if asked not in ("auto", "delay"):
@@ -317,6 +317,12 @@ def choose(spec: Request) -> Choice:
         return Choice("delay", "markov", f"{asked}: {what} (the delay engine alone)")
     if asked == "delay":
         raise ParameterError("engine", asked, "'delay' only with a delay or view='own'")
+    if work.slowdown is not None:
+        if asked not in ("auto", "servers", "general"):
+            raise ParameterError(
+                "engine", asked, "'auto', 'servers' or 'general' with a slowdown (the event list)"
+            )
+        return Choice("servers", "event-list", f"{asked}: a slowdown (the event list alone)")
     if work.trace is not None and asked in ("exponential", "counts", "classes"):
         raise ParameterError(
             "engine", asked, "'general', 'servers' or 'auto' when a trace is replayed"

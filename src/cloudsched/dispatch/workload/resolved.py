@@ -11,6 +11,7 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from cloudsched.dispatch.workload.distributions import Distribution, Exponential, parse_spec
+from cloudsched.dispatch.workload.slowdown import Slowdown
 from cloudsched.errors import ParameterError, check_real
 
 __all__ = [
@@ -141,6 +142,7 @@ class Workload:
     service: Distribution
     trace: Trace | None
     speeds: np.ndarray | None
+    slowdown: Slowdown | None = None
 
     def source(self, rng: np.random.Generator, n: int) -> RenewalSource | TraceSource:
         """Task source of one replication on the event list."""

@@ -35,6 +35,7 @@ from cloudsched.dispatch.engines.servers import records as S
 from cloudsched.dispatch.initial import meanfield_state
 from cloudsched.dispatch.plugin import PluginError, Policy
 from cloudsched.dispatch.policies import get_policy
+from cloudsched.dispatch.workload.slowdown import Slowdown
 from cloudsched.progress import Progress
 
 if TYPE_CHECKING:
@@ -96,13 +97,14 @@ class ServersRun(Replication):
         source: TaskSource | None = None,
         speeds: np.ndarray | None = None,
         initial: InitialState | None = None,
+        slowdown: Slowdown | None = None,
     ) -> None:
         policy = get_policy(spec.policy)
         super().__init__(spec, policy, rng)
         self.source = source  # the event-list clock when a task source is given
         general = source is not None
         self._init, self._run = policy.kernels(general, spec.unchecked)
-        self.st = _new_state(spec, policy, initial, speeds, general)
+        self.st = _new_state(spec, policy, initial, speeds, general, slowdown)
         self.mt = _new_meter(spec, int(self.st.cnt.size))
         self.tasks = S.Tasks(np.zeros(0), np.zeros(0))  # empty: the first event asks for one
         self.par = params(spec)
@@ -237,6 +239,7 @@ def _new_state(
     initial: InitialState | None,
     speeds: np.ndarray | None,
     general: bool,
+    slowdown: Slowdown | None = None,
 ) -> S.State:
     """Allocate the state record (``init`` fills it)."""
     i64 = np.int64
@@ -266,6 +269,12 @@ def _new_state(
         heap=np.zeros(n if general else 1, i64),
         hkey=np.zeros(n if general else 1),
         speed=np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64),
+        slow=np.ones(n) if slowdown is None else slowdown.factors(n),
+        slow_t=np.array(
+            [np.inf, np.inf, 0.0]
+            if slowdown is None
+            else [slowdown.start, slowdown.end, slowdown.period]
+        ),
         ist=np.zeros(R.N_IST, i64),
         fst=np.zeros(R.N_FST),
         msg=np.zeros(4, i64),
@@ -292,11 +301,12 @@ def run_once(
     source: TaskSource | None = None,
     speeds: np.ndarray | None = None,
     initial: InitialState | None = None,
+    slowdown: Slowdown | None = None,
 ) -> RawRun:
     """Simulate one replication of fixed length to completion (see :class:`RunSpec`)."""
     if spec.open_end:
         raise ValueError("run_once needs a fixed run length; use stopping.run_until_precise")
-    engine = ServersRun(spec, rng, source, speeds, initial)
+    engine = ServersRun(spec, rng, source, speeds, initial, slowdown)
     while not engine.advance(_CHUNK_EVENTS):
         if progress is not None:
             progress(min(1.0, engine.events / engine.expected_events), "")
@@ -320,7 +330,7 @@ def _start(spec: SimulationSpec, run: RunSpec, rng: np.random.Generator, clock: 
     """One replication of ``spec``: its start drawn first, then its task source."""
     init = _initial(spec, rng)
     source = spec.work.source(rng, spec.servers) if clock == "event-list" else None
-    return ServersRun(run, rng, source, spec.work.speeds, init)
+    return ServersRun(run, rng, source, spec.work.speeds, init, spec.work.slowdown)
 
 
 #: What the servers engine keeps, and what that buys.

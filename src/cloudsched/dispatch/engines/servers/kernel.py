@@ -65,6 +65,15 @@ def hist_bin(x, scratch):
 
 
 @kernel(nrt=False, inline=True)
+def _speed(st, s, now):
+    """Speed of server ``s`` for a service that starts at ``now`` (a slowdown's factor)."""
+    t0, t1, period = st.slow_t[0], st.slow_t[1], st.slow_t[2]
+    if now >= t0 and ((now - t0) % period < t1 - t0 if period > 0 else now < t1):
+        return st.speed[s] * st.slow[s]
+    return st.speed[s]
+
+
+@kernel(nrt=False, inline=True)
 def _heap_put(st, i, s, key):
     """Put server ``s`` with completion time ``key`` at entry ``i`` of the heap."""
     st.heap[i] = s
@@ -139,7 +148,7 @@ def _add_task(st, mt, s, now, size, tag, measuring, general):
         if general:
             h = ist[R.I_HEAP_N]
             st.heap[h] = s
-            st.hkey[h] = now + size / st.speed[s]
+            st.hkey[h] = now + size / _speed(st, s, now)
             _sift_up(st, h)
             ist[R.I_HEAP_N] = h + 1
     return old
@@ -189,7 +198,7 @@ def _remove_task(st, mt, s, now, measuring, general, shifts, record):
     if general:
         h = ist[R.I_HEAP_N]
         if new > 0:  # the next task starts service at once
-            st.hkey[0] = now + pool[srv[s, S.S_HEAD], S.P_SVC] / st.speed[s]
+            st.hkey[0] = now + pool[srv[s, S.S_HEAD], S.P_SVC] / _speed(st, s, now)
             _sift_down(st, 0, h)
         else:
             h -= 1
@@ -258,7 +267,7 @@ def _place_initial(st, par, init_q, init_svc, general):
             if general:
                 h = st.ist[R.I_HEAP_N]
                 st.heap[h] = s
-                st.hkey[h] = pool[srv[s, S.S_HEAD], S.P_SVC] / st.speed[s]
+                st.hkey[h] = pool[srv[s, S.S_HEAD], S.P_SVC] / _speed(st, s, 0.0)
                 _sift_up(st, h)
                 st.ist[R.I_HEAP_N] = h + 1
     st.ist[R.I_POOL_FREE] = free if free < pool.shape[0] else -1

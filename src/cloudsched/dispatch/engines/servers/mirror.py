@@ -2,14 +2,12 @@
 
 An order-faithful transliteration of the compiled per-server kernel (:mod:`.kernel`) and of
 the built-in policies (:mod:`cloudsched.dispatch.builtin_policies`; the production
-balancers' in :mod:`.mirror_balancers`): the same
-algorithm and the same random draws in the same order, written plainly: Python lists and
-deques, and time averages accumulated over every level at every event (not lazily).  For the
-same seed it gives bit-identical response times and message counts; time averages agree to rounding.
-Micro-batch sums, snapshots and the response-time histogram are not kept as the run goes
-(the kernel merges micro-batches as they fill): they are rebuilt at the end from per-task
-records and per-arrival snapshots, with the final width, an independent check of the
-kernel's bookkeeping.
+balancers' in :mod:`.mirror_reports`): the same algorithm and the same random draws in the
+same order, written plainly: Python lists and deques, and time averages accumulated over
+every level at every event (not lazily).  For the same seed it gives bit-identical response
+times and message counts; time averages agree to rounding.  Micro-batch sums, snapshots and
+the response-time histogram are rebuilt at the end from per-task records and per-arrival
+snapshots (:mod:`.mirror_batches`), an independent check of the kernel's bookkeeping.
 """
 
 from __future__ import annotations
@@ -25,6 +23,7 @@ from cloudsched.dispatch.engines.servers.mirror_balancers import BalancerRule
 from cloudsched.dispatch.engines.servers.mirror_batches import final_width, hist_bin
 from cloudsched.dispatch.engines.servers.mirror_reports import RULES
 from cloudsched.dispatch.policies import get_policy
+from cloudsched.dispatch.workload.slowdown import Slowdown
 
 __all__ = ["mirror_run"]
 
@@ -47,12 +46,15 @@ class _Reference:
         initial: InitialState | None = None,
         opt: tuple[float, ...] = (),
         slots: int = 0,
+        slowdown: Slowdown | None = None,
     ) -> None:
         self.code, self.n, self.m, self.d, self.rng = code, n, m, d, rng
         self.replace = replace
         self.thresh = z if code == "jiq-threshold" else 0
         self.queues: list[deque[tuple[float, int, float]]] = [deque() for _ in range(n)]
         self.speeds = speeds
+        self.slow = slowdown or Slowdown(1.0, 1.0, math.inf, math.inf)  # none: never
+        self.slow_factor = self.slow.factors(n)
         self.done_at: dict[int, float] = {}  # general mode: completion time of each busy server
         self.busy: list[int] = []
         self.busy_pos = [-1] * n
@@ -155,6 +157,11 @@ class _Reference:
         self.jsq_min = min(self.jsq_min, old - 1)
 
     # events -------------------------------------------------------------------------------
+    def speed(self, s: int, now: float) -> float:
+        """Speed of server ``s`` for a service starting at ``now`` (a slowdown's factor)."""
+        scale = self.slow_factor[s] if self.slow.active(now) else 1.0
+        return float(self.speeds[s] * scale)  # type: ignore[index]
+
     def _enqueue(self, s: int, task: tuple[float, int, float], now: float) -> int:
         """Append a task to server ``s``; return the previous queue length."""
         old = len(self.queues[s])
@@ -163,7 +170,7 @@ class _Reference:
             self.busy_pos[s] = len(self.busy)
             self.busy.append(s)
             if self.speeds is not None:
-                self.done_at[s] = now + task[2] / self.speeds[s]
+                self.done_at[s] = now + task[2] / self.speed(s, now)
         if self.code == "jsq":
             self._bucket_up(s, old)
         return old
@@ -220,7 +227,7 @@ class _Reference:
         old = len(self.queues[s]) + 1
         if self.speeds is not None:
             if self.queues[s]:
-                self.done_at[s] = now + self.queues[s][0][2] / self.speeds[s]
+                self.done_at[s] = now + self.queues[s][0][2] / self.speed(s, now)
             else:
                 del self.done_at[s]
         if old == 1:
@@ -246,6 +253,7 @@ def mirror_run(
     source: TaskSource | None = None,
     speeds: np.ndarray | None = None,
     initial: InitialState | None = None,
+    slowdown: Slowdown | None = None,
 ) -> RawRun:
     """Run the mirror; same arguments and result as ``engine.run_once`` (built-in policies).
 
@@ -258,7 +266,7 @@ def mirror_run(
     if general:
         speeds = np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64)
     args = (spec.d, spec.z, spec.replace, rng, speeds if general else None, initial)
-    ref = _Reference(code, n, m, *args, spec.opt, spec.slots)
+    ref = _Reference(code, n, m, *args, spec.opt, spec.slots, slowdown)
     chunk_arr, chunk_svc, last, ptr = np.zeros(0), np.zeros(0), False, 0
     lam_n = spec.rate * n
     now, arrivals, events, phase = 0.0, 0, 0, K.WARMUP

@@ -20,7 +20,9 @@ Its kernel (:mod:`.kernel`) takes four records and a random stream: the ``State`
     ``mem`` (int64), ``fmem`` (float64): the policy's own memory (sizes declared with the
     policy).
     ``heap`` (int64, ``(N,)``), ``hkey`` (float64, ``(N,)``), ``speed`` (float64, ``(N,)``):
-    completion times of the event-list clock.
+    completion times of the event-list clock; ``slow`` (float64, ``(N,)``) and ``slow_t``
+    (float64, ``(3,)``): each server's speed factor during ``[slow_t[0], slow_t[1])``,
+    again every ``slow_t[2]`` if > 0 (a slowdown; a service keeps the speed it started at).
     ``ist``, ``fst``, ``msg``: the shared scalars and message counters.
 ``Tasks`` (the event list's next chunk of tasks)
     ``arr``, ``svc`` (float64): arrival times and service sizes.
@@ -77,6 +79,8 @@ class State(NamedTuple):
     heap: np.ndarray
     hkey: np.ndarray
     speed: np.ndarray
+    slow: np.ndarray
+    slow_t: np.ndarray
     ist: np.ndarray
     fst: np.ndarray
     msg: np.ndarray
