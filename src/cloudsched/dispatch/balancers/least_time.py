@@ -31,10 +31,11 @@ _LT = option_index("least-time")
 O_INFLIGHT, O_FAIL_TIMEOUT = _LT["inflight"], _LT["fail-timeout"]
 
 # -- least-time: NGINX ---------------------------------------------------------------------
-_LT_INTS, _LT_FLOATS = 1, 7
+_LT_INTS, _LT_FLOATS = 1, 8
 # average time (ms), last check (s), inflight: accumulated time, last change (ms), requests,
-# average inflight time (ms); smooth weighted round robin's current weight
-F_AVG, F_CHECKED, F_IF_LAST, F_IF_CHANGED, F_IF_REQS, F_IF_TIME, F_CURRENT = range(7)
+# average inflight time (ms); smooth weighted round robin's current weight; the estimated
+# time of the last choice
+F_AVG, F_CHECKED, F_IF_LAST, F_IF_CHANGED, F_IF_REQS, F_IF_TIME, F_CURRENT, F_ETA = range(8)
 
 
 @kernel(nrt=False, inline=True)
@@ -115,6 +116,7 @@ class LeastTime:
                 i_time = fat(par, F_IF_TIME, slot)
                 st.fmem[i_time] = _ngx_avg(st.fmem[i_time], ift)
             eta = _eta(st, par, slot, now_s, fail_s)
+            st.fmem[fat(par, F_ETA, slot)] = eta  # kept for the round robin among the tied
             w = weight(st, par, server(st, par, m, j))
             if best < 0 or eta * best_w < best_eta * w:
                 best, best_eta, best_w, many = j, eta, w, False
@@ -126,7 +128,7 @@ class LeastTime:
                 slot = base + j
                 w = weight(st, par, server(st, par, m, j))
                 # NGINX compares with the weight of the best so far (best_eta stays)
-                if _eta(st, par, slot, now_s, fail_s) * best_w != best_eta * w:
+                if st.fmem[fat(par, F_ETA, slot)] * best_w != best_eta * w:
                     continue
                 i_cur = fat(par, F_CURRENT, slot)
                 st.fmem[i_cur] += w

@@ -14,7 +14,8 @@ rules below are our reading, and where the paper leaves room they are ``CHOICE``
   for later queries (asynchronous probing; CHOICE: they arrive before the next query).
   A full pool drops its oldest probe.
 * Hot-cold lexicographic choice: a probe is hot when its RIF exceeds the ``q-rif`` quantile
-  of the RIFs of the client's last 64 probe answers (CHOICE: the window); among the cold
+  of the RIFs of the client's last 64 probe answers (CHOICE: the window; RIFs of 1023 and
+  more count as 1023 there); among the cold
   probes the lowest latency wins, else (all hot) the lowest RIF; ties to the first in the
   pool.  The chosen probe's RIF goes up by one (the client knows it sent one more) and it
   leaves after ``reuse`` queries; probes older than ``max-age`` leave before a choice.
@@ -54,13 +55,14 @@ O_RATE, O_POOL, O_REUSE, O_MAX_AGE, O_Q = (
     _PQ["max-age"],
     _PQ["q-rif"],
 )
-POOL_MAX, HISTORY = 64, 64
+POOL_MAX, HISTORY, RIF_BINS = 64, 64, 1024
 _INTS, _FLOATS, _PER_SERVER = 1, 0, 2
 G_SERVICE, G_LAST_DONE = range(2)  # per server: EWMA of service times, last completion
-# per client: the pool (slot, RIF, latency, time, uses per probe), then the RIF history
+# per client: the pool (slot, RIF, latency, time, uses per probe), the RIF history (a ring)
+# and how many of its answers hold each RIF (the last bin: that RIF or more)
 P_SLOT, P_RIF, P_LAT, P_TIME, P_USES = range(5)
 PROBE_COLS = 5
-_PER_CLIENT = POOL_MAX * PROBE_COLS + HISTORY
+_PER_CLIENT = POOL_MAX * PROBE_COLS + HISTORY + RIF_BINS
 # scratch ints: probes in the pool, answers seen (the history's write position)
 X_POOL, X_SEEN = 3, 4
 LATENCY_WEIGHT = 1.0 / 16.0
@@ -79,6 +81,13 @@ def _history_at(par, m, i):
 
 
 @kernel(nrt=False, inline=True)
+def _bin_at(par, m, rif):
+    """Index in ``st.fmem`` of client ``m``'s count of answers with RIF ``rif``."""
+    b = min(int(rif), RIF_BINS - 1)
+    return dat(par, _FLOATS, _PER_SERVER, _PER_CLIENT, m, POOL_MAX * PROBE_COLS + HISTORY + b)
+
+
+@kernel(nrt=False, inline=True)
 def _drop(st, par, m, i):
     """Remove probe ``i`` from client ``m``'s pool (the last one takes its place)."""
     i_size = xat(par, _INTS, m, X_POOL)
@@ -90,19 +99,20 @@ def _drop(st, par, m, i):
 
 @kernel(nrt=False, inline=True)
 def _threshold(st, par, m):
-    """Return the q-rif quantile of client ``m``'s recent probe answers (nearest rank)."""
+    """Return the q-rif quantile of client ``m``'s recent probe answers (nearest rank).
+
+    Read off the counts per RIF (CHOICE: RIFs of 1023 and more share the last bin).
+    """
     seen = min(st.mem[xat(par, _INTS, m, X_SEEN)], HISTORY)
+    if seen == 0:
+        return math.inf
     rank = max(1, math.ceil(par.opt[O_Q] * seen))
-    best = math.inf
-    for i in range(seen):
-        r = st.fmem[_history_at(par, m, i)]
-        below = 0
-        for j in range(seen):
-            if st.fmem[_history_at(par, m, j)] <= r:
-                below += 1
-        if below >= rank and r < best:
-            best = r
-    return best
+    total = 0.0
+    for b in range(RIF_BINS):
+        total += st.fmem[_bin_at(par, m, b)]
+        if total >= rank:
+            return float(b) if b < RIF_BINS - 1 else math.inf
+    return math.inf
 
 
 @kernel(nrt=False, inline=True)
@@ -147,7 +157,11 @@ def _probe(st, par, rng, m, k):
     st.fmem[_probe_at(par, m, size, P_USES)] = 0.0
     st.mem[i_size] = size + 1
     i_seen = xat(par, _INTS, m, X_SEEN)
-    st.fmem[_history_at(par, m, st.mem[i_seen] % HISTORY)] = rif
+    i_ring = _history_at(par, m, st.mem[i_seen] % HISTORY)
+    if st.mem[i_seen] >= HISTORY:  # the oldest answer leaves the counts
+        st.fmem[_bin_at(par, m, st.fmem[i_ring])] -= 1.0
+    st.fmem[i_ring] = rif
+    st.fmem[_bin_at(par, m, rif)] += 1.0
     st.mem[i_seen] += 1
 
 
@@ -161,6 +175,9 @@ class Prequal:
         for s in range(par.n):
             st.fmem[sat(par, _FLOATS, G_SERVICE, s)] = 0.0
             st.fmem[sat(par, _FLOATS, G_LAST_DONE, s)] = 0.0
+        for m in range(par.m):
+            for b in range(RIF_BINS):
+                st.fmem[_bin_at(par, m, b)] = 0.0
 
     @hook
     def choose(st: Any, par: Any, rng: Any, m: int) -> int:

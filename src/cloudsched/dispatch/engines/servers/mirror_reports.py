@@ -40,9 +40,11 @@ class Prequal(BalancerRule):
 
     def threshold(self, m: int) -> float:
         """Return the q-rif quantile of client ``m``'s recent probe answers."""
-        recent = sorted(self.history[m][: min(self.seen[m], 64)])
+        recent = sorted(min(r, 1023.0) for r in self.history[m][: min(self.seen[m], 64)])
         rank = max(1, math.ceil(self.o["q-rif"] * len(recent)))
-        return recent[rank - 1] if recent else math.inf
+        if not recent or recent[rank - 1] >= 1023.0:
+            return math.inf
+        return recent[rank - 1]
 
     def pick(self, m: int, k: int, now: float) -> int:
         """Return the slot the rule picks among the first ``k`` of client ``m``."""
