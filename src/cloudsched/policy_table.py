@@ -31,7 +31,8 @@ here; no other module keeps a list of policy names or a code per policy
   makes that proxy balance this way (None: no such directive);
 * ``colour``: its colour in every figure; ``defaults``: the commands that try it when no
   policy is named (``tune``; ``stale info`` and ``stale join``, the studies of late
-  information and of late I-queue messages), read by :func:`default_policies`.
+  information and of late I-queue messages; ``verdict`` and its ``verdict baseline``, the
+  balancers the verdict map compares), read by :func:`default_policies`.
 
 **What the theory knows** (:mod:`cloudsched.dispatch.theory`):
 
@@ -279,7 +280,7 @@ _ROWS = (
         pick="p2c cost", dispatchers="optional", memory="slots",
         engines=("servers",),
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
-        relaxation="pod", colour="#17becf",
+        relaxation="pod", colour="#17becf", defaults=("verdict",),
         why="no model of a cost that learns latency (a peak EWMA) yet",
         balancer=EWMA_RULE, options=EWMA_OPTIONS,
     ),
@@ -288,7 +289,7 @@ _ROWS = (
         pick="least cost", dispatchers="optional", memory="slots",
         engines=("servers",),
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
-        relaxation="jsq", colour="#aec7e8",
+        relaxation="jsq", colour="#aec7e8", defaults=("verdict",),
         why="no model of a cost that learns latency (NGINX's average) yet",
         balancer=LEAST_TIME_RULE, options=LEAST_TIME_OPTIONS,
     ),
@@ -297,7 +298,7 @@ _ROWS = (
         pick="probes", dispatchers="optional", memory="slots",
         engines=("servers",),
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
-        relaxation="pod", colour="#98df8a",
+        relaxation="pod", colour="#98df8a", defaults=("verdict",),
         why="no model of a pool of reused, ageing probes yet",
         balancer=PREQUAL_RULE, options=PREQUAL_OPTIONS,
     ),
@@ -306,7 +307,7 @@ _ROWS = (
         pick="edf", dispatchers="optional", memory="slots",
         engines=("servers",),
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
-        relaxation="pod", colour="#393b79",
+        relaxation="pod", colour="#ff9896", defaults=("verdict baseline",),
         why="no model of Envoy's weighted EDF schedule yet (equal weights without slow start "
         "are pod with d = 2 with replacement)",
         balancer=WLR_RULE, options=WLR_OPTIONS,
@@ -316,7 +317,7 @@ _ROWS = (
         pick="edf", dispatchers="optional", memory="slots",
         engines=("servers",),
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
-        relaxation="random", colour="#c49c94",
+        relaxation="random", colour="#c49c94", defaults=("verdict",),
         why="no model of weights learnt from polled load reports yet",
         balancer=WRR_RULE, options=WRR_OPTIONS,
     ),

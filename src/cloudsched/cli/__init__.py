@@ -34,6 +34,7 @@ from cloudsched.cli import (
     theory,
     trace,
     tune,
+    verdict,
 )
 from cloudsched.cli._sigint import interruptible, stopped_by
 from cloudsched.cli.console import one_line
@@ -91,6 +92,7 @@ for _group in (
     tune,
     advise,
     stale,
+    verdict,
     checklb,
     experiments,
     trace,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -18,6 +19,7 @@ __all__ = [
     "plot_response_time",
     "plot_stale",
     "plot_trajectory",
+    "plot_verdict",
 ]
 
 
@@ -306,3 +308,47 @@ def plot_stale(
     ax.set_ylabel("mean response time (mean service times)")
     readable_y(ax, ys)
     finish(fig, ax, path, title, legend=8)
+
+
+def plot_verdict(study: Any, path: str | os.PathLike[str]) -> None:
+    """Draw the verdict map: one cell per (regime, balancer), coloured by its verdict.
+
+    Each cell holds the mean response time and its ratio to least request's, coloured by
+    the verdict against least request.
+    """
+    from cloudsched.experiments.verdict import BASELINE
+
+    plt = pyplot()
+    regimes = list(dict.fromkeys(r["regime"] for r in study.rows))
+    policies = list(dict.fromkeys(r["policy"] for r in study.rows))
+    colours = {
+        "baseline": "#d9d9d9",
+        "better": "#74c476",
+        "tie": "#f0f0f0",
+        "worse": "#fb6a4a",
+        "unknown": "#ffffff",
+    }
+    fig, ax = plt.subplots(figsize=(1.7 * len(policies) + 1.5, 0.62 * len(regimes) + 1.2))
+    for i, regime in enumerate(regimes):
+        for j, policy in enumerate(policies):
+            row = study.row(regime, policy)
+            ax.add_patch(
+                plt.Rectangle((j, i), 1, 1, facecolor=colours[row["vs"]], edgecolor="white")
+            )
+            text = f"{row['mean']:.3g}"
+            text += "" if row["vs"] == "baseline" else f"\n{row['ratio']:.2f}x {row['vs']}"
+            ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=8)
+    ax.set_xlim(0, len(policies))
+    ax.set_ylim(len(regimes), 0)
+    ax.set_xticks([j + 0.5 for j in range(len(policies))])
+    ax.set_xticklabels(["least request" if p == BASELINE else p for p in policies])
+    ax.set_yticks([i + 0.5 for i in range(len(regimes))])
+    ax.set_yticklabels(regimes)
+    ax.tick_params(length=0)
+    ax.set_title(
+        f"mean response time against least request, N = {study.servers}, load "
+        f"{study.load:g}\n(green: better, red: worse, grey: the 95% interval of the "
+        "difference holds 0)",
+        fontsize=9,
+    )
+    save(fig, path)

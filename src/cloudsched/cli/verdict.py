@@ -1,0 +1,121 @@
+"""``cloudsched verdict``: when a production balancer beats least request, regime by regime."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from cloudsched.cli.common import (
+    LazyProgress,
+    check_outputs,
+    emit,
+    format_frame,
+    resolve_format,
+    wrote,
+)
+from cloudsched.cli.options import FormatCsv, Out, Seed, opt
+
+__all__ = ["register"]
+
+FORMATS = ("table", "csv", "json")
+
+
+def verdict(
+    *,
+    servers: Annotated[int, opt("--servers", help="Servers N (>= 2).")] = 16,
+    load: Annotated[float, opt("--load", help="Load per unit of capacity, in (0, 1).")] = 0.8,
+    policy: Annotated[
+        list[str] | None,
+        opt(
+            "--policy",
+            help="A balancer beside least request (repeatable; default ewma, least-time, "
+            "prequal and wrr).",
+        ),
+    ] = None,
+    regime: Annotated[
+        list[str] | None,
+        opt(
+            "--regime",
+            help="A regime (repeatable; default all: equal, 'mixed speeds', 'slow 10%', "
+            "slowdowns, 'heavy tail', '8 proxies').",
+        ),
+    ] = None,
+    precision: Annotated[
+        float,
+        opt("--precision", help="Each run stops at this relative 95% half-width of its mean."),
+    ] = 0.03,
+    seed: Seed = 0,
+    fmt: FormatCsv = None,
+    out: Out = None,
+    plot: Annotated[
+        Path | None, opt("--plot", help="Draw the verdict map (.png, .pdf or .svg).")
+    ] = None,
+) -> None:
+    """When does a production balancer beat least request? Every balancer, every regime."""
+    check_outputs(out=out, plot=plot)
+    from cloudsched.experiments.verdict import BASELINE, DEFAULT_POLICIES, REGIMES, verdict_study
+
+    fmt = resolve_format(fmt, out, FORMATS)
+    chosen = [BASELINE, *(policy or DEFAULT_POLICIES)]
+    bar = LazyProgress("verdict", delay=1.0)
+    try:
+        study = verdict_study(
+            servers=servers,
+            load=load,
+            policies=list(dict.fromkeys(chosen)),
+            regimes=regime or list(REGIMES),
+            precision=precision,
+            seed=seed,
+            progress=bar,
+        )
+    finally:
+        bar.close()
+    _emit(study, fmt, out)
+    if plot is not None:
+        from cloudsched.plotting.dispatch import plot_verdict
+
+        plot_verdict(study, plot)
+        wrote(plot)
+
+
+def _emit(study: Any, fmt: str, out: Path | None) -> None:
+    import pandas as pd
+
+    df = pd.DataFrame(study.rows)
+    title = (
+        f"against least request (wlr): N = {study.servers}, load {study.load:g}, mean "
+        "response time in mean service times (95% intervals)"
+    )
+    payload = {
+        "servers": study.servers,
+        "load": study.load,
+        "precision": study.precision,
+        "rows": df.to_dict(orient="records"),
+        "findings": study.findings,
+    }
+    if fmt != "table":
+        emit(format_frame(df, fmt, title, payload), out)
+        return
+    shown = pd.DataFrame(
+        {
+            "regime": df["regime"],
+            "policy": df["policy"],
+            "mean": df["mean"],
+            "interval": [
+                "-" if lo is None else f"[{lo:.4g}, {hi:.4g}]"
+                for lo, hi in zip(df["ci_low"], df["ci_high"], strict=True)
+            ],
+            "p99": df["p99"],
+            "x least request": df["ratio"],
+            "verdict": df["vs"],
+        }
+    )
+    text = format_frame(shown, "table", title, payload)
+    emit(text + "".join(line + "\n" for line in study.findings), out)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``verdict`` to the main app."""
+    app.command()(verdict)
