@@ -85,6 +85,8 @@ def small_systems(draw, general=False, policies=None):
             )
         workload = (service, gap, speeds, trace_len, chunk, slowdown)
     opts = draw(balancer_options(policy, n)) if TABLE[policy].options else {}
+    if TABLE[policy].pick in ("least", "least of d") and draw(st.booleans()):
+        opts = {"refresh": draw(st.sampled_from([0.3, 2.0, 15.0]))}  # a published board
     return policy, n, m, load, d, z, replace, lengths, seed, (micro, width, start), workload, opts
 
 
@@ -127,8 +129,8 @@ def balancer_options(draw, policy, n):
 def run_spec(system) -> RunSpec:
     policy, n, m, load, d, z, replace, lengths, _, (micro, width, _), _, opts = system
     warm, end, t_warm, t_end = lengths
-    opt, slots = (), 0
-    if opts:
+    opt, slots, refresh = (), 0, float(opts.get("refresh", 0.0))
+    if opts and not refresh:
         opt = tuple(resolve_options(policy, opts))
         slots = int(opts["subset"])
     return RunSpec(
@@ -147,6 +149,7 @@ def run_spec(system) -> RunSpec:
         micro=micro,
         opt=opt,
         slots=slots,
+        refresh=refresh,
     )
 
 
@@ -328,18 +331,24 @@ def check_heap(engine: ServersRun) -> None:
         assert keys[(i - 1) // 2] <= keys[i]
     assert np.array_equal(engine.st.srv[heap, S.S_HPOS], np.arange(size))
     now = engine.st.fst[K.F_NOW]
-    t0, t1 = engine.st.slow_t
+    t0, t1, period = engine.st.slow_t
+
+    def slowed_at(t: float) -> tuple[bool, bool]:
+        """Whether the slowdown is in force at t, and whether t is within 1e-9 of an edge."""
+        if t < t0 - 1e-9:
+            return False, False
+        phase = (t - t0) % period if period > 0 else t - t0
+        edge = min(abs(phase), abs(phase - (t1 - t0)), abs(period - phase) if period else 1.0)
+        return (phase < t1 - t0), edge < 1e-9
+
     for s, key in zip(heap, keys, strict=True):
         task = int(engine.st.srv[s, S.S_HEAD])
         size, arrived = engine.st.pool[task, S.P_SVC], engine.st.pool[task, S.P_ARR]
         ok = False  # service started after the task arrived, not after now, at the speed then
-        for speed, slowed in (
-            (engine.st.speed[s], False),
-            (engine.st.speed[s] * engine.st.slow[s], True),
-        ):
+        speeds = (engine.st.speed[s], engine.st.speed[s] * engine.st.slow[s])
+        for speed, slowed in zip(speeds, (False, True), strict=True):
             start = key - size / speed
-            in_window = t0 <= start + 1e-9 and start - 1e-9 < t1
-            near_edge = min(abs(start - t0), abs(start - t1)) < 1e-9
+            in_window, near_edge = slowed_at(start)
             if (
                 arrived <= start + 1e-9
                 and start <= now + 1e-9

@@ -43,3 +43,32 @@ def test_a_speed_mix_spreads_each_speed_evenly():
     assert np.flatnonzero(speeds == 0.25).tolist() == spread(20, 4).tolist() == [2, 7, 12, 17]
     with pytest.raises(ParameterError, match="fractions F > 0 summing to 1"):
         speed_mix(10, "0.5@1,0.4@2")
+
+
+def test_jsq_reading_a_board_never_refreshed_is_random_draw_for_draw():
+    """Polled information: with a board published at time 0 (all queues empty) and never
+    again, every server is among the shortest on it, so JSQ sends to a uniform server with
+    the one draw random makes: the same response times, task for task."""
+    common = dict(servers=10, load=0.8, tasks=20_000, rng=3, initial="empty")
+    jsq = simulate("jsq", keep_response_times=True, refresh=1e9, **common)
+    rnd = simulate("random", keep_response_times=True, **common)
+    assert np.array_equal(jsq.response_times, rnd.response_times)
+
+
+def test_old_information_makes_jsq_herd():
+    """Mitzenmacher (2000), 'How useful is old information?': JSQ on a board refreshed every
+    T sends all of a period's tasks to the few servers that were shortest; at N = 100, load
+    0.9, a period of one mean service time is already worse than pod(2) reading the same
+    board, and the gap grows with T."""
+    common = dict(servers=100, load=0.9, rng=1, precision=0.03)
+    for period in (1.0, 10.0):
+        jsq = simulate("jsq", refresh=period, **common)
+        pod = simulate("pod", refresh=period, **common)
+        assert jsq.ci95[0] > pod.ci95[1]
+
+
+def test_a_refresh_needs_a_policy_that_reads_lengths():
+    with pytest.raises(ParameterError, match="refresh must be 0 unless the policy reads"):
+        simulate("random", servers=4, load=0.5, tasks=10, refresh=1.0)
+    with pytest.raises(ParameterError, match="'auto' or 'servers' with a refresh period"):
+        simulate("pod", servers=4, load=0.5, tasks=10, refresh=1.0, engine="counts")

@@ -181,6 +181,14 @@ def simulate(
             "list; a service keeps the speed it started at).",
         ),
     ] = None,
+    refresh: Annotated[
+        float,
+        opt(
+            "--refresh",
+            help="Polled information: jsq, pod and jiq-pod read the queue lengths published "
+            "every T mean service times (a bulletin board; 0: live).",
+        ),
+    ] = 0.0,
     option: Annotated[
         list[str] | None,
         opt(
@@ -247,6 +255,7 @@ def simulate(
                 view=view,
                 options=option,
                 slowdown=slowdown,
+                refresh=refresh,
             )
         finally:
             bar.close()

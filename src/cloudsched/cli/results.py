@@ -93,6 +93,8 @@ def meanfield_value(res: SimulationResult, inputs: dict[str, Any]) -> float | No
         or res.delay != "none"
         or res.view != "shared"
         or res.options
+        or res.refresh
+        or res.slowdown
         or inputs["service"] != "exp"
         or inputs["arrivals"] != "poisson"
         or "speeds" in inputs
@@ -150,6 +152,8 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
         ("engine, events/s", f"{res.engine} ({res.clock}), {res.events_per_second:.3g}"),
         ("engine chosen", res.engine_reason),
         *([("delays / view", f"{res.delay} / {res.view}")] if late else []),
+        *([("lengths published every", f"{res.refresh:g}")] if res.refresh else []),
+        *([("slowdown", res.slowdown)] if res.slowdown else []),
         ("seed", str(res.seed)),
         ("service / arrivals", f"{inputs['service']} / {inputs['arrivals']}"),
         ("time unit", inputs["time_unit"]),

@@ -124,6 +124,8 @@ class JoinShortestQueue:
 
     @hook
     def choose(st: Any, par: Any, rng: Any, m: int) -> int:
+        if v.polled(st):  # the shortest on the last published board
+            return v.board_shortest(st, rng)
         return v.shortest_queue(st, rng)
 
     @hook

@@ -102,6 +102,8 @@ class SimulationResult:
     delay: str = "none"  # message delays (delay engine), as Delays prints them
     view: str = "shared"  # what dispatchers read: published lengths or their own requests
     options: str = ""  # a production balancer's options, resolved (dispatch.options)
+    refresh: float = 0.0  # queue lengths read from a board published every refresh (0: live)
+    slowdown: str = ""  # servers that slow down and recover (workload.slowdown)
     log_span: float | None = None  # trace replays: the log's span in mean service times
     response_times: np.ndarray | None = field(default=None, repr=False, compare=False)
 
@@ -226,6 +228,8 @@ def summarise(
         delay=str(spec.delays),
         view=spec.view,
         options=describe_options(spec.model.name, np.asarray(spec.opt)) if spec.opt else "",
+        refresh=float(spec.refresh),
+        slowdown=str(work.slowdown or ""),
         log_span=work.trace.span / work.variability()[1] if work.trace is not None else None,
         response_times=_kept(runs, ests) if spec.keep_response_times else None,
     )

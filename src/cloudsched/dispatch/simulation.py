@@ -94,6 +94,7 @@ def simulate(
     view: str = "shared",
     options: Mapping[str, object] | Sequence[str] | None = None,
     slowdown: Slowdown | str | None = None,
+    refresh: float = 0.0,
     progress: Progress | None = None,
 ) -> SimulationResult:
     """Simulate a dispatch policy until its steady-state mean is known to ``precision``.
@@ -202,6 +203,11 @@ def simulate(
         ``"F:X@T0-T1"``: a fraction F of the servers (spread evenly) runs at X times its
         speed from time T0 to T1, then recovers; a service keeps the speed it started at
         (:mod:`cloudsched.dispatch.workload.slowdown`).  The per-server event list runs it.
+    refresh : float
+        Polled information (a bulletin board): the queue lengths ``jsq``, ``pod`` and
+        ``jiq-pod`` read are those published at the last multiple of ``refresh`` (mean
+        service times; 0: read live).  JSQ then sends to a uniform server among the
+        shortest on the board.  The per-server engine runs it.
     progress : callable, optional
         Called as ``progress(fraction, status)`` while the run goes: ``fraction`` in [0, 1]
         is the share done (an estimate for open-ended runs; negative: no new estimate) and
@@ -296,6 +302,7 @@ def _run_spec(spec: SimulationSpec, relax: float, short: ShortRun | None = None)
         unchecked=bool(spec.unchecked),
         opt=spec.opt,
         slots=spec.slots,
+        refresh=spec.refresh,
     )
     if spec.tasks is not None:
         return replace(run, warm_tasks=0, end_tasks=spec.tasks)

@@ -124,6 +124,7 @@ class SimulationSpec:
     view: str = "shared"
     options: Mapping[str, object] | Sequence[str] | None = None
     slowdown: Slowdown | str | None = None
+    refresh: float = 0.0
     model: Policy = field(init=False, repr=False)
     m: int = field(init=False)
     start: str = field(init=False)
@@ -147,6 +148,7 @@ class SimulationSpec:
             self.service_scale,
         )
         work = _with_slowdown(work, self.slowdown)
+        _check_refresh(pol, self.refresh)
         m = 1
         if pol.dispatchers == "required" or self.dispatchers is not None or self.r is not None:
             m = _resolve_dispatchers(servers, self.dispatchers, self.r)
@@ -218,6 +220,17 @@ class SimulationSpec:
     def open_ended(self) -> bool:
         """Whether the run decides its own length (no ``tasks``, no ``horizon``)."""
         return self.tasks is None and self.horizon is None
+
+
+def _check_refresh(pol: Policy, refresh: float) -> None:
+    """Refuse a refresh period for a policy that reads no published lengths."""
+    refresh = check_real("refresh", refresh, low=0.0, high=1e12)
+    row = TABLE.get(pol.name)
+    if refresh > 0 and (row is None or row.pick not in ("least", "least of d")):
+        readers = [p for p, r in TABLE.items() if r.pick in ("least", "least of d")]
+        raise ParameterError(
+            "refresh", refresh, f"0 unless the policy reads queue lengths ({', '.join(readers)})"
+        )
 
 
 def _with_slowdown(work: Workload, given: Slowdown | str | None) -> Workload:

@@ -14,7 +14,9 @@ Servers are numbered ``0 .. N-1`` and dispatchers ``0 .. M-1``.  Reading:
 and in ``on_departure`` what a balancer observes of the task that just left:
 :func:`last_response_time` and the mark it was given at dispatch (:func:`mark_task`,
 :func:`last_mark`).
-Randomness: :func:`uniform`, :func:`least_loaded` (probe ``d`` servers), and
+Polled information (``refresh``): :func:`polled`, :func:`reported_length` (what a
+probe reads), :func:`board_shortest`.  Randomness: :func:`uniform`, :func:`least_loaded`
+(probe ``d`` servers, reading reported lengths), and
 :func:`sample_servers` (the sample itself, in ``st.sample``).  Shortest queue:
 :func:`shortest_queue`, kept up to date by :func:`buckets_up` / :func:`buckets_down`.
 I-queues (each dispatcher's list of idle servers): :func:`iqueue_size`, :func:`listed`,
@@ -39,6 +41,7 @@ __all__ = [
     "JOIN",
     "PROBE",
     "STALE",
+    "board_shortest",
     "buckets_down",
     "buckets_up",
     "count",
@@ -54,8 +57,10 @@ __all__ = [
     "mark_task",
     "measuring",
     "now",
+    "polled",
     "queue_length",
     "random_iqueue",
+    "reported_length",
     "sample_servers",
     "servers",
     "shortest_iqueue",
@@ -181,7 +186,7 @@ def least_loaded(st, rng, d, replace):
     best_len = 0
     for k in range(d):
         s = _draw(st.perm, rng, n, k, replace)
-        q = st.srv[s, S.S_QLEN]
+        q = reported_length(st, s)
         if best < 0 or q < best_len:
             best = s
             best_len = q
@@ -196,6 +201,26 @@ def sample_servers(st, rng, d, replace):
         raise IndexError("sample_servers: d must be in [0, the run's d] (and at most N)")
     for k in range(d):
         st.sample[k] = _draw(st.perm, rng, n, k, replace)
+
+
+@kernel(nrt=False, inline=True)
+def polled(st):
+    """Whether dispatchers read published lengths (a board refreshed every period)."""
+    return st.pub[0] > 0.0
+
+
+@kernel(nrt=False, inline=True)
+def reported_length(st, s):
+    """Queue length of server ``s`` as a dispatcher reads it: published, or live."""
+    if st.pub[0] > 0.0:
+        return st.board[s]
+    return st.srv[s, S.S_QLEN]
+
+
+@kernel(nrt=False, inline=True)
+def board_shortest(st, rng):
+    """Return a uniform server among the shortest on the board (in server order: one draw)."""
+    return st.board_min[uniform(rng, int(st.pub[2]))]
 
 
 @kernel(nrt=False, inline=True)

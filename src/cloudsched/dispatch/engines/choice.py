@@ -300,7 +300,10 @@ def choose(spec: Request) -> Choice:
     work, keep = spec.work, spec.keep_response_times
     fast = work.trace is None and work.speeds is None and work.slowdown is None
     fast = fast and markov_laws(work.service, work.interarrival)
+    refresh = float(getattr(spec, "refresh", 0.0))
     if check_delay_policy(spec.model.name, spec.model.builtin, spec.delays, spec.view, spec.m):
+        if refresh > 0:
+            raise ParameterError("refresh", refresh, "0 with delays or own views (no board there)")
         if asked not in ("auto", "delay"):
             raise ParameterError("engine", asked, "'auto' or 'delay' with message delays")
         if not fast:
@@ -317,6 +320,8 @@ def choose(spec: Request) -> Choice:
         return Choice("delay", "markov", f"{asked}: {what} (the delay engine alone)")
     if asked == "delay":
         raise ParameterError("engine", asked, "'delay' only with a delay or view='own'")
+    if refresh > 0 and asked not in ("auto", "servers", "general", "exponential"):
+        raise ParameterError("engine", asked, "'auto' or 'servers' with a refresh period")
     if work.slowdown is not None:
         if asked not in ("auto", "servers", "general"):
             raise ParameterError(
@@ -343,6 +348,8 @@ def choose(spec: Request) -> Choice:
         return _counts(spec, "asked for")
     if asked == "auto":
         n = spec.servers
+        if refresh > 0:
+            return _servers(spec, asked, "auto: a refresh period (the per-server engine's board)")
         if n < AUTO_COUNTS_SERVERS:
             return _servers(spec, asked, f"auto: N = {n:,} < {AUTO_COUNTS_SERVERS:,}")
         if why_not is None and (work.speeds is None or spec.initial != "meanfield"):

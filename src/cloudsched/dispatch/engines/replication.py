@@ -96,7 +96,8 @@ class RunSpec:
     stopped (:class:`~cloudsched.dispatch.engines.guard.TimeLimitExceeded`; None: no limit).
     ``unchecked``: a plug-in's kernel compiled without bounds checking.  ``opt``: the
     policy's resolved options (:func:`cloudsched.dispatch.options.resolve_options`);
-    ``slots``: servers each dispatcher balances over (its subset; 0: all N).
+    ``slots``: servers each dispatcher balances over (its subset; 0: all N);
+    ``refresh``: the period at which queue lengths are published (0: read live).
     """
 
     policy: str | Policy
@@ -118,6 +119,7 @@ class RunSpec:
     unchecked: bool = False
     opt: tuple[float, ...] = ()
     slots: int = 0
+    refresh: float = 0.0
 
     def expected_tasks(self) -> float:
         """Measured arrivals expected in the window (``inf`` when open-ended)."""

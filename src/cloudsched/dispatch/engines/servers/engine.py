@@ -270,6 +270,9 @@ def _new_state(
         hkey=np.zeros(n if general else 1),
         speed=np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64),
         slow=np.ones(n) if slowdown is None else slowdown.factors(n),
+        board=np.zeros(n, i64),
+        board_min=np.zeros(n, i64),
+        pub=np.array([spec.refresh, 0.0, 0.0]),
         slow_t=np.array(
             [np.inf, np.inf, 0.0]
             if slowdown is None

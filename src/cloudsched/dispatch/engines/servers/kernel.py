@@ -73,6 +73,25 @@ def _speed(st, s, now):
     return st.speed[s]
 
 
+@kernel(nrt=False)
+def _publish(st, now):
+    """Publish the queue lengths (the state since the last event: the one at k x period)."""
+    n = st.srv.shape[0]
+    low = st.srv[0, S.S_QLEN]
+    for s in range(n):
+        q = st.srv[s, S.S_QLEN]
+        st.board[s] = q
+        low = min(low, q)
+    count = 0
+    for s in range(n):
+        if st.board[s] == low:
+            st.board_min[count] = s
+            count += 1
+    st.pub[2] = count
+    period = st.pub[0]
+    st.pub[1] = (np.floor(now / period) + 1.0) * period
+
+
 @kernel(nrt=False, inline=True)
 def _heap_put(st, i, s, key):
     """Put server ``s`` with completion time ``key`` at entry ``i`` of the heap."""
@@ -412,6 +431,8 @@ def build(
                 u = rng.random() * rate
                 is_arrival = u < lam
             fst[R.F_NOW] = now
+            if st.pub[0] > 0.0 and now >= st.pub[1]:  # polled information: a new board
+                _publish(st, now)
             arrivals = ist[R.I_ARRIVALS]
             # the measured tasks are followed after the window closes (the drain)
             phase = ist[R.I_PHASE]

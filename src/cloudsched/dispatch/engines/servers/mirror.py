@@ -22,6 +22,7 @@ from cloudsched.dispatch.engines.replication import InitialState, RawRun, RunSpe
 from cloudsched.dispatch.engines.servers.mirror_balancers import BalancerRule
 from cloudsched.dispatch.engines.servers.mirror_batches import final_width, hist_bin
 from cloudsched.dispatch.engines.servers.mirror_reports import RULES
+from cloudsched.dispatch.engines.servers.mirror_views import Views
 from cloudsched.dispatch.policies import get_policy
 from cloudsched.dispatch.workload.slowdown import Slowdown
 
@@ -32,7 +33,7 @@ def _index(rng: np.random.Generator, n: int) -> int:
     return min(int(rng.random() * n), n - 1)
 
 
-class _Reference:
+class _Reference(Views):
     def __init__(
         self,
         code: str,
@@ -122,40 +123,6 @@ class _Reference:
             if self.code == "jiq-sq":
                 self.messages[K.M_PROBE] += self.d
 
-    # probing ----------------------------------------------------------------------------
-    def _probe(self) -> int:
-        best = -1
-        for k in range(self.d):
-            if self.replace:
-                s = _index(self.rng, self.n)
-            else:
-                j = k + _index(self.rng, self.n - k)
-                self.perm[j], self.perm[k] = self.perm[k], self.perm[j]
-                s = self.perm[k]
-            if best < 0 or len(self.queues[s]) < len(self.queues[best]):
-                best = s
-        return best
-
-    # JSQ buckets --------------------------------------------------------------------------
-    def _swap(self, s: int, slot: int) -> None:
-        other = self.order[slot]
-        p = self.where[s]
-        self.order[p], self.where[other] = other, p
-        self.order[slot], self.where[s] = s, slot
-
-    def _bucket_up(self, s: int, old: int) -> None:
-        while len(self.start) <= old + 2:
-            self.start.append(self.n)
-        self._swap(s, self.start[old + 1] - 1)
-        self.start[old + 1] -= 1
-        if old == self.jsq_min and self.start[old] == self.start[old + 1]:
-            self.jsq_min = old + 1
-
-    def _bucket_down(self, s: int, old: int) -> None:
-        self._swap(s, self.start[old])
-        self.start[old] += 1
-        self.jsq_min = min(self.jsq_min, old - 1)
-
     # events -------------------------------------------------------------------------------
     def speed(self, s: int, now: float) -> float:
         """Speed of server ``s`` for a service starting at ``now`` (a slowdown's factor)."""
@@ -194,6 +161,8 @@ class _Reference:
         elif code == "round-robin":
             s = self.rr[m]
             self.rr[m] = (s + 1) % self.n
+        elif code == "jsq" and self.refresh > 0:  # the shortest on the board
+            s = self.board_min[_index(rng, len(self.board_min))]
         elif code == "jsq":
             lo, hi = self.start[self.jsq_min], self.start[self.jsq_min + 1]
             s = self.order[lo + _index(rng, hi - lo)]
@@ -267,6 +236,7 @@ def mirror_run(
         speeds = np.ones(n) if speeds is None else np.asarray(speeds, dtype=np.float64)
     args = (spec.d, spec.z, spec.replace, rng, speeds if general else None, initial)
     ref = _Reference(code, n, m, *args, spec.opt, spec.slots, slowdown)
+    ref.refresh = spec.refresh
     chunk_arr, chunk_svc, last, ptr = np.zeros(0), np.zeros(0), False, 0
     lam_n = spec.rate * n
     now, arrivals, events, phase = 0.0, 0, 0, K.WARMUP
@@ -337,6 +307,7 @@ def mirror_run(
         elif phase == K.MEASURE:
             accumulate(nxt)
         now = nxt
+        ref.publish(now)
         events += 1
         measuring = phase == K.MEASURE
         if is_arrival:

@@ -23,6 +23,10 @@ Its kernel (:mod:`.kernel`) takes four records and a random stream: the ``State`
     completion times of the event-list clock; ``slow`` (float64, ``(N,)``) and ``slow_t``
     (float64, ``(3,)``): each server's speed factor during ``[slow_t[0], slow_t[1])``,
     again every ``slow_t[2]`` if > 0 (a slowdown; a service keeps the speed it started at).
+    ``board`` (int64, ``(N,)``), ``board_min`` (int64, ``(N,)``), ``pub`` (float64,
+    ``(3,)``): polled information (a bulletin board): the queue lengths published at the
+    last multiple of the period ``pub[0]`` (0: read live), the servers at its minimum
+    (the first ``pub[2]``), the next publication ``pub[1]``.
     ``ist``, ``fst``, ``msg``: the shared scalars and message counters.
 ``Tasks`` (the event list's next chunk of tasks)
     ``arr``, ``svc`` (float64): arrival times and service sizes.
@@ -81,6 +85,9 @@ class State(NamedTuple):
     speed: np.ndarray
     slow: np.ndarray
     slow_t: np.ndarray
+    board: np.ndarray
+    board_min: np.ndarray
+    pub: np.ndarray
     ist: np.ndarray
     fst: np.ndarray
     msg: np.ndarray
