@@ -224,7 +224,8 @@ WLR_RULE = (
 PREQUAL_RULE = (
     "Google Prequal (NSDI 2024, 'Load is not what you should balance'): each "
     "query sends probe-rate probes whose answers (the server's requests in flight and "
-    "its latency estimate) join a pool; a query takes, among the pool's cold probes "
+    "its latency estimate, here (RIF + 1) x its service-time estimate) join a pool; a "
+    "query takes, among the pool's cold probes "
     "(requests in flight at most the q-rif quantile), the lowest latency, else the "
     "least in flight; a probe serves at most reuse queries and max-age; read from the "
     "paper (Google's implementation is not public)"
