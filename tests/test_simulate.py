@@ -1,4 +1,5 @@
 import math
+from functools import partial
 
 import numpy as np
 import pytest
@@ -178,16 +179,31 @@ def make_source(system):
     return TraceSource(trace, chunk), speeds, initial
 
 
+def kernel_and_mirror(system):
+    """Run a drawn system on the compiled kernel and on the mirror, from the same seed."""
+    seed, spec = system[8], run_spec(system)
+    slowdown = system[10][5] if system[10] is not None else None
+    runs = []
+    for run in (partial(run_once, progress=None), mirror_run):
+        source, speeds, initial = make_source(system)
+        runs.append(
+            run(
+                spec,
+                np.random.default_rng(seed),
+                source=source,
+                speeds=speeds,
+                initial=initial,
+                slowdown=slowdown,
+            )
+        )
+    return runs
+
+
 @settings(max_examples=150)
 @given(st.one_of(small_systems(policies=PAPERS), small_systems(general=True, policies=PAPERS)))
 def test_compiled_kernel_matches_reference_bit_for_bit(system):
     """The papers' policies (the production balancers have their own test below)."""
-    seed, spec = system[8], run_spec(system)
-    source, speeds, initial = make_source(system)
-    slowdown = system[10][5] if system[10] is not None else None
-    fast = run_once(spec, np.random.default_rng(seed), None, source, speeds, initial, slowdown)
-    source, speeds, initial = make_source(system)
-    slow = mirror_run(spec, np.random.default_rng(seed), source, speeds, initial, slowdown)
+    fast, slow = kernel_and_mirror(system)
     assert fast.events == slow.events
     assert np.array_equal(fast.response_times, slow.response_times)
     assert (fast.width, fast.measured) == (slow.width, slow.measured)
@@ -217,12 +233,7 @@ def test_compiled_kernel_matches_reference_bit_for_bit(system):
 def test_production_balancers_match_their_mirror_bit_for_bit(system):
     """The production balancers (clients, subsets, joins, weights, slow start) on the kernel
     and on their plain-Python mirror: the same tasks to the same servers, draw for draw."""
-    seed, spec = system[8], run_spec(system)
-    source, speeds, initial = make_source(system)
-    slowdown = system[10][5] if system[10] is not None else None
-    fast = run_once(spec, np.random.default_rng(seed), None, source, speeds, initial, slowdown)
-    source, speeds, initial = make_source(system)
-    slow = mirror_run(spec, np.random.default_rng(seed), source, speeds, initial, slowdown)
+    fast, slow = kernel_and_mirror(system)
     assert fast.events == slow.events
     assert np.array_equal(fast.response_times, slow.response_times)
     assert np.array_equal(fast.messages, slow.messages)
