@@ -85,22 +85,48 @@ def flat_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
 
 
 def meanfield_value(res: SimulationResult, inputs: dict[str, Any]) -> float | None:
-    """Return the mean-field response time of a simulated setting, where a model covers it."""
+    """Return the mean-field response time of a simulated setting, where a model covers it.
+
+    The live mean field; with ``--refresh T`` the bulletin-board model of pod and jsq
+    (:mod:`~cloudsched.dispatch.theory.board`); with ``--view own`` the model of proxies
+    with their own counts (:mod:`~cloudsched.dispatch.theory.proxies`).
+    """
     from cloudsched.experiments.compare import meanfield_mean
 
     if (
         res.plugin
         or res.delay != "none"
-        or res.view != "shared"
         or res.options
-        or res.refresh
         or res.slowdown
         or inputs["service"] != "exp"
         or inputs["arrivals"] != "poisson"
         or "speeds" in inputs
     ):
         return None
+    if res.refresh:
+        from cloudsched.dispatch.theory.board import BOARD_POLICIES, board_meanfield
+
+        if res.policy not in BOARD_POLICIES or res.view != "shared" or res.load >= 1:
+            return None
+        return board_meanfield(res.policy, res.load, res.refresh, d=res.d).mean_response_time
+    if res.view == "own":
+        from cloudsched.dispatch.theory.proxies import OWN_POLICIES, own_meanfield
+
+        if res.policy not in OWN_POLICIES or res.load >= 1:
+            return None
+        return own_meanfield(res.policy, res.load, res.dispatchers, d=res.d).mean_response_time
+    if res.view != "shared":
+        return None
     return meanfield_mean(res.policy, res.load, res.servers / res.dispatchers, res.d)
+
+
+def _meanfield_text(res: SimulationResult, mf: float) -> str:
+    """Return the card's mean-field cell: the value, and the closure's bound where one gives it."""
+    if res.view == "own" and res.policy == "pod" and res.dispatchers > 1:
+        from cloudsched.dispatch.theory.proxies import POD_CLOSURE_ERROR
+
+        return f"{_num(mf)} (closure: measured high by <= {POD_CLOSURE_ERROR:.0%})"
+    return _num(mf)
 
 
 def _num(v: Any, digits: int = 4) -> str:
@@ -114,7 +140,9 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
     m = res.messages
     ci = f"[{res.ci95[0]:.4g}, {res.ci95[1]:.4g}]" if res.ci95 else "none (see warnings)"
     late = res.delay != "none" or res.view != "shared"
-    no_model = "with delays: cloudsched stale" if late else "no model for this setting"
+    no_model = (
+        "with delays: cloudsched stale" if res.delay != "none" else "no model for this setting"
+    )
     kinds = ("join", "delete", "probe", "stale") if late else ("join", "delete", "probe")
     # messages are rates per server and time unit (JSON); the table gives them per task,
     # as compare and tune do
@@ -138,7 +166,7 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
         ),
         ("mean response time", _num(res.mean_response_time)),
         ("95% interval", ci),
-        ("mean field (N = inf)", _num(mf) if mf is not None else no_model),
+        ("mean field (N = inf)", _meanfield_text(res, mf) if mf is not None else no_model),
         (
             "p50 / p90 / p99",
             " / ".join(_num(res.percentiles.get(k)) for k in ("p50", "p90", "p99")),

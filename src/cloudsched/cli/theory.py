@@ -6,8 +6,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -24,6 +25,9 @@ from cloudsched.cli.dispatch import parse_speeds
 from cloudsched.cli.options import FormatCsv, Out, Tail, opt
 from cloudsched.errors import ParameterError, check_int
 from cloudsched.policy_table import TABLE
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = ["register"]
 
@@ -63,6 +67,22 @@ def predict(
     ] = None,
     r: Annotated[float, opt("--r", help="Servers per dispatcher, N/M (> 0).")] = 10.0,
     d: Annotated[int, opt("--d", help="Servers probed per decision (pod, jiq-pod; >= 1).")] = 2,
+    refresh: Annotated[
+        float | None,
+        opt(
+            "--refresh",
+            help="pod, jsq: lengths read from a board published every T mean service "
+            "times (the bulletin-board mean field).",
+        ),
+    ] = None,
+    proxies: Annotated[
+        int | None,
+        opt(
+            "--proxies",
+            help="pod, jsq: K proxies, each choosing on its own counts (simulate "
+            "--dispatchers K --view own); jsq exact, pod a closure.",
+        ),
+    ] = None,
     fmt: FormatCsv = None,
     tail: Tail = 4,
     out: Out = None,
@@ -82,6 +102,11 @@ def predict(
     fmt = resolve_format(fmt, out, FORMATS)
     tail = check_int("--tail", tail, low=0, high=1000)
     grid = parse_loads(load, loads)
+    if refresh is not None or proxies is not None:
+        _polled_predict(
+            policy, grid, refresh, proxies, d, given=(speeds, servers), fmt=fmt, out=out
+        )
+        return
     if speeds is not None:
         from cloudsched.cli.finite_output import heterogeneous_predict
 
@@ -134,6 +159,65 @@ def predict(
 
         plot_response_time({policy: (pred.loads, pred.mean_response_time)}, plot, title=title)
         wrote(plot)
+
+
+def _polled_predict(
+    policy: str,
+    grid: Sequence[float] | np.ndarray,
+    refresh: float | None,
+    proxies: int | None,
+    d: int,
+    *,
+    given: tuple[object, object],
+    fmt: str,
+    out: Path | None,
+) -> None:
+    """``predict --refresh T`` or ``--proxies K``: one row per load."""
+    import pandas as pd
+
+    if refresh is not None and proxies is not None:
+        raise ParameterError("--proxies", proxies, "not given with --refresh (one model at a time)")
+    if given[0] is not None or given[1] is not None:
+        name = "--speeds" if given[0] is not None else "--servers"
+        raise ParameterError(name, "given", "without --refresh and --proxies")
+    rows: list[dict[str, object]] = []
+    if refresh is not None:
+        from cloudsched.dispatch.theory.board import board_meanfield
+
+        for x in grid:
+            p = board_meanfield(policy, float(x), refresh, d=d)
+            rows.append(
+                {
+                    "load": x,
+                    "T": p.mean_response_time,
+                    "tasks": p.mean_tasks,
+                    "idle at publication": float(p.published[0]),
+                    "converged": p.converged,
+                }
+            )
+        title = f"mean field, board refreshed every {refresh:g}: {policy}"
+    else:
+        from cloudsched.dispatch.theory.proxies import POD_CLOSURE_ERROR, own_meanfield
+
+        for x in grid:
+            own = own_meanfield(policy, float(x), int(proxies or 0), d=d)
+            rows.append(
+                {
+                    "load": x,
+                    "T": own.mean_response_time,
+                    "tasks": own.mean_tasks,
+                    "model": "exact limit"
+                    if own.exact
+                    else f"closure (<= {POD_CLOSURE_ERROR:.0%} high)",
+                    "converged": own.converged,
+                }
+            )
+        title = f"mean field, {proxies} proxies with their own counts: {policy}"
+    if TABLE[policy].probes == "d":
+        title += f" (d={d})"
+    df = pd.DataFrame(rows)
+    payload = {"policy": policy, "refresh": refresh, "proxies": proxies, "d": d, "points": rows}
+    emit(format_frame(df, fmt, title, payload), out)
 
 
 def fluid(

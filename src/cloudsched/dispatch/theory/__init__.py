@@ -11,6 +11,8 @@ finite-N models at ``servers=N``, or speed classes).  Modules:
 * :mod:`.population` and :mod:`.finite_models`: the refined (1/N) mean field;
 * :mod:`.finite`: mean field, refined and exact side by side at N servers;
 * :mod:`.speeds`: the mean field with speed classes;
+* :mod:`.board`: pod and JSQ reading a board refreshed every T (polled information);
+* :mod:`.proxies`: K proxies that each count only their own requests;
 * :mod:`.relaxation`: how long a farm takes to forget its start (the simulator's run length).
 """
 
