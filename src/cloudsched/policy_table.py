@@ -46,6 +46,10 @@ here; no other module keeps a list of policy names or a code per policy
 * ``relaxation``: the policy whose relaxation time the simulator uses (itself, or a proxy);
 * ``delayed``: the delayed mean field: ``join`` (join messages late; exact in the limit),
   ``info closure`` (lengths read late; a closure) or ``""``;
+* ``polled``: the mean field with lengths read from a board refreshed every T
+  (:mod:`~cloudsched.dispatch.theory.board`): ``exact`` (the limit) or ``""``;
+* ``own_counts``: the mean field of K proxies with their own counts
+  (:mod:`~cloudsched.dispatch.theory.proxies`): ``exact``, ``closure`` or ``""``;
 * ``why``: what the theory lacks for it, and why.
 
 **What production balancer it is** (:mod:`cloudsched.dispatch.balancers`): ``balancer``
@@ -133,6 +137,8 @@ class PolicyRow:
     nginx: str | None = None
     haproxy: str | None = None
     delayed: str = ""
+    polled: str = ""
+    own_counts: str = ""
     why: str = ""
     defaults: tuple[str, ...] = ()
     balancer: str = ""
@@ -214,7 +220,7 @@ _ROWS = (
         engines=("servers", "counts", "classes", "delay"), lab=True, nginx="least_conn;",
         haproxy="balance leastconn",
         meanfield="closed", fluid=False, exact="any", refined=False, speed_classes=False,
-        relaxation="jsq",
+        relaxation="jsq", polled="exact", own_counts="exact",
         defaults=("stale info",), colour="#d62728",
         why="its drift is not smooth: no fluid ODE, no 1/N expansion, no speed classes; with "
         "late information it herds, which no delayed mean field here holds",
@@ -226,7 +232,7 @@ _ROWS = (
         engines=("servers", "counts", "classes", "delay"), lab=True, nginx="random two least_conn;",
         haproxy="balance random({d})",
         meanfield="closed", fluid=True, exact="any", refined=True, speed_classes=True,
-        relaxation="pod", delayed="info closure",
+        relaxation="pod", delayed="info closure", polled="exact", own_counts="closure",
         defaults=("tune", "stale info"), colour="#1f77b4",
     ),
     PolicyRow(
@@ -327,7 +333,17 @@ _ROWS = (
 #: The rows, by policy name, in the order the built-in policies are registered.
 TABLE: dict[str, PolicyRow] = {row.policy: row for row in _ROWS}
 
-_CAPABILITIES = ("iqueues", "fluid", "exact", "refined", "speed_classes", "closed_form", "lab")
+_CAPABILITIES = (
+    "iqueues",
+    "fluid",
+    "exact",
+    "refined",
+    "speed_classes",
+    "closed_form",
+    "lab",
+    "polled",
+    "own_counts",
+)
 
 
 def get_row(policy: str) -> PolicyRow:

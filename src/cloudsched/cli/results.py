@@ -122,7 +122,10 @@ def meanfield_value(res: SimulationResult, inputs: dict[str, Any]) -> float | No
 
 def _meanfield_text(res: SimulationResult, mf: float) -> str:
     """Return the card's mean-field cell: the value, and the closure's bound where one gives it."""
-    if res.view == "own" and res.policy == "pod" and res.dispatchers > 1:
+    from cloudsched.policy_table import TABLE
+
+    closure = res.policy in TABLE and TABLE[res.policy].own_counts == "closure"
+    if res.view == "own" and closure and res.dispatchers > 1:
         from cloudsched.dispatch.theory.proxies import POD_CLOSURE_ERROR
 
         return f"{_num(mf)} (closure: measured high by <= {POD_CLOSURE_ERROR:.0%})"

@@ -35,11 +35,12 @@ from scipy.sparse.linalg import expm_multiply
 
 from cloudsched.dispatch.theory._accelerate import anderson
 from cloudsched.errors import ParameterError, check_int, check_real
+from cloudsched.policy_table import TABLE, with_capability
 
 __all__ = ["BOARD_POLICIES", "MAX_LEVELS", "BoardPrediction", "board_meanfield"]
 
-#: Policies with a bulletin-board mean field.
-BOARD_POLICIES = ("pod", "jsq")
+#: Policies with a bulletin-board mean field (the table's ``polled``).
+BOARD_POLICIES = with_capability("polled")
 #: Largest truncation level of a server's chain.
 MAX_LEVELS = 4000
 _MASS_FLOOR = 1e-14  # a board class lighter than this receives nothing (JSQ's least class)
@@ -70,7 +71,7 @@ def _rates(policy: str, lam: float, x: np.ndarray, d: int) -> np.ndarray:
     """Arrival rate per server of each board class (0 for an empty class)."""
     rates = np.zeros_like(x)
     heavy = x > _MASS_FLOOR
-    if policy == "jsq":
+    if TABLE[policy].probes == "all":  # jsq: the least on the board
         least = int(np.argmax(heavy))
         rates[least] = lam / x[least]
         return rates
@@ -109,7 +110,7 @@ def check_board(policy: str, load: float, period: float, d: int) -> tuple[float,
         raise ParameterError("policy", policy, "one of " + ", ".join(BOARD_POLICIES))
     lam = check_real("load", load, low=0.0, high=1.0, low_open=True, high_open=True)
     t = check_real("refresh", period, low=0.0, high=1e4, low_open=True)
-    dd = check_int("d", d, low=1, high=1000) if policy == "pod" else 1
+    dd = check_int("d", d, low=1, high=1000) if TABLE[policy].probes == "d" else 1
     return lam, t, dd
 
 

@@ -41,11 +41,12 @@ from scipy.sparse.linalg import spsolve
 
 from cloudsched.dispatch.theory._accelerate import anderson
 from cloudsched.errors import ParameterError, check_int, check_real
+from cloudsched.policy_table import TABLE, with_capability
 
 __all__ = ["OWN_POLICIES", "POD_CLOSURE_ERROR", "OwnPrediction", "own_meanfield"]
 
-#: Policies with a mean field for proxies with their own counts.
-OWN_POLICIES = ("pod", "jsq")
+#: Policies with a mean field for proxies with their own counts (the table's ``own_counts``).
+OWN_POLICIES = with_capability("own_counts")
 #: The pod closure's error bound, from the measurements in the module's text (it was high
 #: by at most 3.8% over loads 0.5-0.95, K = 2-16, d = 2-3): stated in results and docs.
 POD_CLOSURE_ERROR = 0.05
@@ -77,7 +78,7 @@ class OwnPrediction:
 def _own_rates(policy: str, lam: float, k: int, f: np.ndarray, d: int) -> np.ndarray:
     """Rate at which one proxy sends to a server where it holds ``c`` tasks."""
     a = np.zeros_like(f)
-    if policy == "jsq":
+    if TABLE[policy].probes == "all":  # jsq: any server where it holds none
         a[0] = lam / k / max(f[0], 1e-300)
         return a
     tail = np.clip(np.cumsum(f[::-1])[::-1], 0.0, 1.0)
@@ -144,7 +145,7 @@ def check_own(policy: str, load: float, proxies: int, d: int) -> tuple[float, in
         raise ParameterError("policy", policy, "one of " + ", ".join(OWN_POLICIES))
     lam = check_real("load", load, low=0.0, high=1.0, low_open=True, high_open=True)
     k = check_int("proxies", proxies, low=1, high=64)
-    dd = check_int("d", d, low=1, high=1000) if policy == "pod" else 1
+    dd = check_int("d", d, low=1, high=1000) if TABLE[policy].probes == "d" else 1
     return lam, k, dd
 
 
@@ -159,7 +160,8 @@ def own_meanfield(
 ) -> OwnPrediction:
     """Mean field of ``proxies`` proxies running ``policy`` on their own counts (module doc)."""
     lam, k, dd = check_own(policy, load, proxies, d)
-    nc = 2 if policy == "jsq" else 24
+    least_of_all = TABLE[policy].probes == "all"  # jsq: at most one task per proxy
+    nc = 2 if least_of_all else 24
     f = (1.0 - lam / k) * (lam / k) ** np.arange(nc)
     f /= f.sum()
     hist: list[tuple[np.ndarray, np.ndarray]] = []
@@ -171,7 +173,7 @@ def own_meanfield(
         it += 1
         new_f = pi.sum(axis=1)
         top_m = pi.sum(axis=0)[-1] if k > 1 else 0.0
-        if policy != "jsq" and new_f[-1] > 1e-12:  # more own levels
+        if not least_of_all and new_f[-1] > 1e-12:  # more own levels
             if 2 * nc > _MAX_OWN:
                 raise ParameterError("load", lam, "low enough for a truncated chain")
             f = np.append(f, np.zeros(nc))
@@ -179,7 +181,7 @@ def own_meanfield(
             hist.clear()
             continue
         if (
-            policy != "jsq" and top_m > 1e-12
+            not least_of_all and top_m > 1e-12
         ):  # the others' sum is truncated at (K - 1)(nc - 1): more own levels
             raise ParameterError("load", lam, "low enough for a truncated chain")
         new_f /= new_f.sum()
@@ -198,7 +200,7 @@ def own_meanfield(
         mean_tasks,
         f,
         lengths,
-        policy == "jsq" or k == 1,
+        TABLE[policy].own_counts == "exact" or k == 1,
         it,
         it < max_iterations,
     )
