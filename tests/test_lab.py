@@ -182,13 +182,20 @@ def test_generated_configurations(tmp_path):
     assert "req.hdr(x-lab-key) -m str ab12" in cfg and "hdr X-Lab-Key ab12" in cfg
     with pytest.raises(ValueError, match="hexadecimal"):
         nginx_config(tmp_path, 0, 18000, [18001], "pod", 'x"; return 200; #')
-    if binary("nginx"):
-        (tmp_path / "n.conf").write_text(text)
-        ok = subprocess.run(
-            [binary("nginx"), "-t", "-p", str(tmp_path), "-c", str(tmp_path / "n.conf")],
-            capture_output=True,
-        )
-        assert ok.returncode == 0, ok.stderr
+    assert "master_process off;" in text and "zone" not in text and "reuseport" not in text
+    many = nginx_config(tmp_path, 0, 18000, [18001], "jsq", "ab12", workers=3, zone=True)
+    assert "master_process on;" in many and "worker_processes 3;" in many
+    assert "zone backends 1m;" in many and "127.0.0.1:18000 reuseport;" in many
+    own = nginx_config(tmp_path, 0, 18000, [18001], "jsq", "ab12", workers=3)
+    assert "worker_processes 3;" in own and "zone" not in own
+    if binary("nginx"):  # the real NGINX accepts each of them
+        for name, conf in (("n.conf", text), ("m.conf", many), ("o.conf", own)):
+            (tmp_path / name).write_text(conf)
+            ok = subprocess.run(
+                [binary("nginx"), "-t", "-p", str(tmp_path), "-c", str(tmp_path / name)],
+                capture_output=True,
+            )
+            assert ok.returncode == 0, ok.stderr
     if binary("haproxy"):
         (tmp_path / "h.cfg").write_text(cfg)
         ok = subprocess.run(
@@ -210,6 +217,9 @@ def test_generated_configurations(tmp_path):
         ["lab", "run", "jiq", "--dispatchers", "9", "--servers", "8"],
         ["lab", "compare", "jiq", "jiq"],
         ["lab", "run", "jiq", "--duration", "3000", "--max-requests", "1000"],
+        ["lab", "run", "jsq", "--balancer", "haproxy", "--workers", "2"],
+        ["lab", "run", "jsq", "--zone"],
+        ["lab", "run", "jsq", "--balancer", "nginx", "--workers", "17"],
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, tmp_path, capsys):
@@ -219,6 +229,44 @@ def test_bad_input_is_one_line_and_exit_2(argv, tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: "), err
     assert not (tmp_path / "o").exists()
+
+
+def test_who_counts_what():
+    """Own counts: the lab's jsq per dispatcher, NGINX's per worker unless they share a zone."""
+    assert LabSpec("jsq", dispatchers=2).counts == ("own", 2)
+    assert LabSpec("pod", dispatchers=2).counts == ("shared", 2)  # the lab's pod probes
+    assert LabSpec("pod", balancer="nginx", dispatchers=2, workers=3).counts == ("own", 6)
+    assert LabSpec("jsq", balancer="nginx", dispatchers=2, workers=3, zone=True).counts == (
+        "own",
+        2,
+    )
+    assert LabSpec("jsq", balancer="haproxy", dispatchers=3).counts == ("own", 3)
+    assert LabSpec("random", balancer="nginx", workers=2).counts[0] == "shared"
+    from cloudsched.dispatch.theory.proxies import own_meanfield
+    from cloudsched.lab.compare import _theory, compare_notes
+
+    spec = LabSpec("jsq", balancer="nginx", dispatchers=1, workers=3, load=0.8)
+    t = _theory(spec)
+    assert "3 own counts, exact" in t["source"]
+    assert t["mean"] == own_meanfield("jsq", 0.8, 3).mean_response_time
+    assert "no shared zone" in compare_notes(spec, ["jsq"])[0]
+
+
+def _group(pid: int) -> int:
+    """The process group of ``pid`` (field 5 of /proc/PID/stat), or -1 when it is gone."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return -1
+    return int(stat.rsplit(")", 1)[1].split()[2])
+
+
+def _members(pgid: int) -> list[int]:
+    return [
+        int(e.name)
+        for e in Path("/proc").iterdir()
+        if e.name.isdigit() and _group(int(e.name)) == pgid
+    ]
 
 
 def _ours(token: str) -> list[int]:
@@ -295,6 +343,50 @@ def test_no_process_outlives_the_run(tmp_path, how, balancer):
         for pid in _ours(token):
             os.kill(pid, signal.SIGKILL)
     assert not (tmp_path / "out" / "records.parquet").exists()
+
+
+@pytest.mark.parametrize("how", ["SIGKILL", "SIGTERM"])
+def test_nginx_workers_stop_with_the_run(tmp_path, how):
+    """NGINX's workers outlive a killed master; the guardian ends them with the run."""
+    if binary("nginx") is None:
+        pytest.skip("nginx is not installed (apt-get install nginx-light haproxy)")
+    token = str(tmp_path / "tmp")
+    os.makedirs(token)
+    argv = [
+        sys.executable, "-c", "from cloudsched.cli import main; main()",
+        "lab", "run", "jsq", "--servers", "2", "--dispatchers", "1", "--balancer", "nginx",
+        "--workers", "2", "--duration", "60", "--out", str(tmp_path / "out"),
+    ]  # fmt: skip
+    env = dict(os.environ, TMPDIR=token)
+    proc = subprocess.Popen(
+        argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
+    )
+    groups: set[int] = set()
+    try:
+
+        def nginx_up() -> bool:
+            groups.clear()
+            groups.update(_group(p) for p in _ours(token) if "nginx" in _cmd(p))
+            return any(len(_members(g)) >= 4 for g in groups)  # guardian, master, 2 workers
+
+        _wait_for(nginx_up, "NGINX's master and two workers")
+        proc.send_signal(getattr(signal, how))
+        proc.communicate(timeout=60)
+        _wait_for(lambda: not any(_members(g) for g in groups), "every NGINX process stopped")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+        for g in groups:
+            for pid in _members(g):
+                os.kill(pid, signal.SIGKILL)
+
+
+def _cmd(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
 
 
 @pytest.mark.slow

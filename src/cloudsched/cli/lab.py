@@ -31,6 +31,12 @@ Warmup = Annotated[
     ),
 ]
 Balancer = Annotated[str, opt("--balancer", help="lab (ours), nginx or haproxy.")]
+Workers = Annotated[
+    int, opt("--workers", help="NGINX worker processes per dispatcher (1-16; --balancer nginx).")
+]
+Zone = Annotated[
+    bool, opt("--zone", help="NGINX workers share their counts (an upstream zone); default: own.")
+]
 Mode = Annotated[str, opt("--mode", help="sleep, or cpu: tasks compute.")]
 Slow = Annotated[list[str] | None, opt("--slow", help="SERVER:FACTORx, e.g. 2:5x; repeatable.")]
 Kill = Annotated[
@@ -63,6 +69,13 @@ def _spec(args: dict[str, Any], **given: Any) -> Any:
     with contextlib.suppress(ValueError):  # a bare number is a fraction; 3s is seconds
         kw["warmup"] = float(kw["warmup"])
     return LabSpec(**kw)
+
+
+def _workers_text(spec: Any) -> str:
+    """`` x K workers`` (and whether they share a zone) for NGINX with several workers."""
+    if spec.balancer != "nginx" or (spec.workers == 1 and not spec.zone):
+        return ""
+    return f" x {spec.workers} workers" + (", shared zone" if spec.zone else ", own counts")
 
 
 def _fmt(v: Any, digits: int = 4) -> str:
@@ -155,8 +168,10 @@ def _summary(result: Any) -> str:
         rows["quantity"].append(k)
         rows["value"].append(v)
     title = (
-        f"{rec.policy} live via {lab['balancer']}: N={rec.servers}, M={rec.dispatchers}, "
-        f"load {rec.load:g}, unit {lab['unit_seconds'] * 1e3:g} ms"
+        f"{rec.policy} live via {lab['balancer']}: N={rec.servers}, M={rec.dispatchers}"
+        + (f" x {lab['workers']} workers" if lab.get("workers", 1) > 1 else "")
+        + (" (shared zone)" if lab.get("zone") else "")
+        + f", load {rec.load:g}, unit {lab['unit_seconds'] * 1e3:g} ms"
     )
     text = render_table(rows, title)
     return text + "".join(f"warning: {w}\n" for w in rec.warnings)
@@ -192,6 +207,8 @@ def lab_run(
     duration: Duration = 20.0,
     warmup: Warmup = "0.15",
     balancer: Balancer = "lab",
+    workers: Workers = 1,
+    zone: Zone = False,
     mode: Mode = "sleep",
     slow: Slow = None,
     kill: Kill = None,
@@ -251,6 +268,8 @@ def lab_compare(
     duration: Duration = 20.0,
     warmup: Warmup = "0.15",
     balancer: Balancer = "lab",
+    workers: Workers = 1,
+    zone: Zone = False,
     mode: Mode = "sleep",
     slow: Slow = None,
     max_inflight: Inflight = 2000,
@@ -314,6 +333,7 @@ def lab_compare(
     title = (
         f"lab compare: N={spec.servers}, M={spec.dispatchers}, load {spec.load:g}, "
         f"{spec.service}, unit {spec.unit * 1e3:g} ms, balancer {spec.balancer}"
+        + _workers_text(spec)
     )
     text = render_table(cols, title) + "".join(f"note: {n}\n" for n in notes)
     text += "".join(line + "\n" for line in _captions(rows))

@@ -27,6 +27,13 @@ from cloudsched.results import half_of
 __all__ = ["compare_lab", "compare_notes"]
 
 
+def _own_model(spec: LabSpec) -> bool:
+    """Whether the own-counts model and simulation apply (exp service, equal speeds)."""
+    from cloudsched.dispatch.workload.distributions import Exponential
+
+    return spec.counts[0] == "own" and not spec.slow and isinstance(spec.law, Exponential)
+
+
 def _theory(spec: LabSpec) -> dict[str, Any] | None:
     from cloudsched.dispatch.theory.finite import predict_finite
     from cloudsched.dispatch.workload.distributions import Exponential
@@ -34,6 +41,13 @@ def _theory(spec: LabSpec) -> dict[str, Any] | None:
     model = TABLE.get(spec.policy)
     if model is None or spec.slow or not isinstance(spec.law, Exponential) or spec.load >= 1.0:
         return None
+    if spec.counts[0] == "own":  # K proxies, each on its own counts: the many-server limit
+        from cloudsched.dispatch.theory.proxies import own_meanfield
+
+        p = own_meanfield(spec.policy, spec.load, spec.counts[1], d=spec.d)
+        how = "exact" if p.exact else "closure"
+        source = f"theory (N -> inf, {spec.counts[1]} own counts, {how})"
+        return {"source": source, "mean": p.mean_response_time, "half_width": None}
     if not (model.refined or model.exact_at(spec.dispatchers)):
         return None  # only the N -> infinity limit (round-robin with several dispatchers)
     pred = predict_finite(
@@ -46,16 +60,18 @@ def _theory(spec: LabSpec) -> dict[str, Any] | None:
 def _simulate(spec: LabSpec, load: float, keep: bool) -> Any:
     from cloudsched.dispatch import simulate
 
+    own = _own_model(spec)
     return simulate(
         spec.policy,
         servers=spec.servers,
         load=load,
-        dispatchers=spec.dispatchers,
+        dispatchers=spec.counts[1] if own else spec.dispatchers,
+        view="own" if own else "shared",
         d=spec.d,
         service=spec.service,
         speeds=spec.speeds if spec.slow else None,
         rng=spec.seed,
-        keep_response_times=keep,
+        keep_response_times=keep and not own,  # the delay engine keeps no records
     )
 
 
@@ -146,10 +162,9 @@ def compare_one(spec: LabSpec) -> tuple[list[dict[str, Any]], dict[str, np.ndarr
             r["mean"] / sim.mean_response_time - 1 if sim.mean_response_time else None
         )
     ok = live.frame[live.frame["measured"] & (live.frame["status"] == "ok")]
-    cdf = {
-        "live - overhead": ok["latency"].to_numpy() / spec.unit - over,
-        "simulation": np.asarray(sim.response_times, dtype=float),
-    }
+    cdf = {"live - overhead": ok["latency"].to_numpy() / spec.unit - over}
+    if sim.response_times is not None:  # not kept by the own-counts (delay) engine
+        cdf["simulation"] = np.asarray(sim.response_times, dtype=float)
     return rows, cdf, live
 
 
@@ -176,14 +191,26 @@ def compare_lab(
 def compare_notes(spec: LabSpec, policies: list[str]) -> list[str]:
     """Say what differs between the live system and the models it is compared with."""
     notes = []
-    if any(TABLE[p].probes == "all" for p in policies):
-        notes.append(
-            "jsq live decides on each dispatcher's own outstanding requests; the "
-            "simulation and theory are the global JSQ"
-        )
-    if spec.balancer != "lab" and any(TABLE[p].probes == "d" for p in policies):
-        notes.append(
-            f"{spec.balancer}'s pod compares its own open connections (no probes); "
-            "the models probe the servers' queues"
-        )
+    for p in policies:
+        one = replace(spec, policy=p)
+        view, k = one.counts
+        if view != "own":
+            continue
+        who = "each dispatcher's" if one.balancer == "lab" else f"each {one.balancer} process's"
+        if one.balancer == "nginx" and one.workers > 1:
+            who = (
+                "each dispatcher's (its workers share a zone)"
+                if one.zone
+                else "each NGINX worker's (no shared zone)"
+            )
+        if _own_model(one):
+            notes.append(
+                f"{p} live decides on {who} own open requests, {k} proxies in all; the "
+                "simulation does too, and the theory is its many-server limit"
+            )
+        else:
+            notes.append(
+                f"{p} live decides on {who} own open requests; with this service law or "
+                "slow servers the models are the global policy (no own-counts model)"
+            )
     return notes

@@ -37,6 +37,16 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _signal_group(child: Child, sig: int) -> None:
+    """Send ``sig`` to the child's process group (its own session: it and what it started).
+
+    NGINX with several workers is a master and its worker processes: signalling the master
+    alone would leave workers behind when it is killed.  A group already gone is fine.
+    """
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(child.popen.pid, sig)
+
+
 class Child:
     """One started process: its role, ``Popen`` and the ports it reported."""
 
@@ -137,21 +147,21 @@ class ProcessGroup:
     def kill(self, child: Child) -> None:
         """SIGKILL one child now (the killed-server fault)."""
         if child.alive():
-            child.popen.send_signal(signal.SIGKILL)
+            _signal_group(child, signal.SIGKILL)
         child.popen.wait()
 
     def stop_all(self) -> None:
         """SIGTERM every child still running, then SIGKILL those that outlive the grace."""
         for child in self.children:
             if child.alive():
-                with contextlib.suppress(ProcessLookupError):  # exited meanwhile
-                    child.popen.send_signal(signal.SIGTERM)
+                _signal_group(child, signal.SIGTERM)
         deadline = time.monotonic() + GRACE_SECONDS
         for child in self.children:
             try:
                 child.popen.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                child.popen.kill()
+                _signal_group(child, signal.SIGKILL)
                 child.popen.wait()
+            _signal_group(child, signal.SIGKILL)  # what it started (NGINX's workers) goes too
             if child.popen.stdout is not None and not child.popen.stdout.closed:
                 child.popen.stdout.close()

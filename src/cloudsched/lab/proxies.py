@@ -21,7 +21,9 @@ without a master process (``daemon off; master_process off;``), HAProxy with ``-
 keep connections to the backends alive.  A failed backend is left (NGINX
 ``proxy_next_upstream error`` with ``max_fails=1 fail_timeout=1s``; HAProxy
 ``option redispatch``, ``retries`` and a health check ``GET /health`` every 500 ms).
-Both refuse (403) a request without the run's ``X-Lab-Key`` token
+NGINX may run several worker processes per dispatcher (``--workers K``), each with its own
+counts, or sharing them through the upstream's ``zone`` (``--zone``).  Both refuse (403) a
+request without the run's ``X-Lab-Key`` token
 (:mod:`cloudsched.lab.auth`) and pass the header on to the servers, which check it too.
 """
 
@@ -62,9 +64,24 @@ def _token(token: str) -> str:
 
 
 def nginx_config(
-    run_dir: Path, index: int, port: int, backends: list[int], policy: str, token: str
+    run_dir: Path,
+    index: int,
+    port: int,
+    backends: list[int],
+    policy: str,
+    token: str,
+    *,
+    workers: int = 1,
+    zone: bool = False,
 ) -> str:
-    """Write out the ``nginx.conf`` of dispatcher ``index`` (listening on ``port``)."""
+    """Write out the ``nginx.conf`` of dispatcher ``index`` (listening on ``port``).
+
+    One worker runs without a master process; several run under one (``master_process
+    on``), each accepting on its own socket (``reuseport``: the kernel spreads the client
+    connections over them) and counting its own requests unless ``zone`` gives the upstream
+    a shared memory zone (NGINX: "the group's configuration and run-time state are shared
+    between worker processes").
+    """
     temp = run_dir / f"nginx{index}"
     temp.mkdir(exist_ok=True)
     servers = "\n".join(
@@ -74,10 +91,11 @@ def nginx_config(
         f"    {k}_temp_path {temp}/{k};"
         for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi")
     )
+    shared = "\n        zone backends 1m;" if zone else ""
     return f"""# cloudsched lab: dispatcher {index}, policy {policy}
 daemon off;
-master_process off;
-worker_processes 1;
+master_process {"on" if workers > 1 else "off"};
+worker_processes {int(workers)};
 pid {temp}/nginx.pid;
 error_log {temp}/error.log warn;
 events {{ worker_connections 8192; }}
@@ -86,12 +104,12 @@ http {{
     access_log {temp}/access{index}.log cloudsched;
 {paths}
     upstream backends {{
-        {TABLE[policy].nginx}
+        {TABLE[policy].nginx}{shared}
 {servers}
         keepalive 512;
     }}
     server {{
-        listen 127.0.0.1:{port};
+        listen 127.0.0.1:{port}{" reuseport" if workers > 1 else ""};
         keepalive_requests 100000000;
         keepalive_timeout 600s;
         location / {{

@@ -257,6 +257,9 @@ def _lab_block(
     forwarding = (ok["latency"] - ok["wait"] - ok["service"]).to_numpy()
     return {
         "balancer": spec.balancer,
+        "workers": spec.workers,
+        "zone": spec.zone,
+        "counts": list(spec.counts),
         "unit_seconds": spec.unit,
         "service": spec.service,
         "mode": spec.mode,

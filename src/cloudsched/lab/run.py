@@ -24,6 +24,7 @@ import json
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -179,8 +180,33 @@ def _start_dispatchers(
             port = free_port()
             if spec.balancer == "nginx":
                 conf = group.run_dir / f"nginx{k}.conf"
-                _private_write(conf, nginx_config(group.run_dir, k, port, http, spec.policy, token))
-                argv = [exe, "-p", str(group.run_dir), "-c", str(conf)]
+                text = nginx_config(
+                    group.run_dir,
+                    k,
+                    port,
+                    http,
+                    spec.policy,
+                    token,
+                    workers=spec.workers,
+                    zone=spec.zone,
+                )
+                _private_write(conf, text)
+                # through the guardian: NGINX's workers do not die with their master
+                argv = [
+                    sys.executable,
+                    "-m",
+                    "cloudsched.lab.guardian",
+                    "--parent",
+                    str(os.getpid()),
+                    "--lifetime",
+                    str(spec.lifetime),
+                    "--",
+                    exe,
+                    "-p",
+                    str(group.run_dir),
+                    "-c",
+                    str(conf),
+                ]
             else:
                 conf = group.run_dir / f"haproxy{k}.cfg"
                 _private_write(

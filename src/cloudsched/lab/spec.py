@@ -31,6 +31,8 @@ __all__ = [
 #: Policies the lab's own dispatchers run (the policy table's ``lab`` column).
 LAB_POLICIES = with_capability("lab")
 BALANCERS = ("lab", "nginx", "haproxy")
+#: Most NGINX worker processes per dispatcher.
+MAX_WORKERS = 16
 #: Policies NGINX and HAProxy have: a directive of each in the policy table.
 PROXY_POLICIES = tuple(
     p for p, row in TABLE.items() if row.nginx is not None and row.haproxy is not None
@@ -102,7 +104,8 @@ class LabSpec:
     ``duration`` is the seconds of measured traffic; ``warmup`` is, as in ``simulate`` and
     ``place simulate``, the fraction of the run (warm-up and measurement) discarded first, in
     [0, 0.9], or seconds written with their unit (``"3s"``); ``kill`` maps a server to the
-    second of the measurement at which it is killed (SIGKILL).
+    second of the measurement at which it is killed (SIGKILL); ``workers``: NGINX worker
+    processes per dispatcher, ``zone``: they share their counts (an upstream ``zone``).
     """
 
     policy: str
@@ -115,6 +118,8 @@ class LabSpec:
     duration: float = 20.0
     warmup: float | str = 0.15
     balancer: str = "lab"
+    workers: int = 1
+    zone: bool = False
     mode: str = "sleep"
     slow: dict[int, float] = field(default_factory=dict)
     kill: dict[int, float] = field(default_factory=dict)
@@ -143,6 +148,13 @@ class LabSpec:
         nginx_d = self.balancer == "nginx" and TABLE[self.policy].probes == "d"
         if nginx_d and self.d != 2:  # NGINX's random takes two choices, no other number
             raise ParameterError("d", self.d, "2 with --balancer nginx (random two least_conn)")
+        check_int("workers", self.workers, low=1, high=MAX_WORKERS)
+        if (self.workers > 1 or self.zone) and self.balancer != "nginx":
+            raise ParameterError(
+                "workers" if self.workers > 1 else "zone",
+                self.workers if self.workers > 1 else True,
+                "used with --balancer nginx (NGINX's worker processes and shared zone)",
+            )
         check_real("duration", self.duration, low=0.5, high=3600.0)
         self.warmup_seconds  # noqa: B018  (checks warmup)
         if self.mode not in ("sleep", "cpu"):
@@ -178,6 +190,20 @@ class LabSpec:
                 "(cpu-bound tasks would compete for too few cores)",
             )
         del law
+
+    @property
+    def counts(self) -> tuple[str, int]:
+        """What a least-loaded choice reads: ``("own", K)`` (K proxies) or ``("shared", M)``.
+
+        The lab's ``jsq`` counts its own outstanding requests (each of the M dispatchers);
+        its ``pod`` probes the servers (their true lengths).  NGINX and HAProxy count their
+        own open requests for ``jsq`` and ``pod``: each NGINX worker on its own unless the
+        upstream has a shared ``zone``, so there are ``M x workers`` proxies without one.
+        """
+        pick = TABLE[self.policy].pick
+        if pick not in ("least", "least of d") or (self.balancer == "lab" and pick != "least"):
+            return "shared", self.dispatchers
+        return "own", self.dispatchers * (1 if self.zone else self.workers)
 
     @property
     def warmup_seconds(self) -> float:
