@@ -28,10 +28,14 @@ __all__ = ["compare_lab", "compare_notes"]
 
 
 def _own_model(spec: LabSpec) -> bool:
-    """Whether the own-counts model and simulation apply (exp service, equal speeds)."""
+    """Whether the own-counts model and simulation apply (exp service, equal speeds).
+
+    One proxy's own counts are the true counts: then the global policy is the model.
+    """
     from cloudsched.dispatch.workload.distributions import Exponential
 
-    return spec.counts[0] == "own" and not spec.slow and isinstance(spec.law, Exponential)
+    view, k = spec.counts
+    return view == "own" and k > 1 and not spec.slow and isinstance(spec.law, Exponential)
 
 
 def _theory(spec: LabSpec) -> dict[str, Any] | None:
@@ -41,7 +45,7 @@ def _theory(spec: LabSpec) -> dict[str, Any] | None:
     model = TABLE.get(spec.policy)
     if model is None or spec.slow or not isinstance(spec.law, Exponential) or spec.load >= 1.0:
         return None
-    if spec.counts[0] == "own":  # K proxies, each on its own counts: the many-server limit
+    if _own_model(spec):  # K proxies, each on its own counts: the many-server limit
         from cloudsched.dispatch.theory.proxies import own_meanfield
 
         p = own_meanfield(spec.policy, spec.load, spec.counts[1], d=spec.d)
@@ -194,7 +198,7 @@ def compare_notes(spec: LabSpec, policies: list[str]) -> list[str]:
     for p in policies:
         one = replace(spec, policy=p)
         view, k = one.counts
-        if view != "own":
+        if view != "own" or k == 1:
             continue
         who = "each dispatcher's" if one.balancer == "lab" else f"each {one.balancer} process's"
         if one.balancer == "nginx" and one.workers > 1:
