@@ -7,8 +7,7 @@ needs), the engines (:mod:`cloudsched.dispatch.engines`), the theory
 here; no other module keeps a list of policy names or a code per policy
 (``tests/test_models.py`` checks).  A row says
 
-**What a run must give it** (the options of
-:func:`~cloudsched.dispatch.plugin.register_policy`):
+**What a run must give it** (the options of :func:`~cloudsched.dispatch.plugin.register_policy`):
 
 * ``dispatchers``: ``required`` (M or r), ``optional`` or ``unused``;
 * ``d``: what ``d`` counts: ``servers`` probed, ``dispatchers`` (I-queues) sampled, or None;
@@ -44,12 +43,9 @@ here; no other module keeps a list of policy names or a code per policy
   dispatcher`` (round-robin's ``E_N/M/1``) or ``""``; ``refined``: the refined (1/N) mean
   field; ``speed_classes``: a mean field with speed classes;
 * ``relaxation``: the policy whose relaxation time the simulator uses (itself, or a proxy);
-* ``delayed``: the delayed mean field: ``join`` (join messages late; exact in the limit),
-  ``info closure`` (lengths read late; a closure) or ``""``;
-* ``polled``: the mean field with lengths read from a board refreshed every T
-  (:mod:`~cloudsched.dispatch.theory.board`): ``exact`` (the limit) or ``""``;
-* ``own_counts``: the mean field of K proxies with their own counts
-  (:mod:`~cloudsched.dispatch.theory.proxies`): ``exact``, ``closure`` or ``""``;
+* ``delayed``: the delayed mean field: ``join`` (joins late; exact), ``info closure`` or
+  ``""``; ``polled``: one with lengths read from a board (``exact`` or ``""``); ``own_counts``:
+  one of K proxies with their own counts (``exact``, ``closure``, ``""``);
 * ``why``: what the theory lacks for it, and why.
 
 **What production balancer it is** (:mod:`cloudsched.dispatch.balancers`): ``balancer``
@@ -333,9 +329,8 @@ _ROWS = (
 #: The rows, by policy name, in the order the built-in policies are registered.
 TABLE: dict[str, PolicyRow] = {row.policy: row for row in _ROWS}
 
-_CAPABILITIES = tuple(
-    "iqueues fluid exact refined speed_classes closed_form lab polled own_counts".split()
-)
+_CAPABILITIES = ("iqueues", "fluid", "exact", "refined", "speed_classes", "closed_form", "lab")
+_CAPABILITIES += ("polled", "own_counts")
 
 
 def get_row(policy: str) -> PolicyRow:
