@@ -15,14 +15,18 @@ publications a server's board value ``b`` does not change, so the servers publis
 and each of them is a birth-death chain (births ``lam_b``, deaths 1) started at ``b``.  The
 *period map* takes the distribution ``x`` of lengths at one publication to the next one,
 ``x'_k = sum_b x_b P_b(T)[k]`` with ``P_b(T)`` the transient law of that chain after
-``T``; the steady state is its fixed point, found by iterating the map (each step: one
-``expm_multiply`` on the block-diagonal generator of all classes, augmented to give the
-time integral of the lengths too).  The mean response time is the time-average of the mean
-length over a period divided by ``lam`` (Little's law).  This is the limit of the simulated
-model (no closure); ``T -> 0`` gives the live mean field (:mod:`.meanfield`).
+``T``; the steady state is its fixed point.  For a given board the map is linear (the
+period's transition matrix, all classes in one ``expm_multiply`` of a block-diagonal
+generator), so each step takes the board to that matrix's stationary law, and Anderson's
+acceleration (:mod:`._accelerate`) mixes the steps: iterating the map itself would take
+thousands of periods when ``T`` is short or the load high.  The law averaged over a period
+comes from the same generator augmented with an accumulator block.  The mean response
+time is the time-average of the mean length over a period divided by ``lam`` (Little).
+This is the limit of the simulated model (no closure); ``T -> 0`` gives the live mean
+field (:mod:`.meanfield`).
 
-The chain is truncated at a level that holds less than ``1e-12`` of the mass at the end of
-a period (doubled until it does, at most :data:`MAX_LEVELS`).
+The chain is truncated at a level that holds less than ``1e-13`` of the board's law
+(doubled until it does, at most :data:`MAX_LEVELS`).
 """
 
 from __future__ import annotations
