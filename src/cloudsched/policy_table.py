@@ -329,8 +329,8 @@ _ROWS = (
 #: The rows, by policy name, in the order the built-in policies are registered.
 TABLE: dict[str, PolicyRow] = {row.policy: row for row in _ROWS}
 
-_CAPABILITIES = ("iqueues", "fluid", "exact", "refined", "speed_classes", "closed_form", "lab")
-_CAPABILITIES += ("polled", "own_counts")
+_CAPABILITIES: tuple[str, ...] = ("iqueues", "fluid", "exact", "refined", "speed_classes")
+_CAPABILITIES += ("closed_form", "lab", "polled", "own_counts")
 
 
 def get_row(policy: str) -> PolicyRow:
