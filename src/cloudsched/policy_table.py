@@ -310,8 +310,8 @@ _ROWS = (
         engines=("servers",),
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
         relaxation="pod", colour="#ff9896", defaults=("verdict baseline",),
-        why="no model of Envoy's weighted EDF schedule yet (equal weights without slow start "
-        "are pod with d = 2 with replacement)",
+        why="no steady-state model of Envoy's EDF yet (equal weights: pod(2) with replacement); "
+        "a slow start's transient: cloudsched fluid wlr",
         balancer=WLR_RULE, options=WLR_OPTIONS,
     ),
     PolicyRow(

@@ -21,6 +21,7 @@ from cloudsched.cli.common import (
     resolve_format,
     wrote,
 )
+from cloudsched.cli.console import warn
 from cloudsched.cli.dispatch import parse_speeds
 from cloudsched.cli.options import FormatCsv, Out, Tail, opt
 from cloudsched.errors import ParameterError, check_int
@@ -221,18 +222,40 @@ def _polled_predict(
 
 
 def fluid(
-    policy: Annotated[str, typer.Argument(help="random, pod, jiq or jiq-pod.")],
+    policy: Annotated[
+        str, typer.Argument(help="random, pod, jiq, jiq-pod, or wlr (a slow-start transient).")
+    ],
     *,
     load: Annotated[float, opt("--load", help="Load after time 0, in (0, 1).")],
     r: Annotated[float, opt("--r", help="Servers per dispatcher, N/M (> 0).")] = 10.0,
     d: Annotated[int, opt("--d", help="Servers probed per decision (pod, jiq-pod).")] = 2,
-    horizon: Annotated[float, opt("--horizon", help="End time, in mean service times.")] = 50.0,
+    horizon: Annotated[
+        float | None,
+        opt(
+            "--horizon",
+            help="End time, in mean service times (default 50; wlr: join-time + twice the "
+            "window + 50).",
+        ),
+    ] = None,
     points: Annotated[int, opt("--points", help="Number of output times.")] = 51,
     initial_tasks: Annotated[
         int, opt("--initial-tasks", help="Every server starts with this many tasks.")
     ] = 0,
     initial_load: Annotated[
         float | None, opt("--initial-load", help="Start from the steady state at this load.")
+    ] = None,
+    servers: Annotated[
+        int | None, opt("--servers", help="wlr: servers N (>= 2), the last join-count join.")
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        opt(
+            "--option",
+            "-o",
+            help="wlr: an option NAME=VALUE as simulate takes it (repeatable): join-count, "
+            "join-time, slow-start-window, aggression, min-weight-percent, "
+            "active-request-bias, choice-count.",
+        ),
     ] = None,
     fmt: FormatCsv = None,
     out: Out = None,
@@ -241,8 +264,18 @@ def fluid(
         opt("--plot", help="Also plot mean tasks per server against time (.png, .pdf, .svg)."),
     ] = None,
 ) -> None:
-    """Transient mean-field (fluid ODE) trajectory, e.g. recovery after a burst."""
+    """Transient mean-field (fluid ODE) trajectory, e.g. recovery after a burst.
+
+    With wlr: servers joining mid-run under Envoy's slow start (--servers, --option).
+    """
     check_outputs(out=out, plot=plot)
+    if policy == "wlr":
+        _slow_start(load, servers, option, horizon, points, fmt=fmt, out=out, plot=plot)
+        return
+    for name, given in (("--servers", servers), ("--option", option)):
+        if given is not None:
+            raise ParameterError(name, "given", "only with wlr (the slow-start transient)")
+    horizon = 50.0 if horizon is None else horizon
     from cloudsched.dispatch.theory.fluid import fluid_trajectory
 
     fmt = resolve_format(fmt, out, FORMATS)
@@ -276,6 +309,51 @@ def fluid(
         from cloudsched.plotting.dispatch import plot_trajectory
 
         plot_trajectory(traj.t, traj.mean_tasks, plot, title=f"fluid ODE: {policy}, load {load:g}")
+        wrote(plot)
+
+
+def _slow_start(
+    load: float,
+    servers: int | None,
+    option: list[str] | None,
+    horizon: float | None,
+    points: int,
+    *,
+    fmt: str | None,
+    out: Path | None,
+    plot: Path | None,
+) -> None:
+    """``fluid wlr``: the slow-start transient (:mod:`cloudsched.dispatch.theory.slowstart`)."""
+    from cloudsched.dispatch.theory.slowstart import SLOW_START_NOTE, slow_start_trajectory
+
+    if servers is None:
+        raise ParameterError("--servers", "missing", "an integer >= 2 with wlr")
+    fmt = resolve_format(fmt, out, FORMATS)
+    traj = slow_start_trajectory(load, servers, option or [], horizon=horizon, num_points=points)
+    fine = traj  # the settling time and the curve from a fine grid, whatever the table's
+    if points < 2001:
+        fine = slow_start_trajectory(load, servers, option or [], horizon=horizon, num_points=2001)
+    import pandas as pd
+
+    df = pd.DataFrame(traj.to_rows())
+    payload = {
+        "policy": "wlr",
+        "params": {"load": load, "servers": servers, "options": option or []},
+        "settle_time": fine.settle_time(),
+        "points": df.to_dict(orient="records"),
+    }
+    title = (
+        f"slow-start transient (fluid ODE): {traj.joining} of {servers} join at "
+        f"{traj.join_time:g}, window {traj.window:g}; the response time is within 5% of its "
+        f"final value from t = {fine.settle_time():.4g}"
+    )
+    payload["model"] = SLOW_START_NOTE
+    emit(format_frame(df, fmt, title, payload), out)
+    warn(SLOW_START_NOTE, "model")
+    if plot is not None:
+        from cloudsched.plotting.dispatch import plot_slow_start
+
+        plot_slow_start(fine, plot)
         wrote(plot)
 
 

@@ -352,3 +352,33 @@ def plot_verdict(study: Any, path: str | os.PathLike[str]) -> None:
         fontsize=9,
     )
     save(fig, path)
+
+
+def plot_slow_start(traj: Any, path: str | os.PathLike[str]) -> None:
+    """Plot the slow-start transient and save it.
+
+    Top: the response time of a request sent at t and the requests per server of each class;
+    bottom: the joining servers' share of requests against their share of capacity.
+    """
+    plt = pyplot()
+    fig, (ax, bx) = plt.subplots(2, 1, figsize=(6.4, 5.6), sharex=True)
+    ax.plot(traj.t, traj.response, lw=1.8, label="response time of a request sent at t")
+    ax.plot(traj.t, traj.mean_old, lw=1.2, ls="--", label="requests per old server")
+    ax.plot(traj.t, traj.mean_joining, lw=1.2, ls=":", label="requests per joining server")
+    ax.axvline(traj.join_time, color="grey", lw=0.8)
+    ax.set_ylabel("mean service times / requests")
+    ax.legend(fontsize=8)
+    bx.plot(traj.t, traj.share_joining, lw=1.8, label="joining servers' share of requests")
+    bx.plot(traj.t, traj.weight, lw=1.2, ls="--", label="slow-start factor of a joining server")
+    bx.axhline(
+        traj.joining / traj.servers, color="grey", lw=0.8, ls=":", label="their share of capacity"
+    )
+    bx.set_xlabel("time (mean service times)")
+    bx.set_ylim(0.0, 1.05)
+    bx.grid(True, alpha=0.3)
+    bx.legend(fontsize=8)
+    title = (
+        f"wlr slow start (ODE): {traj.joining} of {traj.servers} join at t={traj.join_time:g},\n"
+        f"window {traj.window:g}, load {traj.load:g}"
+    )
+    finish(fig, ax, path, title)
