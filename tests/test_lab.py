@@ -220,6 +220,11 @@ def test_generated_configurations(tmp_path):
         ["lab", "run", "jsq", "--balancer", "haproxy", "--workers", "2"],
         ["lab", "run", "jsq", "--zone"],
         ["lab", "run", "jsq", "--balancer", "nginx", "--workers", "17"],
+        ["lab", "run", "jsq", "-o", "decay=1s"],
+        ["lab", "run", "ewma", "-o", "decay=0"],
+        ["lab", "run", "ewma", "-o", "colour=1"],
+        ["lab", "run", "ewma", "-o", "service-time=10ms"],
+        ["lab", "run", "ewma", "--balancer", "nginx"],
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(argv, tmp_path, capsys):
@@ -547,3 +552,44 @@ def test_check_lb_names_what_the_real_proxies_do(tmp_path, balancer, policy, law
         assert res.consistent == (expect == law), res.verdict
         if expect != law and res.p_value is not None:
             assert res.p_value < 1e-6, res.verdict
+
+
+def test_the_lab_ewma_is_the_simulators_rule():
+    """The lab dispatcher's peak EWMA (seconds, wall clock) and the simulator's mirror of
+    tower's rule give the same costs on one sequence of reads and responses."""
+    from cloudsched.dispatch.engines.servers.mirror_balancers import Ewma
+    from cloudsched.lab.dispatcher import PeakEwma
+
+    decay, default = 0.5, 0.03
+    lab = PeakEwma(3, decay, default, now=0.0)
+    mirror = Ewma.__new__(Ewma)
+    mirror.o = {"decay": decay, "default-rtt": default}
+    mirror.est, mirror.stamp, mirror.inflight = [[default] * 3], [[0.0] * 3], [[0] * 3]
+    rng = np.random.default_rng(5)
+    now = 0.0
+    for _ in range(400):
+        now += float(rng.exponential(0.01))
+        s, out = int(rng.integers(3)), int(rng.integers(4))
+        if rng.random() < 0.5:
+            mirror.inflight[0][s] = out
+            assert lab.cost(s, out, now) == pytest.approx(mirror.cost(0, s, now), rel=1e-12)
+        else:
+            rtt = float(rng.exponential(0.02 * (s + 1)))
+            lab.observe(s, rtt, now)
+            mirror.returned(0, s, now, rtt)
+    assert lab.est == pytest.approx(mirror.est[0], rel=1e-12)
+
+
+def test_ewma_learns_to_avoid_a_slow_server_live():
+    """Server 0 four times slower: its round trips are four times longer, so peak EWMA
+    (decay 1 s) sends it far less than a uniform quarter."""
+    spec = LabSpec(
+        "ewma", **{**SMALL, "servers": 4, "duration": 3.0, "slow": {0: 4.0}},
+        options=("decay=1s",),
+    )  # fmt: skip
+    assert spec.option_values["decay"] == pytest.approx(100.0)  # 1 s in 10 ms units
+    r = run_lab(spec)
+    m = _measured(r)
+    assert (m["status"] == "ok").all()
+    share = (m["server"] == 0).mean()
+    assert share < 0.15, share  # uniform would be 0.25; the slow server's capacity is 1/13

@@ -280,7 +280,7 @@ _ROWS = (
     PolicyRow(
         "ewma",
         pick="p2c cost", dispatchers="optional", memory="slots",
-        engines=("servers",),
+        engines=("servers",), lab=True,
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
         relaxation="pod", colour="#17becf", defaults=("verdict",),
         why="no model of a cost that learns latency (a peak EWMA) yet",

@@ -48,6 +48,16 @@ MaxReq = Annotated[int, opt("--max-requests", help="Cap on requests in the run."
 ProbeTimeout = Annotated[str, opt("--probe-timeout", help="Wait for probe replies.")]
 Seed = Annotated[int, opt("--seed", help="Seed of the workload and the choices.")]
 Fmt = Annotated[str, opt("--format", help="table or json (standard output).")]
+Options = Annotated[
+    list[str] | None,
+    opt(
+        "--option",
+        "-o",
+        help="The policy's option NAME=VALUE, as simulate takes it (repeatable; ewma: decay, "
+        "default-rtt); durations in units or with their unit (10s); --unit is the mean "
+        "service time.",
+    ),
+]
 
 
 def _spec(args: dict[str, Any], **given: Any) -> Any:
@@ -64,6 +74,7 @@ def _spec(args: dict[str, Any], **given: Any) -> Any:
     check_int("--servers", servers, low=1, high=MAX_SERVERS)
     kw["slow"] = parse_slow(kw.get("slow") or [], servers)
     kw["kill"] = parse_kill(kw.get("kill") or [], servers, duration)
+    kw["options"] = tuple(kw.get("options") or ())
     kw["unit"] = parse_unit(kw["unit"])
     kw["probe_timeout"] = parse_unit(kw["probe_timeout"], "probe_timeout", low=1e-4)
     with contextlib.suppress(ValueError):  # a bare number is a fraction; 3s is seconds
@@ -196,7 +207,9 @@ def _write_run(result: Any, out: Path) -> None:
 
 
 def lab_run(
-    policy: Annotated[str, typer.Argument(help="random, round-robin, jsq, pod, jiq, jiq-pod.")],
+    policy: Annotated[
+        str, typer.Argument(help="random, round-robin, jsq, pod, jiq, jiq-pod, ewma.")
+    ],
     *,
     servers: Servers = 8,
     dispatchers: Dispatchers = 2,
@@ -217,6 +230,7 @@ def lab_run(
     max_requests: MaxReq = 500_000,
     probe_timeout: ProbeTimeout = "50ms",
     seed: Seed = 0,
+    options: Options = None,
     fmt: Fmt = "table",
     out: Annotated[Path, opt("--out", help="Folder for records, JSON, figure.")] = Path(
         "cloudsched-lab"
@@ -276,6 +290,7 @@ def lab_compare(
     max_requests: MaxReq = 500_000,
     probe_timeout: ProbeTimeout = "50ms",
     seed: Seed = 0,
+    options: Options = None,
     fmt: Fmt = "table",
     out: Annotated[Path, opt("--out", help="Folder for the table and figure.")] = Path(
         "cloudsched-lab"

@@ -39,7 +39,17 @@ def verdict(
         opt(
             "--regime",
             help="A regime (repeatable; default all: equal, 'mixed speeds', 'slow 10%', "
-            "slowdowns, 'heavy tail', '8 proxies').",
+            "slowdowns, 'heavy tail', '8 proxies', 'polled 2'), or a point of an axis: "
+            "half=X (half the servers at speed X), slow=F (a fraction F 4x slower), cv=C "
+            "(log-normal service), proxies=K, refresh=T (load reports polled every T).",
+        ),
+    ] = None,
+    axis: Annotated[
+        list[str] | None,
+        opt(
+            "--axis",
+            help="An axis NAME=V1,V2,... (repeatable): its points as regimes, e.g. "
+            "--axis proxies=1,2,8,32 or --axis cv=1,2,4,8.",
         ),
     ] = None,
     precision: Annotated[
@@ -55,9 +65,18 @@ def verdict(
 ) -> None:
     """When does a production balancer beat least request? Every balancer, every regime."""
     check_outputs(out=out, plot=plot)
-    from cloudsched.experiments.verdict import BASELINE, DEFAULT_POLICIES, REGIMES, verdict_study
+    from cloudsched.experiments.verdict import (
+        BASELINE,
+        DEFAULT_POLICIES,
+        REGIMES,
+        axis_regimes,
+        verdict_study,
+    )
 
     fmt = resolve_format(fmt, out, FORMATS)
+    regimes = list(regime or [])
+    for a in axis or []:
+        regimes += axis_regimes(a)
     chosen = [BASELINE, *(policy or DEFAULT_POLICIES)]
     bar = LazyProgress("verdict", delay=1.0)
     try:
@@ -65,7 +84,7 @@ def verdict(
             servers=servers,
             load=load,
             policies=list(dict.fromkeys(chosen)),
-            regimes=regime or list(REGIMES),
+            regimes=regimes or list(REGIMES),
             precision=precision,
             seed=seed,
             progress=bar,
@@ -83,10 +102,13 @@ def verdict(
 def _emit(study: Any, fmt: str, out: Path | None) -> None:
     import pandas as pd
 
+    from cloudsched.experiments.verdict import BASELINE
+
     df = pd.DataFrame(study.rows)
     title = (
-        f"against least request (wlr): N = {study.servers}, load {study.load:g}, mean "
-        "response time in mean service times (95% intervals)"
+        f"against least request (wlr; P2C on a board where reports are polled): N = "
+        f"{study.servers}, load {study.load:g}, mean response time in mean service times "
+        "(95% intervals; p99 without one)"
     )
     payload = {
         "servers": study.servers,
@@ -101,7 +123,7 @@ def _emit(study: Any, fmt: str, out: Path | None) -> None:
     shown = pd.DataFrame(
         {
             "regime": df["regime"],
-            "policy": df["policy"],
+            "policy": ["least request" if p == BASELINE else p for p in df["policy"]],
             "mean": df["mean"],
             "interval": [
                 "-" if lo is None else f"[{lo:.4g}, {hi:.4g}]"

@@ -18,10 +18,18 @@ differently (CHOICE: these values, each stated in its row):
 * ``slowdowns``: a tenth of the servers at a tenth of their speed for 50 of every 500 mean
   service times (a garbage-collection pause, a noisy neighbour), then recovered;
 * ``heavy tail``: log-normal service with coefficient of variation 4;
-* ``8 proxies``: eight balancers, each seeing only its own requests and latencies.
+* ``8 proxies``: eight balancers, each seeing only its own requests and latencies;
+* ``polled 2``: least request reads requests in flight from load reports polled every 2
+  mean service times (P2C on a board, ``pod --refresh 2``: a dashboard or control plane
+  that scrapes load); ewma, least-time and prequal measure their own latencies and are
+  unchanged; wrr takes new weights every 2.
 
-Polled load reports of pod and JSQ (a bulletin board refreshed every T) are not here yet:
-this verdict is about the production balancers, each of which reads its own state.
+Any point of an axis is a regime too, ``NAME=VALUE`` (:data:`AXES`): ``half=X`` (half the
+servers at speed X: heterogeneity), ``slow=F`` (a fraction F of the servers four times
+slower), ``cv=C`` (log-normal service of coefficient of variation C: job-size variance),
+``proxies=K``, ``refresh=T``; ``axis_regimes`` expands ``NAME=V1,V2,...``.  Servers that
+join mid-run (slow start) are a transient, not a steady state to compare: ``cloudsched
+fluid wlr`` models them.
 """
 
 from __future__ import annotations
@@ -37,7 +45,16 @@ from cloudsched.errors import SEED_LIMIT, ParameterError, check_int, check_real
 from cloudsched.policy_table import TABLE, default_policies
 from cloudsched.progress import Progress
 
-__all__ = ["BASELINE", "DEFAULT_POLICIES", "REGIMES", "VERDICTS", "VerdictStudy", "verdict_study"]
+__all__ = [
+    "AXES",
+    "BASELINE",
+    "DEFAULT_POLICIES",
+    "REGIMES",
+    "VERDICTS",
+    "VerdictStudy",
+    "axis_regimes",
+    "verdict_study",
+]
 
 #: The balancer every other one is compared with: least request (Envoy, equal weights).
 BASELINE = default_policies("verdict baseline")[0]
@@ -56,6 +73,21 @@ REGIMES: dict[str, tuple[str, dict[str, Any]]] = {
     ),
     "heavy tail": ("log-normal service, cv 4", {"service": "lognormal:cv=4"}),
     "8 proxies": ("8 balancers, each with its own counts", {"dispatchers": 8}),
+    "polled 2": (
+        "least request on load reports polled every 2; wrr's weights every 2",
+        {"refresh": 2.0},
+    ),
+}
+#: Axes: name -> (what a value means, the values allowed).
+AXES: dict[str, tuple[str, str]] = {
+    "half": ("half the servers at speed {v}", "a speed in (0, 1]"),
+    "slow": ("a fraction {v} of the servers 4x slower", "a fraction in [0, 1)"),
+    "cv": ("log-normal service, cv {v}", "a coefficient of variation in [0.1, 20]"),
+    "proxies": ("{v} balancers, each with its own counts", "an integer in [1, N]"),
+    "refresh": (
+        "least request on load reports polled every {v}; wrr's weights every {v}",
+        "a period in (0, 1000] mean service times",
+    ),
 }
 
 
@@ -74,13 +106,98 @@ class VerdictStudy:
         return next(r for r in self.rows if r["regime"] == regime and r["policy"] == policy)
 
 
-def _arguments(regime: str, servers: int) -> dict[str, Any]:
+def _axis_arguments(name: str, text: str, servers: int) -> dict[str, Any]:
+    """Return simulate()'s arguments for ``name=text`` (a point of an axis), or refuse it."""
+    allowed = AXES[name][1].replace("N", str(servers))
+    try:
+        v = float(text)
+    except ValueError:
+        raise ParameterError("--regime", f"{name}={text}", allowed) from None
+    ok = {
+        "half": 0.0 < v <= 1.0,
+        "slow": 0.0 <= v < 1.0,
+        "cv": 0.1 <= v <= 20.0,
+        "proxies": v.is_integer() and 1 <= v <= servers,
+        "refresh": 0.0 < v <= 1000.0,
+    }[name]
+    if not ok:
+        raise ParameterError("--regime", f"{name}={text}", allowed)
+    if name == "half":
+        return {"speeds": f"0.5@1,0.5@{v:g}"}
+    if name == "slow":
+        return {"speeds": f"{1 - v:g}@1,{v:g}@0.25"} if v > 0 else {}
+    if name == "cv":
+        return {"service": f"lognormal:cv={v:g}"}
+    if name == "proxies":
+        return {"dispatchers": int(v)}
+    return {"refresh": v}
+
+
+def describe(regime: str) -> str:
+    """Return what ``regime`` changes (a named regime or a point of an axis)."""
+    if regime in REGIMES:
+        return REGIMES[regime][0]
+    name, _, text = regime.partition("=")
+    return AXES[name][0].format(v=text)
+
+
+def check_regime(regime: str, servers: int) -> None:
+    """Refuse a regime that is neither named nor a valid point of an axis, in one line."""
+    if regime in REGIMES:
+        return
+    name, eq, text = regime.partition("=")
+    if not eq or name not in AXES:
+        raise ParameterError(
+            "--regime",
+            regime,
+            "one of " + ", ".join(REGIMES) + ", or NAME=VALUE with NAME one of " + ", ".join(AXES),
+        )
+    _axis_arguments(name, text, servers)
+
+
+def axis_regimes(axis: str) -> list[str]:
+    """``NAME=V1,V2,...`` -> the regimes ``NAME=V1``, ``NAME=V2``, ... (checked later)."""
+    name, eq, values = axis.partition("=")
+    if not eq or name not in AXES or not values.strip():
+        raise ParameterError("--axis", axis, "NAME=V1,V2,... with NAME one of " + ", ".join(AXES))
+    return [f"{name}={v.strip()}" for v in values.split(",")]
+
+
+def _arguments(regime: str, servers: int, policy: str) -> dict[str, Any]:
+    """Return simulate()'s arguments for ``policy`` in ``regime``.
+
+    Polled reports (``refresh``) reach the policies that read them: least request becomes
+    P2C on a board (``pod``: two distinct servers, where Envoy draws with replacement), wrr
+    updates its weights every period; the others measure for themselves and run as in
+    ``equal``.
+    """
     from cloudsched.dispatch.workload.slowdown import speed_mix
 
-    kw = dict(REGIMES[regime][1])
+    if regime in REGIMES:
+        kw = dict(REGIMES[regime][1])
+    else:
+        name, _, text = regime.partition("=")
+        kw = _axis_arguments(name, text, servers)
     if "speeds" in kw:
         kw["speeds"] = speed_mix(servers, kw["speeds"])
+    refresh = kw.pop("refresh", None)
+    if refresh is not None:
+        if policy == BASELINE:
+            kw.update(policy="pod", refresh=refresh)
+        elif policy == "wrr":
+            kw["options"] = {"weight-update-period": refresh}
     return kw
+
+
+def _stream(seed: int, regime: str, policy: str) -> np.random.SeedSequence:
+    """Return the stream of one (regime, policy) run, the same whatever else runs."""
+    import zlib
+
+    p = list(TABLE).index(policy)
+    if regime in REGIMES:  # the named regimes keep their streams (the docs' runs)
+        idx = list(REGIMES).index(regime) * len(TABLE) + p
+        return np.random.SeedSequence(seed).spawn(idx + 1)[idx]
+    return np.random.SeedSequence(seed, spawn_key=(zlib.crc32(regime.encode()), p))
 
 
 def _compare(row: dict[str, Any], base: dict[str, Any]) -> str:
@@ -139,30 +256,28 @@ def verdict_study(
             shown = ", ".join(n for n, r in TABLE.items() if r.options)
             raise ParameterError("--policy", p, f"one of the production balancers: {shown}")
     for g in regimes:
-        if g not in REGIMES:
-            raise ParameterError("--regime", g, "one of " + ", ".join(REGIMES))
+        check_regime(g, servers)
+    regimes = list(dict.fromkeys(regimes))
     order = [BASELINE, *[p for p in policies if p != BASELINE]]
-    streams = np.random.SeedSequence(seed).spawn(len(REGIMES) * len(TABLE))
     study = VerdictStudy(servers, load, precision)
     total, done = len(regimes) * len(order), 0
     for regime in regimes:
-        kw = _arguments(regime, servers)
         for policy in order:
-            idx = list(REGIMES).index(regime) * len(TABLE) + list(TABLE).index(policy)
+            kw = _arguments(regime, servers, policy)
             res = simulate(
-                policy,
+                kw.pop("policy", policy),
                 servers=servers,
                 load=load,
                 precision=precision,
                 max_tasks=max_tasks,
-                rng=np.random.default_rng(streams[idx]),
+                rng=np.random.default_rng(_stream(seed, regime, policy)),
                 **kw,
             )
             ci = res.ci95
             study.rows.append(
                 {
                     "regime": regime,
-                    "what": REGIMES[regime][0],
+                    "what": describe(regime),
                     "policy": policy,
                     "mean": res.mean_response_time,
                     "ci_low": ci[0] if ci else None,

@@ -76,6 +76,7 @@ def _simulate(spec: LabSpec, load: float, keep: bool) -> Any:
         speeds=spec.speeds if spec.slow else None,
         rng=spec.seed,
         keep_response_times=keep and not own,  # the delay engine keeps no records
+        options=spec.simulate_options or None,
     )
 
 

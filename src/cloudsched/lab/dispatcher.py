@@ -13,7 +13,11 @@ dispatchers, as in the paper), by the ``pick`` and ``iqueues`` of their row in
   the fewest tasks; a probe unanswered within ``--probe-timeout`` counts as lost;
 * ``jiq``: pop a uniformly drawn server from the I-queue (``X-Popped`` tells it so), or a
   uniform server when the I-queue is empty; ``jiq-pod``: the same, but probe ``d`` servers
-  when the I-queue is empty.
+  when the I-queue is empty;
+* ``ewma``: Linkerd's peak EWMA behind P2C (tower's ``PeakEwma``, the rule the simulator
+  runs): two distinct servers, the lower of peak-EWMA round-trip time x (this
+  dispatcher's requests outstanding there + 1), the estimate decaying on every read and
+  taking a slower response at once; round trips measured here, on the real sockets.
 
 A forward that fails (connection refused or cut) marks the server dead: it leaves the
 I-queue, no policy chooses it, the request is retried on another server (at most
@@ -29,6 +33,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import time
 from typing import Any, cast
 
@@ -44,6 +49,30 @@ HEALTH_SECONDS = 1.0
 SAMPLE_SECONDS = 0.1
 #: Keep at most this many I-queue samples (the run's length is bounded anyway).
 MAX_SAMPLES = 20000
+
+
+class PeakEwma:
+    """tower's PeakEwma per server, in wall-clock seconds (``decay``, ``default_rtt``)."""
+
+    def __init__(self, n: int, decay: float, default_rtt: float, now: float) -> None:
+        self.decay = decay
+        self.est = [default_rtt] * n
+        self.stamp = [now] * n
+
+    def cost(self, s: int, outstanding: int, now: float) -> float:
+        """Return the estimate decayed to ``now`` (kept) x (outstanding + 1)."""
+        self.est[s] *= math.exp(-(now - self.stamp[s]) / self.decay)
+        self.stamp[s] = now
+        return self.est[s] * (outstanding + 1)
+
+    def observe(self, s: int, rtt: float, now: float) -> None:
+        """Learn a response's round trip: a slower one at once, a faster one by the EWMA."""
+        if self.est[s] < rtt:
+            self.est[s] = rtt
+        else:
+            w = math.exp(-(now - self.stamp[s]) / self.decay)
+            self.est[s] = self.est[s] * w + rtt * (1.0 - w)
+        self.stamp[s] = now
 
 
 class Dispatcher(Member):
@@ -90,6 +119,12 @@ class Dispatcher(Member):
         self.length_time = 0.0
         self.last_change = time.perf_counter()
         self.samples: list[tuple[float, int]] = []
+        self.options = dict(_option(x) for x in args.opt or [])
+        self.ewma: PeakEwma | None = None
+        if TABLE[self.policy].pick == "p2c cost":
+            self.ewma = PeakEwma(
+                n, self.options["decay"], self.options["default-rtt"], time.perf_counter()
+            )
 
     # -- I-queue --------------------------------------------------------------------
     def _account(self) -> None:
@@ -179,6 +214,14 @@ class Dispatcher(Member):
                 self.rr = (self.rr + 1) % n
                 if self.rr in live:
                     return self.rr, False, ""
+        if row.pick == "p2c cost" and self.ewma is not None:
+            if len(live) == 1:
+                return live[0], False, ""
+            a, b = (live[int(i)] for i in self.rng.choice(len(live), size=2, replace=False))
+            now = time.perf_counter()
+            cost_a = self.ewma.cost(a, self.outstanding[a], now)
+            cost_b = self.ewma.cost(b, self.outstanding[b], now)
+            return (a if cost_a <= cost_b else b), False, ""
         if row.pick == "least":
             low = min(self.outstanding[i] for i in live)
             best = [i for i in live if self.outstanding[i] == low]
@@ -266,8 +309,12 @@ class Dispatcher(Member):
             self.chosen[s] += 1
             self.outstanding[s] += 1
             head = {"X-Popped": str(self.index if popped else -1)}
+            sent = time.perf_counter()
             try:
                 msg = await self._exchange(s, request_bytes(path, head, self.token))
+                if self.ewma is not None:
+                    done = time.perf_counter()
+                    self.ewma.observe(s, done - sent, done)
             except (OSError, ConnectionError):
                 self.mark_dead(s)
                 if attempt + 1 < MAX_TRIES:
@@ -286,6 +333,12 @@ class Dispatcher(Member):
             )
             return response_bytes(msg.status, extra, msg.body)
         return response_bytes(502, {"X-Decision": str(decision), "X-Tries": str(MAX_TRIES)})
+
+
+def _option(text: str) -> tuple[str, float]:
+    """``NAME=VALUE`` (the controller's, already checked) as a name and a number."""
+    name, _, value = text.partition("=")
+    return name, float(value)
 
 
 class Control(SealedControl):
@@ -357,6 +410,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--d", type=int, default=2)
     p.add_argument("--backends", required=True, help="http:udp,... of every server")
     p.add_argument("--probe-timeout", type=float, default=0.05)
+    p.add_argument("--opt", action="append", help="the policy's option NAME=VALUE (seconds)")
     asyncio.run(_serve(p.parse_args(argv)))
 
 

@@ -128,6 +128,7 @@ class LabSpec:
     max_requests: int = 500_000
     probe_timeout: float = 0.05
     seed: int = 0
+    options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Check every field; the first bad one raises :class:`ParameterError`."""
@@ -173,6 +174,7 @@ class LabSpec:
         parse_unit(self.probe_timeout, "probe_timeout", low=1e-4)
         check_int("seed", self.seed, low=0)
         parse_unit(self.unit)
+        self.option_values  # noqa: B018  (checks options)
         law = self.law  # checks the spec
         expected = self.rate * (self.duration + self.warmup_seconds)
         if expected > self.max_requests:
@@ -204,6 +206,35 @@ class LabSpec:
         if pick not in ("least", "least of d") or (self.balancer == "lab" and pick != "least"):
             return "shared", self.dispatchers
         return "own", self.dispatchers * (1 if self.zone else self.workers)
+
+    @property
+    def option_values(self) -> dict[str, float]:
+        """The policy's options resolved as ``simulate`` takes them (durations in units).
+
+        The lab's ``unit`` is the mean service time, so ``service-time`` is not given here:
+        it is the unit.  Policies without options take none.
+        """
+        from cloudsched.dispatch.options import SERVICE_TIME, resolve_options
+
+        given = list(self.options)
+        if any(str(o).split("=", 1)[0].strip() == SERVICE_TIME for o in given):
+            raise ParameterError(
+                "option", SERVICE_TIME, "not given in the lab (its --unit is the mean service time)"
+            )
+        row = TABLE[self.policy]
+        if not row.options:
+            if given:
+                raise ParameterError("option", given[0], f"absent: {self.policy} takes no options")
+            return {}
+        values = resolve_options(self.policy, [*given, f"{SERVICE_TIME}={self.unit!r}s"])
+        return {o.name: float(x) for o, x in zip(row.options, values, strict=True)}
+
+    @property
+    def simulate_options(self) -> list[str]:
+        """The options as ``simulate(options=...)`` takes them for the same setting."""
+        if not TABLE[self.policy].options:
+            return []
+        return [*self.options, f"service-time={self.unit!r}s"]
 
     @property
     def warmup_seconds(self) -> float:
