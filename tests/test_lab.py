@@ -26,6 +26,9 @@ from cloudsched.lab.notes import run_warnings
 from cloudsched.lab.proxies import binary, haproxy_config, nginx_config
 from cloudsched.lab.run import make_load
 
+#: real processes measured live: the slow tier runs these one at a time (.ci/run)
+pytestmark = pytest.mark.live
+
 SMALL = {
     "servers": 3,
     "dispatchers": 2,
@@ -593,3 +596,47 @@ def test_ewma_learns_to_avoid_a_slow_server_live():
     assert (m["status"] == "ok").all()
     share = (m["server"] == 0).mean()
     assert share < 0.15, share  # uniform would be 0.25; the slow server's capacity is 1/13
+
+
+def test_the_lab_prequal_pool_is_the_simulators_rule():
+    """On the same pools and answer histories, the lab's Prequal pool and the simulator's
+    mirror pick the same server and leave the same pool (stale probes dropped, the chosen
+    probe's RIF and uses up, dropped at its reuse limit)."""
+    from cloudsched.dispatch.engines.servers.mirror_reports import Prequal
+    from cloudsched.lab.dispatcher import PrequalPool
+
+    o = {"max-age": 5.0, "q-rif": 0.84, "reuse": 2.0, "pool": 16.0, "probe-rate": 0.0}
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(2, 9))
+        pool = [
+            [float(rng.integers(n)), float(rng.integers(6)), float(rng.exponential()),
+             float(rng.uniform(0, 10)), float(rng.integers(2))]
+            for _ in range(int(rng.integers(1, 17)))
+        ]  # fmt: skip
+        history = [float(rng.integers(8)) for _ in range(64)]
+        seen = int(rng.integers(1, 200))
+        lab = PrequalPool(o)
+        lab.pool, lab.history, lab.seen = [list(p) for p in pool], list(history), seen
+        mirror = Prequal.__new__(Prequal)
+        mirror.o, mirror.rng = o, np.random.default_rng(0)
+        mirror.pool, mirror.history, mirror.seen = [[list(p) for p in pool]], [history], [seen]
+        now = float(rng.uniform(5, 12))
+        got = lab.pick(now, [True] * n)
+        if not lab.pool and got < 0:
+            continue  # every probe stale: the mirror draws a uniform server instead
+        assert got == mirror.pick(0, n, now)
+        assert lab.pool == mirror.pool[0]
+
+
+def test_prequal_learns_to_avoid_a_slow_server_live():
+    """Server 0 four times slower: its probes answer a service estimate four times longer
+    and it holds more requests, so Prequal sends it far less than a uniform quarter; every
+    decision sends three probes (the default probe-rate)."""
+    spec = LabSpec("prequal", **{**SMALL, "servers": 4, "duration": 3.0, "slow": {0: 4.0}})
+    r = run_lab(spec)
+    m = _measured(r)
+    assert (m["status"] == "ok").all()
+    assert (m["server"] == 0).mean() < 0.15
+    counts = r.lab["dispatcher_counts"]
+    assert counts["probe"] == 3 * r.lab["requests"]["ok"]

@@ -24,6 +24,9 @@ from cloudsched.lab import LabSpec, run_lab
 from cloudsched.lab.auth import WINDOW, Signer, Verifier, http_token
 from cloudsched.lab.protocol import request_bytes
 
+#: real processes measured live: the slow tier runs these one at a time (.ci/run)
+pytestmark = pytest.mark.live
+
 KEY = bytes(range(32))
 
 

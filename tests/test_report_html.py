@@ -10,6 +10,9 @@ import pytest
 from cloudsched.experiments.report import Report
 from cloudsched.plotting import plot_lines
 
+#: real processes measured live: the slow tier runs these one at a time (.ci/run)
+pytestmark = pytest.mark.live
+
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 
 #: Appended to a copy of the page: on load, the title reports what displayed.

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -86,7 +88,7 @@ def _simulated_windows(n, j, load, opts, horizon, edges, reps):
 
 def _window_means(traj, edges):
     return np.array(
-        [traj.response[(traj.t >= a) & (traj.t < b)].mean() for a, b in zip(edges, edges[1:])]
+        [traj.response[(traj.t >= a) & (traj.t < b)].mean() for a, b in itertools.pairwise(edges)]
     )
 
 
@@ -108,7 +110,7 @@ def test_scale_up_after_overload_follows_the_fluid():
     mean, se = sim.mean(axis=0), sim.std(axis=0, ddof=1) / np.sqrt(sim.shape[0])
     ode = _window_means(traj, edges)
     old = np.array(
-        [traj.mean_old[(traj.t >= a) & (traj.t < b)].min() for a, b in zip(edges, edges[1:])]
+        [traj.mean_old[(traj.t >= a) & (traj.t < b)].min() for a, b in itertools.pairwise(edges)]
     )
     tested = (edges[:-1] >= 12.5) & (edges[:-1] < 100) | (edges[:-1] >= 112.5) & (old >= 3.0)
     assert tested.sum() >= 12

@@ -298,7 +298,7 @@ _ROWS = (
     PolicyRow(
         "prequal",
         pick="probes", dispatchers="optional", memory="slots",
-        engines=("servers",),
+        engines=("servers",), lab=True,
         meanfield="none", fluid=False, exact="", refined=False, speed_classes=False,
         relaxation="pod", colour="#98df8a", defaults=("verdict",),
         why="no model of a pool of reused, ageing probes yet",

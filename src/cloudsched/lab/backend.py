@@ -92,6 +92,7 @@ class Server(Member):
             "bad_requests": 0,
         }
         self.busy_time = 0.0
+        self.service_estimate = 0.0  # seconds: EWMA (weight 1/16) of its service times
 
     # -- queue accounting -------------------------------------------------------------
     def _change(self, delta: int) -> None:
@@ -158,6 +159,9 @@ class Server(Member):
             end = time.perf_counter()
             with self.lock:  # account and, if idle now, join at once (not via the loop)
                 self.busy_time += end - start
+                old = self.service_estimate  # the server's own EWMA (Prequal's latency)
+                service = end - start
+                self.service_estimate = service if old == 0.0 else old + (service - old) / 16.0
                 self.count["served"] += 1
                 self._change(-1)
                 if self.held == 0:
@@ -190,7 +194,7 @@ class Control(SealedControl):
             if s.peers and (not 0 <= k < len(s.peers) or addr[1] != s.peers[k][1]):
                 return False  # not from dispatcher k's socket: the answer would go elsewhere
             s.count["probe_answered"] += 1
-            reply = f"R {rest} {s.index} {s.held}"
+            reply = f"R {rest} {s.index} {s.held} {s.service_estimate!r}"
         elif kind == "C" and sender == "c":
             try:
                 ports = [int(p) for p in json.loads(rest)["dispatchers"]]

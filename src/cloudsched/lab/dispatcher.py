@@ -14,6 +14,11 @@ dispatchers, as in the paper), by the ``pick`` and ``iqueues`` of their row in
 * ``jiq``: pop a uniformly drawn server from the I-queue (``X-Popped`` tells it so), or a
   uniform server when the I-queue is empty; ``jiq-pod``: the same, but probe ``d`` servers
   when the I-queue is empty;
+* ``prequal``: Prequal's pool of probes (the simulator's rule, our reading of the paper):
+  after each choice ``probe-rate`` probes go to uniform servers over UDP, and each answer
+  (the server's requests in flight and its own EWMA of service times) joins the pool when
+  it arrives, asynchronously; a query takes the coldest probe by latency, else the least
+  in flight, reuses a probe ``reuse`` times and drops probes older than ``max-age``;
 * ``ewma``: Linkerd's peak EWMA behind P2C (tower's ``PeakEwma``, the rule the simulator
   runs): two distinct servers, the lower of peak-EWMA round-trip time x (this
   dispatcher's requests outstanding there + 1), the estimate decaying on every read and
@@ -75,6 +80,63 @@ class PeakEwma:
         self.stamp[s] = now
 
 
+class PrequalPool:
+    """One dispatcher's Prequal pool: ``[server, rif, latency, time, uses]`` per probe."""
+
+    HISTORY = 64
+
+    def __init__(self, options: dict[str, float]) -> None:
+        self.o = options
+        self.pool: list[list[float]] = []
+        self.history = [0.0] * self.HISTORY
+        self.seen = 0
+
+    def drop(self, i: int) -> None:
+        """Remove probe ``i`` (the last takes its place)."""
+        self.pool[i] = self.pool[-1]
+        self.pool.pop()
+
+    def threshold(self) -> float:
+        """Return the q-rif quantile of the recent answers' RIFs (nearest rank)."""
+        recent = sorted(min(r, 1023.0) for r in self.history[: min(self.seen, self.HISTORY)])
+        rank = max(1, math.ceil(self.o["q-rif"] * len(recent)))
+        if not recent or recent[rank - 1] >= 1023.0:
+            return math.inf
+        return recent[rank - 1]
+
+    def pick(self, now: float, usable: list[bool]) -> int:
+        """Return the server of the hot-cold choice, or -1 when the pool has none usable."""
+        pool, i = self.pool, 0
+        while i < len(pool):
+            if now - pool[i][3] > self.o["max-age"] or not usable[int(pool[i][0])]:
+                self.drop(i)
+            else:
+                i += 1
+        if not pool:
+            return -1
+        hot = self.threshold()
+        cold = [i for i in range(len(pool)) if pool[i][1] <= hot]
+        if cold:
+            chosen = min(cold, key=lambda i: (pool[i][2], i))
+        else:
+            chosen = min(range(len(pool)), key=lambda i: (pool[i][1], i))
+        s = int(pool[chosen][0])
+        pool[chosen][1] += 1.0
+        pool[chosen][4] += 1.0
+        if pool[chosen][4] >= self.o["reuse"]:
+            self.drop(chosen)
+        return s
+
+    def answer(self, s: int, rif: int, service: float, now: float) -> None:
+        """Take a probe's answer into the pool (a full pool drops its oldest first)."""
+        if len(self.pool) >= int(self.o["pool"]):
+            oldest = min(range(len(self.pool)), key=lambda i: (self.pool[i][3], i))
+            self.drop(oldest)
+        self.pool.append([float(s), float(rif), (rif + 1.0) * service, now, 0.0])
+        self.history[self.seen % self.HISTORY] = float(rif)
+        self.seen += 1
+
+
 class Dispatcher(Member):
     """One dispatcher's view: its I-queue, outstanding counts, pools and counters."""
 
@@ -94,6 +156,7 @@ class Dispatcher(Member):
         self.rr = int(self.rng.integers(n))
         self.seq = 0
         self.probes: dict[int, tuple[asyncio.Future[None], dict[int, int], int]] = {}
+        self.prequal_sent: dict[int, int] = {}  # prequal's probes awaiting their answer
         self.udp: asyncio.DatagramTransport | None = None
         self.count = {
             "decisions": 0,
@@ -121,6 +184,7 @@ class Dispatcher(Member):
         self.samples: list[tuple[float, int]] = []
         self.options = dict(_option(x) for x in args.opt or [])
         self.ewma: PeakEwma | None = None
+        self.prequal = PrequalPool(self.options) if TABLE[self.policy].pick == "probes" else None
         if TABLE[self.policy].pick == "p2c cost":
             self.ewma = PeakEwma(
                 n, self.options["decay"], self.options["default-rtt"], time.perf_counter()
@@ -196,6 +260,36 @@ class Dispatcher(Member):
         best = [s for s, q in replies.items() if q == low]
         return best[int(self.rng.integers(len(best)))], probed
 
+    def _send_prequal_probes(self, live: list[int]) -> None:
+        """Send probe-rate probes (a random whole number of that mean) to uniform servers.
+
+        Their answers join the pool when they come (:meth:`prequal_answer`).
+        """
+        rate = self.options["probe-rate"]
+        probes = int(rate)
+        if rate > probes and self.rng.random() < rate - probes:
+            probes += 1
+        assert self.udp is not None
+        for _ in range(probes):
+            s = live[int(self.rng.integers(len(live)))]
+            self.seq += 1
+            self.prequal_sent[self.seq] = s
+            self.count["probe"] += 1
+            self.udp.sendto(
+                self.signer.seal(f"P {self.seq}", f"s{s}"), ("127.0.0.1", self.ports[s][1])
+            )
+        while len(self.prequal_sent) > 4096:  # answers never coming: forget the oldest
+            self.prequal_sent.pop(next(iter(self.prequal_sent)))
+            self.count["probe_lost"] += 1
+
+    def prequal_answer(self, seq: int, s: int, rif: int, service: float) -> bool:
+        """Take the answer to probe ``seq`` (sent to ``s``) into the pool."""
+        if self.prequal is None or self.prequal_sent.pop(seq, None) != s:
+            return False
+        self.count["probe_reply"] += 1
+        self.prequal.answer(s, rif, service, time.perf_counter())
+        return True
+
     async def choose(self, exclude: set[int]) -> tuple[int, bool, str]:
         """Server for the next request: (server, popped from the I-queue, probe replies)."""
         live = self._alive(exclude)
@@ -214,6 +308,13 @@ class Dispatcher(Member):
                 self.rr = (self.rr + 1) % n
                 if self.rr in live:
                     return self.rr, False, ""
+        if row.pick == "probes" and self.prequal is not None:
+            usable = [i in live for i in range(len(self.alive))]
+            s = self.prequal.pick(time.perf_counter(), usable)
+            if s < 0:
+                s = live[int(self.rng.integers(len(live)))]
+            self._send_prequal_probes(live)
+            return s, False, ""
         if row.pick == "p2c cost" and self.ewma is not None:
             if len(live) == 1:
                 return live[0], False, ""
@@ -353,10 +454,15 @@ class Control(SealedControl):
                 d.add(int(parts[1]), float(parts[2]))
             elif parts[0] == "D" and len(parts) == 2 and sender == f"s{parts[1]}":
                 d.remove(int(parts[1]))
-            elif parts[0] == "R" and len(parts) == 4 and sender == f"s{parts[2]}":
+            elif parts[0] == "R" and len(parts) == 5 and sender == f"s{parts[2]}":
                 s = int(parts[2])
                 if not 0 <= s < len(d.ports) or addr[1] != d.ports[s][1]:
                     return False  # a reply comes from the server's control socket only
+                if d.prequal is not None:
+                    service = float(parts[4])
+                    if not (math.isfinite(service) and service >= 0.0):
+                        return False
+                    return d.prequal_answer(int(parts[1]), s, int(parts[3]), service)
                 entry = d.probes.get(int(parts[1]))
                 if entry is not None:
                     fut, replies, k = entry

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from cloudsched.dispatch.workload.distributions import Distribution, parse_spec
 from cloudsched.errors import ParameterError, check_int, check_real
+from cloudsched.policy_options import FAMILY_OPTIONS
 from cloudsched.policy_table import TABLE, with_capability
 
 __all__ = [
@@ -227,7 +228,13 @@ class LabSpec:
                 raise ParameterError("option", given[0], f"absent: {self.policy} takes no options")
             return {}
         values = resolve_options(self.policy, [*given, f"{SERVICE_TIME}={self.unit!r}s"])
-        return {o.name: float(x) for o, x in zip(row.options, values, strict=True)}
+        out = {o.name: float(x) for o, x in zip(row.options, values, strict=True)}
+        for o in FAMILY_OPTIONS[1:]:  # subsets, servers joining, weights: not in the lab
+            if out[o.name] != 0.0:  # each one's default (0, or the first choice)
+                raise ParameterError(
+                    "option", o.name, "at its default in the lab (its dispatchers do not run it)"
+                )
+        return out
 
     @property
     def simulate_options(self) -> list[str]:
