@@ -224,6 +224,12 @@ def _findings(study: VerdictStudy, policies: Sequence[str]) -> list[str]:
             f"{v} in {', '.join(by[v])}" for v in ("better", "tie", "worse", "unknown") if by[v]
         ]
         out.append(f"{policy} against least request: " + "; ".join(parts) + ".")
+    lost = [r for r in study.rows if r["policy"] == BASELINE and r["half_width"] is None]
+    for r in lost:
+        out.append(
+            f"least request has no interval in {r['regime']} (mean {r['mean']:.4g}; "
+            f"stopped: {r['stop']}): nothing there is compared with it."
+        )
     return out
 
 
@@ -285,6 +291,7 @@ def verdict_study(
                     "half_width": (ci[1] - ci[0]) / 2 if ci else None,
                     "p99": res.percentiles.get("p99"),
                     "tasks": res.measured_tasks,
+                    "stop": res.stop_reason,
                 }
             )
             done += 1

@@ -336,7 +336,10 @@ def plot_verdict(study: Any, path: str | os.PathLike[str]) -> None:
                 plt.Rectangle((j, i), 1, 1, facecolor=colours[row["vs"]], edgecolor="white")
             )
             text = f"{row['mean']:.3g}"
-            text += "" if row["vs"] == "baseline" else f"\n{row['ratio']:.2f}x {row['vs']}"
+            if row["half_width"] is None:
+                text += "\nno interval"
+            elif row["vs"] != "baseline":
+                text += f"\n{row['ratio']:.2f}x {row['vs']}"
             ax.text(j + 0.5, i + 0.5, text, ha="center", va="center", fontsize=8)
     ax.set_xlim(0, len(policies))
     ax.set_ylim(len(regimes), 0)
@@ -348,7 +351,7 @@ def plot_verdict(study: Any, path: str | os.PathLike[str]) -> None:
     ax.set_title(
         f"mean response time against least request, N = {study.servers}, load "
         f"{study.load:g}\n(green: better, red: worse, grey: the 95% interval of the "
-        "difference holds 0)",
+        "difference holds 0; white: a run without an interval)",
         fontsize=9,
     )
     save(fig, path)
