@@ -54,8 +54,8 @@ Options = Annotated[
         "--option",
         "-o",
         help="The policy's option NAME=VALUE, as simulate takes it (repeatable; ewma: decay, "
-        "default-rtt); durations in units or with their unit (10s); --unit is the mean "
-        "service time.",
+        "default-rtt; prequal: probe-rate, pool, reuse, max-age, q-rif); durations in units "
+        "or with their unit (10s); --unit is the mean service time.",
     ),
 ]
 
@@ -208,7 +208,7 @@ def _write_run(result: Any, out: Path) -> None:
 
 def lab_run(
     policy: Annotated[
-        str, typer.Argument(help="random, round-robin, jsq, pod, jiq, jiq-pod, ewma.")
+        str, typer.Argument(help="random, round-robin, jsq, pod, jiq, jiq-pod, ewma, prequal.")
     ],
     *,
     servers: Servers = 8,

@@ -49,7 +49,7 @@ def verdict(
         opt(
             "--axis",
             help="An axis NAME=V1,V2,... (repeatable): its points as regimes, e.g. "
-            "--axis proxies=1,2,8,32 or --axis cv=1,2,4,8.",
+            "--axis proxies=1,2,8,16 or --axis cv=1,2,4,8.",
         ),
     ] = None,
     precision: Annotated[
