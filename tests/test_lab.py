@@ -561,7 +561,7 @@ def test_the_lab_ewma_is_the_simulators_rule():
     """The lab dispatcher's peak EWMA (seconds, wall clock) and the simulator's mirror of
     tower's rule give the same costs on one sequence of reads and responses."""
     from cloudsched.dispatch.engines.servers.mirror_balancers import Ewma
-    from cloudsched.lab.dispatcher import PeakEwma
+    from cloudsched.lab.balancers import PeakEwma
 
     decay, default = 0.5, 0.03
     lab = PeakEwma(3, decay, default, now=0.0)
@@ -603,7 +603,7 @@ def test_the_lab_prequal_pool_is_the_simulators_rule():
     mirror pick the same server and leave the same pool (stale probes dropped, the chosen
     probe's RIF and uses up, dropped at its reuse limit)."""
     from cloudsched.dispatch.engines.servers.mirror_reports import Prequal
-    from cloudsched.lab.dispatcher import PrequalPool
+    from cloudsched.lab.balancers import PrequalPool
 
     o = {"max-age": 5.0, "q-rif": 0.84, "reuse": 2.0, "pool": 16.0, "probe-rate": 0.0}
     rng = np.random.default_rng(11)

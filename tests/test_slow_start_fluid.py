@@ -9,11 +9,16 @@ import pytest
 from scipy import stats
 
 from cloudsched.dispatch import predict, simulate
-from cloudsched.dispatch.options import resolve_options
-from cloudsched.dispatch.theory.slowstart import slow_start_trajectory
+from cloudsched.dispatch.options import options_by_name, resolve_options
+from cloudsched.dispatch.theory import slowstart
 from cloudsched.dispatch.workload.resolved import Trace
 from cloudsched.errors import ParameterError
 from cloudsched.policy_table import TABLE
+
+
+def slow_start_trajectory(load, servers, options, **kw):
+    """The ODE with wlr's options given as simulate takes them."""
+    return slowstart.slow_start_trajectory(load, servers, options_by_name("wlr", options), **kw)
 
 
 def _wlr_mirror_factor(options: dict, t: float) -> float:
@@ -147,3 +152,5 @@ def test_bad_input():
         slow_start_trajectory(1.0, 10, {"join-count": 2})
     with pytest.raises(ParameterError, match="decay"):
         slow_start_trajectory(0.5, 10, {"join-count": 2, "decay": "1s"})
+    with pytest.raises(ParameterError, match="options must be given"):
+        slowstart.slow_start_trajectory(0.5, 10, {"join-count": 2.0})

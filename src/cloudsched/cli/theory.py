@@ -324,15 +324,17 @@ def _slow_start(
     plot: Path | None,
 ) -> None:
     """``fluid wlr``: the slow-start transient (:mod:`cloudsched.dispatch.theory.slowstart`)."""
+    from cloudsched.dispatch.options import options_by_name
     from cloudsched.dispatch.theory.slowstart import SLOW_START_NOTE, slow_start_trajectory
 
     if servers is None:
         raise ParameterError("--servers", "missing", "an integer >= 2 with wlr")
     fmt = resolve_format(fmt, out, FORMATS)
-    traj = slow_start_trajectory(load, servers, option or [], horizon=horizon, num_points=points)
+    opts = options_by_name("wlr", option or [])
+    traj = slow_start_trajectory(load, servers, opts, horizon=horizon, num_points=points)
     fine = traj  # the settling time and the curve from a fine grid, whatever the table's
     if points < 2001:
-        fine = slow_start_trajectory(load, servers, option or [], horizon=horizon, num_points=2001)
+        fine = slow_start_trajectory(load, servers, opts, horizon=horizon, num_points=2001)
     import pandas as pd
 
     df = pd.DataFrame(traj.to_rows())

@@ -25,7 +25,14 @@ from cloudsched.errors import ParameterError
 from cloudsched.policy_options import FAMILY_OPTIONS, PolicyOption
 from cloudsched.policy_table import TABLE
 
-__all__ = ["SERVICE_TIME", "OptionError", "describe_options", "parse_duration", "resolve_options"]
+__all__ = [
+    "SERVICE_TIME",
+    "OptionError",
+    "describe_options",
+    "options_by_name",
+    "parse_duration",
+    "resolve_options",
+]
 
 #: The option that converts durations: the real length of one mean service time.
 SERVICE_TIME = "service-time"
@@ -155,6 +162,16 @@ def resolve_options(
             continue
         values.append(_value(policy, opt, given.get(opt.name, opt.default), unit))
     return np.array(values, dtype=np.float64)
+
+
+def options_by_name(
+    policy: str, options: Mapping[str, object] | Iterable[str] | None
+) -> dict[str, float]:
+    """Return :func:`resolve_options` by option name (durations in mean service times)."""
+    values = resolve_options(policy, options)
+    row = TABLE.get(policy)
+    names = [o.name for o in row.options] if row is not None else []
+    return {n: float(v) for n, v in zip(names, values, strict=False)}
 
 
 def _seconds(value: float) -> str:

@@ -14,15 +14,8 @@ dispatchers, as in the paper), by the ``pick`` and ``iqueues`` of their row in
 * ``jiq``: pop a uniformly drawn server from the I-queue (``X-Popped`` tells it so), or a
   uniform server when the I-queue is empty; ``jiq-pod``: the same, but probe ``d`` servers
   when the I-queue is empty;
-* ``prequal``: Prequal's pool of probes (the simulator's rule, our reading of the paper):
-  after each choice ``probe-rate`` probes go to uniform servers over UDP, and each answer
-  (the server's requests in flight and its own EWMA of service times) joins the pool when
-  it arrives, asynchronously; a query takes the coldest probe by latency, else the least
-  in flight, reuses a probe ``reuse`` times and drops probes older than ``max-age``;
-* ``ewma``: Linkerd's peak EWMA behind P2C (tower's ``PeakEwma``, the rule the simulator
-  runs): two distinct servers, the lower of peak-EWMA round-trip time x (this
-  dispatcher's requests outstanding there + 1), the estimate decaying on every read and
-  taking a slower response at once; round trips measured here, on the real sockets.
+* ``prequal`` and ``ewma``: Prequal's pool of asynchronous probes and Linkerd's peak EWMA
+  behind P2C, the simulator's rules (:mod:`cloudsched.lab.balancers`).
 
 A forward that fails (connection refused or cut) marks the server dead: it leaves the
 I-queue, no policy chooses it, the request is retried on another server (at most
@@ -38,11 +31,11 @@ import argparse
 import asyncio
 import contextlib
 import json
-import math
 import time
 from typing import Any, cast
 
 from cloudsched.lab.auth import SealedControl, token_ok
+from cloudsched.lab.balancers import balancer_state, parse_option
 from cloudsched.lab.child import Member, child_parser, die_with_parent, serve
 from cloudsched.lab.protocol import read_message, request_bytes, response_bytes
 from cloudsched.policy_table import TABLE
@@ -54,87 +47,6 @@ HEALTH_SECONDS = 1.0
 SAMPLE_SECONDS = 0.1
 #: Keep at most this many I-queue samples (the run's length is bounded anyway).
 MAX_SAMPLES = 20000
-
-
-class PeakEwma:
-    """tower's PeakEwma per server, in wall-clock seconds (``decay``, ``default_rtt``)."""
-
-    def __init__(self, n: int, decay: float, default_rtt: float, now: float) -> None:
-        self.decay = decay
-        self.est = [default_rtt] * n
-        self.stamp = [now] * n
-
-    def cost(self, s: int, outstanding: int, now: float) -> float:
-        """Return the estimate decayed to ``now`` (kept) x (outstanding + 1)."""
-        self.est[s] *= math.exp(-(now - self.stamp[s]) / self.decay)
-        self.stamp[s] = now
-        return self.est[s] * (outstanding + 1)
-
-    def observe(self, s: int, rtt: float, now: float) -> None:
-        """Learn a response's round trip: a slower one at once, a faster one by the EWMA."""
-        if self.est[s] < rtt:
-            self.est[s] = rtt
-        else:
-            w = math.exp(-(now - self.stamp[s]) / self.decay)
-            self.est[s] = self.est[s] * w + rtt * (1.0 - w)
-        self.stamp[s] = now
-
-
-class PrequalPool:
-    """One dispatcher's Prequal pool: ``[server, rif, latency, time, uses]`` per probe."""
-
-    HISTORY = 64
-
-    def __init__(self, options: dict[str, float]) -> None:
-        self.o = options
-        self.pool: list[list[float]] = []
-        self.history = [0.0] * self.HISTORY
-        self.seen = 0
-
-    def drop(self, i: int) -> None:
-        """Remove probe ``i`` (the last takes its place)."""
-        self.pool[i] = self.pool[-1]
-        self.pool.pop()
-
-    def threshold(self) -> float:
-        """Return the q-rif quantile of the recent answers' RIFs (nearest rank)."""
-        recent = sorted(min(r, 1023.0) for r in self.history[: min(self.seen, self.HISTORY)])
-        rank = max(1, math.ceil(self.o["q-rif"] * len(recent)))
-        if not recent or recent[rank - 1] >= 1023.0:
-            return math.inf
-        return recent[rank - 1]
-
-    def pick(self, now: float, usable: list[bool]) -> int:
-        """Return the server of the hot-cold choice, or -1 when the pool has none usable."""
-        pool, i = self.pool, 0
-        while i < len(pool):
-            if now - pool[i][3] > self.o["max-age"] or not usable[int(pool[i][0])]:
-                self.drop(i)
-            else:
-                i += 1
-        if not pool:
-            return -1
-        hot = self.threshold()
-        cold = [i for i in range(len(pool)) if pool[i][1] <= hot]
-        if cold:
-            chosen = min(cold, key=lambda i: (pool[i][2], i))
-        else:
-            chosen = min(range(len(pool)), key=lambda i: (pool[i][1], i))
-        s = int(pool[chosen][0])
-        pool[chosen][1] += 1.0
-        pool[chosen][4] += 1.0
-        if pool[chosen][4] >= self.o["reuse"]:
-            self.drop(chosen)
-        return s
-
-    def answer(self, s: int, rif: int, service: float, now: float) -> None:
-        """Take a probe's answer into the pool (a full pool drops its oldest first)."""
-        if len(self.pool) >= int(self.o["pool"]):
-            oldest = min(range(len(self.pool)), key=lambda i: (self.pool[i][3], i))
-            self.drop(oldest)
-        self.pool.append([float(s), float(rif), (rif + 1.0) * service, now, 0.0])
-        self.history[self.seen % self.HISTORY] = float(rif)
-        self.seen += 1
 
 
 class Dispatcher(Member):
@@ -156,7 +68,6 @@ class Dispatcher(Member):
         self.rr = int(self.rng.integers(n))
         self.seq = 0
         self.probes: dict[int, tuple[asyncio.Future[None], dict[int, int], int]] = {}
-        self.prequal_sent: dict[int, int] = {}  # prequal's probes awaiting their answer
         self.udp: asyncio.DatagramTransport | None = None
         self.count = {
             "decisions": 0,
@@ -182,13 +93,8 @@ class Dispatcher(Member):
         self.length_time = 0.0
         self.last_change = time.perf_counter()
         self.samples: list[tuple[float, int]] = []
-        self.options = dict(_option(x) for x in args.opt or [])
-        self.ewma: PeakEwma | None = None
-        self.prequal = PrequalPool(self.options) if TABLE[self.policy].pick == "probes" else None
-        if TABLE[self.policy].pick == "p2c cost":
-            self.ewma = PeakEwma(
-                n, self.options["decay"], self.options["default-rtt"], time.perf_counter()
-            )
+        self.options = dict(parse_option(x) for x in args.opt or [])
+        self.ewma, self.prequal = balancer_state(TABLE[self.policy].pick, n, self.options)
 
     # -- I-queue --------------------------------------------------------------------
     def _account(self) -> None:
@@ -261,34 +167,15 @@ class Dispatcher(Member):
         return best[int(self.rng.integers(len(best)))], probed
 
     def _send_prequal_probes(self, live: list[int]) -> None:
-        """Send probe-rate probes (a random whole number of that mean) to uniform servers.
-
-        Their answers join the pool when they come (:meth:`prequal_answer`).
-        """
-        rate = self.options["probe-rate"]
-        probes = int(rate)
-        if rate > probes and self.rng.random() < rate - probes:
-            probes += 1
-        assert self.udp is not None
-        for _ in range(probes):
-            s = live[int(self.rng.integers(len(live)))]
+        """Send Prequal's probes after a choice; answers join the pool as they come."""
+        assert self.udp is not None and self.prequal is not None
+        for s in self.prequal.targets(self.rng, live):
             self.seq += 1
-            self.prequal_sent[self.seq] = s
             self.count["probe"] += 1
+            self.count["probe_lost"] += self.prequal.sent(self.seq, s)
             self.udp.sendto(
                 self.signer.seal(f"P {self.seq}", f"s{s}"), ("127.0.0.1", self.ports[s][1])
             )
-        while len(self.prequal_sent) > 4096:  # answers never coming: forget the oldest
-            self.prequal_sent.pop(next(iter(self.prequal_sent)))
-            self.count["probe_lost"] += 1
-
-    def prequal_answer(self, seq: int, s: int, rif: int, service: float) -> bool:
-        """Take the answer to probe ``seq`` (sent to ``s``) into the pool."""
-        if self.prequal is None or self.prequal_sent.pop(seq, None) != s:
-            return False
-        self.count["probe_reply"] += 1
-        self.prequal.answer(s, rif, service, time.perf_counter())
-        return True
 
     async def choose(self, exclude: set[int]) -> tuple[int, bool, str]:
         """Server for the next request: (server, popped from the I-queue, probe replies)."""
@@ -309,20 +196,12 @@ class Dispatcher(Member):
                 if self.rr in live:
                     return self.rr, False, ""
         if row.pick == "probes" and self.prequal is not None:
-            usable = [i in live for i in range(len(self.alive))]
-            s = self.prequal.pick(time.perf_counter(), usable)
-            if s < 0:
-                s = live[int(self.rng.integers(len(live)))]
+            s = self.prequal.choose(self.rng, live, len(self.alive), time.perf_counter())
             self._send_prequal_probes(live)
             return s, False, ""
         if row.pick == "p2c cost" and self.ewma is not None:
-            if len(live) == 1:
-                return live[0], False, ""
-            a, b = (live[int(i)] for i in self.rng.choice(len(live), size=2, replace=False))
             now = time.perf_counter()
-            cost_a = self.ewma.cost(a, self.outstanding[a], now)
-            cost_b = self.ewma.cost(b, self.outstanding[b], now)
-            return (a if cost_a <= cost_b else b), False, ""
+            return self.ewma.choose(self.rng, live, self.outstanding, now), False, ""
         if row.pick == "least":
             low = min(self.outstanding[i] for i in live)
             best = [i for i in live if self.outstanding[i] == low]
@@ -436,12 +315,6 @@ class Dispatcher(Member):
         return response_bytes(502, {"X-Decision": str(decision), "X-Tries": str(MAX_TRIES)})
 
 
-def _option(text: str) -> tuple[str, float]:
-    """``NAME=VALUE`` (the controller's, already checked) as a name and a number."""
-    name, _, value = text.partition("=")
-    return name, float(value)
-
-
 class Control(SealedControl):
     """UDP control messages: joins, deletes and probe replies."""
 
@@ -459,10 +332,10 @@ class Control(SealedControl):
                 if not 0 <= s < len(d.ports) or addr[1] != d.ports[s][1]:
                     return False  # a reply comes from the server's control socket only
                 if d.prequal is not None:
-                    service = float(parts[4])
-                    if not (math.isfinite(service) and service >= 0.0):
-                        return False
-                    return d.prequal_answer(int(parts[1]), s, int(parts[3]), service)
+                    now = time.perf_counter()
+                    ok = d.prequal.answered(int(parts[1]), s, int(parts[3]), float(parts[4]), now)
+                    d.count["probe_reply"] += ok
+                    return ok
                 entry = d.probes.get(int(parts[1]))
                 if entry is not None:
                     fut, replies, k = entry

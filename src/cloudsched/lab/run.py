@@ -49,7 +49,6 @@ from cloudsched.lab.proxies import (
 )
 from cloudsched.lab.result import LabResult, Snapshot, summarise
 from cloudsched.lab.spec import LabSpec
-from cloudsched.policy_table import TABLE
 
 __all__ = ["CALIBRATION_REQUESTS", "make_load", "run_lab"]
 
@@ -150,15 +149,6 @@ def _start_backends(spec: LabSpec, group: ProcessGroup, seeds: list[int]) -> lis
     return kids
 
 
-def _seconds_options(spec: LabSpec) -> list[str]:
-    """Return the policy's options as ``NAME=VALUE``, durations in wall-clock seconds."""
-    kinds = {o.name: o.kind for o in TABLE[spec.policy].options}
-    return [
-        f"{name}={value * spec.unit if kinds[name] == 'duration' else value!r}"
-        for name, value in spec.option_values.items()
-    ]
-
-
 def _start_dispatchers(
     spec: LabSpec, group: ProcessGroup, servers: list[Child], seeds: list[int], token: str
 ) -> list[Child]:
@@ -174,7 +164,7 @@ def _start_dispatchers(
                 ports,
                 "--probe-timeout",
                 repr(spec.probe_timeout),
-                *[x for item in _seconds_options(spec) for x in ("--opt", item)],
+                *[x for item in spec.seconds_options for x in ("--opt", item)],
             ]
             kids.append(group.start("dispatcher", k, argv))
         group.wait_ready(kids)

@@ -237,6 +237,15 @@ class LabSpec:
         return out
 
     @property
+    def seconds_options(self) -> list[str]:
+        """The options as ``NAME=VALUE`` for the lab's dispatchers: durations in seconds."""
+        kinds = {o.name: o.kind for o in TABLE[self.policy].options}
+        return [
+            f"{name}={value * self.unit if kinds[name] == 'duration' else value!r}"
+            for name, value in self.option_values.items()
+        ]
+
+    @property
     def simulate_options(self) -> list[str]:
         """The options as ``simulate(options=...)`` takes them for the same setting."""
         if not TABLE[self.policy].options:

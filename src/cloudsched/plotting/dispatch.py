@@ -17,6 +17,7 @@ __all__ = [
     "plot_histogram",
     "plot_lines",
     "plot_response_time",
+    "plot_slow_start",
     "plot_stale",
     "plot_trajectory",
     "plot_verdict",

@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from cloudsched.dispatch.options import resolve_options
 from cloudsched.errors import ParameterError, check_int, check_real
 from cloudsched.policy_table import TABLE
 
@@ -164,16 +164,20 @@ class _Model:
         return dx.ravel()
 
 
-def _options(options: object) -> dict[str, float]:
-    values = resolve_options(_POLICY, options)  # type: ignore[arg-type]
+def _options(options: Mapping[str, float]) -> dict[str, float]:
     names = [o.name for o in TABLE[_POLICY].options]
-    return dict(zip(names, (float(v) for v in values), strict=True))
+    missing = [n for n in names if n not in options]
+    if missing:
+        raise ParameterError(
+            "options", ", ".join(missing), "given: every option of wlr, as options_by_name gives"
+        )
+    return {n: float(options[n]) for n in names}
 
 
 def slow_start_trajectory(
     load: float,
     servers: int,
-    options: object = None,
+    options: Mapping[str, float],
     *,
     horizon: float | None = None,
     num_points: int = 201,
@@ -187,11 +191,12 @@ def slow_start_trajectory(
         servers carry it all: ``load * N / (N - J)`` each, overloaded when above 1).
     servers : int
         N (>= 2).
-    options : mapping or list of ``NAME=VALUE``
-        wlr's options, as ``simulate --option`` takes them; ``join-count`` (1 .. N - 1) is
-        required, ``join-time``, ``slow-start-window``, ``aggression``,
-        ``min-weight-percent``, ``active-request-bias``, ``choice-count`` are read.
-        ``subset`` and ``weights=speed`` are refused (not modelled).
+    options : mapping
+        Every option of wlr by name, resolved (durations in mean service times):
+        ``cloudsched.dispatch.options.options_by_name("wlr", ["join-count=4", ...])``.
+        ``join-count`` must be in 1 .. N - 1; ``join-time``, ``slow-start-window``,
+        ``aggression``, ``min-weight-percent``, ``active-request-bias``, ``choice-count``
+        and ``service-time`` are read; ``subset`` and ``weights=speed`` are refused.
     horizon : float
         End time (default: join-time + twice the window + 50).
     num_points : int
