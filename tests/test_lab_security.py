@@ -103,7 +103,7 @@ def test_a_probe_from_another_port_is_not_answered(monkeypatch):
     assert server.udp.sent == [] and server.verifier.rejected == 1
     control.datagram_received(d1.seal("P 6", "s1"), ("127.0.0.1", 40001))
     ((reply, to),) = server.udp.sent
-    assert to == ("127.0.0.1", 40001) and reply.startswith(b"R 6 1 0 s1 d1 ")
+    assert to == ("127.0.0.1", 40001) and reply.startswith(b"R 6 1 0 0.0 s1 d1 ")
     server.tx.close()
 
 
@@ -112,14 +112,45 @@ def test_a_probe_reply_from_another_port_is_refused(monkeypatch):
     from cloudsched.lab.auth import KEY_ENV
 
     monkeypatch.setenv(KEY_ENV, KEY.hex())
-    args = argparse.Namespace(index=0, policy="pod", seed=0, d=2, probe_timeout=0.05)
+    args = argparse.Namespace(index=0, policy="pod", seed=0, d=2, probe_timeout=0.05, opt=None)
     disp = dispatcher.Dispatcher(args, [(30000, 40000), (30001, 40001)])
     control = dispatcher.Control(disp)
     control.connection_made(_Sent())
     s1 = Signer(KEY, "s1")
     before = disp.count["probe_reply"]
-    control.datagram_received(s1.seal("R 3 1 0", "d0"), ("127.0.0.1", 50000))
+    control.datagram_received(s1.seal("R 3 1 0 0.0", "d0"), ("127.0.0.1", 50000))
     assert disp.verifier.rejected == 1 and disp.count["probe_reply"] == before
+
+
+def test_prequal_takes_only_answers_to_its_own_probes(monkeypatch):
+    """An answer to a probe never sent, from another server than the one probed, with a
+    negative RIF or a service estimate that is not a finite non-negative number never
+    reaches the pool; the answer to a probe sent does, once."""
+    from cloudsched.lab import dispatcher
+    from cloudsched.lab.auth import KEY_ENV
+
+    monkeypatch.setenv(KEY_ENV, KEY.hex())
+    opts = ["probe-rate=3", "pool=16", "reuse=2", "max-age=1.0", "q-rif=0.84"]
+    args = argparse.Namespace(index=0, policy="prequal", seed=0, d=2, probe_timeout=0.05, opt=opts)
+    disp = dispatcher.Dispatcher(args, [(30000, 40000), (30001, 40001)])
+    control = dispatcher.Control(disp)
+    control.connection_made(_Sent())
+    disp.prequal.sent(7, 1)
+    s0, s1 = Signer(KEY, "s0"), Signer(KEY, "s1")
+    for text, signer, port in [
+        ("R 8 1 0 0.01", s1, 40001),  # never sent
+        ("R 7 0 0 0.01", s0, 40000),  # sent to server 1, answered by server 0
+        ("R 7 1 -1 0.01", s1, 40001),
+        ("R 7 1 0 nan", s1, 40001),
+        ("R 7 1 0 inf", s1, 40001),
+        ("R 7 1 0 -0.5", s1, 40001),
+    ]:
+        control.datagram_received(signer.seal(text, "d0"), ("127.0.0.1", port))
+    assert disp.prequal.pool == [] and disp.count["probe_reply"] == 0
+    control.datagram_received(s1.seal("R 7 1 2 0.01", "d0"), ("127.0.0.1", 40001))
+    control.datagram_received(s1.seal("R 7 1 2 0.01", "d0"), ("127.0.0.1", 40001))  # again
+    assert len(disp.prequal.pool) == 1 and disp.count["probe_reply"] == 1
+    assert disp.prequal.pool[0][:3] == [1.0, 2.0, pytest.approx(0.03)]
 
 
 def _ports_of(pids):

@@ -269,7 +269,8 @@ def fluid(
     With wlr: servers joining mid-run under Envoy's slow start (--servers, --option).
     """
     check_outputs(out=out, plot=plot)
-    if policy == "wlr":
+    row = TABLE.get(policy)
+    if row is not None and any(o.name == "slow-start-window" for o in row.options):
         _slow_start(load, servers, option, horizon, points, fmt=fmt, out=out, plot=plot)
         return
     for name, given in (("--servers", servers), ("--option", option)):

@@ -184,8 +184,8 @@ def _arguments(regime: str, servers: int, policy: str) -> dict[str, Any]:
     if refresh is not None:
         if policy == BASELINE:
             kw.update(policy="pod", refresh=refresh)
-        elif policy == "wrr":
-            kw["options"] = {"weight-update-period": refresh}
+        elif any(o.name == "weight-update-period" for o in TABLE[policy].options):
+            kw["options"] = {"weight-update-period": refresh}  # weights from polled reports
     return kw
 
 
