@@ -684,3 +684,40 @@ def test_the_command_line_loads_no_numeric_library_before_a_command_needs_it():
         check=True,
     )
     assert out.stdout.strip() == "[]", out.stdout
+
+
+def test_compare_gives_each_policy_its_own_dispatchers_and_options(capsys):
+    """Without --r a production balancer is one proxy (it was given N / 10 proxies, each
+    on its own counts) and the JIQ family keeps r = 10; an option goes to the policies
+    that have it (a peak EWMA's decay is not pod's) and one nobody has is refused."""
+    code, out, _ = run(
+        capsys, "compare", "ewma", "wrr", "pod", "jiq", "--servers", "20", "--load", "0.7",
+        "-o", "decay=1s", "-o", "weight-update-period=2", "--tasks", "20000",
+        "--format", "json",
+    )  # fmt: skip
+    assert code == 0
+    rows = {r["policy"]: r for r in json.loads(out)["rows"]}
+    assert rows["ewma"]["r"] == 20 and rows["wrr"]["r"] == 20 and rows["pod"]["r"] == 20
+    assert rows["jiq"]["r"] == 10
+    from cloudsched.experiments.compare import _options_per_policy
+
+    per = _options_per_policy(["ewma", "wrr", "pod"], ["decay=1s", "weight-update-period=2"])
+    assert per == {"ewma": ["decay=1s"], "wrr": ["weight-update-period=2"], "pod": []}
+    code, _, err = run(
+        capsys, "compare", "pod", "jiq", "--servers", "20", "--load", "0.5", "-o", "decay=1s"
+    )
+    assert code == 2 and "--option must be absent: no compared policy takes options" in err
+    code, _, err = run(
+        capsys, "compare", "ewma", "--servers", "20", "--load", "0.5", "-o", "colour=1"
+    )
+    assert code == 2 and "an option of a compared policy: " in err
+
+
+def test_compare_with_slowdowns_has_no_mean_field(capsys):
+    code, out, _ = run(
+        capsys, "compare", "pod", "--servers", "20", "--load", "0.7",
+        "--slowdown", "0.1:0.1@0-50/500", "--tasks", "20000", "--format", "json",
+    )  # fmt: skip
+    assert code == 0
+    (row,) = json.loads(out)["rows"]
+    assert row["meanfield_T"] is None

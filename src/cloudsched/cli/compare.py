@@ -109,12 +109,12 @@ def _short(row: dict[str, Any]) -> bool:
 
 def _grid_values(
     policies: list[str], d: list[int] | None, r: list[float] | None, threshold: list[int] | None
-) -> tuple[list[int], list[float], list[int]]:
-    """Check the compared values of d, r and the threshold (defaults 2, 10 and 1)."""
+) -> tuple[list[int], list[float] | None, list[int]]:
+    """Check the compared values of d, r and the threshold (defaults 2, each policy's, 1)."""
     if len(set(policies)) != len(policies):
         raise ParameterError("POLICIES", policies, "distinct policy names")
     ds = [check_int("--d", x, low=1) for x in (d or [2])]
-    rs = [check_real("--r", x, low=1.0) for x in (r or [10.0])]
+    rs = [check_real("--r", x, low=1.0) for x in r] if r else None
     zs = [check_int("--threshold", x, low=0, high=2**62) for x in (threshold or [1])]
     return ds, rs, zs
 
@@ -129,7 +129,12 @@ def compare(
     loads: Annotated[str | None, opt("--loads", help="A load range START:STOP:COUNT.")] = None,
     d: Annotated[list[int] | None, opt("--d", help="Probes d; repeatable (default 2).")] = None,
     r: Annotated[
-        list[float] | None, opt("--r", help="Servers per dispatcher N/M; repeatable (default 10).")
+        list[float] | None,
+        opt(
+            "--r",
+            help="Servers per dispatcher N/M; repeatable (default: 10 for round-robin and the "
+            "JIQ family, one dispatcher for the others).",
+        ),
     ] = None,
     threshold: Annotated[
         list[int] | None, opt("--threshold", help="z of jiq-threshold; repeatable (default 1).")
@@ -146,6 +151,23 @@ def compare(
     unfinished: Unfinished = "drop",
     log_format: LogFormat = None,
     log_service: LogService = "upstream",
+    option: Annotated[
+        list[str] | None,
+        opt(
+            "--option",
+            "-o",
+            help="A production balancer's option NAME=VALUE (repeatable), given to every "
+            "compared policy that has it, e.g. -o decay=1s.",
+        ),
+    ] = None,
+    slowdown: Annotated[
+        str | None,
+        opt(
+            "--slowdown",
+            help="F:X@T0-T1[/P]: a fraction F of the servers at X times their speed from T0 "
+            "to T1 (again every P), as simulate takes it.",
+        ),
+    ] = None,
     fmt: FormatAll = None,
     out: Out = None,
     plot: Annotated[
@@ -185,7 +207,9 @@ def compare(
             thresholds=zs,
             seed=seed,
             progress=bar,
-            exponential=service is None and arrivals is None and log is None,
+            exponential=service is None and arrivals is None and log is None and not slowdown,
+            policy_options=option or [],
+            slowdown=slowdown,
             precision=precision,
             tasks=tasks,
             max_tasks=max_tasks,

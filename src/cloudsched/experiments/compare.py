@@ -112,25 +112,55 @@ def setting_grid(
     policies: Sequence[str],
     loads: Sequence[float | None],
     ds: Sequence[int],
-    rs: Sequence[float],
+    rs: Sequence[float] | None,
     thresholds: Sequence[int] = (1,),
 ) -> list[dict[str, Any]]:
     """List the settings ``policy x d x threshold x r x load``; unused ones take one value.
 
     ``d`` is None for a policy that has no ``d``, ``threshold`` None for one without a
     threshold; ``r`` is kept for every policy (it sets the number of dispatchers, which
-    every run has) but varied only where the policy's decisions depend on the dispatcher.
+    every run has) but varied only where the policy's decisions depend on the dispatcher;
+    ``rs`` None gives every policy ``simulate``'s own default (r = 10 for round-robin and
+    the JIQ family, one dispatcher for the others: a production balancer is one proxy).
     """
     out: list[dict[str, Any]] = []
     for name in policies:
         pol = get_policy(name)
         for d in ds if pol.d is not None else [None]:
             for z in thresholds if pol.threshold else [None]:
-                for r in rs if pol.per_dispatcher else rs[:1]:
+                chosen = [None] if rs is None else (rs if pol.per_dispatcher else rs[:1])
+                for r in chosen:
                     out.extend(
                         {"policy": name, "d": d, "threshold": z, "r": r, "load": lam}
                         for lam in loads
                     )
+    return out
+
+
+def _options_per_policy(policies: Sequence[str], given: Sequence[str]) -> dict[str, list[str]]:
+    """Give each policy the options it has; refuse one that no compared policy has."""
+    from cloudsched.errors import ParameterError
+
+    names = {p: {o.name for o in TABLE[p].options} if p in TABLE else set() for p in policies}
+    out: dict[str, list[str]] = {p: [] for p in policies}
+    for item in given:
+        name = str(item).partition("=")[0].strip()
+        takers = [p for p in policies if name in names[p]]
+        if not takers:
+            having = sorted({n for ns in names.values() for n in ns})
+            allowed = (
+                "an option of a compared policy: " + ", ".join(having)
+                if having
+                else "absent: no compared policy takes options"
+            )
+            raise ParameterError("--option", item, allowed)
+        for p in takers:
+            out[p].append(str(item))
+    from cloudsched.dispatch.options import resolve_options
+
+    for p, given_p in out.items():  # every value checked before the first run
+        if given_p:
+            resolve_options(p, given_p)
     return out
 
 
@@ -140,11 +170,12 @@ def compare(
     *,
     servers: int,
     ds: Sequence[int] = (2,),
-    rs: Sequence[float] = (10.0,),
+    rs: Sequence[float] | None = None,
     thresholds: Sequence[int] = (1,),
     seed: int = 0,
     exponential: bool = True,
     progress: Progress | None = None,
+    policy_options: Sequence[str] = (),
     **options: Any,
 ) -> list[tuple[dict[str, Any], SimulationResult]]:
     """Simulate every setting of :func:`setting_grid`; return ``(row, result)`` pairs.
@@ -153,11 +184,14 @@ def compare(
     trace, ...); ``exponential`` says the workload is Poisson/exp(1) on equal servers, so
     that the mean field applies.  ``progress(fraction, status)``
     (:mod:`cloudsched.progress`) is called before each run, the status naming it.
+    ``policy_options``: a production balancer's ``NAME=VALUE`` options, each given to the
+    policies that have an option of that name (one no compared policy has is refused).
     """
     from cloudsched.dispatch.simulation import simulate
     from cloudsched.errors import SEED_LIMIT, check_int
 
     seed = check_int("seed", seed, low=0, high=SEED_LIMIT - 1)
+    per_policy = _options_per_policy(policies, policy_options)
     grid = setting_grid(policies, loads, ds, rs, thresholds)
     streams = np.random.SeedSequence(seed).spawn(len(grid))
     out = []
@@ -166,7 +200,7 @@ def compare(
             progress(
                 k / len(grid), f"{setting['policy']} load {setting['load']} ({k + 1}/{len(grid)})"
             )
-        r = min(float(setting["r"]), float(servers))
+        r = None if setting["r"] is None else min(float(setting["r"]), float(servers))
         res = simulate(
             setting["policy"],
             servers=servers,
@@ -175,6 +209,7 @@ def compare(
             d=setting["d"] or 2,
             threshold=threshold_of(setting["threshold"]),
             rng=np.random.default_rng(stream),
+            options=per_policy[setting["policy"]] or None,
             **options,
         )
         r_run = res.servers / res.dispatchers
