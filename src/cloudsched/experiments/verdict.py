@@ -195,8 +195,8 @@ def _stream(seed: int, regime: str, policy: str) -> np.random.SeedSequence:
 
     p = list(TABLE).index(policy)
     if regime in REGIMES:  # the named regimes keep their streams (the docs' runs)
-        idx = list(REGIMES).index(regime) * len(TABLE) + p
-        return np.random.SeedSequence(seed).spawn(idx + 1)[idx]
+        idx = list(REGIMES).index(regime) * len(TABLE) + p  # spawn()'s idx-th child
+        return np.random.SeedSequence(seed, spawn_key=(idx,))
     return np.random.SeedSequence(seed, spawn_key=(zlib.crc32(regime.encode()), p))
 
 
