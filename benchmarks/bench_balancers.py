@@ -7,9 +7,10 @@ second of the simulation and its ratio to pod's in the same case.  Cases: the Ma
 clock (Poisson, exp(1), equal speeds) and the event list with a tenth of the servers four
 times slower (``--speeds 0.9@1,0.1@0.25``), both at load 0.9, one dispatcher.
 
-The issue's target is at least 0.8x pod's events/s in the same engine.  ``least-time`` scans
-every server per decision as NGINX does (its cost grows with N), and ``prequal`` scans its
-pool of probes and a 64-answer history: both are measured, not assumed.
+The issue's target is at least 0.8x pod's events/s in the same engine.  ``least-time`` with
+equal weights reads NGINX's choice off a tournament tree (O(log N) per event, with NGINX's
+average, estimate, halving and round robin among ties kept exactly), and ``prequal`` sends
+three probes and scans its pool per query: both are measured, not assumed.
 
 Run: ``python benchmarks/bench_balancers.py [--quick]``.
 """

@@ -225,3 +225,31 @@ def test_prequal_prefers_the_cold_probe_with_the_lowest_latency():
         late = [s for t, s in seen if t >= 100.0]
         assert 2 not in late
         assert abs(late.count(0) - late.count(1)) < 0.2 * len(late)
+
+
+@pytest.mark.parametrize(
+    ("n", "m", "load", "options"),
+    [
+        (1, 1, 0.8, {}),
+        (7, 1, 0.9, {"fail-timeout": "1s", "service-time": "300ms"}),  # averages halve often
+        (37, 3, 0.95, {"subset": 11, "join-count": 9, "join-time": 40.0}),
+        (24, 2, 0.5, {"service-time": "1ms", "fail-timeout": "2s"}),  # many ties at 20 ms
+        (5, 1, 1.6, {"service-time": "10s"}),  # overload: ties beyond the lazy counters
+    ],
+)
+def test_least_time_tree_chooses_as_nginx_scans(n, m, load, options):
+    """Equal weights without inflight: the kernel reads each choice off a tournament tree
+    with lazy round-robin counters; the mirror scans every server as NGINX does.  Long runs
+    (timers that halve averages, joins, subsets, clients, ties of every size and ties past
+    the lazy counters in overload) give the same tasks to the same servers."""
+    from cloudsched.dispatch.engines.servers.engine import run_once
+    from cloudsched.dispatch.engines.servers.mirror import mirror_run
+
+    opt = tuple(resolve_options("least-time", options))
+    spec = RunSpec(
+        "least-time", n, m, load, end_tasks=6000, opt=opt, slots=int(options.get("subset", 0))
+    )
+    fast = run_once(spec, np.random.default_rng(11), progress=None)
+    slow = mirror_run(spec, np.random.default_rng(11))
+    assert fast.events == slow.events
+    assert np.array_equal(fast.response_times, slow.response_times)
