@@ -699,9 +699,9 @@ def test_compare_gives_each_policy_its_own_dispatchers_and_options(capsys):
     rows = {r["policy"]: r for r in json.loads(out)["rows"]}
     assert rows["ewma"]["r"] == 20 and rows["wrr"]["r"] == 20 and rows["pod"]["r"] == 20
     assert rows["jiq"]["r"] == 10
-    from cloudsched.experiments.compare import _options_per_policy
+    from cloudsched.experiments.compare import options_per_policy
 
-    per = _options_per_policy(["ewma", "wrr", "pod"], ["decay=1s", "weight-update-period=2"])
+    per = options_per_policy(["ewma", "wrr", "pod"], ["decay=1s", "weight-update-period=2"])
     assert per == {"ewma": ["decay=1s"], "wrr": ["weight-update-period=2"], "pod": []}
     code, _, err = run(
         capsys, "compare", "pod", "jiq", "--servers", "20", "--load", "0.5", "-o", "decay=1s"

@@ -232,3 +232,36 @@ def test_an_impossible_target_on_a_log_is_refused_in_its_unit(capsys):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1
     assert err.startswith("error: --p99 must be above ") and " ms, the p99 of the service" in err
+
+
+def test_a_production_balancer_is_tuned_as_one_proxy_with_its_options():
+    """As compare runs them: one proxy (r = N) unless --r is given, and -o options reach
+    the candidates that have them (a shorter EWMA decay changes the run from the same
+    stream; pod, which has no options, is untouched)."""
+    kw = {"rate": 20.0, "target": 12.0, "metric": "p99", "servers": (22, 40), "seed": 2}
+    plain = tune(policies=["ewma", "pod"], ds=[2], **kw)
+    short = tune(policies=["ewma", "pod"], ds=[2], policy_options=["decay=20ms"], **kw)
+    proxies = tune(policies=["ewma"], rs=[2.0], **kw)
+    by = {
+        run: {c["policy"]: c for c in res.certified}
+        for run, res in (("plain", plain), ("short", short), ("proxies", proxies))
+    }
+    ewma = by["plain"]["ewma"]
+    assert ewma["r"] == ewma["servers"]  # one proxy
+    assert by["proxies"]["ewma"]["r"] == 2.0
+    assert by["short"]["ewma"]["estimate"] != ewma["estimate"]
+    assert by["short"]["pod"]["estimate"] == by["plain"]["pod"]["estimate"]
+
+
+@pytest.mark.parametrize(
+    ("extra", "name"),
+    [
+        (["-o", "decay=1s"], "--option"),  # pod takes no options
+        (["--slowdown", "2:0.5@1-2"], "--slowdown"),  # a fraction above 1
+    ],
+)
+def test_tune_refuses_bad_options_before_the_first_run(capsys, extra, name):
+    with pytest.raises(SystemExit) as exc:
+        main(["tune", "pod", "--p99", "9", "--rate", "5", "--servers", "6:20", *extra])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith(f"error: {name}") and err.count("\n") == 1

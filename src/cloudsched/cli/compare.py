@@ -16,12 +16,14 @@ from cloudsched.cli.common import LazyProgress, check_outputs, parse_loads, rend
 from cloudsched.cli.console import warn
 from cloudsched.cli.options import (
     Arrivals,
+    BalancerOptions,
     FormatAll,
     MaxTasks,
     Out,
     Precision,
     Seed,
     Service,
+    Slowdown,
     TimeLimit,
     opt,
 )
@@ -151,23 +153,8 @@ def compare(
     unfinished: Unfinished = "drop",
     log_format: LogFormat = None,
     log_service: LogService = "upstream",
-    option: Annotated[
-        list[str] | None,
-        opt(
-            "--option",
-            "-o",
-            help="A production balancer's option NAME=VALUE (repeatable), given to every "
-            "compared policy that has it, e.g. -o decay=1s.",
-        ),
-    ] = None,
-    slowdown: Annotated[
-        str | None,
-        opt(
-            "--slowdown",
-            help="F:X@T0-T1[/P]: a fraction F of the servers at X times their speed from T0 "
-            "to T1 (again every P), as simulate takes it.",
-        ),
-    ] = None,
+    option: BalancerOptions = None,
+    slowdown: Slowdown = None,
     fmt: FormatAll = None,
     out: Out = None,
     plot: Annotated[

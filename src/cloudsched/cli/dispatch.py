@@ -18,6 +18,7 @@ from cloudsched.cli.options import (
     Precision,
     SeedOrFresh,
     Service,
+    Slowdown,
     Tail,
     TimeLimit,
     Warmup,
@@ -172,15 +173,7 @@ def simulate(
             "reads only its own active requests (pod, jsq).",
         ),
     ] = "shared",
-    slowdown: Annotated[
-        str | None,
-        opt(
-            "--slowdown",
-            help="F:X@T0-T1: a fraction F of the servers runs at X times its speed from time "
-            "T0 to T1 (mean service times), then recovers, e.g. 0.1:0.2@2000-4000 (the event "
-            "list; a service keeps the speed it started at).",
-        ),
-    ] = None,
+    slowdown: Slowdown = None,
     refresh: Annotated[
         float,
         opt(

@@ -14,6 +14,7 @@ import typer
 
 __all__ = [
     "Arrivals",
+    "BalancerOptions",
     "CrossRackCost",
     "FluxTraffic",
     "FormatAll",
@@ -28,6 +29,7 @@ __all__ = [
     "Seed",
     "SeedOrFresh",
     "Service",
+    "Slowdown",
     "Tail",
     "TimeLimit",
     "Warmup",
@@ -108,3 +110,24 @@ Locality = Annotated[
 def opt(*flags: str, help: str = "", **kwargs: Any) -> Any:
     """``typer.Option(*flags, help=help, ...)``, short enough to keep an option on one line."""
     return typer.Option(*flags, help=help, **kwargs)
+
+
+# production balancers and workloads several commands run
+BalancerOptions = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--option",
+        "-o",
+        help="A production balancer's option NAME=VALUE (repeatable), given to every "
+        "policy here that has it, e.g. -o decay=1s (cloudsched policies NAME lists them).",
+    ),
+]
+Slowdown = Annotated[
+    str | None,
+    typer.Option(
+        "--slowdown",
+        help="F:X@T0-T1[/P]: a fraction F of the servers runs at X times its speed from time "
+        "T0 to T1 (mean service times; again every P), then recovers, e.g. "
+        "0.1:0.2@2000-4000 (the event list; a service keeps the speed it started at).",
+    ),
+]

@@ -8,7 +8,17 @@ from typing import Annotated
 import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, policies_given, trace_laws
-from cloudsched.cli.options import Arrivals, FormatJson, Out, Precision, Seed, Service, opt
+from cloudsched.cli.options import (
+    Arrivals,
+    BalancerOptions,
+    FormatJson,
+    Out,
+    Precision,
+    Seed,
+    Service,
+    Slowdown,
+    opt,
+)
 from cloudsched.cli.trace import LogFormat, LogService, Trace, TraceFormat, trace_log
 from cloudsched.errors import ParameterError, check_real
 from cloudsched.policy_table import default_policies
@@ -65,7 +75,14 @@ def tune(
         opt("--policy", help="Older form of POLICIES (still accepted; repeatable)."),
     ] = None,
     d: Annotated[list[int] | None, opt("--d", help="d values; repeatable.")] = None,
-    r: Annotated[list[float] | None, opt("--r", help="r values; repeatable.")] = None,
+    r: Annotated[
+        list[float] | None,
+        opt(
+            "--r",
+            help="r values (servers per dispatcher); repeatable (default: 10 where the policy "
+            "needs dispatchers, one proxy for a production balancer).",
+        ),
+    ] = None,
     threshold: Annotated[
         list[int] | None,
         opt("--threshold", help="z values of jiq-threshold; repeatable (default 1)."),
@@ -79,6 +96,8 @@ def tune(
     trace_format: TraceFormat = "auto",
     log_format: LogFormat = None,
     log_service: LogService = "upstream",
+    option: BalancerOptions = None,
+    slowdown: Slowdown = None,
     precision: Precision = 0.02,
     seed: Seed = 0,
     fmt: FormatJson = None,
@@ -132,7 +151,7 @@ def tune(
             servers=(lo, hi),
             policies=policies_given(policy_args, policy) or default_policies("tune"),
             ds=d or (2, 3),
-            rs=r or (10.0,),
+            rs=r or None,
             thresholds=threshold or (1,),
             max_messages=max_messages if max_messages is not None else math.inf,
             seed=seed,
@@ -143,6 +162,8 @@ def tune(
             say=lambda line: bar(-1.0, line.strip()[:50]),
             scale=scale,
             unit=unit if log is not None else "mean service times",
+            policy_options=option or (),
+            slowdown=slowdown,
         )
     finally:
         bar.close()

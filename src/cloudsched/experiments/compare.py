@@ -26,6 +26,7 @@ __all__ = [
     "meanfield_mean",
     "meanfield_quantile",
     "messages_per_task",
+    "options_per_policy",
     "setting_args",
     "setting_grid",
     "threshold_of",
@@ -137,7 +138,7 @@ def setting_grid(
     return out
 
 
-def _options_per_policy(policies: Sequence[str], given: Sequence[str]) -> dict[str, list[str]]:
+def options_per_policy(policies: Sequence[str], given: Sequence[str]) -> dict[str, list[str]]:
     """Give each policy the options it has; refuse one that no compared policy has."""
     from cloudsched.errors import ParameterError
 
@@ -191,7 +192,7 @@ def compare(
     from cloudsched.errors import SEED_LIMIT, check_int
 
     seed = check_int("seed", seed, low=0, high=SEED_LIMIT - 1)
-    per_policy = _options_per_policy(policies, policy_options)
+    per_policy = options_per_policy(policies, policy_options)
     grid = setting_grid(policies, loads, ds, rs, thresholds)
     streams = np.random.SeedSequence(seed).spawn(len(grid))
     out = []

@@ -42,11 +42,19 @@ from typing import Any
 
 import numpy as np
 
-from cloudsched.dispatch.policies import MEANFIELD_POLICIES
+from cloudsched.dispatch.policies import MEANFIELD_POLICIES, get_policy
 from cloudsched.errors import SEED_LIMIT, ParameterError, check_choice, check_int, check_real
-from cloudsched.experiments.compare import meanfield_mean, meanfield_quantile, setting_grid
+from cloudsched.experiments.compare import (
+    meanfield_mean,
+    meanfield_quantile,
+    options_per_policy,
+    setting_grid,
+)
 from cloudsched.experiments.tune_search import Search, Tuner, fits, metric_interval, smallest_fit
 from cloudsched.policy_table import default_policies
+
+#: r (servers per dispatcher) where a policy needs dispatchers and none is given
+DEFAULT_R = 10.0
 
 __all__ = ["TuneResult", "meanfield_quantile", "metric_interval", "tune"]
 
@@ -118,14 +126,14 @@ def _meanfield_messages(cand: dict[str, Any], rate: float, n: int) -> float:
 def _check_grid(
     policies: Sequence[str],
     ds: Sequence[int],
-    rs: Sequence[float],
+    rs: Sequence[float] | None,
     thresholds: Sequence[int],
     lo_n: int,
     hi_n: int,
 ) -> tuple[list[int], list[float], list[int]]:
     """Check the candidates' grid and the range of N; return d, r and thresholds."""
     ds = [check_int("d", x, low=1) for x in ds]
-    rs = [check_real("r", x, low=1.0) for x in rs]
+    rs = [check_real("r", x, low=1.0) for x in ((DEFAULT_R,) if rs is None else rs)]
     thresholds = [check_int("threshold", x, low=0, high=2**62) for x in thresholds]
     if not ds or not rs or not policies:
         raise ParameterError("policies/d/r", None, "at least one value each")
@@ -166,7 +174,7 @@ def tune(
     servers: tuple[int, int],
     policies: Sequence[str] | None = None,
     ds: Sequence[int] = (2, 3),
-    rs: Sequence[float] = (10.0,),
+    rs: Sequence[float] | None = None,
     thresholds: Sequence[int] = (1,),
     max_messages: float = math.inf,
     seed: int = 0,
@@ -178,6 +186,8 @@ def tune(
     say: Callable[[str], None] | None = None,
     scale: float = 1.0,
     unit: str = "mean service times",
+    policy_options: Sequence[str] = (),
+    slowdown: str | None = None,
 ) -> TuneResult:
     """Search the cheapest certified settings (see the module notes for the method).
 
@@ -188,7 +198,11 @@ def tune(
     ``replay(candidate, n, load, rng)``, given, returns the metric of the setting on a log
     replayed as it is (in the same unit); a setting certified on the laws must also meet
     the target there.  ``scale`` and ``unit`` only say how the search log shows times
-    (``scale`` units to a mean service time).
+    (``scale`` units to a mean service time).  ``rs`` None: r = 10 where the policy needs
+    dispatchers (round-robin, the JIQ family), one proxy for a production balancer (as
+    ``compare`` and ``simulate`` run them).  ``policy_options``: a production balancer's
+    ``NAME=VALUE`` options, each to the candidates that have it (checked before the first
+    run); ``slowdown`` as :func:`~cloudsched.dispatch.simulate` takes it.
     """
     metric = check_choice("metric", metric, METRICS)
     target = check_real("target", target, low=0.0, low_open=True)
@@ -196,7 +210,9 @@ def tune(
     if policies is None:  # the policy table's defaults: random, pod, jiq, jiq-pod
         policies = default_policies("tune")
     lo_n, hi_n = (check_int("servers", n, low=1, high=2**62) for n in servers)
+    given_rs = rs is not None
     ds, rs, thresholds = _check_grid(policies, ds, rs, thresholds, lo_n, hi_n)
+    per_policy = options_per_policy(policies, policy_options)
     precision = check_real("precision", precision, low=0.0, high=1.0, low_open=True)
     max_tasks = check_int("max_tasks", max_tasks, low=1, high=2**62)
     seed = check_int("seed", seed, low=0, high=SEED_LIMIT - 1)
@@ -219,23 +235,31 @@ def tune(
                 "every response includes its own service, so no setting meets a target below it"
             ),
         )
-    exponential = service is None and arrivals is None
+    exponential = service is None and arrivals is None and slowdown is None
+    laws = {"service": service, "arrivals": arrivals, "precision": precision}
+    if slowdown is not None:  # checked before the first run, as the options are
+        from cloudsched.dispatch.workload.slowdown import parse_slowdown
+
+        laws["slowdown"] = parse_slowdown(slowdown)
     t = Tuner(
         metric,
         target,
         rate,
         max_messages,
         seed,
-        {"service": service, "arrivals": arrivals, "precision": precision, "max_tasks": max_tasks},
+        {**laws, "max_tasks": max_tasks},
         exponential,
         log,
         replay,
         scale,
         unit,
+        policy_options=per_policy,
     )
     stable = max(lo_n, math.floor(rate / 0.999) + 1)
     log(f"stability: load < 0.999 needs N >= {stable}")
     for cand in setting_grid(policies, [None], ds, rs, thresholds):
+        if not given_rs and get_policy(cand["policy"]).dispatchers == "optional":
+            cand["r"] = math.inf  # one proxy: r = N
         name = (
             cand["policy"]
             + (f" d={cand['d']}" if cand["d"] else "")

@@ -135,6 +135,8 @@ class Tuner:
     scale: float = 1.0
     unit: str = "mean service times"
     count: int = 0
+    #: a production balancer's ``NAME=VALUE`` options, per policy (checked by the caller)
+    policy_options: dict[str, list[str]] | None = None
 
     def simulate(self, cand: dict[str, Any], n: int) -> dict[str, Any]:
         """Simulate ``cand`` on ``n`` servers and judge it: one row, certified or why not."""
@@ -154,6 +156,7 @@ class Tuner:
                 **setting_args(cand, n),
                 keep_response_times=self.metric == "p99",
                 rng=np.random.default_rng(stream),
+                options=(self.policy_options or {}).get(cand["policy"]) or None,
                 **self.options,
             )
         except ParameterError as exc:  # its queues outgrew the memory: not a setting to keep
