@@ -20,10 +20,15 @@ from cloudsched.experiments.verdict import (
 def test_a_verdict_needs_the_interval_of_the_difference_to_exclude_zero():
     base = {"mean": 2.0, "half_width": 0.06}
     # half-widths add in quadrature: 0.1 for 0.06 and 0.08
-    assert _compare({"mean": 1.89, "half_width": 0.08}, base) == "better"
-    assert _compare({"mean": 1.91, "half_width": 0.08}, base) == "tie"
-    assert _compare({"mean": 2.11, "half_width": 0.08}, base) == "worse"
-    assert _compare({"mean": 9.0, "half_width": None}, base) == "unknown"
+    assert _compare({"mean": 1.89, "half_width": 0.08}, base, "mean") == "better"
+    assert _compare({"mean": 1.91, "half_width": 0.08}, base, "mean") == "tie"
+    assert _compare({"mean": 2.11, "half_width": 0.08}, base, "mean") == "worse"
+    assert _compare({"mean": 9.0, "half_width": None}, base, "mean") == "unknown"
+    # by p99: its own interval decides (a tie by the mean can be a win by the tail)
+    base |= {"p99": 8.0, "p99_half_width": 0.2}
+    row = {"mean": 1.91, "half_width": 0.08, "p99": 7.5, "p99_half_width": 0.2}
+    assert _compare(row, base, "mean") == "tie" and _compare(row, base, "p99") == "better"
+    assert _compare(row | {"p99_half_width": None}, base, "p99") == "unknown"
 
 
 def test_least_time_beats_least_request_when_some_servers_are_slow():
@@ -37,6 +42,33 @@ def test_least_time_beats_least_request_when_some_servers_are_slow():
     row = study.row("slow 10%", "least-time")
     assert row["vs"] == "better" and row["ratio"] < 0.8
     assert study.findings == ["least-time against least request: better in slow 10%."]
+
+
+def test_the_p99_decides_with_its_own_interval_when_asked(capsys):
+    """--metric p99: every row has the p99's 95% interval (20 sections of the run), the ratio
+    is to least request's p99, and peak EWMA, which learns which servers are slow, cuts
+    least request's p99 (about 0.5x with a tenth of the servers four times slower)."""
+    study = verdict_study(
+        servers=10,
+        load=0.8,
+        policies=["wlr", "ewma"],
+        regimes=["slow 10%"],
+        precision=0.1,
+        metric="p99",
+    )
+    base, row = study.row("slow 10%", "wlr"), study.row("slow 10%", "ewma")
+    for r in (base, row):
+        assert r["p99_low"] < r["p99"] < r["p99_high"]
+        assert r["p99_half_width"] == pytest.approx((r["p99_high"] - r["p99_low"]) / 2)
+    assert row["ratio"] == pytest.approx(row["p99"] / base["p99"])
+    assert row["vs"] == "better" and row["p99_high"] < base["p99_low"]
+    assert study.findings == ["ewma against least request (by p99): better in slow 10%."]
+    with pytest.raises(ParameterError, match="metric"):
+        verdict_study(metric="p50")
+    with pytest.raises(SystemExit) as exc:
+        main(["verdict", "--metric", "median"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.startswith("error: --metric") and err.count("\n") == 1
 
 
 def test_bad_regimes_and_policies_are_refused_in_one_line(capsys):

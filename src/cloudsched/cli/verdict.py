@@ -56,6 +56,14 @@ def verdict(
         float,
         opt("--precision", help="Each run stops at this relative 95% half-width of its mean."),
     ] = 0.03,
+    metric: Annotated[
+        str,
+        opt(
+            "--metric",
+            help="What decides each verdict: mean or p99 response time (both are shown, "
+            "each with its 95% interval).",
+        ),
+    ] = "mean",
     seed: Seed = 0,
     fmt: FormatCsv = None,
     out: Out = None,
@@ -88,6 +96,7 @@ def verdict(
             precision=precision,
             seed=seed,
             progress=bar,
+            metric=metric,
         )
     finally:
         bar.close()
@@ -106,14 +115,15 @@ def _emit(study: Any, fmt: str, out: Path | None) -> None:
 
     df = pd.DataFrame(study.rows)
     title = (
-        f"against least request (wlr; P2C on a board where reports are polled): N = "
-        f"{study.servers}, load {study.load:g}, mean response time in mean service times "
-        "(95% intervals; p99 without one)"
+        f"against least request (wlr; P2C on a board where reports are polled) by "
+        f"{study.metric}: N = {study.servers}, load {study.load:g}, response times in mean "
+        "service times (+- 95% half-widths; '-': none), ratio to least request's"
     )
     payload = {
         "servers": study.servers,
         "load": study.load,
         "precision": study.precision,
+        "metric": study.metric,
         "rows": df.to_dict(orient="records"),
         "findings": study.findings,
     }
@@ -124,18 +134,19 @@ def _emit(study: Any, fmt: str, out: Path | None) -> None:
         {
             "regime": df["regime"],
             "policy": ["least request" if p == BASELINE else p for p in df["policy"]],
-            "mean": df["mean"],
-            "interval": [
-                "-" if lo is None else f"[{lo:.4g}, {hi:.4g}]"
-                for lo, hi in zip(df["ci_low"], df["ci_high"], strict=True)
-            ],
-            "p99": df["p99"],
-            "x least request": df["ratio"],
+            "mean": [_with_half(v, h) for v, h in zip(df["mean"], df["half_width"], strict=True)],
+            "p99": [_with_half(v, h) for v, h in zip(df["p99"], df["p99_half_width"], strict=True)],
+            "ratio": df["ratio"],
             "verdict": df["vs"],
         }
     )
     text = format_frame(shown, "table", title, payload)
     emit(text + "".join(line + "\n" for line in study.findings), out)
+
+
+def _with_half(value: float, half: float | None) -> str:
+    """``value +- half`` (4 significant digits), or ``value -`` without an interval."""
+    return f"{value:.4g} " + ("-" if half is None else f"+- {half:.2g}")
 
 
 def register(app: typer.Typer) -> None:

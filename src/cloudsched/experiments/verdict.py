@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from cloudsched.errors import SEED_LIMIT, ParameterError, check_int, check_real
+from cloudsched.errors import SEED_LIMIT, ParameterError, check_choice, check_int, check_real
 from cloudsched.policy_table import TABLE, default_policies
 from cloudsched.progress import Progress
 
@@ -98,6 +98,7 @@ class VerdictStudy:
     servers: int
     load: float
     precision: float
+    metric: str = "mean"
     rows: list[dict[str, Any]] = field(default_factory=list)
     findings: list[str] = field(default_factory=list)
 
@@ -200,18 +201,25 @@ def _stream(seed: int, regime: str, policy: str) -> np.random.SeedSequence:
     return np.random.SeedSequence(seed, spawn_key=(zlib.crc32(regime.encode()), p))
 
 
-def _compare(row: dict[str, Any], base: dict[str, Any]) -> str:
-    """``better``, ``worse``, ``tie`` or ``unknown`` against least request."""
-    if row["half_width"] is None or base["half_width"] is None:
+#: What decides a verdict: the metric's column and its 95% half-width's column.
+METRICS = {"mean": ("mean", "half_width"), "p99": ("p99", "p99_half_width")}
+
+
+def _compare(row: dict[str, Any], base: dict[str, Any], metric: str) -> str:
+    """``better``, ``worse``, ``tie`` or ``unknown`` against least request, by ``metric``."""
+    value, width = METRICS[metric]
+    if row[width] is None or base[width] is None:
         return "unknown"
-    diff = row["mean"] - base["mean"]
-    half = math.hypot(row["half_width"], base["half_width"])
+    diff = row[value] - base[value]
+    half = math.hypot(row[width], base[width])
     if abs(diff) <= half:
         return "tie"
     return "better" if diff < 0 else "worse"
 
 
 def _findings(study: VerdictStudy, policies: Sequence[str]) -> list[str]:
+    value, width = METRICS[study.metric]
+    by_what = "" if study.metric == "mean" else f" (by {study.metric})"
     out = []
     for policy in policies:
         if policy == BASELINE:
@@ -223,11 +231,11 @@ def _findings(study: VerdictStudy, policies: Sequence[str]) -> list[str]:
         parts = [
             f"{v} in {', '.join(by[v])}" for v in ("better", "tie", "worse", "unknown") if by[v]
         ]
-        out.append(f"{policy} against least request: " + "; ".join(parts) + ".")
-    lost = [r for r in study.rows if r["policy"] == BASELINE and r["half_width"] is None]
+        out.append(f"{policy} against least request{by_what}: " + "; ".join(parts) + ".")
+    lost = [r for r in study.rows if r["policy"] == BASELINE and r[width] is None]
     for r in lost:
         out.append(
-            f"least request has no interval in {r['regime']} (mean {r['mean']:.4g}; "
+            f"least request has no interval in {r['regime']} ({value} {r[value]:.4g}; "
             f"stopped: {r['stop']}): nothing there is compared with it."
         )
     return out
@@ -243,20 +251,24 @@ def verdict_study(
     seed: int = 0,
     max_tasks: int = 50_000_000,
     progress: Progress | None = None,
+    metric: str = "mean",
 ) -> VerdictStudy:
     """Run every policy in every regime (see the module notes) and compare with least request.
 
     Each run has its own stream, ``SeedSequence(seed)`` spawned once per (regime, policy) in
     the order given, so a row does not depend on which others run.  Every row holds the
-    mean response time, its 95% interval, p99, the ratio to least request's mean and the
-    verdict against it.
+    mean response time and its 95% interval, p99 and its 95% interval (20 consecutive
+    sections of the run; none when the run is short or not steady), the ratio to least
+    request's ``metric`` (``mean`` or ``p99``) and the verdict against it by that metric.
     """
     from cloudsched.dispatch import simulate
+    from cloudsched.experiments.tune_search import metric_interval
 
     servers = check_int("servers", servers, low=2, high=100_000)
     load = check_real("load", load, low=0.0, high=1.0, low_open=True, high_open=True)
     precision = check_real("precision", precision, low=0.0, high=0.5, low_open=True)
     seed = check_int("seed", seed, low=0, high=SEED_LIMIT)
+    metric = check_choice("metric", metric, tuple(METRICS))
     for p in policies:
         if p not in TABLE or not TABLE[p].options:
             shown = ", ".join(n for n, r in TABLE.items() if r.options)
@@ -265,7 +277,7 @@ def verdict_study(
         check_regime(g, servers)
     regimes = list(dict.fromkeys(regimes))
     order = [BASELINE, *[p for p in policies if p != BASELINE]]
-    study = VerdictStudy(servers, load, precision)
+    study = VerdictStudy(servers, load, precision, metric)
     total, done = len(regimes) * len(order), 0
     for regime in regimes:
         for policy in order:
@@ -277,9 +289,12 @@ def verdict_study(
                 precision=precision,
                 max_tasks=max_tasks,
                 rng=np.random.default_rng(_stream(seed, regime, policy)),
+                keep_response_times=True,
                 **kw,
             )
             ci = res.ci95
+            p99, p99_low, p99_high = metric_interval(res, "p99")
+            p99_ok = math.isfinite(p99_high)
             study.rows.append(
                 {
                     "regime": regime,
@@ -289,7 +304,10 @@ def verdict_study(
                     "ci_low": ci[0] if ci else None,
                     "ci_high": ci[1] if ci else None,
                     "half_width": (ci[1] - ci[0]) / 2 if ci else None,
-                    "p99": res.percentiles.get("p99"),
+                    "p99": p99,
+                    "p99_low": p99_low if p99_ok else None,
+                    "p99_high": p99_high if p99_ok else None,
+                    "p99_half_width": (p99_high - p99_low) / 2 if p99_ok else None,
                     "tasks": res.measured_tasks,
                     "stop": res.stop_reason,
                 }
@@ -300,7 +318,7 @@ def verdict_study(
         base = study.row(regime, BASELINE)
         for row in study.rows:
             if row["regime"] == regime:
-                row["ratio"] = row["mean"] / base["mean"]
-                row["vs"] = "baseline" if row["policy"] == BASELINE else _compare(row, base)
+                row["ratio"] = row[metric] / base[metric]
+                row["vs"] = "baseline" if row["policy"] == BASELINE else _compare(row, base, metric)
     study.findings = _findings(study, order)
     return study

@@ -314,8 +314,8 @@ def plot_stale(
 def plot_verdict(study: Any, path: str | os.PathLike[str]) -> None:
     """Draw the verdict map: one cell per (regime, balancer), coloured by its verdict.
 
-    Each cell holds the mean response time and its ratio to least request's, coloured by
-    the verdict against least request.
+    Each cell holds the metric that decides (``study.metric``: mean or p99 response time)
+    and its ratio to least request's, coloured by the verdict against least request.
     """
     from cloudsched.experiments.verdict import BASELINE
 
@@ -336,8 +336,8 @@ def plot_verdict(study: Any, path: str | os.PathLike[str]) -> None:
             ax.add_patch(
                 plt.Rectangle((j, i), 1, 1, facecolor=colours[row["vs"]], edgecolor="white")
             )
-            text = f"{row['mean']:.3g}"
-            if row["half_width"] is None:
+            text = f"{row[study.metric]:.3g}"
+            if row["half_width" if study.metric == "mean" else "p99_half_width"] is None:
                 text += "\nno interval"
             elif row["vs"] != "baseline":
                 text += f"\n{row['ratio']:.2f}x {row['vs']}"
@@ -350,7 +350,7 @@ def plot_verdict(study: Any, path: str | os.PathLike[str]) -> None:
     ax.set_yticklabels(regimes)
     ax.tick_params(length=0)
     ax.set_title(
-        f"mean response time against least request, N = {study.servers}, load "
+        f"{study.metric} response time against least request, N = {study.servers}, load "
         f"{study.load:g}\n(green: better, red: worse, grey: the 95% interval of the "
         "difference holds 0; white: a run without an interval)",
         fontsize=9,
