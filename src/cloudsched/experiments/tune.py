@@ -166,6 +166,32 @@ def _meanfield_start(t: Tuner, cand: dict[str, Any], lo: int, hi: int) -> int | 
     return bound
 
 
+def _check_reachable(
+    metric: str, target: float, service: Any, seed: int, scale: float, unit: str
+) -> None:
+    """Refuse a target below what the service times alone give."""
+    floor = service_floor(metric, service, seed)
+    if target <= floor:
+        raise ParameterError(
+            metric,
+            f"{target * scale:.6g} {unit}",
+            (
+                f"above {floor * scale:.4g} {unit}, the {metric} of the service times alone: "
+                "every response includes its own service, so no setting meets a target below it"
+            ),
+        )
+
+
+def _laws(service: Any, arrivals: Any, precision: float, slowdown: str | None) -> dict[str, Any]:
+    """Return the workload every run of the search gets (a slowdown checked here, once)."""
+    laws = {"service": service, "arrivals": arrivals, "precision": precision}
+    if slowdown is not None:
+        from cloudsched.dispatch.workload.slowdown import parse_slowdown
+
+        laws["slowdown"] = parse_slowdown(slowdown)
+    return laws
+
+
 def tune(
     *,
     rate: float,
@@ -225,22 +251,9 @@ def tune(
         out.log.append(line)
         speak(line)
 
-    floor = service_floor(metric, service, seed)
-    if target <= floor:
-        raise ParameterError(
-            metric,
-            f"{target * scale:.6g} {unit}",
-            (
-                f"above {floor * scale:.4g} {unit}, the {metric} of the service times alone: "
-                "every response includes its own service, so no setting meets a target below it"
-            ),
-        )
+    _check_reachable(metric, target, service, seed, scale, unit)
     exponential = service is None and arrivals is None and slowdown is None
-    laws = {"service": service, "arrivals": arrivals, "precision": precision}
-    if slowdown is not None:  # checked before the first run, as the options are
-        from cloudsched.dispatch.workload.slowdown import parse_slowdown
-
-        laws["slowdown"] = parse_slowdown(slowdown)
+    laws = _laws(service, arrivals, precision, slowdown)
     t = Tuner(
         metric,
         target,
