@@ -102,7 +102,7 @@ def _better(st, par, m, a, b):
     return st.fmem[_node(par, T_SLOT, m, a)] < st.fmem[_node(par, T_SLOT, m, b)]
 
 
-@kernel(nrt=False, inline=True)
+@kernel(nrt=False)
 def _pull(st, par, m, i):
     """Recompute node ``i`` of the order tree from its children; whether it changed."""
     a, b = 2 * i, 2 * i + 1
@@ -128,7 +128,7 @@ def _pull(st, par, m, i):
     return not same
 
 
-@kernel(nrt=False, inline=True)
+@kernel(nrt=False)
 def _pull_timer(st, par, m, i):
     """Recompute node ``i`` of the timer tree from its children; whether it changed."""
     a, b = 2 * i, 2 * i + 1
@@ -151,15 +151,13 @@ def _pull_all(st, par, m):
 
 
 @kernel(nrt=False, inline=True)
-def _refresh(st, par, m, j, now_s, fail_s, present):
-    """Recompute slot ``j``'s leaf (absent: never chosen) and the path above it."""
+def _refresh(st, par, m, j, now_s, fail_s):
+    """Recompute slot ``j``'s leaf and the path above it."""
     slot = m * par.slots + j
     leaf = par.slots + j
     i_key, i_stored = _node(par, T_KEY, m, leaf), _node(par, T_STORED, m, leaf)
-    key, nxt = math.inf, math.inf
-    if present:
-        key = estimate(st, par, slot, now_s, fail_s)
-        nxt = next_change(st, par, slot, now_s, fail_s)
+    key = estimate(st, par, slot, now_s, fail_s)
+    nxt = next_change(st, par, slot, now_s, fail_s)
     old = st.fmem[i_key]
     if key != old:  # the current weight moves from one lazy class to the other
         cur = st.fmem[i_stored]
@@ -222,10 +220,10 @@ def _choose_tree(st, par, m, now):
     if st.mem[i_joined] == 0 and int(par.opt[O_JOIN_N]) > 0 and joined(st, par):
         st.mem[i_joined] = 1
         for j in range(st.mem[xat(par, LT_INTS, m, X_PRESENT)], par.slots):
-            _refresh(st, par, m, j, now_s, fail_s, True)
+            _refresh(st, par, m, j, now_s, fail_s)
     while st.fmem[_node(par, T_NEXT, m, 1)] <= now_s:  # averages that halve now
         j = int(st.fmem[_node(par, T_NSLOT, m, 1)])
-        _refresh(st, par, m, j, now_s, fail_s, True)
+        _refresh(st, par, m, j, now_s, fail_s)
     key = st.fmem[_node(par, T_KEY, m, 1)]
     best = int(st.fmem[_node(par, T_SLOT, m, 1)])
     count = st.fmem[_node(par, T_COUNT, m, 1)]
@@ -323,7 +321,7 @@ class LeastTime:
         j = st.mem[xat(par, LT_INTS, m, X_CHOSEN)]
         if j >= 0 and _tree(par):
             now_s, fail_s = ngx_seconds(par, v.now(st))
-            _refresh(st, par, m, j, now_s, fail_s, True)
+            _refresh(st, par, m, j, now_s, fail_s)
 
     @hook
     def on_departure(st: Any, par: Any, rng: Any, s: int) -> None:
@@ -339,4 +337,4 @@ class LeastTime:
         st.fmem[i_avg] = ngx_avg(st.fmem[i_avg], last)
         if _tree(par):
             now_s, fail_s = ngx_seconds(par, now)
-            _refresh(st, par, slot // par.slots, slot % par.slots, now_s, fail_s, True)
+            _refresh(st, par, slot // par.slots, slot % par.slots, now_s, fail_s)
