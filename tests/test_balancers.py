@@ -40,6 +40,7 @@ def dispatched(policy, speeds, arrivals, sizes, seed=0, **options):
     return seen
 
 
+@pytest.mark.xdist_group("wlr")  # one process compiles its kernel
 def test_wlr_with_weights_is_envoys_edf_schedule():
     """Weights 2 and 1, bias 0: Envoy's EDF picks 0, 1, 0 in every period of 3 (deadlines
     1/2, 1 | 1, 3/2 | 2, 2 ...; the lower order number first on a tie), after a uniform
@@ -53,6 +54,7 @@ def test_wlr_with_weights_is_envoys_edf_schedule():
     assert np.all(windows.sum(axis=1) == 1)  # one task of every three to the weight-1 server
 
 
+@pytest.mark.xdist_group("wlr")  # one process compiles its kernel
 def test_wlr_with_equal_weights_is_pod_two_with_replacement():
     """Envoy's unweighted least request (choice_count 2) draws hosts with replacement and
     keeps the first least active: pod(2) with replacement, draw for draw."""
@@ -62,6 +64,7 @@ def test_wlr_with_equal_weights_is_pod_two_with_replacement():
     assert np.array_equal(wlr.response_times, pod.response_times)
 
 
+@pytest.mark.xdist_group("least-time")  # one process compiles its kernel
 def test_least_time_sends_nothing_to_a_slow_server_until_its_average_halves_twice():
     """NGINX least_time, three servers, 10 ms mean service, tasks 20 ms apart.
 
@@ -121,6 +124,7 @@ def test_ewma_follows_the_peak_ewma_law_on_two_servers():
         assert 3 <= predicted.count(1) < count // 10  # revisited, but rarely
 
 
+@pytest.mark.xdist_group("wlr")  # one process compiles its kernel
 def test_wlr_slow_start_ramps_a_joining_servers_share():
     """Envoy slow start: a host that joins at T gets weight x max(age / window, 10%).
 
@@ -227,6 +231,7 @@ def test_prequal_prefers_the_cold_probe_with_the_lowest_latency():
         assert abs(late.count(0) - late.count(1)) < 0.2 * len(late)
 
 
+@pytest.mark.xdist_group("least-time")  # one process compiles its kernel
 @pytest.mark.parametrize(
     ("n", "m", "load", "options"),
     [
