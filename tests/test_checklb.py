@@ -16,12 +16,9 @@ from cloudsched.cli import main
 from cloudsched.dispatch.workload.logfiles import TraceError
 from cloudsched.dispatch.workload.upstreams import detect_upstream_format, read_upstream_log
 from cloudsched.errors import ParameterError
-from cloudsched.experiments.checklb import (
-    check_lb,
-    levels_at_arrivals,
-    parse_law,
-    unresolved_arrivals,
-)
+from cloudsched.experiments.checklb import check_lb
+from cloudsched.experiments.checklb_laws import parse_law
+from cloudsched.experiments.checklb_counts import levels_at_arrivals, unresolved_arrivals
 from cloudsched.testing.balancer_logs import balancer_log
 
 LAWS = ["random", "pod:2", "pod:2r", "pod:3", "least-request", "round-robin", "jiq"]
@@ -34,7 +31,7 @@ def logs(tmp_path_factory):
     out = {}
     for k, law in enumerate(LAWS):
         path = tmp_path_factory.mktemp("logs") / f"{law}.log"
-        lines = balancer_log(law, k=8, load=0.8, requests=15000, seed=10 + k)
+        lines = balancer_log(law, k=8, load=0.8, requests=15000, seed=20 + k)
         path.write_text("\n".join(lines) + "\n")
         out[law] = read_upstream_log(path, "nginx", end_slack=0.0)  # exact times
     return out

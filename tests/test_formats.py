@@ -13,6 +13,7 @@ import pytest
 from cloudsched.dispatch.workload.accesslogs import ACCESS_FORMATS, read_access_log
 from cloudsched.dispatch.workload.formats import (
     LOG_FORMATS,
+    NGINX_CLIENT_FORMAT,
     NGINX_DEFAULT_FORMAT,
     NGINX_UPSTREAM_FORMAT,
     detect_line,
@@ -31,7 +32,7 @@ from cloudsched.dispatch.workload.upstreams import (
 #: 2026-12-01T18:00:00.125Z, in each format (HAProxy: 50 ms read and queued before it).
 START = 1796148000.125
 LINES = {
-    "nginx": (f"{START + 0.25:.3f} 0.250 10.0.0.7:80 200", NGINX_UPSTREAM_FORMAT),
+    "nginx": (f"{START + 0.25:.3f} 0.250 10.0.0.7:80 200 0.200", NGINX_UPSTREAM_FORMAT),
     "envoy": (
         '[2026-12-01T18:00:00.125Z] "GET / HTTP/1.1" 200 - 0 5 250 200 "-" "curl" "id" '
         '"api" "10.0.0.7:80"',
@@ -73,8 +74,7 @@ def test_a_line_means_what_the_table_says(fmt):
     assert req.total / req.per_second == pytest.approx(0.25)
     at_end = LOG_FORMATS[fmt].stamp == "end"
     assert req.time == pytest.approx(START + (0.25 if at_end else 0.0), abs=1e-6)
-    if fmt != "nginx":  # the check-lb format of NGINX has no upstream time
-        assert req.upstream_time / req.per_second == pytest.approx(0.2)
+    assert req.upstream_time / req.per_second == pytest.approx(0.2)
     assert req.step == pytest.approx(1e-3)
 
 
@@ -88,19 +88,22 @@ def test_both_readers_read_every_format(fmt, tmp_path):
     up = read_upstream_log(path, fmt, log_format=log_format)
     queued = 0.05 if fmt == "haproxy" else 0.0  # TR + Tw before the request reached it
     np.testing.assert_allclose(up.sent, START + queued, atol=1e-6)
-    np.testing.assert_allclose(up.end, START + 0.25, atol=1e-6)
+    # NGINX: the upstream holds it for its own time (the line is written after the client
+    # has the response); the others: until the request's end at the proxy
+    np.testing.assert_allclose(up.end, START + (0.2 if fmt == "nginx" else 0.25), atol=1e-6)
     assert up.names[0].endswith("10.0.0.7:80")
     log = read_access_log(path, fmt, log_format=log_format, service="total")
     np.testing.assert_allclose(log.trace.services, 0.25, atol=1e-9)
-    if fmt != "nginx":
-        assert read_log(path).trace.services[0] == pytest.approx(0.2)  # detected, upstream
+    assert read_log(path).trace.services[0] == pytest.approx(0.2)  # detected, upstream
 
 
 def test_a_loose_nginx_format_is_not_seen_in_any_four_fields():
-    """check-lb's NGINX format is four fields: detection reads their values too."""
+    """check-lb's NGINX formats are four or five fields: detection reads their values too."""
     assert detect_line("x [04/Dec/2026:10:00:00.000] fe be/s 1/2/3/zz/5 200") is None
     assert detect_line("a b c d") is None
-    assert detect_line("1700000000.123 0.004 10.0.0.1:80 200") == ("nginx", NGINX_UPSTREAM_FORMAT)
+    assert detect_line("1700000000.123 0.004 10.0.0.1:80 200") == ("nginx", NGINX_CLIENT_FORMAT)
+    line = "1700000000.123 0.004 10.0.0.1:80, 10.0.0.2:80 200 0.001, 0.002"
+    assert detect_line(line) == ("nginx", NGINX_UPSTREAM_FORMAT)
 
 
 def test_check_lb_says_plainly_when_a_log_records_no_upstream(tmp_path):
@@ -119,4 +122,4 @@ def test_a_duration_that_is_not_finite_stops_both_readers(bad, tmp_path):
     with pytest.raises(TraceError, match=r"nginx.log:2: \$request_time must be a finite"):
         read_upstream_log(path, "nginx")
     with pytest.raises(TraceError, match=r"nginx.log:2: \$request_time must be a finite"):
-        read_access_log(path, "nginx", log_format=NGINX_UPSTREAM_FORMAT, service="total")
+        read_access_log(path, "nginx", log_format=NGINX_CLIENT_FORMAT, service="total")

@@ -391,14 +391,17 @@ def test_a_real_proxy_refuses_a_request_without_the_token(balancer, tmp_path):
 def test_refused_requests_are_read_from_the_proxies_access_logs():
     from cloudsched.lab.proxies import refused_requests
 
-    nginx = {"a.log": "1700.1 0.010 127.0.0.1:9 200\n1700.2 0.000 - 403\n1700.3 0.0 - 403\n"}
+    nginx = {
+        "a.log": "1700.1 0.010 127.0.0.1:9 200 0.010\n1700.2 0.000 - 403 -\n"
+        "1700.3 0.0 - 403 -\n1700.4 0.020 127.0.0.1:9, 127.0.0.1:8 403 0.001, 0.002\n"
+    }
     haproxy = {
         "h.log": "127.0.0.1:5 [04/Dec/2026:10:00:00.001] dispatcher0 backends/s1 0/0/0/9/9 200 "
         '10 - - ---- 1/1/0/0/0 0/0 "GET /work?w=1 HTTP/1.1"\n'
         "127.0.0.1:6 [04/Dec/2026:10:00:00.002] dispatcher0 dispatcher0/<NOSRV> 0/-1/-1/-1/0 "
         '403 192 - - PR-- 1/1/0/0/0 0/0 "GET /work?w=403 HTTP/1.1"\n'
     }
-    assert refused_requests(nginx, "nginx") == 2
+    assert refused_requests(nginx, "nginx") == 3
     assert refused_requests(haproxy, "haproxy") == 1
 
 

@@ -165,6 +165,7 @@ NAMING_ALLOWED = {
         "check-lb's own laws (random, least-request, round-robin, jiq, pod:D), parsed from "
         "--expect: what a log is tested against, not rows of the table"
     ),
+    "experiments/checklb_laws.py": "check-lb's own laws (as experiments/checklb.py)",
 }
 
 

@@ -68,17 +68,33 @@ def check_lb(
         ),
     ] = None,
     alpha: Annotated[
-        float, opt("--alpha", help="Consistent when the p-value is at least this.")
+        float,
+        opt(
+            "--alpha",
+            help="Consistent when the p-value is at least this (the transform's and the "
+            "draws' tests each at half of it).",
+        ),
     ] = 0.01,
     margin: Annotated[
         float,
         opt(
             "--margin",
-            help="Also consistent when |mean F - 0.5| is within this "
-            "(a departure too small to matter; default 0.015).",
+            help="Called close to the law (not NOT) when |mean F - 0.5| is within this, KS D "
+            "within twice it and the draws pass: a departure too small to matter; 0: off.",
         ),
     ] = 0.015,
-    seed: Annotated[int, opt("--seed", help="Seed of the randomised transform.")] = 0,
+    whole_run: Annotated[
+        bool,
+        opt(
+            "--whole-run",
+            help="The log holds the proxy's whole run (from its start, every request "
+            "ended): test the arrivals at its edges too (default: read as a window of a "
+            "longer run, as a rotated log is).",
+        ),
+    ] = False,
+    seed: Annotated[
+        int, opt("--seed", help="Seed of the randomised transform (with the log's content).")
+    ] = 0,
     fmt: FormatJson = None,
     out: Out = (None),
 ) -> None:
@@ -100,17 +116,32 @@ def check_lb(
         log, log_type, log_format=log_format, end_slack=end_slack, resolution=resolution
     )
     margin = check_real("--margin", margin, low=0.0, high=0.5)
-    res = run_check(data, expect, alpha=alpha, margin=margin, seed=seed)
+    res = run_check(data, expect, alpha=alpha, margin=margin, seed=seed, whole_run=whole_run)
     fits = pd.DataFrame({"law": list(res.fits), "loglik": list(res.fits.values())})
     fits = fits.sort_values("loglik", ascending=False, ignore_index=True)
+    load = res.load
+    assert load is not None
+    upstreams = pd.DataFrame(
+        {
+            "upstream": list(load.names),
+            "share": load.share,
+            "in_flight": load.mean_in_flight,
+            "latency_ms": load.mean_latency * 1e3,
+            "p99_ms": load.p99_latency * 1e3,
+        }
+    )
     payload = {
         "expect": res.expect,
         "consistent": res.consistent,
+        "close": res.small,
         "p_value": res.p_value,
+        "transform_p": res.transform_p,
+        "draws_p": res.draws_p,
         "statistic": res.statistic,
         "mean_f": res.mean_f,
         "requests": res.requests,
         "left_out": res.left_out,
+        "left_out_at_edges": res.edges,
         "trace_format": log_type,
         "upstreams": res.upstreams,
         "dropped": res.dropped,
@@ -118,13 +149,23 @@ def check_lb(
         "share_least_loaded": res.share_least_loaded,
         "shares": res.shares,
         "fits": res.fits,
+        "in_flight_mean": load.mean,
+        "in_flight_max_over_avg": load.max_over_avg,
+        "in_flight_p99": load.p99,
+        "in_flight_p99_over_avg": load.p99_over_avg,
+        "per_upstream": upstreams.to_dict(orient="records"),
         "notes": res.notes,
         "verdict": res.verdict,
     }
-    title = "fit of each law, best first"
-    text = format_frame(fits.head(6), fmt, title, payload)
+    text = format_frame(fits.head(6), fmt, "fit of each law, best first", payload)
     if fmt == "table":
+        shown = upstreams.sort_values("in_flight", ascending=False, kind="stable")
+        shown = shown.round({"share": 3, "in_flight": 2, "latency_ms": 1, "p99_ms": 1})
+        title = "each upstream, busiest first: share, in flight at arrivals, latency"
+        text += format_frame(shown, fmt, title, {})
         text += (
+            f"in flight at arrivals: {load.mean:.2f} per upstream on average, {load.p99:g} at "
+            f"the p99; the busiest upstream's average {load.max_over_avg:.2f}x the mean\n"
             f"least-loaded upstream chosen: {res.share_least_loaded:.1%} of requests; each "
             f"upstream {min(res.shares.values()):.1%} to {max(res.shares.values()):.1%}\n"
             f"verdict: {res.verdict}\n" + "".join(f"note: {n}\n" for n in res.notes)

@@ -26,155 +26,57 @@ each other is reported (round robin with equal weights keeps them within 1; requ
 log cannot order make 2), and it conforms when that share is at least
 :data:`ROUND_ROBIN_SHARE`.
 
-CHOICE: the verdict says *consistent* when ``p >= alpha`` (default 0.01), or when the
-departure the test detects is small: ``|mean F - 0.5|`` within :data:`MARGIN` and the
-largest gap between the distribution of ``F`` and the uniform (the KS statistic) within
-twice that.  A long log detects departures too small to matter (a proxy whose counts lag
-the log's times by a fraction of a millisecond shifts ``F`` a little), and the note says
-so; a balancer that sends some requests to the least loaded upstream and the rest to the
-most loaded can keep the mean of ``F`` at 0.5, but not its distribution.
+A second test reads how often each upstream was chosen given the counts each arrival saw
+(:func:`~cloudsched.experiments.checklb_laws.draws_p_value`): it finds draws with unequal
+probability (Envoy's host list with a host twice in it, HAProxy's hash ring), which keep
+the law of the chosen level nearly intact.  Each test runs at ``alpha / 2`` and the
+p-value is the smaller doubled (Bonferroni).  The transform's uniforms come from the seed
+and the log's content (:func:`~cloudsched.experiments.checklb_laws.uniforms`), so
+p-values are uniform over conforming logs.
+
+CHOICE: the verdict says *consistent* when ``p >= alpha``, and *close to* the law (not
+NOT) when the departure the transform detects is small: ``|mean F - 0.5|`` within
+:data:`MARGIN`, the largest gap between the distribution of ``F`` and the uniform (the KS
+statistic) within twice that, and the draws pass.  A long log detects departures too
+small to matter (a proxy whose counts lag the log's times by a fraction of a millisecond
+shifts ``F`` a little), and the note says so; a balancer that sends some requests to the
+least loaded upstream and the rest to the most loaded can keep the mean of ``F`` at 0.5,
+but not its distribution.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
-from math import comb
 from typing import Any
 
 import numpy as np
 
 from cloudsched.errors import ParameterError
+from cloudsched.experiments.checklb_counts import (
+    InFlight,
+    in_flight,
+    levels_at_arrivals,
+    unresolved_arrivals,
+    window_edges,
+)
+from cloudsched.experiments.checklb_laws import (
+    candidates,
+    draws_p_value,
+    level_probs,
+    loglik,
+    parse_law,
+    ranks,
+    uniforms,
+)
 
-__all__ = [
-    "MARGIN",
-    "ROUND_ROBIN_SHARE",
-    "Conformance",
-    "check_lb",
-    "levels_at_arrivals",
-    "parse_law",
-    "unresolved_arrivals",
-]
+__all__ = ["MARGIN", "ROUND_ROBIN_SHARE", "Conformance", "check_lb"]
 
 #: A departure with ``|mean F - 0.5|`` within this is too small to matter (CHOICE: live
 #: NGINX and HAProxy logs of 5,000 requests depart from their own law by up to 0.012,
 #: and pod:2 and pod:2r, the closest two laws, differ by 0.03 to 0.05 on them).
 MARGIN = 0.015
-#: Weight of a uniform choice mixed into each law for the best fit (see ``_loglik``).
-SLIP = 1e-3
-#: Round robin conforms when the counts stay within 2 after at least this share of requests.
 ROUND_ROBIN_SHARE = 0.99
-_LAW = re.compile(r"^(random|least-request|round-robin|jiq|pod:(\d{1,3})(r?))$")
-
-
-def parse_law(text: str) -> tuple[str, int, bool]:
-    """``pod:2`` -> ("pod", 2, False); ``pod:2r`` -> with replacement; others (kind, 1, _)."""
-    m = _LAW.match(str(text).strip().lower())
-    if m is None or (m[2] is not None and int(m[2]) < 1):
-        raise ParameterError(
-            "expect", text, "random, least-request, round-robin, jiq, pod:D or pod:Dr (D >= 1)"
-        )
-    if m[2] is not None:
-        return "pod", int(m[2]), m[3] == "r"
-    return m[1], 1, False
-
-
-def levels_at_arrivals(
-    sent: np.ndarray, end: np.ndarray, upstream: np.ndarray, k: int, end_slack: float = 0.0
-) -> np.ndarray:
-    """Outstanding requests of each upstream at each arrival, shape ``(n, k)`` (int32).
-
-    A request counts from its send time until ``end_slack`` after its logged end (see
-    :class:`~cloudsched.dispatch.workload.upstreams.UpstreamLog`); one that ended by then
-    has left before an arrival at that time.  Requests sent at the same logged time (a
-    millisecond cannot order them) do not count each other: counted in log order, they
-    would make the upstreams *not* chosen look busier than they were, and every law would
-    seem to prefer less-loaded upstreams.
-    """
-    n = sent.size
-    order = np.argsort(sent, kind="stable")
-    by_end = np.argsort(end, kind="stable")
-    end_t, end_u = end[by_end], upstream[by_end]
-    counts = np.zeros(k, dtype=np.int32)
-    out = np.empty((n, k), dtype=np.int32)
-    j = g = 0
-    while g < n:
-        t = sent[order[g]]
-        h = g
-        while h < n and sent[order[h]] == t:
-            h += 1
-        while j < n and end_t[j] + end_slack <= t:
-            counts[end_u[j]] -= 1
-            j += 1
-        group = order[g:h]
-        out[group] = counts
-        np.add.at(counts, upstream[group], 1)
-        g = h
-    return out
-
-
-def unresolved_arrivals(sent: np.ndarray, end: np.ndarray, resolution: float) -> np.ndarray:
-    """Which arrivals a log with times truncated to ``resolution`` cannot order (bool mask).
-
-    A request sent at logged time ``s`` was sent in ``[s, s + resolution)`` and one that
-    ended at logged ``e`` ended in ``[e, e + 2 resolution)`` (its start and its duration
-    both truncated).  An arrival is unresolved when another request's send falls within one
-    resolution of it, or an end within ``(s - 2 resolution, s + resolution)``: whether that
-    request counted at the arrival is unknown.  Leaving such arrivals out keeps the test
-    exact: which arrivals are left out depends on the other requests' times, not on the
-    choice made at the arrival.
-    """
-    if resolution <= 0:
-        return np.zeros(sent.size, dtype=bool)
-    eps = 4 * float(np.spacing(np.max(np.abs(sent))))  # rounding of the logged times
-    ends, sends = np.sort(end), np.sort(sent)
-    r = resolution - eps
-    near_end = np.searchsorted(ends, sent + r, "left") - np.searchsorted(
-        ends, sent - 2 * resolution + eps, "right"
-    )
-    near_end -= end < sent + r  # its own end (a request shorter than the resolution)
-    near_send = np.searchsorted(sends, sent + r, "left") - np.searchsorted(sends, sent - r, "right")
-    return (near_end > 0) | (near_send > 1)
-
-
-def _level_probs(
-    kind: str, d: int, replace: bool, levels: np.ndarray, chosen: np.ndarray
-) -> tuple[np.ndarray, np.ndarray]:
-    """``P(<c)`` and ``P(=c)`` of every request under the law (vectorised over requests)."""
-    k = levels.shape[1]
-    c = chosen[:, None]
-    below = (levels < c).sum(axis=1)
-    at = (levels == c).sum(axis=1)
-    if kind == "random":
-        return below / k, at / k
-    if kind in ("least-request", "jiq"):
-        low = levels.min(axis=1)
-        least = (chosen > low).astype(float), (chosen == low).astype(float)
-        if kind == "least-request":
-            return least
-        idle = low == 0  # jiq: the least loaded when one is idle, else uniform
-        return np.where(idle, least[0], below / k), np.where(idle, least[1], at / k)
-    above_eq = k - below  # upstreams with level >= c
-    above = above_eq - at  # level >= c + 1
-    if replace:
-        ge_c, ge_c1 = (above_eq / k) ** d, (above / k) ** d
-    else:
-        table = np.array([comb(a, d) for a in range(k + 1)], dtype=float) / comb(k, d)
-        ge_c, ge_c1 = table[above_eq], table[above]
-    return 1.0 - ge_c, ge_c - ge_c1
-
-
-def _loglik(kind: str, d: int, replace: bool, levels: np.ndarray, chosen: np.ndarray) -> float:
-    """Mean log-probability per request of choosing the upstream chosen.
-
-    Each law is mixed with a uniform choice of weight :data:`SLIP`, so that a handful of
-    requests the log cannot order (two sent within its time step) do not rule a law out.
-    """
-    _, at_p = _level_probs(kind, d, replace, levels, chosen)
-    at = (levels == chosen[:, None]).sum(axis=1)
-    p = (1.0 - SLIP) * at_p / np.maximum(at, 1) + SLIP / levels.shape[1]
-    return float(np.mean(np.log(p)))
 
 
 @dataclass
@@ -195,6 +97,12 @@ class Conformance:
     notes: list[str] = field(default_factory=list)
     left_out: int = 0
     shares: dict[str, float] = field(default_factory=dict)
+    edges: int = 0  # of left_out: arrivals at the edges of a window
+    load: InFlight | None = None
+    transform_p: float | None = None  # the level transform's KS p-value
+    draws_p: float | None = None  # the draws' chi-square p-value
+    small: bool = False  # consistent only because the departure is within the margin
+    alpha: float = 0.01  # the level of the two tests together
 
     @property
     def verdict(self) -> str:
@@ -214,25 +122,33 @@ class Conformance:
             )
         assert self.p_value is not None and self.mean_f is not None
         side = "less" if self.mean_f < 0.5 else "more"
+        p = f"{self.p_value:.2g}" if self.p_value > 0 else "< 1e-300"
+        if self.small:
+            return (
+                f"close to {self.expect}, not exactly it: a small departure (p = {p}, mean F "
+                f"{self.mean_f:.3f} within the margin of 0.5; {what})"
+            )
         if self.consistent:
             return (
-                f"consistent with {self.expect} (KS p = {self.p_value:.3g}, mean F "
+                f"consistent with {self.expect} (p = {self.p_value:.3g}, mean F "
                 f"{self.mean_f:.3f}; {what})"
             )
-        p = f"{self.p_value:.2g}" if self.p_value > 0 else "< 1e-300"
+        half = self.alpha / 2  # each test's level
+        why = []
+        if self.transform_p is None or self.transform_p < half or self.draws_p is None:
+            why.append(
+                f"it picks {side}-loaded upstreams than {self.expect} would (mean F "
+                f"{self.mean_f:.3f}, 0.5 under the law)"
+            )
+        if self.draws_p is not None and self.draws_p < half:
+            spread = f"{min(self.shares.values()):.1%} to {max(self.shares.values()):.1%}"
+            why.append(
+                f"the upstreams are not drawn as {self.expect} draws them (chosen {spread} of "
+                "requests each)"
+            )
         return (
-            f"NOT {self.expect} (KS p = {p}): it picks {side}-loaded "
-            f"upstreams than {self.expect} would (mean F {self.mean_f:.3f}, 0.5 under "
-            f"the law); best fit: {self.best_fit} ({what})"
+            f"NOT {self.expect} (p = {p}): {', and '.join(why)}; best fit: {self.best_fit} ({what})"
         )
-
-
-def _candidates(k: int) -> list[tuple[str, str, int, bool]]:
-    out = [("random", "random", 1, False)]
-    for d in range(2, min(k, 8) + 1):  # pod:k without replacement is least-request
-        out += [(f"pod:{d}", "pod", d, False)] if d < k else []
-        out += [(f"pod:{d}r", "pod", d, True)]
-    return [*out, ("least-request", "least-request", 1, False), ("jiq", "jiq", 1, False)]
 
 
 def _small(mean_f: float, statistic: float, margin: float) -> bool:
@@ -255,17 +171,28 @@ def _round_robin_share(upstream: np.ndarray, sent: np.ndarray, k: int) -> float:
 
 
 def check_lb(
-    log: Any, expect: str, *, alpha: float = 0.01, margin: float = MARGIN, seed: int = 0
+    log: Any,
+    expect: str,
+    *,
+    alpha: float = 0.01,
+    margin: float = MARGIN,
+    seed: int = 0,
+    whole_run: bool = False,
 ) -> Conformance:
     """Test whether the choices in ``log`` (an :class:`UpstreamLog`) follow ``expect``.
 
-    Consistent when the p-value is at least ``alpha``, or when the departure it detects is
-    small (``|mean F - 0.5|`` within ``margin`` and KS D within twice it; a note then says
-    so).
+    Two tests, each at ``alpha / 2``: the level transform (KS) and the draws (how often
+    each upstream was chosen); the p-value is the smaller, doubled (Bonferroni).
+    Consistent when it is at least ``alpha``, or when the departure the transform detects
+    is small (``|mean F - 0.5|`` within ``margin`` and KS D within twice it) and the draws
+    pass; the verdict then says so.  ``whole_run``: the log holds every request of the
+    proxy's run, from its start until all ended (else it is read as a window, see
+    :func:`~cloudsched.experiments.checklb_counts.window_edges`).
     """
     from scipy import stats
 
-    kind, d, replace = parse_law(expect)
+    law = parse_law(expect)
+    kind, d, replace = law
     k = len(log.names)
     if k < 2:
         raise ParameterError("log", log.source, "a log of requests to two upstreams or more")
@@ -276,51 +203,82 @@ def check_lb(
     n = int(log.upstream.size)
     check_memory("log", log.source, n * k * 12.0, "the counts of every upstream at every arrival")
     levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
-    chosen = levels[np.arange(log.upstream.size), log.upstream]
-    keep = ~unresolved_arrivals(log.sent, log.end, log.resolution)
+    chosen = levels[np.arange(n), log.upstream]
+    edges = np.zeros(n, dtype=bool)
+    if not whole_run:
+        edges = window_edges(log.sent, log.end, log.resolution, log.end_slack)
+    keep = ~unresolved_arrivals(log.sent, log.end, log.resolution) & ~edges
     left_out = n - int(keep.sum())
     if kind != "round-robin" and n - left_out < 2:
         raise ParameterError(
             "log",
             log.source,
-            f"requests that its {log.resolution * 1e3:g} ms clock can order (every arrival "
-            "has another request's start or end within it)",
+            f"requests whose counts it fixes (its {log.resolution * 1e3:g} ms clock orders "
+            f"{n - int(edges.sum())} arrivals away from its edges, fewer than two"
+            + ("; --whole-run if it holds the proxy's whole run)" if not whole_run else ")"),
         )
-    if left_out:
-        levels, chosen = levels[keep], chosen[keep]
-    fits = {name: _loglik(kd, dd, rr, levels, chosen) for name, kd, dd, rr in _candidates(k)}
+    levels, chosen, tested = levels[keep], chosen[keep], log.upstream[keep]
+    rk = ranks(levels, chosen)
+    fits = {name: loglik((kd, dd, rr), rk, k) for name, kd, dd, rr in candidates(k)}
     best = max(fits, key=lambda name: fits[name])
-    least = float(np.mean(chosen == levels.min(axis=1)))
     counts = np.bincount(log.upstream, minlength=k)
-    shares = dict(zip(log.names, (counts / counts.sum()).tolist(), strict=True))
-    if kind == "round-robin":
-        share = _round_robin_share(log.upstream, log.sent, k)
-        rr = share >= ROUND_ROBIN_SHARE
-        return Conformance(
-            expect, n, k, log.dropped, None, share, None, least, rr, best, fits, shares=shares
-        )
-    below, at = _level_probs(kind, d, replace, levels, chosen)
-    n -= left_out
-    v = np.random.default_rng(seed).random(n)
-    f = below + v * at
-    ks = stats.kstest(f, "uniform")
+    load = in_flight(levels, log.upstream, log.end - log.sent, log.names)
     out = Conformance(
         expect,
-        n,
+        n - left_out,
         k,
         log.dropped,
-        float(ks.pvalue),
-        float(ks.statistic),
-        float(f.mean()),
-        least,
-        bool(ks.pvalue >= alpha or _small(f.mean(), ks.statistic, margin)),
+        None,
+        0.0,
+        None,
+        float(np.mean(rk[0] == 0)),
+        False,
         best,
         fits,
         left_out=left_out,
-        shares=shares,
+        edges=int(edges.sum()),
+        alpha=alpha,
+        shares=dict(zip(log.names, load.share.tolist(), strict=True)),
+        load=load,
     )
+    _log_notes(out, log)
+    if kind == "round-robin":
+        inside = ~edges  # every request sent there is in the log: the sequence is whole
+        out.statistic = _round_robin_share(log.upstream[inside], log.sent[inside], k)
+        out.consistent = out.statistic >= ROUND_ROBIN_SHARE
+        return out
+    below, at = level_probs(law, rk[0], rk[1], rk[2] == 0, k)
+    f = below + uniforms(seed, log, out.requests) * at
+    ks = stats.kstest(f, "uniform")
+    out.transform_p = float(ks.pvalue)
+    out.draws_p = draws_p_value(law, levels, tested)
+    out.p_value = min(1.0, 2 * min(out.transform_p, out.draws_p))
+    out.statistic, out.mean_f = float(ks.statistic), float(f.mean())
+    out.small = bool(
+        out.p_value < alpha
+        and out.draws_p >= alpha / 2
+        and _small(out.mean_f, out.statistic, margin)
+    )
+    out.consistent = bool(out.p_value >= alpha or out.small)
     _add_notes(out, kind, counts, log.resolution, alpha, margin)
     return out
+
+
+def _log_notes(out: Conformance, log: Any) -> None:
+    """Say what reading the log left out or could not know."""
+    if getattr(log, "unparsed", 0):
+        out.notes.append(f"{log.unparsed} lines not in the log's format skipped")
+    if getattr(log, "absurd", 0):
+        out.notes.append(
+            f"{log.absurd} requests held longer than a day (absurd times) left out: the counts "
+            "ignore them"
+        )
+    if getattr(log, "client_times", False):
+        out.notes.append(
+            "the log has only the client's times: $request_time includes sending the "
+            "response to the client after the upstream is free, so requests count too long; "
+            "add $upstream_response_time to the log_format"
+        )
 
 
 def _add_notes(
@@ -330,18 +288,26 @@ def _add_notes(
     from scipy import stats
 
     assert out.p_value is not None and out.mean_f is not None
-    if out.left_out:
+    total = out.requests + out.left_out
+    if out.edges:
         out.notes.append(
-            f"{out.left_out} of {out.requests + out.left_out} arrivals left out: another "
+            f"{out.edges} of {total} arrivals at the log's edges left out: read as a window of "
+            "a longer run, the log lacks requests that ended before its first line or after "
+            "its last, which may have counted at them (--whole-run if it holds the proxy's "
+            "whole run)"
+        )
+    if out.left_out > out.edges:
+        out.notes.append(
+            f"{out.left_out - out.edges} of {total} arrivals left out: another "
             f"request started or ended within the log's {resolution * 1e3:g} ms resolution of "
             "them, so the counts they saw are unknown"
         )
-    if out.p_value < alpha and out.consistent:
+    if out.small:
         out.notes.append(
             f"the test detects a departure (p = {out.p_value:.2g}) but a small one: mean F "
             f"{out.mean_f:.3f} is within {margin:g} of 0.5 and KS D {out.statistic:.3f} within "
             f"{2 * margin:g} (pod:2 and pod:2r, the closest laws, differ by about 0.03 to 0.05 "
-            "in mean F)"
+            "in mean F); --margin 0 makes it NOT"
         )
     if kind == "random" and not out.consistent:  # the draws themselves may be unequal
         p = float(stats.chisquare(counts).pvalue)

@@ -36,6 +36,7 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from cloudsched.dispatch.workload.fields import nginx_regex
 from cloudsched.dispatch.workload.formats import NGINX_UPSTREAM_FORMAT as ACCESS_FORMAT
 from cloudsched.errors import ExternalError
 from cloudsched.policy_table import TABLE
@@ -167,6 +168,7 @@ backend backends
 
 #: An HAProxy ``option httplog`` line's timers and status: ``Tq/Tw/Tc/Tr/Tt STATUS``.
 _HAPROXY_STATUS = re.compile(r" -?\d+/-?\d+/-?\d+/-?\d+/\+?-?\d+ (\d{3}) ")
+_NGINX_LINE = nginx_regex(ACCESS_FORMAT)
 
 
 def refused_requests(logs: Mapping[str, str], balancer: str) -> int:
@@ -178,8 +180,9 @@ def refused_requests(logs: Mapping[str, str], balancer: str) -> int:
     n = 0
     for text in logs.values():
         for line in text.splitlines():
-            if balancer == "nginx":  # ACCESS_FORMAT ends with $status
-                n += line.rstrip().endswith(" 403")
+            if balancer == "nginx":
+                m = _NGINX_LINE.match(line)
+                n += m is not None and m["status"] == "403"
             else:
                 m = _HAPROXY_STATUS.search(line)
                 n += m is not None and m.group(1) == "403"

@@ -9,12 +9,21 @@ a JSON format (``start_time``, ``duration``, ``upstream_host``) with Envoy's mil
 resolution: ``%START_TIME%`` and ``%DURATION%`` are both truncated to the millisecond, as
 Envoy formats them.  Written from the policy descriptions, independently of
 :mod:`cloudsched.experiments.checklb`.
+
+Production's logs, too: ``window`` keeps the lines written in a share of the run (a rotated
+log: lines are written when requests end); ``client_time`` adds a time after the upstream
+is done before the line is written (NGINX's ``$request_time`` includes sending the response
+to the client; the upstream is free, and counts one less, at its end), and the NGINX lines
+then carry ``$upstream_response_time``; ``bias`` makes the load-aware policies draw
+upstream 0 that many times as often as each other (Envoy's P2C draws from a host list
+in which a host may appear more than once).
 """
 
 from __future__ import annotations
 
 import heapq
 import json
+import math
 from datetime import UTC, datetime
 
 import numpy as np
@@ -22,7 +31,9 @@ import numpy as np
 __all__ = ["balancer_log"]
 
 
-def _choose(policy: str, counts: list[int], rng: np.random.Generator, state: list[int]) -> int:
+def _choose(
+    policy: str, counts: list[int], rng: np.random.Generator, state: list[int], bias: float
+) -> int:
     k = len(counts)
     if policy == "random":
         return int(rng.integers(k))
@@ -45,11 +56,29 @@ def _choose(policy: str, counts: list[int], rng: np.random.Generator, state: lis
         idle = [u for u in range(k) if counts[u] == 0]
         return idle[int(rng.integers(len(idle)))] if idle else int(rng.integers(k))
     d = int(policy.split(":")[1].rstrip("r"))
-    if policy.endswith("r"):
+    if bias != 1.0:  # upstream 0 drawn bias times as often as each other
+        weights = np.ones(k)
+        weights[0] = bias
+        weights /= weights.sum()
+        if policy.endswith("r"):
+            sample = [int(x) for x in rng.choice(k, size=d, p=weights)]
+        else:
+            sample = [int(x) for x in rng.choice(k, size=d, replace=False, p=weights)]
+    elif policy.endswith("r"):
         sample = [int(x) for x in rng.integers(k, size=d)]
     else:
         sample = [int(x) for x in rng.permutation(k)[:d]]
     return min(sample, key=lambda u: counts[u])  # the first least loaded in sample order
+
+
+def _nginx_line(
+    start: float, done: float, written: float, u: int, client_time: float, ms: bool
+) -> str:
+    if ms:  # NGINX's cached millisecond clock: every time truncated, durations differences
+        start, done, written = (math.floor(x * 1000) / 1000 for x in (start, done, written))
+    digits = 3 if ms else 6
+    line = f"{written:.{digits}f} {written - start:.{digits}f} 10.0.0.{u + 1}:8080 200"
+    return line + (f" {done - start:.{digits}f}" if client_time > 0 or ms else "")
 
 
 def _envoy_line(start: float, end: float, u: int, fmt: str) -> str:
@@ -76,10 +105,19 @@ def balancer_log(
     seed: int,
     mean_service: float = 0.1,
     fmt: str = "nginx",
+    window: tuple[float, float] | None = None,
+    client_time: float = 0.0,
+    bias: float = 1.0,
+    milliseconds: bool = False,
 ) -> list[str]:
     """Return the log lines of ``requests`` requests balanced by ``policy`` over ``k``.
 
     ``fmt``: ``nginx`` (exact times), ``envoy`` or ``envoy-json`` (milliseconds).
+    ``window``: keep the lines written between these shares of the run's lines (by the time
+    they were written); ``client_time``: mean (exponential) of the time after the upstream
+    is done until the line is written; ``bias``: see the module notes; ``milliseconds``:
+    NGINX's times as NGINX writes them, from its millisecond clock (``$msec`` truncated,
+    the durations differences of truncated times), else exact to the microsecond.
     """
     rng = np.random.default_rng(seed)
     counts = [0] * k
@@ -92,14 +130,17 @@ def balancer_log(
         t += rng.exponential(mean_service / (load * k))
         while ends and ends[0][0] <= t:
             counts[heapq.heappop(ends)[1]] -= 1
-        u = _choose(policy, counts, rng, state)
+        u = _choose(policy, counts, rng, state, bias)
         done = max(t, free_at[u]) + rng.exponential(mean_service)
         free_at[u] = done
         counts[u] += 1
         heapq.heappush(ends, (done, u))
+        written = done + (rng.exponential(client_time) if client_time > 0 else 0.0)
         if fmt == "nginx":
-            lines.append((done, f"{done:.6f} {done - t:.6f} 10.0.0.{u + 1}:8080 200"))
+            lines.append((written, _nginx_line(t, done, written, u, client_time, milliseconds)))
         else:
-            lines.append((done, _envoy_line(t, done, u, fmt)))
+            lines.append((written, _envoy_line(t, written, u, fmt)))
     lines.sort(key=lambda line: line[0])  # written when each request ends
+    if window is not None:
+        lines = lines[int(window[0] * len(lines)) : int(window[1] * len(lines))]
     return [text for _, text in lines]

@@ -33,6 +33,8 @@ def nginx_regex(log_format: str) -> re.Pattern[str]:
         body = f"[^{re.escape(stop)}]*" if stop else ".*"
         if name.startswith("upstream_") and name.endswith("_time"):  # retries and redirects:
             body = r"[0-9.-]+(?:(?:, | : )[0-9.-]+)*"  # "0.010, 0.004 : 0.002", or "-"
+        elif name in ("upstream_addr", "upstream_status") and stop == " ":
+            body = r"[^ ,]+(?:(?:, | : )[^ ,]+)*"  # "10.0.0.1:80, 10.0.0.2:80 : unix:/s"
         pattern += f"(?P<{name}>{body}){re.escape(literal)}"
     return re.compile(pattern + r"\s*$")
 

@@ -43,6 +43,7 @@ from cloudsched.dispatch.workload.logfiles import TraceError
 
 __all__ = [
     "LOG_FORMATS",
+    "NGINX_CLIENT_FORMAT",
     "NGINX_DEFAULT_FORMAT",
     "NGINX_UPSTREAM_FORMAT",
     "LogFormat",
@@ -57,8 +58,11 @@ NGINX_DEFAULT_FORMAT = (
     '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent '
     '"$http_referer" "$http_user_agent" $request_time $upstream_response_time'
 )
-#: An NGINX ``log_format`` with what ``check-lb`` needs (the lab's proxies write it).
-NGINX_UPSTREAM_FORMAT = "$msec $request_time $upstream_addr $status"
+#: An NGINX ``log_format`` with what ``check-lb`` needs (the lab's proxies write it):
+#: ``$upstream_response_time`` is the time the upstream held the request.
+NGINX_UPSTREAM_FORMAT = "$msec $request_time $upstream_addr $status $upstream_response_time"
+#: The same without the upstream's time (the lab's logs before it; recognised unasked).
+NGINX_CLIENT_FORMAT = "$msec $request_time $upstream_addr $status"
 _NGINX_TIMES = ("msec", "time_iso8601", "time_local")
 
 
@@ -71,7 +75,8 @@ class Request(NamedTuple):
     (the upstream's own time), ``queued`` (from ``time`` to the upstream: HAProxy's ``TR +
     Tw``; 0 elsewhere; None when a timer says the request was aborted); ``upstream`` (the
     upstream that served it, None: none); ``step`` (its clock step, s); ``missing`` (keys
-    of a JSON line that are absent).
+    of a JSON line that are absent); NGINX: ``upstream_last``, the time of the try that
+    served it (None: not logged) and ``upstream_before``, the tries before it, summed.
     """
 
     time: float | None
@@ -83,6 +88,8 @@ class Request(NamedTuple):
     per_second: float
     step: float
     missing: tuple[str, ...] = ()
+    upstream_last: float | None = None
+    upstream_before: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -104,7 +111,11 @@ def _nginx(m: re.Match[str] | str, where: str, clock: str) -> Request:
     f = m.groupdict()
     stamp, exact = _time(where, clock, f[clock])
     total = _duration(where, f.get("request_time", "-"), "$request_time", 1.0)
-    up = _duration(where, f.get("upstream_response_time", "-"), "$upstream_response_time", 1.0)
+    raw = f.get("upstream_response_time", "-")
+    up = _duration(where, raw, "$upstream_response_time", 1.0)
+    tries = re.split(r"[,:]\s*", raw.strip().strip('"'))
+    last = _duration(where, tries[-1], "$upstream_response_time", 1.0)
+    before = _duration(where, ", ".join(tries[:-1]), "$upstream_response_time", 1.0) or 0.0
     addr = f.get("upstream_addr")
     if addr is not None:
         addr = addr.split(",")[-1].strip().strip(":").strip()
@@ -115,7 +126,7 @@ def _nginx(m: re.Match[str] | str, where: str, clock: str) -> Request:
         )
         step = 10.0 ** -min(digits, 9)
     upstream = None if addr in (None, "", "-") else addr
-    return Request(stamp, exact, total, up, 0.0, upstream, 1.0, step)
+    return Request(stamp, exact, total, up, 0.0, upstream, 1.0, step, (), last, before)
 
 
 def _envoy(m: re.Match[str] | str, where: str, clock: str) -> Request:
@@ -211,7 +222,7 @@ LOG_FORMATS: dict[str, LogFormat] = {
             ),
             pattern=None,  # from the log_format (line_pattern)
             read=_nginx,
-            log_formats=(NGINX_DEFAULT_FORMAT, NGINX_UPSTREAM_FORMAT),
+            log_formats=(NGINX_DEFAULT_FORMAT, NGINX_UPSTREAM_FORMAT, NGINX_CLIENT_FORMAT),
         ),
         LogFormat(
             "envoy",

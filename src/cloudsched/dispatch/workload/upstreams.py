@@ -12,8 +12,15 @@ check takes from it.
 * ``nginx``: the user's ``log_format`` (``--log-format``) must hold ``$msec`` (the time the
   line is written, to the millisecond), ``$request_time`` and ``$upstream_addr``
   (:data:`NGINX_UPSTREAM_FORMAT` is one such): the request is outstanding from ``$msec -
-  $request_time`` to ``$msec``.  A request tried on several upstreams (``"a, b"``) counts
-  for the last, which served it.
+  $request_time`` for its ``$upstream_response_time``.  NGINX counts a connection to a peer
+  from choosing it, when that time starts, until the upstream request is finalised, when
+  it ends (``ngx_http_upstream_connect`` sets ``u->start_time`` before
+  ``ngx_event_connect_peer``; ``ngx_http_upstream_finalize_request`` takes
+  ``response_time`` and then calls ``u->peer.free``, src/http/ngx_http_upstream.c), while
+  ``$msec`` comes after the response reached the client: without
+  ``$upstream_response_time`` the request counts until ``$msec`` and the note says the
+  times are the client's.  A request tried on several upstreams (``"a, b"``, times ``"x,
+  y"``) counts for the last, which served it, from the end of the tries before it.
 * ``envoy``: Envoy's default text format (``[%START_TIME%] "..." %RESPONSE_CODE%
   %RESPONSE_FLAGS% %BYTES_RECEIVED% %BYTES_SENT% %DURATION% ... "%UPSTREAM_HOST%"``, the
   host the last quoted field); ``envoy-json``: one JSON object a line with ``start_time``
@@ -62,6 +69,8 @@ __all__ = [
 
 #: The formats that name each request's upstream (the table's ``upstream`` field).
 UPSTREAM_FORMATS = tuple(f for f, spec in LOG_FORMATS.items() if "upstream" in dict(spec.fields))
+#: A request held longer than this (s) is absurd: left out of the log and counted.
+MAX_REQUEST = 86_400.0
 #: How long after its logged end a request may still count, per format (see the notes).
 END_SLACK = {"haproxy": 0.0, "nginx": 1e-3, "envoy": 1e-3, "envoy-json": 1e-3}
 
@@ -90,6 +99,9 @@ class UpstreamLog:
     source: str
     end_slack: float = 0.0
     resolution: float = 0.0
+    client_times: bool = False  # the times include the client's (no upstream's own time)
+    unparsed: int = 0  # lines not in the format, skipped
+    absurd: int = 0  # requests longer than MAX_REQUEST, left out
 
 
 def _times(fmt: str, req: Request | None, where: str) -> object:
@@ -113,7 +125,11 @@ def _times(fmt: str, req: Request | None, where: str) -> object:
     if fmt == "nginx":
         if not (req.time > 0 and req.total is not None and req.total >= 0):
             raise TraceError(where, "$msec must be positive and $request_time not negative")
-        return req.time - req.total, req.time, req.upstream, req.step
+        start = req.time - req.total
+        if req.upstream_last is not None:  # the upstream's own time: from its connect
+            start += req.upstream_before
+            return start, start + req.upstream_last, req.upstream, req.step
+        return start, req.time, req.upstream, req.step
     if req.total is None:
         return None
     if req.step >= 1.0:
@@ -148,7 +164,7 @@ def read_upstream_log(
         resolution = check_real("resolution", resolution, low=0.0, high=10.0)
     files = [paths] if isinstance(paths, str | Path) else list(paths)
     if fmt == "nginx":
-        log_format = log_format or NGINX_UPSTREAM_FORMAT
+        log_format = log_format or _nginx_format(files)
         need = [v for v in ("msec", "request_time", "upstream_addr") if f"${v}" not in log_format]
         if need:
             raise ParameterError(
@@ -160,7 +176,8 @@ def read_upstream_log(
     end: list[float] = []
     ups: list[int] = []
     names: dict[str, int] = {}
-    dropped = 0
+    dropped = unparsed = absurd = 0
+    first_unparsed = ""
     step = 0.0  # the coarsest clock step of the lines read
     for file, line_no, text in log_lines(files):
         if not text.strip():
@@ -168,20 +185,31 @@ def read_upstream_log(
         where = f"{file}:{line_no}"
         got = _times(fmt, read_line(fmt, pattern, clock, text, where), where)
         if got is False:
+            unparsed += 1
+            first_unparsed = first_unparsed or where
             continue
         if got is None:
             dropped += 1
             continue
         assert isinstance(got, tuple)
+        if not got[1] - got[0] <= MAX_REQUEST:  # absurd: left out, counted
+            absurd += 1
+            continue
         step = max(step, got[3])
         sent.append(got[0])
         end.append(got[1])
         ups.append(names.setdefault(got[2], len(names)))
-    if len(sent) < 2:
-        shown = f"nginx format {log_format!r}" if fmt == "nginx" else f"{fmt} format"
+    if unparsed > len(sent) + dropped + absurd:
         raise TraceError(
             ", ".join(map(str, files)),
-            f"fewer than two requests with an upstream in the {shown}"
+            f"{unparsed} of {unparsed + len(sent) + dropped + absurd} lines are not in the "
+            f"{_shown(fmt, log_format)} (the first: {first_unparsed}); name the format with "
+            "--trace-format" + (" and --log-format" if fmt == "nginx" else ""),
+        )
+    if len(sent) < 2:
+        raise TraceError(
+            ", ".join(map(str, files)),
+            f"fewer than two requests with an upstream in the {_shown(fmt, log_format)}"
             + (" (give the log's --log-format)" if fmt == "nginx" else ""),
         )
     return UpstreamLog(
@@ -193,7 +221,30 @@ def read_upstream_log(
         ", ".join(map(str, files)),
         END_SLACK[fmt] if end_slack is None else end_slack,
         step if resolution is None else resolution,
+        fmt == "nginx" and "$upstream_response_time" not in (log_format or ""),
+        unparsed,
+        absurd,
     )
+
+
+def _shown(fmt: str, log_format: str | None) -> str:
+    return f"nginx format {log_format!r}" if fmt == "nginx" else f"{fmt} format"
+
+
+def _nginx_format(files: list[str | Path]) -> str:
+    """Return the log_format of an NGINX log read without one.
+
+    The first line's, if it is one of the upstream formats recognised unasked, else
+    :data:`NGINX_UPSTREAM_FORMAT`.
+    """
+    check_log_files(files)
+    for _, _, text in log_lines(files[:1]):
+        if text.strip():
+            found = detect_line(text)
+            if found is not None and found[1] is not None and "$upstream_addr" in found[1]:
+                return found[1]
+            break
+    return NGINX_UPSTREAM_FORMAT
 
 
 def detect_upstream_format(paths: str | Path | Sequence[str | Path]) -> str:

@@ -1,0 +1,199 @@
+"""``check-lb`` on logs as production writes them: rotated windows, the upstream's own times,
+lines that do not parse, draws with unequal probability, and p-values calibrated over many
+logs.
+
+The logs come from :mod:`cloudsched.testing.balancer_logs` (a proxy simulated with a known
+policy); the statistical checks over many logs are in the slow tier.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from cloudsched.cli import main
+from cloudsched.dispatch.workload.logfiles import TraceError
+from cloudsched.dispatch.workload.upstreams import read_upstream_log
+from cloudsched.experiments.checklb import check_lb
+from cloudsched.experiments.checklb_laws import uniforms
+from cloudsched.experiments.checklb_counts import levels_at_arrivals, window_edges
+from cloudsched.testing.balancer_logs import balancer_log
+
+
+def _log(tmp_path, name, lines, fmt="nginx", **kw):
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n")
+    if fmt == "nginx":
+        kw.setdefault("end_slack", 0.0)  # the simulated proxy's times are exact
+    return read_upstream_log(path, fmt, **kw)
+
+
+def test_a_window_knows_the_counts_of_every_arrival_it_keeps(tmp_path):
+    """A rotated log (the lines written in the middle 40% of a run) rebuilds, at every
+    arrival away from its edges, the counts the whole run gives; arrivals at the edges
+    (some of whose counts the window gets wrong) are the ones left out."""
+    common = dict(k=6, load=0.95, requests=4000, seed=8, mean_service=0.05)
+    full = _log(tmp_path, "full.log", balancer_log("pod:2", **common))
+    part = _log(tmp_path, "part.log", balancer_log("pod:2", **common, window=(0.3, 0.7)))
+    names = list(full.names)
+    rows = np.searchsorted(full.sent, part.sent, sorter=np.argsort(full.sent))
+    rows = np.argsort(full.sent)[rows]
+    assert np.allclose(full.sent[rows], part.sent, atol=1e-6, rtol=0)
+    whole = levels_at_arrivals(full.sent, full.end, full.upstream, len(names))[rows]
+    perm = [names.index(u) for u in part.names]  # the window's upstream order in the full's
+    window = levels_at_arrivals(part.sent, part.end, part.upstream, len(names))
+    seen = whole[:, perm[: window.shape[1]]]
+    edges = window_edges(part.sent, part.end, 0.0)
+    wrong = np.any(seen != window[:, : len(part.names)], axis=1)
+    assert not np.any(wrong & ~edges)  # every arrival kept has the run's counts
+    assert wrong.sum() > 10 and edges.sum() < 0.2 * part.sent.size  # the edges were needed
+
+
+def test_unequal_draws_in_power_of_two_choices_are_caught(tmp_path):
+    """Envoy's P2C draws from a host list in which a host can appear twice: upstream 0
+    drawn twice as often as each other one is found on 3,000 requests at 4 and 16
+    upstreams, with and without replacement, by how often each upstream is chosen given
+    the counts it had; the same logs drawn fairly pass."""
+    for law, k in [("pod:2r", 4), ("pod:2", 16), ("pod:2r", 16)]:
+        common = dict(k=k, load=0.8, requests=3000, seed=k)
+        res = check_lb(_log(tmp_path, "b.log", balancer_log(law, **common, bias=2.0)), law)
+        assert not res.consistent and res.draws_p < 1e-6, (law, k, res.verdict)
+        assert f"the upstreams are not drawn as {law} draws them" in res.verdict
+        fair = check_lb(_log(tmp_path, "f.log", balancer_log(law, **common)), law)
+        assert fair.consistent, (law, k, fair.verdict)
+
+
+def test_nginx_counts_a_request_for_its_upstream_response_time(tmp_path):
+    """NGINX writes the line after the response reached the client; the upstream is free
+    (its connection count one less) when the upstream request ends.  With a mean 10 ms of
+    client time on 100 ms of service, the upstream's own time gives least request back;
+    the client's time alone rejects it, and the note says why."""
+    lines = balancer_log("least-request", k=8, load=0.8, requests=6000, seed=2, client_time=0.01)
+    upstream = _log(tmp_path, "u.log", lines)
+    assert not upstream.client_times
+    assert check_lb(upstream, "least-request").consistent
+    client = _log(tmp_path, "c.log", lines, log_format="$msec $request_time $upstream_addr $rest")
+    res = check_lb(client, "least-request")
+    assert client.client_times and not res.consistent
+    assert any("only the client's times" in n for n in res.notes)
+
+
+def test_nginx_retries_count_for_the_last_upstream_from_the_end_of_the_others(tmp_path):
+    path = tmp_path / "r.log"
+    path.write_text(
+        "1700000000.500 0.300 10.0.0.1:80, 10.0.0.2:80 502 0.100, 0.150\n"
+        "1700000000.600 0.100 10.0.0.1:80 200 0.050\n"
+    )
+    log = read_upstream_log(path, "nginx")
+    assert log.names == ("10.0.0.2:80", "10.0.0.1:80")
+    assert log.sent == pytest.approx([1700000000.3, 1700000000.5], abs=1e-6)
+    assert log.end - log.sent == pytest.approx([0.150, 0.050], abs=1e-6)
+
+
+def test_lines_that_do_not_parse_are_counted_and_a_log_mostly_of_them_refused(tmp_path):
+    good = balancer_log("random", k=4, load=0.7, requests=2000, seed=1)
+    mixed = good + ["garbage line"] * 300
+    log = _log(tmp_path, "m.log", mixed)
+    assert log.unparsed == 300 and log.upstream.size == 2000
+    res = check_lb(log, "random")
+    assert "300 lines not in the log's format skipped" in res.notes
+    with pytest.raises(TraceError, match=r"2001 of 4001 lines are not in the nginx format"):
+        _log(tmp_path, "g.log", good + ["garbage"] * 2001)
+
+
+def test_an_absurd_request_time_is_left_out_and_the_rest_still_ordered(tmp_path):
+    """A request held 1e14 s used to make the rounding margin of the times huge, which
+    switched off the rule that leaves out arrivals the clock cannot order."""
+    lines = balancer_log("pod:2r", k=8, load=0.8, requests=3000, seed=5, mean_service=0.02)
+    lines = [
+        f"{float(a):.3f} {float(b):.3f} {rest}" for a, b, rest in (x.split(" ", 2) for x in lines)
+    ]
+    plain = check_lb(_log(tmp_path, "p.log", lines), "pod:2r")
+    log = _log(tmp_path, "a.log", [*lines, "1700000999.000 100000000000000.000 10.0.0.1:8080 200"])
+    assert log.absurd == 1 and log.upstream.size == 3000 and log.resolution == 1e-3
+    res = check_lb(log, "pod:2r")
+    assert any("held longer than a day" in n for n in res.notes)
+    assert plain.left_out - plain.edges > 500  # milliseconds at 20 ms of service
+    assert res.left_out - res.edges == plain.left_out - plain.edges  # the rule still applies
+
+
+def test_the_transform_draws_differ_between_logs_and_repeat_on_one():
+    class Log:
+        def __init__(self, shift):
+            self.sent = np.arange(10.0) + shift
+            self.end = self.sent + 1
+            self.upstream = np.arange(10) % 2
+
+    a, b = uniforms(0, Log(0.0), 50), uniforms(0, Log(1e-3), 50)
+    assert np.array_equal(a, uniforms(0, Log(0.0), 50)) and not np.allclose(a, b)
+    assert not np.allclose(a, uniforms(1, Log(0.0), 50))
+
+
+def test_the_cli_reads_windows_and_reports_each_upstream(tmp_path, capsys):
+    path = tmp_path / "w.log"
+    lines = balancer_log("least-request", k=6, load=0.9, requests=3000, seed=4, window=(0.2, 0.8))
+    path.write_text("\n".join(lines) + "\n")
+    argv = ["check-lb", str(path), "--expect", "least-request", "--end-slack", "0"]
+    with pytest.raises(SystemExit):
+        main([*argv, "--out", str(tmp_path / "w.json")])
+    payload = json.loads((tmp_path / "w.json").read_text())
+    assert payload["consistent"] and payload["left_out_at_edges"] > 0
+    assert len(payload["per_upstream"]) == 6 and payload["in_flight_max_over_avg"] >= 1.0
+    assert sum(row["share"] for row in payload["per_upstream"]) == pytest.approx(1.0)
+    with pytest.raises(SystemExit):
+        main([*argv, "--whole-run", "--out", str(tmp_path / "whole.json")])
+    whole = json.loads((tmp_path / "whole.json").read_text())
+    assert whole["left_out_at_edges"] == 0
+    assert whole["requests"] > payload["requests"]  # the edges tested too
+    with pytest.raises(SystemExit):
+        main(argv)
+    out = capsys.readouterr().out
+    assert "each upstream, busiest first" in out and "p99_ms" in out
+    assert "arrivals at the log's edges left out" in out
+
+
+LAWS = ["random", "pod:2", "pod:2r", "least-request", "jiq", "round-robin"]
+
+
+@pytest.mark.slow
+def test_windows_of_every_law_are_accepted_at_the_nominal_rate(tmp_path):
+    """Forty rotated logs per law (the middle 40% of a run: 16 upstreams, load 0.95, 20 ms
+    of service, Envoy's millisecond clock): at alpha 0.01 a true law is rejected about once
+    in a hundred logs (at most 8 of 240 with probability 0.999).  Read as whole runs, the
+    same logs are rejected far more often (the edges' counts are wrong)."""
+    rejected = whole = 0
+    for law in LAWS:
+        for seed in range(40):
+            lines = balancer_log(
+                law, k=16, load=0.95, requests=6000, seed=seed, mean_service=0.02,
+                window=(0.3, 0.7), fmt="envoy",
+            )  # fmt: skip
+            log = _log(tmp_path, "w.log", lines, fmt="envoy")
+            rejected += not check_lb(log, law).consistent
+            whole += not check_lb(log, law, whole_run=True).consistent
+    assert rejected <= stats.binom.ppf(0.999, 240, 0.01), rejected
+    assert whole > 60, whole
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("law", ["random", "pod:2", "pod:2r", "pod:3", "least-request", "jiq"])
+def test_p_values_are_uniform_over_conforming_logs(tmp_path, law):
+    """Sixty conforming logs of different lengths: the level transform's p-values are
+    uniform (KS), and the draws' are uniform or larger (the chi-square is conservative
+    where choices are nearly certain).  Drawn from one stream per seed, as before, the
+    transform's p-values of a deterministic law were fixed by the log's length alone."""
+    transform, draws, old = [], [], []
+    for seed in range(60):
+        lines = balancer_log(law, k=8, load=0.8, requests=1500 + 10 * seed, seed=100 + seed)
+        res = check_lb(_log(tmp_path, "c.log", lines), law)
+        transform.append(res.transform_p)
+        draws.append(res.draws_p)
+        old.append(stats.kstest(np.random.default_rng(0).random(res.requests), "uniform").pvalue)
+    assert stats.kstest(transform, "uniform").pvalue > 1e-3
+    assert np.mean(np.array(draws) < 0.05) <= stats.binom.ppf(0.999, 60, 0.05) / 60
+    assert stats.kstest(draws, "uniform", alternative="greater").pvalue > 1e-3  # not small
+    if law == "least-request":
+        assert stats.kstest(old, "uniform").pvalue < 1e-6
