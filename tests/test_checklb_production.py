@@ -18,8 +18,8 @@ from cloudsched.cli import main
 from cloudsched.dispatch.workload.logfiles import TraceError
 from cloudsched.dispatch.workload.upstreams import read_upstream_log
 from cloudsched.experiments.checklb import check_lb
+from cloudsched.experiments.checklb_counts import levels_at_arrivals, levels_by_numpy, window_edges
 from cloudsched.experiments.checklb_laws import uniforms
-from cloudsched.experiments.checklb_counts import levels_at_arrivals, window_edges
 from cloudsched.testing.balancer_logs import balancer_log
 
 
@@ -29,6 +29,19 @@ def _log(tmp_path, name, lines, fmt="nginx", **kw):
     if fmt == "nginx":
         kw.setdefault("end_slack", 0.0)  # the simulated proxy's times are exact
     return read_upstream_log(path, fmt, **kw)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_compiled_counts_are_the_reference_counts(seed):
+    """Whole milliseconds (many sends and ends at one instant), any slack, any order."""
+    rng = np.random.default_rng(seed)
+    n, k = 3000, int(rng.integers(2, 12))
+    sent = 1.7e9 + rng.integers(0, 2000, n) / 1e3
+    end = sent + rng.integers(0, 50, n) / 1e3
+    up = rng.integers(0, k, n)
+    for slack in (0.0, 1e-3, 0.0125):
+        fast = levels_at_arrivals(sent, end, up, k, slack)
+        assert np.array_equal(fast, levels_by_numpy(sent, end, up, k, slack))
 
 
 def test_a_window_knows_the_counts_of_every_arrival_it_keeps(tmp_path):
@@ -197,3 +210,57 @@ def test_p_values_are_uniform_over_conforming_logs(tmp_path, law):
     assert stats.kstest(draws, "uniform", alternative="greater").pvalue > 1e-3  # not small
     if law == "least-request":
         assert stats.kstest(old, "uniform").pvalue < 1e-6
+
+
+def test_the_batch_reader_reads_as_the_line_reader(tmp_path, monkeypatch):
+    """Plain lines are read a batch at a time, every other line by the per-line reader:
+    retries, a '-' upstream, garbage, blank lines, a colon-ended address, an absurd time,
+    $msec of 0 (an error either way) and both NGINX formats give the same requests."""
+    import cloudsched.dispatch.workload.upstreams as upstreams
+
+    monkeypatch.setattr(upstreams, "BATCH", 97)  # batches end everywhere
+    lines = balancer_log("pod:2", k=5, load=0.9, requests=1500, seed=6, milliseconds=True)
+    odd = [
+        "1700000001.500 0.300 10.0.0.1:80, 10.0.0.2:80 502 0.100, 0.150",
+        "1700000001.600 0.100 - 502 -",
+        "garbage",
+        "",
+        "1700000001.700 0.020 unix:/run/app.sock: 200 0.010",
+        "1700000001.800 99999999.000 10.0.0.3:80 200 99999999.000",
+        "1700000001.900 0.0200 10.0.0.4:80 200 0.0100",  # a finer clock in one line
+    ]
+    mixed = [x for pair in zip(lines, odd * 300, strict=False) for x in pair]
+    path = tmp_path / "mixed.log"
+    path.write_text("\n".join(mixed) + "\n")
+    for fmt in (None, "$msec $request_time $upstream_addr $status $rest"):
+        fast = read_upstream_log(path, "nginx", log_format=fmt)
+        slow = read_upstream_log(path, "nginx", log_format=fmt, fast=False)
+        for name in ("sent", "end", "upstream"):
+            assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+        assert fast.names == slow.names and fast.resolution == slow.resolution == 1e-3
+        assert (fast.dropped, fast.unparsed, fast.absurd) == (
+            slow.dropped,
+            slow.unparsed,
+            slow.absurd,
+        )
+        assert fast.unparsed > 0 and fast.dropped > 0
+    assert read_upstream_log(path, "nginx").absurd == mixed.count(odd[5])
+    zero = tmp_path / "zero.log"
+    zero.write_text(lines[0] + "\n0.000 0.010 10.0.0.1:80 200 0.005\n")
+    for fast_path in (True, False):
+        with pytest.raises(TraceError, match=r"zero.log:2: \$msec must be positive"):
+            read_upstream_log(zero, "nginx", fast=fast_path)
+
+
+def test_reading_a_long_log_reports_its_progress(tmp_path, monkeypatch):
+    import cloudsched.dispatch.workload.upstreams as upstreams
+
+    monkeypatch.setattr(upstreams, "BATCH", 500)
+    path = tmp_path / "long.log.gz"
+    import gzip
+
+    lines = balancer_log("random", k=4, load=0.5, requests=5000, seed=1, milliseconds=True)
+    path.write_bytes(gzip.compress(("\n".join(lines) + "\n").encode()))
+    seen: list[float] = []
+    read_upstream_log(path, "nginx", progress=seen.append)
+    assert len(seen) == 10 and seen == sorted(seen) and 0.9 < seen[-1] <= 1.0

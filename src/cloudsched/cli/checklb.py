@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format
+from cloudsched.cli.common import LazyProgress, check_outputs, emit, format_frame, resolve_format
 from cloudsched.cli.options import FormatJson, Out, opt
 from cloudsched.errors import check_real
 
@@ -112,9 +112,18 @@ def check_lb(
     alpha = check_real("--alpha", alpha, low=0.0, high=1.0, low_open=True, high_open=True)
     if log_type is None:
         log_type = shipped or ("nginx" if log_format is not None else detect_upstream_format(log))
-    data = read_upstream_log(
-        log, log_type, log_format=log_format, end_slack=end_slack, resolution=resolution
-    )
+    bar = LazyProgress("check-lb: reading the log")
+    try:
+        data = read_upstream_log(
+            log,
+            log_type,
+            log_format=log_format,
+            end_slack=end_slack,
+            resolution=resolution,
+            progress=bar,
+        )
+    finally:
+        bar.close()
     margin = check_real("--margin", margin, low=0.0, high=0.5)
     res = run_check(data, expect, alpha=alpha, margin=margin, seed=seed, whole_run=whole_run)
     fits = pd.DataFrame({"law": list(res.fits), "loglik": list(res.fits.values())})

@@ -25,7 +25,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["InFlight", "in_flight", "levels_at_arrivals", "unresolved_arrivals", "window_edges"]
+from cloudsched._jit import kernel
+
+__all__ = [
+    "InFlight",
+    "in_flight",
+    "levels_at_arrivals",
+    "levels_by_numpy",
+    "unresolved_arrivals",
+    "window_edges",
+]
 
 
 def levels_at_arrivals(
@@ -38,8 +47,51 @@ def levels_at_arrivals(
     has left before an arrival at that time.  Requests sent at the same logged time (a
     millisecond cannot order them) do not count each other: counted in log order, they
     would make the upstreams *not* chosen look busier than they were, and every law would
-    seem to prefer less-loaded upstreams.
+    seem to prefer less-loaded upstreams.  (Compiled; :func:`levels_by_numpy` is the slow
+    reference.)
     """
+    order = np.argsort(sent, kind="stable")
+    by_end = np.argsort(end, kind="stable")
+    out = np.empty((sent.size, k), dtype=np.int32)
+    _levels(
+        np.ascontiguousarray(sent, dtype=np.float64),
+        order,
+        np.ascontiguousarray(end[by_end] + end_slack, dtype=np.float64),
+        np.ascontiguousarray(upstream[by_end], dtype=np.int64),
+        np.ascontiguousarray(upstream, dtype=np.int64),
+        np.zeros(k, dtype=np.int32),
+        out,
+    )
+    return out
+
+
+@kernel(nrt=False)
+def _levels(sent, order, ends, end_up, upstream, counts, out):
+    """Fill ``out`` (see :func:`levels_at_arrivals`): arrivals in send order, ends in order."""
+    n = sent.size
+    j = 0
+    g = 0
+    while g < n:
+        t = sent[order[g]]
+        h = g
+        while h < n and sent[order[h]] == t:
+            h += 1
+        while j < n and ends[j] <= t:
+            counts[end_up[j]] -= 1
+            j += 1
+        for i in range(g, h):
+            row = order[i]
+            for u in range(counts.size):
+                out[row, u] = counts[u]
+        for i in range(g, h):
+            counts[upstream[order[i]]] += 1
+        g = h
+
+
+def levels_by_numpy(
+    sent: np.ndarray, end: np.ndarray, upstream: np.ndarray, k: int, end_slack: float = 0.0
+) -> np.ndarray:
+    """Return the counts as :func:`levels_at_arrivals` does, in numpy (the slow reference)."""
     n = sent.size
     order = np.argsort(sent, kind="stable")
     by_end = np.argsort(end, kind="stable")

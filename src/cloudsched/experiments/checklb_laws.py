@@ -154,7 +154,7 @@ def draws_p_value(law: tuple[str, int, bool], levels: np.ndarray, upstream: np.n
     n, k = levels.shape
     expected = np.zeros(k)
     gram = np.zeros((k, k))
-    step = max(1, 2**22 // max(k, 1))  # rows a chunk: bounded memory
+    step = max(1, 2**18 // max(k, 1))  # rows a chunk: bounded memory (about 25 MB)
     for lo in range(0, n, step):
         p = choice_probabilities(law, levels[lo : lo + step])
         expected += p.sum(axis=0)
