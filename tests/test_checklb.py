@@ -17,8 +17,8 @@ from cloudsched.dispatch.workload.logfiles import TraceError
 from cloudsched.dispatch.workload.upstreams import detect_upstream_format, read_upstream_log
 from cloudsched.errors import ParameterError
 from cloudsched.experiments.checklb import check_lb
-from cloudsched.experiments.checklb_laws import parse_law
 from cloudsched.experiments.checklb_counts import levels_at_arrivals, unresolved_arrivals
+from cloudsched.experiments.checklb_laws import parse_law
 from cloudsched.testing.balancer_logs import balancer_log
 
 LAWS = ["random", "pod:2", "pod:2r", "pod:3", "least-request", "round-robin", "jiq"]

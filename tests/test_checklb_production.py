@@ -264,3 +264,46 @@ def test_reading_a_long_log_reports_its_progress(tmp_path, monkeypatch):
     seen: list[float] = []
     read_upstream_log(path, "nginx", progress=seen.append)
     assert len(seen) == 10 and seen == sorted(seen) and 0.9 < seen[-1] <= 1.0
+
+
+@pytest.mark.parametrize(
+    ("law", "k"),
+    [("random", 8), ("pod:2", 8), ("pod:2r", 8), ("pod:3", 6), ("least-request", 8), ("jiq", 8)],
+)
+def test_without_expect_the_law_is_named(tmp_path, law, k):
+    """Each law is the most likely one on 5,000 requests (millisecond clock, load 0.8), by
+    a clear margin, and equal draws are not called unequal."""
+    from cloudsched.experiments.checklb_identify import CLEAR, identify
+
+    lines = balancer_log(law, k=k, load=0.8, requests=5000, seed=3, milliseconds=True)
+    found = identify(_log(tmp_path, "i.log", lines))
+    assert found.law == law and found.evidence >= CLEAR, found.sentence
+    assert found.draws is None, found.sentence
+
+
+def test_identification_names_round_robin_and_unequal_draws(tmp_path):
+    """Round robin by its sequence; pod:2r over 4 upstreams with upstream 0 drawn twice as
+    often as each other (2/5 of the draws: 1.6x the average), and a random balancer with
+    one of 8 drawn twice as often (2/9: 1.78x), both from the likelihood of the choices."""
+    from cloudsched.experiments.checklb_identify import identify
+
+    rr = balancer_log("round-robin", k=8, load=0.8, requests=3000, seed=3, milliseconds=True)
+    assert identify(_log(tmp_path, "rr.log", rr)).law == "round-robin"
+    lines = balancer_log("pod:2r", k=4, load=0.8, requests=5000, seed=3, bias=2.0)
+    found = identify(_log(tmp_path, "b.log", lines))
+    assert found.law == "pod:2r" and found.draws_p < 1e-6
+    assert found.draws["10.0.0.1:8080"] == pytest.approx(1.6, abs=0.1), found.draws
+    skewed = balancer_log("skewed", k=8, load=0.8, requests=5000, seed=3)
+    found = identify(_log(tmp_path, "s.log", skewed))
+    assert found.law == "random" and found.draws["10.0.0.1:8080"] == pytest.approx(16 / 9, abs=0.1)
+    assert "drawn 1.7" in found.sentence or "drawn 1.8" in found.sentence
+
+
+def test_the_cli_names_the_law_when_none_is_expected(tmp_path, capsys):
+    path = tmp_path / "p.log"
+    path.write_text("\n".join(balancer_log("pod:2r", k=6, load=0.8, requests=3000, seed=2)))
+    with pytest.raises(SystemExit):
+        main(["check-lb", str(path), "--end-slack", "0", "--out", str(tmp_path / "p.json")])
+    payload = json.loads((tmp_path / "p.json").read_text())
+    assert payload["identified"]["law"] == payload["expect"] == "pod:2r"
+    assert payload["consistent"] and "check of fit" in payload["notes"][0]

@@ -166,6 +166,7 @@ NAMING_ALLOWED = {
         "--expect: what a log is tested against, not rows of the table"
     ),
     "experiments/checklb_laws.py": "check-lb's own laws (as experiments/checklb.py)",
+    "experiments/checklb_identify.py": "check-lb's own laws (as experiments/checklb.py)",
 }
 
 

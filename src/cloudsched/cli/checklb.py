@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -24,15 +24,17 @@ def check_lb(
     ],
     *,
     expect: Annotated[
-        str,
+        str | None,
         opt(
             "--expect",
             help="The law the config names: random, least-request, "
             "round-robin, jiq (an idle upstream when one is idle), pod:D (D sampled "
             "without replacement, as NGINX's random two least_conn) or pod:Dr (with "
-            "replacement, as HAProxy's random(2) and Envoy's LEAST_REQUEST choice_count).",
+            "replacement, as HAProxy's random(2) and Envoy's LEAST_REQUEST choice_count); "
+            "default: the most likely law is named (with its choice count, sampling and "
+            "any unequal draws) and then checked.",
         ),
-    ],
+    ] = None,
     log_type: Annotated[
         str | None,
         opt(
@@ -103,8 +105,6 @@ def check_lb(
 
     log, shipped = resolve_files(log)
     check_outputs(out=out, inputs=log)
-    import pandas as pd
-
     from cloudsched.dispatch.workload.upstreams import detect_upstream_format, read_upstream_log
     from cloudsched.experiments.checklb import check_lb as run_check
 
@@ -125,11 +125,29 @@ def check_lb(
     finally:
         bar.close()
     margin = check_real("--margin", margin, low=0.0, high=0.5)
+    found = None
+    if expect is None:
+        from cloudsched.experiments.checklb_identify import identify
+
+        found = identify(data, whole_run=whole_run, alpha=alpha)
+        expect = found.law
     res = run_check(data, expect, alpha=alpha, margin=margin, seed=seed, whole_run=whole_run)
+    if found is not None:
+        res.notes[:0] = [
+            "the law was chosen from this log, so its check is a check of fit, not an "
+            "independent test",
+            *found.notes,
+        ]
+    emit(_report(res, found, log_type, fmt), out)
+
+
+def _report(res: Any, found: Any, log_type: str, fmt: str) -> str:
+    """Return the output of one check: JSON, or the tables and the verdict's lines."""
+    import pandas as pd
+
     fits = pd.DataFrame({"law": list(res.fits), "loglik": list(res.fits.values())})
     fits = fits.sort_values("loglik", ascending=False, ignore_index=True)
     load = res.load
-    assert load is not None
     upstreams = pd.DataFrame(
         {
             "upstream": list(load.names),
@@ -165,21 +183,25 @@ def check_lb(
         "per_upstream": upstreams.to_dict(orient="records"),
         "notes": res.notes,
         "verdict": res.verdict,
+        "identified": None if found is None else found.summary(),
     }
     text = format_frame(fits.head(6), fmt, "fit of each law, best first", payload)
-    if fmt == "table":
-        shown = upstreams.sort_values("in_flight", ascending=False, kind="stable")
-        shown = shown.round({"share": 3, "in_flight": 2, "latency_ms": 1, "p99_ms": 1})
-        title = "each upstream, busiest first: share, in flight at arrivals, latency"
-        text += format_frame(shown, fmt, title, {})
-        text += (
-            f"in flight at arrivals: {load.mean:.2f} per upstream on average, {load.p99:g} at "
-            f"the p99; the busiest upstream's average {load.max_over_avg:.2f}x the mean\n"
-            f"least-loaded upstream chosen: {res.share_least_loaded:.1%} of requests; each "
-            f"upstream {min(res.shares.values()):.1%} to {max(res.shares.values()):.1%}\n"
-            f"verdict: {res.verdict}\n" + "".join(f"note: {n}\n" for n in res.notes)
-        )
-    emit(text, out)
+    if fmt != "table":
+        return text
+    shown = upstreams.sort_values("in_flight", ascending=False, kind="stable")
+    shown = shown.round({"share": 3, "in_flight": 2, "latency_ms": 1, "p99_ms": 1})
+    title = "each upstream, busiest first: share, in flight at arrivals, latency"
+    return (
+        text
+        + format_frame(shown, fmt, title, {})
+        + f"in flight at arrivals: {load.mean:.2f} per upstream on average, {load.p99:g} at "
+        f"the p99; the busiest upstream's average {load.max_over_avg:.2f}x the mean\n"
+        f"least-loaded upstream chosen: {res.share_least_loaded:.1%} of requests; each "
+        f"upstream {min(res.shares.values()):.1%} to {max(res.shares.values()):.1%}\n"
+        + (f"identified: {found.sentence}\n" if found is not None else "")
+        + f"verdict: {res.verdict}\n"
+        + "".join(f"note: {n}\n" for n in res.notes)
+    )
 
 
 def register(app: typer.Typer) -> None:

@@ -53,13 +53,7 @@ from typing import Any
 import numpy as np
 
 from cloudsched.errors import ParameterError
-from cloudsched.experiments.checklb_counts import (
-    InFlight,
-    in_flight,
-    levels_at_arrivals,
-    unresolved_arrivals,
-    window_edges,
-)
+from cloudsched.experiments.checklb_counts import InFlight, in_flight, tested_counts
 from cloudsched.experiments.checklb_laws import (
     candidates,
     draws_p_value,
@@ -70,7 +64,7 @@ from cloudsched.experiments.checklb_laws import (
     uniforms,
 )
 
-__all__ = ["MARGIN", "ROUND_ROBIN_SHARE", "Conformance", "check_lb"]
+__all__ = ["MARGIN", "ROUND_ROBIN_SHARE", "Conformance", "check_lb", "round_robin_share"]
 
 #: A departure with ``|mean F - 0.5|`` within this is too small to matter (CHOICE: live
 #: NGINX and HAProxy logs of 5,000 requests depart from their own law by up to 0.012,
@@ -156,7 +150,7 @@ def _small(mean_f: float, statistic: float, margin: float) -> bool:
     return abs(mean_f - 0.5) <= margin and statistic <= 2 * margin
 
 
-def _round_robin_share(upstream: np.ndarray, sent: np.ndarray, k: int) -> float:
+def round_robin_share(upstream: np.ndarray, sent: np.ndarray, k: int) -> float:
     """Share of requests after which no upstream has more than 2 requests more than another.
 
     Round robin with equal weights keeps the counts within 1; a log that cannot order the
@@ -198,26 +192,9 @@ def check_lb(
         raise ParameterError("log", log.source, "a log of requests to two upstreams or more")
     if kind == "pod" and not replace and d > k:
         raise ParameterError("expect", expect, f"pod:D with D <= {k} (the upstreams in the log)")
-    from cloudsched.resources import check_memory
-
-    n = int(log.upstream.size)
-    check_memory("log", log.source, n * k * 12.0, "the counts of every upstream at every arrival")
-    levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
-    chosen = levels[np.arange(n), log.upstream]
-    edges = np.zeros(n, dtype=bool)
-    if not whole_run:
-        edges = window_edges(log.sent, log.end, log.resolution, log.end_slack)
-    keep = ~unresolved_arrivals(log.sent, log.end, log.resolution) & ~edges
-    left_out = n - int(keep.sum())
-    if kind != "round-robin" and n - left_out < 2:
-        raise ParameterError(
-            "log",
-            log.source,
-            f"requests whose counts it fixes (its {log.resolution * 1e3:g} ms clock orders "
-            f"{n - int(edges.sum())} arrivals away from its edges, fewer than two"
-            + ("; --whole-run if it holds the proxy's whole run)" if not whole_run else ")"),
-        )
-    levels, chosen, tested = levels[keep], chosen[keep], log.upstream[keep]
+    tc = tested_counts(log, whole_run, need=2 if kind != "round-robin" else 0)
+    n, left_out, edges = int(log.upstream.size), tc.left_out, tc.edges
+    levels, chosen, tested = tc.levels, tc.chosen, tc.upstream
     rk = ranks(levels, chosen)
     fits = {name: loglik((kd, dd, rr), rk, k) for name, kd, dd, rr in candidates(k)}
     best = max(fits, key=lambda name: fits[name])
@@ -244,7 +221,7 @@ def check_lb(
     _log_notes(out, log)
     if kind == "round-robin":
         inside = ~edges  # every request sent there is in the log: the sequence is whole
-        out.statistic = _round_robin_share(log.upstream[inside], log.sent[inside], k)
+        out.statistic = round_robin_share(log.upstream[inside], log.sent[inside], k)
         out.consistent = out.statistic >= ROUND_ROBIN_SHARE
         return out
     below, at = level_probs(law, rk[0], rk[1], rk[2] == 0, k)

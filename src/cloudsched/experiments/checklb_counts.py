@@ -22,6 +22,7 @@ its in-flight requests at arrivals and its latency.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -29,9 +30,11 @@ from cloudsched._jit import kernel
 
 __all__ = [
     "InFlight",
+    "Tested",
     "in_flight",
     "levels_at_arrivals",
     "levels_by_numpy",
+    "tested_counts",
     "unresolved_arrivals",
     "window_edges",
 ]
@@ -209,3 +212,43 @@ def in_flight(
         avg,
         p99,
     )
+
+
+@dataclass(frozen=True)
+class Tested:
+    """The arrivals whose counts a log fixes (see :func:`tested_counts`)."""
+
+    levels: np.ndarray  # the counts each saw, one row an arrival
+    chosen: np.ndarray  # the level of the upstream chosen
+    upstream: np.ndarray  # the upstream chosen
+    left_out: int  # arrivals not tested, for any reason
+    edges: np.ndarray  # bool, every arrival: at the window's edges
+
+
+def tested_counts(log: Any, whole_run: bool, need: int = 2) -> Tested:
+    """Rebuild the counts of an :class:`UpstreamLog` and keep the arrivals it fixes.
+
+    Left out: the arrivals the clock cannot order (:func:`unresolved_arrivals`) and,
+    unless ``whole_run``, those at the edges of a window (:func:`window_edges`).  Fewer
+    than ``need`` kept is a one-line error naming the log.
+    """
+    from cloudsched.errors import ParameterError
+    from cloudsched.resources import check_memory
+
+    n, k = int(log.upstream.size), len(log.names)
+    check_memory("log", log.source, n * k * 12.0, "the counts of every upstream at every arrival")
+    levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
+    chosen = levels[np.arange(n), log.upstream]
+    edges = np.zeros(n, dtype=bool)
+    if not whole_run:
+        edges = window_edges(log.sent, log.end, log.resolution, log.end_slack)
+    keep = ~unresolved_arrivals(log.sent, log.end, log.resolution) & ~edges
+    if int(keep.sum()) < need:
+        raise ParameterError(
+            "log",
+            log.source,
+            f"requests whose counts it fixes (its {log.resolution * 1e3:g} ms clock orders "
+            f"{n - int(edges.sum())} arrivals away from its edges, fewer than two"
+            + ("; --whole-run if it holds the proxy's whole run)" if not whole_run else ")"),
+        )
+    return Tested(levels[keep], chosen[keep], log.upstream[keep], n - int(keep.sum()), edges)

@@ -177,12 +177,14 @@ def read_upstream_log(
             )
     pattern, clock = line_pattern(fmt, log_format)
     check_log_files(files)  # regular files whose rows fit in memory, before reading any
-    plain = fast_pattern(log_format) if fast and fmt == "nginx" and clock == "msec" else None
+    plain = None
+    if fast and fmt == "nginx" and clock == "msec" and log_format is not None:
+        plain = fast_pattern(log_format)
     rows = _Rows()
     for batch in _batches(files, progress):
         got = read_fast([text for _, _, text in batch], plain) if plain else None
         out = _Batch(len(batch), got)
-        for i in np.flatnonzero(~out.keep):
+        for i in np.flatnonzero(~out.keep).tolist():
             file, line_no, text = batch[i]
             if text.strip():
                 where = f"{file}:{line_no}"

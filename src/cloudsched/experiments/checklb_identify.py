@@ -1,0 +1,157 @@
+"""Which law a balancer's log follows, and with what parameters, when its config is unknown.
+
+``check-lb LOG`` without ``--expect``: every law of
+:func:`~cloudsched.experiments.checklb_laws.candidates` (random; pod:D without and with
+replacement, D = 2 .. 8; least request; jiq) is scored by its log-likelihood on the
+arrivals whose counts the log fixes, and the largest names the law (its choice count and
+sampling).  The evidence is the difference of total log-likelihoods between the best and
+the runner-up (a likelihood ratio of ``e`` to that power; CHOICE: :data:`CLEAR`, the
+usual "decisive" for a likelihood ratio, calls it clear).  Round robin is a law of the
+sequence, not of the loads: it is named when the upstreams' running counts stay within 2
+(:data:`~cloudsched.experiments.checklb.ROUND_ROBIN_SHARE` of the requests).
+
+Draws with unequal probability (a parameter of the random and with-replacement laws): the
+chance of each upstream in a draw, ``q``, is fitted by maximum likelihood (under pod:Dr
+the chosen level is ``c`` with probability ``Q(>=c)^D - Q(>c)^D``, ``Q`` summing ``q``
+over the upstreams at those levels, and the upstream at ``c`` is the first drawn there,
+``u`` with probability ``q_u / Q(=c)``), and equal draws are tested against it by the
+likelihood ratio (chi-square, ``k - 1`` degrees of freedom).  What it does not identify,
+and says so: per-worker counts (NGINX without a shared ``zone``), Envoy's weights and
+slow start, and NGINX ``least_time``'s averages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from cloudsched.experiments.checklb_counts import tested_counts
+from cloudsched.experiments.checklb_laws import SLIP, candidates, loglik, ranks
+
+__all__ = ["CLEAR", "Identified", "drawn_loglik", "fit_draws", "identify"]
+
+#: A best law whose total log-likelihood beats the runner-up's by this much is clear.
+CLEAR = 10.0
+#: Arrivals used to fit the draws (the first ones tested; the fit is a parameter estimate).
+FIT_ARRIVALS = 20_000
+
+
+@dataclass
+class Identified:
+    """The most likely law of a log, its evidence and its parameters."""
+
+    law: str
+    runner_up: str
+    evidence: float  # total log-likelihood of the best over the runner-up
+    requests: int
+    per_request: dict[str, float] = field(default_factory=dict)
+    draws: dict[str, float] | None = None  # fitted draw weights (mean 1), when unequal
+    draws_p: float | None = None  # likelihood-ratio p-value of equal draws
+    round_robin: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """Return what was found, for JSON."""
+        return {
+            "law": self.law,
+            "runner_up": self.runner_up,
+            "evidence": self.evidence,
+            "draws": self.draws,
+            "draws_p": self.draws_p,
+            "round_robin": self.round_robin,
+            "sentence": self.sentence,
+        }
+
+    @property
+    def sentence(self) -> str:
+        """One line for the report."""
+        if self.law == "round-robin":
+            return (
+                f"most likely: round-robin (the upstreams' running counts within 2 at "
+                f"{self.round_robin:.1%} of the requests)"
+            )
+        how = "clearly" if self.evidence >= CLEAR else "not clearly"
+        text = (
+            f"most likely: {self.law}, {how} (its log-likelihood exceeds {self.runner_up}'s by "
+            f"{self.evidence:.1f} over {self.requests} requests)"
+        )
+        draws = self.draws
+        if draws is not None and self.draws_p is not None:
+            top = max(draws, key=lambda u: draws[u])
+            text += (
+                f"; draws unequal (p = {self.draws_p:.2g}): {top} drawn "
+                f"{draws[top]:.2f}x as often as the average upstream"
+            )
+        return text
+
+
+def drawn_loglik(q: np.ndarray, levels: np.ndarray, upstream: np.ndarray, d: int) -> float:
+    """Total log-likelihood of the choices under pod:Dr (D = 1: random) with draw chances ``q``.
+
+    Each choice is mixed with a uniform one of weight :data:`SLIP`, as in ``loglik``.
+    """
+    k = levels.shape[1]
+    c = levels[np.arange(upstream.size), upstream][:, None]
+    ge = (levels >= c) @ q
+    gt = (levels > c) @ q
+    p = (ge**d - gt**d) * q[upstream] / np.maximum(ge - gt, 1e-300)
+    return float(np.sum(np.log((1.0 - SLIP) * p + SLIP / k)))
+
+
+def fit_draws(levels: np.ndarray, upstream: np.ndarray, d: int) -> tuple[np.ndarray, float]:
+    """Fit the chance of each upstream in a draw by maximum likelihood.
+
+    Returns the chances and the likelihood-ratio p-value of equal chances (chi-square with
+    ``k - 1`` degrees of freedom).
+    """
+    from scipy import optimize, stats
+
+    k = levels.shape[1]
+    levels, upstream = levels[:FIT_ARRIVALS], upstream[:FIT_ARRIVALS]
+
+    def chances(theta: np.ndarray) -> np.ndarray:
+        w = np.exp(np.concatenate([[0.0], theta]))
+        return w / w.sum()
+
+    res = optimize.minimize(
+        lambda th: -drawn_loglik(chances(th), levels, upstream, d),
+        np.zeros(k - 1),
+        method="L-BFGS-B",
+        bounds=[(-5.0, 5.0)] * (k - 1),
+    )
+    q = chances(res.x)
+    equal = drawn_loglik(np.full(k, 1.0 / k), levels, upstream, d)
+    stat = max(0.0, 2.0 * (-float(res.fun) - equal))
+    return q, float(stats.chi2.sf(stat, k - 1))
+
+
+def identify(log: Any, *, whole_run: bool = False, alpha: float = 0.01) -> Identified:
+    """Name the most likely law of ``log`` (an :class:`UpstreamLog`) and its parameters."""
+    from cloudsched.experiments.checklb import ROUND_ROBIN_SHARE, round_robin_share
+
+    k = len(log.names)
+    tc = tested_counts(log, whole_run)
+    rk = ranks(tc.levels, tc.chosen)
+    n = int(tc.upstream.size)
+    fits = {name: loglik((kd, dd, rr), rk, k) for name, kd, dd, rr in candidates(k)}
+    order = sorted(fits, key=lambda name: -fits[name])
+    best, second = order[0], order[1]
+    out = Identified(best, second, n * (fits[best] - fits[second]), n, fits)
+    inside = ~tc.edges
+    out.round_robin = round_robin_share(log.upstream[inside], log.sent[inside], k)
+    if out.round_robin >= ROUND_ROBIN_SHARE:
+        out.law = "round-robin"
+        return out
+    kind, d, replace = next((kd, dd, rr) for name, kd, dd, rr in candidates(k) if name == best)
+    if kind == "random" or (kind == "pod" and replace):
+        q, p = fit_draws(tc.levels, tc.upstream, d)
+        if p < alpha:
+            out.draws = dict(zip(log.names, (q * k).tolist(), strict=True))
+            out.draws_p = p
+    out.notes.append(
+        "not identified from a log: per-worker counts (NGINX without a shared zone), "
+        "weights and slow start (Envoy), least_time's averages"
+    )
+    return out
