@@ -1,9 +1,10 @@
-"""``check-lb`` on a long NGINX log: seconds and memory against the per-line reader.
+"""``check-lb`` on a long log: seconds and memory against the per-line reader.
 
-Writes a seeded log of ``--lines`` requests (default 1,000,000: a simulated NGINX
-``random two least_conn`` in front of 16 upstreams at load 0.9, written with NGINX's
-millisecond clock and ``$upstream_response_time``), then measures, each in a fresh process
-on one core (``taskset``/affinity where the machine has it):
+Writes a seeded log of ``--lines`` requests (default 1,000,000: a simulated ``random two
+least_conn`` in front of 16 upstreams at load 0.9) in each format (``--formats``: NGINX
+with its millisecond clock and ``$upstream_response_time``, Envoy's default text format,
+HAProxy's ``option httplog``), then measures, each in a fresh process on one core
+(``taskset`` where the machine has it):
 
 * the reader: plain lines a batch at a time (``upstream_fast``) against every line by the
   per-line reader (``fast=False``, the reference), with the ratio;
@@ -14,7 +15,7 @@ on one core (``taskset``/affinity where the machine has it):
 
 The issue's target: 1,000,000 lines in at most 10 s on one core, memory bounded.
 
-Run: ``python benchmarks/bench_checklb.py [--lines N]``.
+Run: ``python benchmarks/bench_checklb.py [--lines N] [--formats nginx,envoy,haproxy]``.
 """
 
 from __future__ import annotations
@@ -32,9 +33,9 @@ import sys, time
 import numpy as np
 from cloudsched.dispatch.workload.upstreams import read_upstream_log
 from cloudsched.experiments.checklb_counts import levels_at_arrivals, levels_by_numpy
-path = sys.argv[1]
-t = time.process_time(); fast = read_upstream_log(path, "nginx"); a = time.process_time() - t
-t = time.process_time(); slow = read_upstream_log(path, "nginx", fast=False)
+path, fmt = sys.argv[1], sys.argv[2]
+t = time.process_time(); fast = read_upstream_log(path, fmt); a = time.process_time() - t
+t = time.process_time(); slow = read_upstream_log(path, fmt, fast=False)
 b = time.process_time() - t
 assert np.array_equal(fast.sent, slow.sent) and np.array_equal(fast.upstream, slow.upstream)
 k = len(fast.names)
@@ -71,35 +72,31 @@ def _command(path: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
+    parser.add_argument("--formats", default="nginx,envoy,haproxy")
     args = parser.parse_args()
     from cloudsched.testing.balancer_logs import balancer_log
 
-    with tempfile.TemporaryDirectory() as tmp:
-        logs = {}
-        for n in (1_000, args.lines):
-            lines = balancer_log(
-                "pod:2", k=16, load=0.9, requests=n, seed=1, client_time=0.005,
-                milliseconds=True,
-            )  # fmt: skip
-            logs[n] = Path(tmp) / f"nginx-{n}.log"
-            logs[n].write_text("\n".join(lines) + "\n")
-        out = subprocess.run(
-            [*_one_core(), sys.executable, "-c", CHILD, str(logs[args.lines])],
-            check=True, capture_output=True, text=True,
-        ).stdout.split()  # fmt: skip
-        fast, slow, counts, counts_np = map(float, out)
-        print(f"{args.lines:,} lines, one core (CPU seconds)")
-        print(
-            f"  reader, batches      {fast:7.2f}   per line {slow:7.2f}   ratio {slow / fast:5.1f}x"
-        )
-        print(
-            f"  counts, compiled     {counts:7.2f}   numpy    {counts_np:7.2f}   "
-            f"ratio {counts_np / counts:5.1f}x"
-        )
-        small = _command(logs[1_000])
-        big = _command(logs[args.lines])
-        print(f"  check-lb, whole      {big[0]:7.2f} s wall, peak {big[1]:6.0f} MB")
-        print(f"  check-lb, 1,000 lines {small[0]:6.2f} s wall, peak {small[1]:6.0f} MB")
+    print(f"{args.lines:,} lines, one core: CPU seconds of the reader and the counts")
+    for fmt in args.formats.split(","):
+        with tempfile.TemporaryDirectory() as tmp:
+            logs = {}
+            for n in (1_000, args.lines):
+                extra = {"client_time": 0.005, "milliseconds": True} if fmt == "nginx" else {}
+                lines = balancer_log("pod:2", k=16, load=0.9, requests=n, seed=1, fmt=fmt, **extra)
+                logs[n] = Path(tmp) / f"{fmt}-{n}.log"
+                logs[n].write_text("\n".join(lines) + "\n")
+            out = subprocess.run(
+                [*_one_core(), sys.executable, "-c", CHILD, str(logs[args.lines]), fmt],
+                check=True, capture_output=True, text=True,
+            ).stdout.split()  # fmt: skip
+            fast, slow, counts, counts_np = map(float, out)
+            small, big = _command(logs[1_000]), _command(logs[args.lines])
+            print(
+                f"{fmt:8s} reader {fast:5.2f} (per line {slow:5.2f}: {slow / fast:4.1f}x), "
+                f"counts {counts:4.2f} (numpy {counts_np:4.2f}: {counts_np / counts:4.1f}x); "
+                f"check-lb {big[0]:5.2f} s wall, peak {big[1]:4.0f} MB "
+                f"(1,000 lines: {small[0]:4.2f} s, {small[1]:4.0f} MB)"
+            )
 
 
 if __name__ == "__main__":

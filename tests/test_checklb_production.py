@@ -307,3 +307,59 @@ def test_the_cli_names_the_law_when_none_is_expected(tmp_path, capsys):
     payload = json.loads((tmp_path / "p.json").read_text())
     assert payload["identified"]["law"] == payload["expect"] == "pod:2r"
     assert payload["consistent"] and "check of fit" in payload["notes"][0]
+
+
+@pytest.mark.parametrize("fmt", ["envoy", "haproxy"])
+def test_envoy_and_haproxy_batches_read_as_their_lines(tmp_path, monkeypatch, fmt):
+    """The batch reader's Envoy and HAProxy lines against the per-line reader, with lines
+    it must leave to that reader: no upstream, aborted timers, another date first, a
+    finer clock, an impossible date, seconds since the epoch, garbage."""
+    import cloudsched.dispatch.workload.upstreams as upstreams
+
+    monkeypatch.setattr(upstreams, "BATCH", 89)
+    lines = balancer_log("least-request", k=5, load=0.9, requests=1200, seed=7, fmt=fmt)
+    head = '"GET / HTTP/1.1" 200 - 0 10'
+    odd = {
+        "envoy": [
+            f'[2023-11-14T22:13:21.100Z] {head} 25 24 "-" "curl" "id1" "api" "-"',
+            f'[2023-11-14T22:13:21.100123Z] {head} 25 24 "-" "curl" "id1" "api" "h:1"',
+            f'[2023-11-31T22:13:21.100Z] {head} 25 24 "-" "curl" "id1" "api" "h:2"',
+            f'[1700000001.250] {head} 25 24 "-" "curl" "id1" "api" "h:3"',
+            f'[2023-11-14T22:13:21.300Z] {head} 25 24 "-" "curl" "id1" "api" " h:4 "',
+            "garbage",
+        ],
+        "haproxy": [
+            "h[1]: 1.2.3.4:5 [14/Nov/2023:22:13:21.100] fe be/<NOSRV> -1/-1/-1/-1/0 503 0 - - "
+            'SC-- 1/1/0/0/0 0/0 "GET / HTTP/1.1"',
+            "h[1]: 1.2.3.4:5 [14/Nov/2023:22:13:21.100] fe be/s9 5/-1/-1/-1/12 504 0 - - "
+            'SC-- 1/1/0/0/0 0/0 "GET / HTTP/1.1"',
+            "x [14/Nov/2023:22:13:21.123456] y [14/Nov/2023:22:13:21.200] fe be/s8 1/2/0/5/9 "
+            '200 9 - - ---- 1/1/0/0/0 0/0 "GET / HTTP/1.1"',
+            "h[1]: 1.2.3.4:5 [14/Nov/2023:22:13:21.300] fe be/s7 1/2/0/5/+9 200 9 - - ---- "
+            '1/1/0/0/0 0/0 "GET / HTTP/1.1"',
+            "h[1]: 1.2.3.4:5 [31/Nov/2023:22:13:21.300] fe be/s6 1/2/0/5/9 200 9 - - ---- "
+            '1/1/0/0/0 0/0 "GET / HTTP/1.1"',
+            "garbage",
+        ],
+    }[fmt]
+    mixed = [x for pair in zip(lines, odd * 200, strict=False) for x in pair]
+    path = tmp_path / f"{fmt}.log"
+    path.write_text("\n".join(mixed) + "\n")
+    got = {}
+    for fast_path in (True, False):
+        try:
+            got[fast_path] = read_upstream_log(path, fmt, fast=fast_path)
+        except TraceError as exc:
+            got[fast_path] = str(exc)
+    fast, slow = got[True], got[False]
+    if isinstance(slow, str):  # an impossible date: both readers stop at the same line
+        assert fast == slow
+        mixed = [x for x in mixed if "-11-31" not in x and "31/Nov" not in x]
+        path.write_text("\n".join(mixed) + "\n")
+        fast, slow = (read_upstream_log(path, fmt, fast=f) for f in (True, False))
+    for name in ("sent", "end", "upstream"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+    assert fast.names == slow.names and fast.resolution == slow.resolution
+    assert (fast.dropped, fast.unparsed) == (slow.dropped, slow.unparsed)
+    path.write_text("\n".join(lines) + "\n")  # the simulated proxy alone: its true law
+    assert check_lb(read_upstream_log(path, fmt), "least-request").consistent

@@ -81,6 +81,17 @@ def _nginx_line(
     return line + (f" {done - start:.{digits}f}" if client_time > 0 or ms else "")
 
 
+def _haproxy_line(start: float, end: float, u: int) -> str:
+    ms = int(start * 1000)  # HAProxy's accept date and timers, in whole milliseconds
+    stamp = datetime.fromtimestamp(ms / 1000, UTC)
+    date = stamp.strftime("%d/%b/%Y:%H:%M:%S") + f".{ms % 1000:03d}"
+    ta = int(end * 1000) - ms
+    return (
+        f"{stamp:%b %e %H:%M:%S} lb haproxy[7]: 10.0.0.99:{40000 + ms % 20000} [{date}] fe "
+        f'be/s{u + 1} 0/0/0/{ta}/{ta} 200 512 - - ---- 1/1/0/0/0 0/0 "GET /api HTTP/1.1"'
+    )
+
+
 def _envoy_line(start: float, end: float, u: int, fmt: str) -> str:
     ms = int(start * 1000)  # Envoy truncates both to the millisecond
     stamp = datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
@@ -112,7 +123,8 @@ def balancer_log(
 ) -> list[str]:
     """Return the log lines of ``requests`` requests balanced by ``policy`` over ``k``.
 
-    ``fmt``: ``nginx`` (exact times), ``envoy`` or ``envoy-json`` (milliseconds).
+    ``fmt``: ``nginx`` (exact times), ``envoy``, ``envoy-json`` or ``haproxy`` (``option
+    httplog``, with a syslog prefix; milliseconds).
     ``window``: keep the lines written between these shares of the run's lines (by the time
     they were written); ``client_time``: mean (exponential) of the time after the upstream
     is done until the line is written; ``bias``: see the module notes; ``milliseconds``:
@@ -138,6 +150,8 @@ def balancer_log(
         written = done + (rng.exponential(client_time) if client_time > 0 else 0.0)
         if fmt == "nginx":
             lines.append((written, _nginx_line(t, done, written, u, client_time, milliseconds)))
+        elif fmt == "haproxy":
+            lines.append((written, _haproxy_line(t, written, u)))
         else:
             lines.append((written, _envoy_line(t, written, u, fmt)))
     lines.sort(key=lambda line: line[0])  # written when each request ends

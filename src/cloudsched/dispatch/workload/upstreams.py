@@ -57,7 +57,7 @@ from cloudsched.dispatch.workload.formats import (
     read_line,
 )
 from cloudsched.dispatch.workload.logfiles import TraceError, check_log_files, log_lines
-from cloudsched.dispatch.workload.upstream_fast import FastLines, fast_pattern, read_fast
+from cloudsched.dispatch.workload.upstream_fast import FastRows, fast_pattern, read_fast
 from cloudsched.errors import ParameterError, check_real
 
 __all__ = [
@@ -157,7 +157,7 @@ def read_upstream_log(
     """Read who served each request and when (see the module notes for each format).
 
     ``end_slack`` and ``resolution`` override the format's (:class:`UpstreamLog`): 0 and 0
-    for a log whose times are exact.  ``fast``: NGINX's plain lines a batch at a time
+    for a log whose times are exact.  ``fast``: plain lines a batch at a time
     (:mod:`.upstream_fast`; False: every line by the per-line reader, the reference).
     ``progress``: called with the share of the files' text read, every batch of lines.
     """
@@ -178,11 +178,11 @@ def read_upstream_log(
     pattern, clock = line_pattern(fmt, log_format)
     check_log_files(files)  # regular files whose rows fit in memory, before reading any
     plain = None
-    if fast and fmt == "nginx" and clock == "msec" and log_format is not None:
-        plain = fast_pattern(log_format)
+    if fast and (fmt != "nginx" or clock == "msec"):
+        plain = fast_pattern(fmt, log_format)
     rows = _Rows()
     for batch in _batches(files, progress):
-        got = read_fast([text for _, _, text in batch], plain) if plain else None
+        got = read_fast([text for _, _, text in batch], fmt, plain) if plain else None
         out = _Batch(len(batch), got)
         for i in np.flatnonzero(~out.keep).tolist():
             file, line_no, text = batch[i]
@@ -223,8 +223,6 @@ def read_upstream_log(
 
 #: Lines read a batch at a time.
 BATCH = 65_536
-#: The clock step of a time with so many digits after the point (NGINX: at most 9).
-_STEPS = np.array([10.0 ** -min(d, 9) for d in range(10)])
 
 
 def _batches(
@@ -262,21 +260,16 @@ def _text_size(path: str | Path) -> int:
 class _Batch:
     """One batch's requests: the plain lines read together, the others one by one."""
 
-    def __init__(self, n: int, got: FastLines | None) -> None:
+    def __init__(self, n: int, got: FastRows | None) -> None:
         self.sent, self.end, self.step = np.zeros(n), np.zeros(n), np.zeros(n)
         self.keep = np.zeros(n, dtype=bool)
         self.name: list[str | None] = [None] * n
         self.dropped = self.unparsed = 0
         self.first_unparsed = ""
-        if got is not None:  # as _times reads an NGINX line, a batch at a time
-            start = got.msec - got.total
-            done = got.msec
-            if got.upstream_last is not None:
-                start = start + 0.0  # no tries before the one that served it
-                done = start + got.upstream_last
+        if got is not None:
             self.keep = got.ok.copy()
-            self.sent[got.ok], self.end[got.ok] = start[got.ok], done[got.ok]
-            self.step[got.ok] = _STEPS[np.minimum(got.digits[got.ok], 9)]
+            self.sent[got.ok], self.end[got.ok] = got.sent[got.ok], got.end[got.ok]
+            self.step[got.ok] = got.step[got.ok]
             self.name = list(got.upstream)
 
     def add(self, i: int, got: object, where: str) -> None:
