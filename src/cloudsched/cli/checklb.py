@@ -94,8 +94,21 @@ def check_lb(
             "longer run, as a rotated log is).",
         ),
     ] = False,
+    advise: Annotated[
+        bool,
+        opt(
+            "--advise",
+            help="Replay the log under the law found and under every law the same balancer "
+            "offers, and write the configuration change with the predicted p99 before and "
+            "after (95% intervals; no change when they overlap).",
+        ),
+    ] = False,
     seed: Annotated[
-        int, opt("--seed", help="Seed of the randomised transform (with the log's content).")
+        int,
+        opt(
+            "--seed",
+            help="Seed of the randomised transform (with the log's content) and of --advise.",
+        ),
     ] = 0,
     fmt: FormatJson = None,
     out: Out = (None),
@@ -138,10 +151,15 @@ def check_lb(
             "independent test",
             *found.notes,
         ]
-    emit(_report(res, found, log_type, fmt), out)
+    advice = None
+    if advise:
+        from cloudsched.experiments.checklb_advise import advise_from_log
+
+        advice = advise_from_log(data, log_type, expect, seed=seed)
+    emit(_report(res, found, log_type, fmt, advice), out)
 
 
-def _report(res: Any, found: Any, log_type: str, fmt: str) -> str:
+def _report(res: Any, found: Any, log_type: str, fmt: str, advice: Any) -> str:
     """Return the output of one check: JSON, or the tables and the verdict's lines."""
     import pandas as pd
 
@@ -184,6 +202,15 @@ def _report(res: Any, found: Any, log_type: str, fmt: str) -> str:
         "notes": res.notes,
         "verdict": res.verdict,
         "identified": None if found is None else found.summary(),
+        "advice": None
+        if advice is None
+        else {
+            "current": advice.current,
+            "advice": advice.advice,
+            "load": advice.load,
+            "laws": advice.rows,
+            "sentence": advice.sentence(log_type),
+        },
     }
     text = format_frame(fits.head(6), fmt, "fit of each law, best first", payload)
     if fmt != "table":
@@ -200,6 +227,7 @@ def _report(res: Any, found: Any, log_type: str, fmt: str) -> str:
         f"upstream {min(res.shares.values()):.1%} to {max(res.shares.values()):.1%}\n"
         + (f"identified: {found.sentence}\n" if found is not None else "")
         + f"verdict: {res.verdict}\n"
+        + (f"{advice.sentence(log_type)}\n" if advice is not None else "")
         + "".join(f"note: {n}\n" for n in res.notes)
     )
 
