@@ -363,3 +363,24 @@ def test_envoy_and_haproxy_batches_read_as_their_lines(tmp_path, monkeypatch, fm
     assert (fast.dropped, fast.unparsed) == (slow.dropped, slow.unparsed)
     path.write_text("\n".join(lines) + "\n")  # the simulated proxy alone: its true law
     assert check_lb(read_upstream_log(path, fmt), "least-request").consistent
+
+
+def test_envoy_json_counts_a_request_for_its_upstream_stream(tmp_path):
+    """Envoy's rq_active counts a request from attaching its stream to an upstream
+    connection until the stream closes (ConnPoolImplBase::attachStreamToClient and
+    onStreamClosed, source/common/conn_pool/conn_pool_base.cc), before the response has
+    reached the client, where DURATION ends: with 10 ms of client time on 100 ms of
+    service, us_tx_beg and us_rx_end give least request back; DURATION alone is noted."""
+    lines = balancer_log(
+        "least-request", k=8, load=0.8, requests=6000, seed=2, client_time=0.01, fmt="envoy-json"
+    )
+    log = _log(tmp_path, "e.log", lines, fmt="envoy-json")
+    assert not log.client_times and check_lb(log, "least-request").consistent
+    bare = [
+        json.dumps({k: v for k, v in json.loads(x).items() if not k.startswith("us_")})
+        for x in lines
+    ]
+    log = _log(tmp_path, "b.log", bare, fmt="envoy-json")
+    res = check_lb(log, "least-request")
+    assert "DURATION runs until the response reached the client" in log.client_times
+    assert not res.consistent and any("only the client's times" in n for n in res.notes)

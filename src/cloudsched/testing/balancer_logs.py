@@ -12,9 +12,10 @@ Envoy formats them.  Written from the policy descriptions, independently of
 
 Production's logs, too: ``window`` keeps the lines written in a share of the run (a rotated
 log: lines are written when requests end); ``client_time`` adds a time after the upstream
-is done before the line is written (NGINX's ``$request_time`` includes sending the response
-to the client; the upstream is free, and counts one less, at its end), and the NGINX lines
-then carry ``$upstream_response_time``; ``bias`` makes the load-aware policies draw
+is done before the line is written (NGINX's ``$request_time`` and Envoy's ``DURATION``
+include sending the response to the client; the upstream is free, and counts one less, at
+its end), and the NGINX lines then carry ``$upstream_response_time``, the Envoy JSON lines
+``us_tx_beg`` and ``us_rx_end``; ``bias`` makes the load-aware policies draw
 upstream 0 that many times as often as each other (Envoy's P2C draws from a host list
 in which a host may appear more than once).
 """
@@ -92,15 +93,16 @@ def _haproxy_line(start: float, end: float, u: int) -> str:
     )
 
 
-def _envoy_line(start: float, end: float, u: int, fmt: str) -> str:
+def _envoy_line(start: float, end: float, u: int, fmt: str, done: float | None = None) -> str:
     ms = int(start * 1000)  # Envoy truncates both to the millisecond
     stamp = datetime.fromtimestamp(ms / 1000, UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     duration = int((end - start) * 1000)
     host = f"10.0.0.{u + 1}:8080"
     if fmt == "envoy-json":
-        return json.dumps(
-            {"start_time": stamp, "method": "GET", "duration": duration, "upstream_host": host}
-        )
+        line = {"start_time": stamp, "method": "GET", "duration": duration, "upstream_host": host}
+        if done is not None:  # %COMMON_DURATION(DS_RX_BEG:US_TX_BEG / US_RX_END:ms)%
+            line |= {"us_tx_beg": 0, "us_rx_end": int((done - start) * 1000)}
+        return json.dumps(line)
     return (
         f'[{stamp}] "GET /api HTTP/1.1" 200 - 0 512 {duration} {max(duration - 1, 0)} "-" '
         f'"curl/8.5.0" "{u:08x}-{ms % 9973:04x}" "api.example.com" "{host}"'
@@ -153,7 +155,8 @@ def balancer_log(
         elif fmt == "haproxy":
             lines.append((written, _haproxy_line(t, written, u)))
         else:
-            lines.append((written, _envoy_line(t, written, u, fmt)))
+            upstream_end = done if client_time > 0 else None
+            lines.append((written, _envoy_line(t, written, u, fmt, upstream_end)))
     lines.sort(key=lambda line: line[0])  # written when each request ends
     if window is not None:
         lines = lines[int(window[0] * len(lines)) : int(window[1] * len(lines))]

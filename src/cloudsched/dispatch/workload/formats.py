@@ -14,7 +14,10 @@ format is one entry of :data:`LOG_FORMATS` (a pattern and a function from a matc
 * ``envoy``: time ``%START_TIME%`` (the start); total ``%DURATION%`` (ms); upstream's time
   ``%RESP(X-ENVOY-UPSTREAM-SERVICE-TIME)%``; upstream the last quoted field; step 1 ms;
 * ``envoy-json``: time ``start_time`` (the start); total ``duration`` (ms); upstream's time
-  ``upstream_service_time``; upstream ``upstream_host``; step 1 ms;
+  ``upstream_service_time``; upstream ``upstream_host``; step 1 ms; where the line has
+  ``us_tx_beg`` and ``us_rx_end`` (ms after the start: ``%COMMON_DURATION(DS_RX_BEG:US_TX_BEG:ms)%``
+  and ``...:US_RX_END:ms)%``), the upstream stream's own span (``upstream_before``,
+  ``upstream_last``);
 * ``haproxy``: time the accept date (the start); total ``Ta`` (ms); upstream's time ``Tr``
   (ms); upstream ``backend/server``; step 1 ms.
 
@@ -174,6 +177,9 @@ def _envoy_json(text: re.Match[str] | str, where: str, clock: str) -> Request:
     keys = ("upstream_service_time", "x-envoy-upstream-service-time")
     up = _duration(where, value(*keys), "upstream_service_time", 1e3)
     host = value("upstream_host").strip()
+    begin = _duration(where, value("us_tx_beg"), "us_tx_beg", 1e3)
+    end = _duration(where, value("us_rx_end"), "us_rx_end", 1e3)
+    on_upstream = None if begin is None or end is None else end - begin
     return Request(
         stamp,
         exact,
@@ -184,6 +190,8 @@ def _envoy_json(text: re.Match[str] | str, where: str, clock: str) -> Request:
         1e3,
         step,
         missing,
+        on_upstream,
+        begin or 0.0,
     )
 
 

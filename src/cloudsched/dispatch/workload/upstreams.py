@@ -100,7 +100,7 @@ class UpstreamLog:
     source: str
     end_slack: float = 0.0
     resolution: float = 0.0
-    client_times: bool = False  # the times include the client's (no upstream's own time)
+    client_times: str = ""  # how the times include the client's (no upstream's own time)
     unparsed: int = 0  # lines not in the format, skipped
     absurd: int = 0  # requests longer than MAX_REQUEST, left out
 
@@ -141,6 +141,11 @@ def _times(fmt: str, req: Request | None, where: str) -> object:
         )
     if not (0 <= req.total <= 1e9):
         raise TraceError(where, f"DURATION must be in [0, 1e9] ms, got {req.total:g}")
+    if req.upstream_last is not None:  # the upstream stream's own begin and end
+        if not (req.upstream_before >= 0 and 0 <= req.upstream_last <= 1e9):
+            raise TraceError(where, "us_tx_beg and us_rx_end must be 0 <= us_tx_beg <= us_rx_end")
+        start = req.time + req.upstream_before / per
+        return start, start + req.upstream_last / per, req.upstream, req.step, True
     return req.time, req.time + req.total / per, req.upstream, req.step
 
 
@@ -215,7 +220,7 @@ def read_upstream_log(
         ", ".join(map(str, files)),
         END_SLACK[fmt] if end_slack is None else end_slack,
         step if resolution is None else resolution,
-        fmt == "nginx" and "$upstream_response_time" not in (log_format or ""),
+        client_times(fmt, log_format, rows.upstream_times),
         unparsed,
         absurd,
     )
@@ -264,7 +269,7 @@ class _Batch:
         self.sent, self.end, self.step = np.zeros(n), np.zeros(n), np.zeros(n)
         self.keep = np.zeros(n, dtype=bool)
         self.name: list[str | None] = [None] * n
-        self.dropped = self.unparsed = 0
+        self.dropped = self.unparsed = self.upstream_times = 0
         self.first_unparsed = ""
         if got is not None:
             self.keep = got.ok.copy()
@@ -281,8 +286,9 @@ class _Batch:
             self.dropped += 1
         else:
             assert isinstance(got, tuple)
-            self.sent[i], self.end[i], self.name[i], self.step[i] = got
+            self.sent[i], self.end[i], self.name[i], self.step[i] = got[:4]
             self.keep[i] = True
+            self.upstream_times += len(got) > 4
 
 
 class _Rows:
@@ -291,7 +297,7 @@ class _Rows:
     def __init__(self) -> None:
         self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
         self.names: dict[str, int] = {}
-        self.dropped = self.unparsed = self.absurd = 0
+        self.dropped = self.unparsed = self.absurd = self.upstream_times = 0
         self.first_unparsed = ""
         self.step = 0.0  # the coarsest clock step of the lines read
 
@@ -299,6 +305,7 @@ class _Rows:
         """Add a batch's requests; one held longer than :data:`MAX_REQUEST` is absurd."""
         self.dropped += b.dropped
         self.unparsed += b.unparsed
+        self.upstream_times += b.upstream_times
         self.first_unparsed = self.first_unparsed or b.first_unparsed
         absurd = b.keep & ~(b.end - b.sent <= MAX_REQUEST)
         self.absurd += int(absurd.sum())
@@ -321,6 +328,23 @@ class _Rows:
     def ups(self) -> np.ndarray:
         parts = [p[2] for p in self.parts]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def client_times(fmt: str, log_format: str | None, upstream_times: int) -> str:
+    """Say how the log's times differ from the upstream's own ("": they do not)."""
+    if fmt == "nginx" and "$upstream_response_time" not in (log_format or ""):
+        return (
+            "$request_time includes sending the response to the client after the upstream is "
+            "free; add $upstream_response_time to the log_format"
+        )
+    if fmt.startswith("envoy") and not upstream_times:
+        return (
+            "DURATION runs until the response reached the client, after the upstream stream "
+            "closed; log %COMMON_DURATION(DS_RX_BEG:US_TX_BEG:ms)% and "
+            "%COMMON_DURATION(DS_RX_BEG:US_RX_END:ms)% as us_tx_beg and us_rx_end in a JSON "
+            "format"
+        )
+    return ""
 
 
 def _shown(fmt: str, log_format: str | None) -> str:
