@@ -216,7 +216,7 @@ def test_the_batch_reader_reads_as_the_line_reader(tmp_path, monkeypatch):
     """Plain lines are read a batch at a time, every other line by the per-line reader:
     retries, a '-' upstream, garbage, blank lines, a colon-ended address, an absurd time,
     $msec of 0 (an error either way) and both NGINX formats give the same requests."""
-    import cloudsched.dispatch.workload.upstreams as upstreams
+    import cloudsched.dispatch.workload.upstream_fast as upstreams
 
     monkeypatch.setattr(upstreams, "BATCH", 97)  # batches end everywhere
     lines = balancer_log("pod:2", k=5, load=0.9, requests=1500, seed=6, milliseconds=True)
@@ -253,7 +253,7 @@ def test_the_batch_reader_reads_as_the_line_reader(tmp_path, monkeypatch):
 
 
 def test_reading_a_long_log_reports_its_progress(tmp_path, monkeypatch):
-    import cloudsched.dispatch.workload.upstreams as upstreams
+    import cloudsched.dispatch.workload.upstream_fast as upstreams
 
     monkeypatch.setattr(upstreams, "BATCH", 500)
     path = tmp_path / "long.log.gz"
@@ -314,7 +314,7 @@ def test_envoy_and_haproxy_batches_read_as_their_lines(tmp_path, monkeypatch, fm
     """The batch reader's Envoy and HAProxy lines against the per-line reader, with lines
     it must leave to that reader: no upstream, aborted timers, another date first, a
     finer clock, an impossible date, seconds since the epoch, garbage."""
-    import cloudsched.dispatch.workload.upstreams as upstreams
+    import cloudsched.dispatch.workload.upstream_fast as upstreams
 
     monkeypatch.setattr(upstreams, "BATCH", 89)
     lines = balancer_log("least-request", k=5, load=0.9, requests=1200, seed=7, fmt=fmt)
@@ -384,3 +384,28 @@ def test_envoy_json_counts_a_request_for_its_upstream_stream(tmp_path):
     res = check_lb(log, "least-request")
     assert "DURATION runs until the response reached the client" in log.client_times
     assert not res.consistent and any("only the client's times" in n for n in res.notes)
+
+
+def test_nginx_workers_without_a_shared_zone_count_their_own_requests(tmp_path):
+    """Four NGINX workers, each least_conn over its own requests (no zone): read with the
+    shared counts the log looks like power of two with replacement and least request is
+    rejected; with each worker's own counts ($pid) it is least request, and without
+    --expect that view is named.  Both readers give the same workers."""
+    from cloudsched.experiments.checklb_identify import identify
+
+    lines = balancer_log("least-request", k=8, load=0.8, requests=8000, seed=1, workers=4)
+    path = tmp_path / "w.log"
+    path.write_text("\n".join(lines) + "\n")
+    log = read_upstream_log(path, "nginx", end_slack=0.0)  # the $pid format, detected
+    slow = read_upstream_log(path, "nginx", end_slack=0.0, fast=False)
+    assert len(log.workers) == 4 and np.array_equal(log.worker, slow.worker)
+    assert log.workers == slow.workers
+    shared = check_lb(log, "least-request")
+    assert not shared.consistent and shared.best_fit != "least-request"
+    assert any("--view worker" in n for n in shared.notes)
+    assert check_lb(log, "least-request", view="worker").consistent
+    found = identify(log)
+    assert (found.law, found.view, found.workers) == ("least-request", "worker", 4)
+    one = balancer_log("least-request", k=8, load=0.8, requests=8000, seed=1)
+    found = identify(_log(tmp_path, "one.log", one))
+    assert (found.law, found.view) == ("least-request", "shared")

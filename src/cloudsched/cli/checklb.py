@@ -9,7 +9,7 @@ import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, emit, format_frame, resolve_format
 from cloudsched.cli.options import FormatJson, Out, opt
-from cloudsched.errors import check_real
+from cloudsched.errors import check_choice, check_real
 
 __all__ = ["register"]
 
@@ -94,6 +94,16 @@ def check_lb(
             "longer run, as a rotated log is).",
         ),
     ] = False,
+    view: Annotated[
+        str | None,
+        opt(
+            "--view",
+            help="Whose counts the balancer reads: shared (all its requests), or worker (each "
+            "worker process its own, as NGINX's without a shared zone; the log must name the "
+            "worker, $pid). Default: shared with --expect; without it, both where the log "
+            "names the worker, and the likelier is named.",
+        ),
+    ] = None,
     advise: Annotated[
         bool,
         opt(
@@ -138,13 +148,23 @@ def check_lb(
     finally:
         bar.close()
     margin = check_real("--margin", margin, low=0.0, high=0.5)
+    if view is not None:
+        view = check_choice("--view", view, ("shared", "worker"))
     found = None
     if expect is None:
         from cloudsched.experiments.checklb_identify import identify
 
-        found = identify(data, whole_run=whole_run, alpha=alpha)
-        expect = found.law
-    res = run_check(data, expect, alpha=alpha, margin=margin, seed=seed, whole_run=whole_run)
+        found = identify(data, whole_run=whole_run, alpha=alpha, view=view)
+        expect, view = found.law, found.view
+    res = run_check(
+        data,
+        expect,
+        alpha=alpha,
+        margin=margin,
+        seed=seed,
+        whole_run=whole_run,
+        view=view or "shared",
+    )
     if found is not None:
         res.notes[:0] = [
             "the law was chosen from this log, so its check is a check of fit, not an "
@@ -188,6 +208,7 @@ def _report(res: Any, found: Any, log_type: str, fmt: str, advice: Any) -> str:
         "left_out": res.left_out,
         "left_out_at_edges": res.edges,
         "trace_format": log_type,
+        "view": res.view,
         "upstreams": res.upstreams,
         "dropped": res.dropped,
         "best_fit": res.best_fit,

@@ -97,6 +97,7 @@ class Conformance:
     draws_p: float | None = None  # the draws' chi-square p-value
     small: bool = False  # consistent only because the departure is within the margin
     alpha: float = 0.01  # the level of the two tests together
+    view: str = "shared"  # whose counts each choice saw
 
     @property
     def verdict(self) -> str:
@@ -172,6 +173,7 @@ def check_lb(
     margin: float = MARGIN,
     seed: int = 0,
     whole_run: bool = False,
+    view: str = "shared",
 ) -> Conformance:
     """Test whether the choices in ``log`` (an :class:`UpstreamLog`) follow ``expect``.
 
@@ -179,7 +181,9 @@ def check_lb(
     each upstream was chosen); the p-value is the smaller, doubled (Bonferroni).
     Consistent when it is at least ``alpha``, or when the departure the transform detects
     is small (``|mean F - 0.5|`` within ``margin`` and KS D within twice it) and the draws
-    pass; the verdict then says so.  ``whole_run``: the log holds every request of the
+    pass; the verdict then says so.  ``view``: whose counts each choice saw, ``shared`` or
+    ``worker`` (see :func:`~cloudsched.experiments.checklb_counts.tested_counts`).
+    ``whole_run``: the log holds every request of the
     proxy's run, from its start until all ended (else it is read as a window, see
     :func:`~cloudsched.experiments.checklb_counts.window_edges`).
     """
@@ -192,7 +196,7 @@ def check_lb(
         raise ParameterError("log", log.source, "a log of requests to two upstreams or more")
     if kind == "pod" and not replace and d > k:
         raise ParameterError("expect", expect, f"pod:D with D <= {k} (the upstreams in the log)")
-    tc = tested_counts(log, whole_run, need=2 if kind != "round-robin" else 0)
+    tc = tested_counts(log, whole_run, need=2 if kind != "round-robin" else 0, view=view)
     n, left_out, edges = int(log.upstream.size), tc.left_out, tc.edges
     levels, chosen, tested = tc.levels, tc.chosen, tc.upstream
     rk = ranks(levels, chosen)
@@ -215,10 +219,17 @@ def check_lb(
         left_out=left_out,
         edges=int(edges.sum()),
         alpha=alpha,
+        view=view,
         shares=dict(zip(log.names, load.share.tolist(), strict=True)),
         load=load,
     )
     _log_notes(out, log)
+    workers: tuple[str, ...] = tuple(getattr(log, "workers", ()))
+    if view == "shared" and workers:
+        out.notes.append(
+            f"the log names {len(workers)} worker processes: without a shared zone each "
+            "counts its own requests (--view worker)"
+        )
     if kind == "round-robin":
         inside = ~edges  # every request sent there is in the log: the sequence is whole
         out.statistic = round_robin_share(log.upstream[inside], log.sent[inside], k)

@@ -225,19 +225,36 @@ class Tested:
     edges: np.ndarray  # bool, every arrival: at the window's edges
 
 
-def tested_counts(log: Any, whole_run: bool, need: int = 2) -> Tested:
+def tested_counts(log: Any, whole_run: bool, need: int = 2, view: str = "shared") -> Tested:
     """Rebuild the counts of an :class:`UpstreamLog` and keep the arrivals it fixes.
 
     Left out: the arrivals the clock cannot order (:func:`unresolved_arrivals`) and,
     unless ``whole_run``, those at the edges of a window (:func:`window_edges`).  Fewer
-    than ``need`` kept is a one-line error naming the log.
+    than ``need`` kept is a one-line error naming the log.  ``view``: ``shared`` (the
+    proxy's counts are of all its requests) or ``worker`` (each worker process counts its
+    own, as NGINX's do without a shared ``zone``: the log must name the worker, ``$pid``).
     """
     from cloudsched.errors import ParameterError
     from cloudsched.resources import check_memory
 
     n, k = int(log.upstream.size), len(log.names)
     check_memory("log", log.source, n * k * 12.0, "the counts of every upstream at every arrival")
-    levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
+    if view == "worker":
+        if getattr(log, "worker", None) is None:
+            raise ParameterError(
+                "view",
+                view,
+                "shared, or worker for a log that names each request's worker "
+                "($pid in NGINX's log_format)",
+            )
+        levels = np.empty((n, k), dtype=np.int32)
+        for w in np.unique(log.worker):
+            mine = np.flatnonzero(log.worker == w)
+            levels[mine] = levels_at_arrivals(
+                log.sent[mine], log.end[mine], log.upstream[mine], k, log.end_slack
+            )
+    else:
+        levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
     chosen = levels[np.arange(n), log.upstream]
     edges = np.zeros(n, dtype=bool)
     if not whole_run:

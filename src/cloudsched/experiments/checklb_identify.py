@@ -22,6 +22,7 @@ slow start, and NGINX ``least_time``'s averages.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,6 +52,9 @@ class Identified:
     draws_p: float | None = None  # likelihood-ratio p-value of equal draws
     round_robin: float = 0.0
     notes: list[str] = field(default_factory=list)
+    view: str = "shared"  # whose counts the choices follow (see tested_counts)
+    workers: int = 1
+    total: float = -math.inf  # total log-likelihood of the law named
 
     def summary(self) -> dict[str, Any]:
         """Return what was found, for JSON."""
@@ -61,6 +65,8 @@ class Identified:
             "draws": self.draws,
             "draws_p": self.draws_p,
             "round_robin": self.round_robin,
+            "view": self.view,
+            "workers": self.workers,
             "sentence": self.sentence,
         }
 
@@ -78,6 +84,11 @@ class Identified:
             f"{self.evidence:.1f} over {self.requests} requests)"
         )
         draws = self.draws
+        if self.view == "worker":
+            text += (
+                f"; each of its {self.workers} worker processes counts its own requests (no "
+                "shared zone): the counts are per worker"
+            )
         if draws is not None and self.draws_p is not None:
             top = max(draws, key=lambda u: draws[u])
             text += (
@@ -127,18 +138,31 @@ def fit_draws(levels: np.ndarray, upstream: np.ndarray, d: int) -> tuple[np.ndar
     return q, float(stats.chi2.sf(stat, k - 1))
 
 
-def identify(log: Any, *, whole_run: bool = False, alpha: float = 0.01) -> Identified:
-    """Name the most likely law of ``log`` (an :class:`UpstreamLog`) and its parameters."""
+def identify(
+    log: Any, *, whole_run: bool = False, alpha: float = 0.01, view: str | None = None
+) -> Identified:
+    """Name the most likely law of ``log`` (an :class:`UpstreamLog`) and its parameters.
+
+    ``view``: whose counts the choices saw (``shared`` or ``worker``); None: both, where the
+    log names each request's worker, and the likelier is named.
+    """
+    if view is None:
+        views = ["shared", "worker"] if getattr(log, "worker", None) is not None else ["shared"]
+        found = [identify(log, whole_run=whole_run, alpha=alpha, view=v) for v in views]
+        return max(found, key=lambda f: (f.law == "round-robin", f.total))
     from cloudsched.experiments.checklb import ROUND_ROBIN_SHARE, round_robin_share
 
     k = len(log.names)
-    tc = tested_counts(log, whole_run)
+    tc = tested_counts(log, whole_run, view=view)
     rk = ranks(tc.levels, tc.chosen)
     n = int(tc.upstream.size)
     fits = {name: loglik((kd, dd, rr), rk, k) for name, kd, dd, rr in candidates(k)}
     order = sorted(fits, key=lambda name: -fits[name])
     best, second = order[0], order[1]
     out = Identified(best, second, n * (fits[best] - fits[second]), n, fits)
+    out.view, out.total = view, n * fits[best]
+    if view == "worker":
+        out.workers = len(log.workers)
     inside = ~tc.edges
     out.round_robin = round_robin_share(log.upstream[inside], log.sent[inside], k)
     if out.round_robin >= ROUND_ROBIN_SHARE:
@@ -151,7 +175,7 @@ def identify(log: Any, *, whole_run: bool = False, alpha: float = 0.01) -> Ident
             out.draws = dict(zip(log.names, (q * k).tolist(), strict=True))
             out.draws_p = p
     out.notes.append(
-        "not identified from a log: per-worker counts (NGINX without a shared zone), "
-        "weights and slow start (Envoy), least_time's averages"
+        "not identified from a log: weights and slow start (Envoy), least_time's averages"
+        + ("" if view == "worker" else ", per-worker counts unless the log names the worker")
     )
     return out

@@ -122,6 +122,7 @@ def balancer_log(
     client_time: float = 0.0,
     bias: float = 1.0,
     milliseconds: bool = False,
+    workers: int = 1,
 ) -> list[str]:
     """Return the log lines of ``requests`` requests balanced by ``policy`` over ``k``.
 
@@ -131,26 +132,34 @@ def balancer_log(
     they were written); ``client_time``: mean (exponential) of the time after the upstream
     is done until the line is written; ``bias``: see the module notes; ``milliseconds``:
     NGINX's times as NGINX writes them, from its millisecond clock (``$msec`` truncated,
-    the durations differences of truncated times), else exact to the microsecond.
+    the durations differences of truncated times), else exact to the microsecond;
+    ``workers``: NGINX worker processes without a shared ``zone``, each request to a
+    uniform one, each counting its own requests (the lines end with ``$pid``, after
+    ``$upstream_response_time``).
     """
     rng = np.random.default_rng(seed)
-    counts = [0] * k
+    counts = [[0] * k for _ in range(workers)]
     free_at = [0.0] * k  # when each upstream's FCFS queue empties
-    ends: list[tuple[float, int]] = []
+    ends: list[tuple[float, int, int]] = []
     state = [-1]
     t = 1.7e9
     lines: list[tuple[float, str]] = []
     for _ in range(requests):
         t += rng.exponential(mean_service / (load * k))
         while ends and ends[0][0] <= t:
-            counts[heapq.heappop(ends)[1]] -= 1
-        u = _choose(policy, counts, rng, state, bias)
+            _, gone, by = heapq.heappop(ends)
+            counts[by][gone] -= 1
+        w = int(rng.integers(workers)) if workers > 1 else 0
+        u = _choose(policy, counts[w], rng, state, bias)
         done = max(t, free_at[u]) + rng.exponential(mean_service)
         free_at[u] = done
-        counts[u] += 1
-        heapq.heappush(ends, (done, u))
+        counts[w][u] += 1
+        heapq.heappush(ends, (done, u, w))
         written = done + (rng.exponential(client_time) if client_time > 0 else 0.0)
-        if fmt == "nginx":
+        if fmt == "nginx" and workers > 1:
+            line = _nginx_line(t, done, written, u, 1.0, milliseconds)
+            lines.append((written, f"{line} {4000 + w}"))
+        elif fmt == "nginx":
             lines.append((written, _nginx_line(t, done, written, u, client_time, milliseconds)))
         elif fmt == "haproxy":
             lines.append((written, _haproxy_line(t, written, u)))

@@ -49,6 +49,7 @@ __all__ = [
     "NGINX_CLIENT_FORMAT",
     "NGINX_DEFAULT_FORMAT",
     "NGINX_UPSTREAM_FORMAT",
+    "NGINX_WORKER_FORMAT",
     "LogFormat",
     "Request",
     "detect_line",
@@ -66,6 +67,9 @@ NGINX_DEFAULT_FORMAT = (
 NGINX_UPSTREAM_FORMAT = "$msec $request_time $upstream_addr $status $upstream_response_time"
 #: The same without the upstream's time (the lab's logs before it; recognised unasked).
 NGINX_CLIENT_FORMAT = "$msec $request_time $upstream_addr $status"
+#: The same with the worker process (``$pid``): each worker counts its own requests
+#: unless the upstream has a shared ``zone`` (recognised unasked).
+NGINX_WORKER_FORMAT = NGINX_UPSTREAM_FORMAT + " $pid"
 _NGINX_TIMES = ("msec", "time_iso8601", "time_local")
 
 
@@ -79,7 +83,8 @@ class Request(NamedTuple):
     Tw``; 0 elsewhere; None when a timer says the request was aborted); ``upstream`` (the
     upstream that served it, None: none); ``step`` (its clock step, s); ``missing`` (keys
     of a JSON line that are absent); NGINX: ``upstream_last``, the time of the try that
-    served it (None: not logged) and ``upstream_before``, the tries before it, summed.
+    served it (None: not logged) and ``upstream_before``, the tries before it, summed;
+    ``worker``: the worker process that proxied it (NGINX ``$pid``; None: not logged).
     """
 
     time: float | None
@@ -93,6 +98,7 @@ class Request(NamedTuple):
     missing: tuple[str, ...] = ()
     upstream_last: float | None = None
     upstream_before: float = 0.0
+    worker: str | None = None
 
 
 @dataclass(frozen=True)
@@ -129,7 +135,8 @@ def _nginx(m: re.Match[str] | str, where: str, clock: str) -> Request:
         )
         step = 10.0 ** -min(digits, 9)
     upstream = None if addr in (None, "", "-") else addr
-    return Request(stamp, exact, total, up, 0.0, upstream, 1.0, step, (), last, before)
+    worker = f["pid"].strip() if f.get("pid") is not None else None
+    return Request(stamp, exact, total, up, 0.0, upstream, 1.0, step, (), last, before, worker)
 
 
 def _envoy(m: re.Match[str] | str, where: str, clock: str) -> Request:
@@ -230,7 +237,12 @@ LOG_FORMATS: dict[str, LogFormat] = {
             ),
             pattern=None,  # from the log_format (line_pattern)
             read=_nginx,
-            log_formats=(NGINX_DEFAULT_FORMAT, NGINX_UPSTREAM_FORMAT, NGINX_CLIENT_FORMAT),
+            log_formats=(
+                NGINX_DEFAULT_FORMAT,
+                NGINX_WORKER_FORMAT,
+                NGINX_UPSTREAM_FORMAT,
+                NGINX_CLIENT_FORMAT,
+            ),
         ),
         LogFormat(
             "envoy",

@@ -1,5 +1,9 @@
 """Access logs read a batch of lines at a time, for ``check-lb`` on long logs.
 
+:func:`batches` cuts the files into batches of :data:`BATCH` lines (reporting progress),
+:func:`read_fast` reads a batch's plain lines, :class:`Batch` holds a batch's requests
+(the others filled in by the per-line reader) and :class:`Rows` gathers them in log order.
+
 A *plain* line is read by one compiled regular expression over the whole batch (Arrow's
 RE2, through ``pyarrow.compute``), Arrow's number parsing (which rounds as Python's
 ``float`` does) and Arrow's date parsing; every other line is read by the per-line reader
@@ -21,12 +25,16 @@ reads logs both ways, line for line).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-__all__ = ["FastRows", "fast_pattern", "read_fast"]
+from cloudsched.dispatch.workload.logfiles import log_lines
+
+__all__ = ["BATCH", "Batch", "FastRows", "Rows", "batches", "fast_pattern", "read_fast"]
 
 _NUMBER = r"\d{{1,12}}(?:\.(?P<{0}_frac>\d{{1,9}}))?"
 _NUMERIC = ("msec", "request_time", "upstream_response_time")
@@ -79,6 +87,7 @@ class FastRows:
     end: np.ndarray
     step: np.ndarray
     upstream: list[str | None]
+    worker: list[str | None] | None = None  # NGINX $pid, where the format has it
 
 
 #: The clock step of a time with so many digits after the point (NGINX: at most 9).
@@ -132,7 +141,8 @@ def _nginx(m: Any, ok: np.ndarray) -> FastRows:
         return np.asarray(pc.utf8_length(_column(m, f"{name}_frac")).fill_null(0).to_numpy())
 
     digits = np.minimum(np.maximum(frac("msec"), frac("request_time")), 9)
-    return FastRows(ok, start, done, _STEPS[digits], addr.to_pylist())
+    pid = _column(m, "pid").to_pylist() if "pid" in [f.name for f in m.type] else None
+    return FastRows(ok, start, done, _STEPS[digits], addr.to_pylist(), pid)
 
 
 def _stamped(m: Any, ok: np.ndarray, fmt: str) -> FastRows:
@@ -165,3 +175,125 @@ def _stamped(m: Any, ok: np.ndarray, fmt: str) -> FastRows:
     sent = stamp + queued / 1e3
     end = stamp + _number(m, "Ta") / 1e3
     return FastRows(ok, sent, end, np.full(ok.size, 1e-3), names.to_pylist())
+
+
+#: Lines read a batch at a time.
+BATCH = 65_536
+
+
+def batches(
+    files: list[str | Path], progress: Callable[[float], None] | None
+) -> Iterator[list[tuple[str, int, str]]]:
+    """Yield the files' lines in batches of :data:`BATCH`, reporting the share read."""
+    total = sum(text_size(f) for f in files) if progress is not None else 1
+    read = 0
+    batch: list[tuple[str, int, str]] = []
+    for file, line_no, text in log_lines(files):
+        batch.append((file, line_no, text))
+        read += len(text)
+        if len(batch) == BATCH:
+            yield batch
+            batch = []
+            if progress is not None:
+                progress(min(1.0, read / max(total, 1)))
+    if batch:
+        yield batch
+
+
+def text_size(path: str | Path) -> int:
+    """Return the size of a file's text, for progress only.
+
+    A gzip file's trailer gives it (modulo 4 GiB); else the size on disk.
+    """
+    size = Path(path).stat().st_size
+    with open(path, "rb") as f:
+        if f.read(2) != b"\x1f\x8b" or size < 18:
+            return size
+        f.seek(-4, 2)
+        return max(int.from_bytes(f.read(4), "little"), size)
+
+
+class Batch:
+    """One batch's requests: the plain lines read together, the others one by one."""
+
+    def __init__(self, n: int, got: FastRows | None) -> None:
+        self.sent, self.end, self.step = np.zeros(n), np.zeros(n), np.zeros(n)
+        self.keep = np.zeros(n, dtype=bool)
+        self.name: list[str | None] = [None] * n
+        self.worker: list[str | None] = [None] * n
+        self.dropped = self.unparsed = self.upstream_times = 0
+        self.first_unparsed = ""
+        if got is not None:
+            self.keep = got.ok.copy()
+            self.sent[got.ok], self.end[got.ok] = got.sent[got.ok], got.end[got.ok]
+            self.step[got.ok] = got.step[got.ok]
+            self.name = list(got.upstream)
+            self.worker = list(got.worker) if got.worker is not None else self.worker
+
+    def add(self, i: int, got: object, where: str) -> None:
+        """Add what the per-line reader made of line ``i`` (``upstreams._timed``)."""
+        if got is False:
+            self.unparsed += 1
+            self.first_unparsed = self.first_unparsed or where
+        elif got is None:
+            self.dropped += 1
+        else:
+            assert isinstance(got, tuple)
+            self.sent[i], self.end[i], self.name[i], self.step[i], own, self.worker[i] = got
+            self.keep[i] = True
+            self.upstream_times += own
+
+
+class Rows:
+    """The requests read so far, in log order, and what was left out."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.names: dict[str, int] = {}
+        self.workers: dict[str, int] = {}
+        self.dropped = self.unparsed = self.absurd = self.upstream_times = 0
+        self.first_unparsed = ""
+        self.step = 0.0  # the coarsest clock step of the lines read
+
+    def extend(self, b: Batch, max_request: float) -> None:
+        """Add a batch's requests; one held longer than ``max_request`` is absurd."""
+        self.dropped += b.dropped
+        self.unparsed += b.unparsed
+        self.upstream_times += b.upstream_times
+        self.first_unparsed = self.first_unparsed or b.first_unparsed
+        absurd = b.keep & ~(b.end - b.sent <= max_request)
+        self.absurd += int(absurd.sum())
+        keep = np.flatnonzero(b.keep & ~absurd)
+        if keep.size:
+            self.step = max(self.step, float(b.step[keep].max()))
+        names = [b.name[i] for i in keep]
+        ups = np.array([self.names.setdefault(str(x), len(self.names)) for x in names])
+        workers = [b.worker[i] for i in keep]
+        who = np.array(
+            [-1 if w is None else self.workers.setdefault(w, len(self.workers)) for w in workers]
+        )
+        self.parts.append((b.sent[keep], b.end[keep], ups.astype(np.int64), who.astype(np.int64)))
+
+    @property
+    def sent(self) -> np.ndarray:
+        """Each request's send time, in log order."""
+        return np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0)
+
+    @property
+    def end(self) -> np.ndarray:
+        """Each request's end."""
+        return np.concatenate([p[1] for p in self.parts]) if self.parts else np.zeros(0)
+
+    @property
+    def ups(self) -> np.ndarray:
+        """Each request's upstream (codes of :attr:`names`)."""
+        parts = [p[2] for p in self.parts]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    @property
+    def worker(self) -> np.ndarray | None:
+        """Each request's worker (codes of :attr:`workers`); None: no line names one."""
+        if not self.workers:
+            return None
+        who = np.concatenate([p[3] for p in self.parts])
+        return None if (who < 0).any() else who

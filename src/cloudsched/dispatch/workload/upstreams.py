@@ -42,7 +42,7 @@ out and counted.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -57,7 +57,7 @@ from cloudsched.dispatch.workload.formats import (
     read_line,
 )
 from cloudsched.dispatch.workload.logfiles import TraceError, check_log_files, log_lines
-from cloudsched.dispatch.workload.upstream_fast import FastRows, fast_pattern, read_fast
+from cloudsched.dispatch.workload.upstream_fast import Batch, Rows, batches, fast_pattern, read_fast
 from cloudsched.errors import ParameterError, check_real
 
 __all__ = [
@@ -103,10 +103,24 @@ class UpstreamLog:
     client_times: str = ""  # how the times include the client's (no upstream's own time)
     unparsed: int = 0  # lines not in the format, skipped
     absurd: int = 0  # requests longer than MAX_REQUEST, left out
+    worker: np.ndarray | None = None  # each request's worker process (NGINX $pid), coded
+    workers: tuple[str, ...] = ()  # their names (pids)
+
+
+def _timed(fmt: str, req: Request | None, where: str) -> object:
+    """Return ``(sent, end, upstream, clock step, upstream's own times, worker)``.
+
+    None: a request no upstream served; False: the line is not in the format.
+    """
+    got = _times(fmt, req, where)
+    if not isinstance(got, tuple):
+        return got
+    assert req is not None
+    return (*got[:4], len(got) > 4, req.worker)
 
 
 def _times(fmt: str, req: Request | None, where: str) -> object:
-    """Return ``(sent, end, upstream, clock step)`` of a line's request.
+    """Return ``(sent, end, upstream, clock step)`` of a line's request (see :func:`_timed`).
 
     None: a request no upstream served; False: the line is not in the format.
     """
@@ -185,16 +199,16 @@ def read_upstream_log(
     plain = None
     if fast and (fmt != "nginx" or clock == "msec"):
         plain = fast_pattern(fmt, log_format)
-    rows = _Rows()
-    for batch in _batches(files, progress):
+    rows = Rows()
+    for batch in batches(files, progress):
         got = read_fast([text for _, _, text in batch], fmt, plain) if plain else None
-        out = _Batch(len(batch), got)
+        out = Batch(len(batch), got)
         for i in np.flatnonzero(~out.keep).tolist():
             file, line_no, text = batch[i]
             if text.strip():
                 where = f"{file}:{line_no}"
-                out.add(i, _times(fmt, read_line(fmt, pattern, clock, text, where), where), where)
-        rows.extend(out)
+                out.add(i, _timed(fmt, read_line(fmt, pattern, clock, text, where), where), where)
+        rows.extend(out, MAX_REQUEST)
     sent, end, ups, names = rows.sent, rows.end, rows.ups, rows.names
     dropped, unparsed, absurd, step = rows.dropped, rows.unparsed, rows.absurd, rows.step
     first_unparsed = rows.first_unparsed
@@ -223,111 +237,9 @@ def read_upstream_log(
         client_times(fmt, log_format, rows.upstream_times),
         unparsed,
         absurd,
+        rows.worker,
+        tuple(rows.workers) if rows.worker is not None else (),
     )
-
-
-#: Lines read a batch at a time.
-BATCH = 65_536
-
-
-def _batches(
-    files: list[str | Path], progress: Callable[[float], None] | None
-) -> Iterator[list[tuple[str, int, str]]]:
-    """Yield the files' lines in batches of :data:`BATCH`, reporting the share read."""
-    total = sum(_text_size(f) for f in files) if progress is not None else 1
-    read = 0
-    batch: list[tuple[str, int, str]] = []
-    for file, line_no, text in log_lines(files):
-        batch.append((file, line_no, text))
-        read += len(text)
-        if len(batch) == BATCH:
-            yield batch
-            batch = []
-            if progress is not None:
-                progress(min(1.0, read / max(total, 1)))
-    if batch:
-        yield batch
-
-
-def _text_size(path: str | Path) -> int:
-    """Return the size of a file's text, for progress only.
-
-    A gzip file's trailer gives it (modulo 4 GiB); else the size on disk.
-    """
-    size = Path(path).stat().st_size
-    with open(path, "rb") as f:
-        if f.read(2) != b"\x1f\x8b" or size < 18:
-            return size
-        f.seek(-4, 2)
-        return max(int.from_bytes(f.read(4), "little"), size)
-
-
-class _Batch:
-    """One batch's requests: the plain lines read together, the others one by one."""
-
-    def __init__(self, n: int, got: FastRows | None) -> None:
-        self.sent, self.end, self.step = np.zeros(n), np.zeros(n), np.zeros(n)
-        self.keep = np.zeros(n, dtype=bool)
-        self.name: list[str | None] = [None] * n
-        self.dropped = self.unparsed = self.upstream_times = 0
-        self.first_unparsed = ""
-        if got is not None:
-            self.keep = got.ok.copy()
-            self.sent[got.ok], self.end[got.ok] = got.sent[got.ok], got.end[got.ok]
-            self.step[got.ok] = got.step[got.ok]
-            self.name = list(got.upstream)
-
-    def add(self, i: int, got: object, where: str) -> None:
-        """Add what the per-line reader made of line ``i`` (see :func:`_times`)."""
-        if got is False:
-            self.unparsed += 1
-            self.first_unparsed = self.first_unparsed or where
-        elif got is None:
-            self.dropped += 1
-        else:
-            assert isinstance(got, tuple)
-            self.sent[i], self.end[i], self.name[i], self.step[i] = got[:4]
-            self.keep[i] = True
-            self.upstream_times += len(got) > 4
-
-
-class _Rows:
-    """The requests read so far, in log order, and what was left out."""
-
-    def __init__(self) -> None:
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
-        self.names: dict[str, int] = {}
-        self.dropped = self.unparsed = self.absurd = self.upstream_times = 0
-        self.first_unparsed = ""
-        self.step = 0.0  # the coarsest clock step of the lines read
-
-    def extend(self, b: _Batch) -> None:
-        """Add a batch's requests; one held longer than :data:`MAX_REQUEST` is absurd."""
-        self.dropped += b.dropped
-        self.unparsed += b.unparsed
-        self.upstream_times += b.upstream_times
-        self.first_unparsed = self.first_unparsed or b.first_unparsed
-        absurd = b.keep & ~(b.end - b.sent <= MAX_REQUEST)
-        self.absurd += int(absurd.sum())
-        keep = np.flatnonzero(b.keep & ~absurd)
-        if keep.size:
-            self.step = max(self.step, float(b.step[keep].max()))
-        names = [b.name[i] for i in keep]
-        ups = np.array([self.names.setdefault(str(x), len(self.names)) for x in names])
-        self.parts.append((b.sent[keep], b.end[keep], ups.astype(np.int64)))
-
-    @property
-    def sent(self) -> np.ndarray:
-        return np.concatenate([p[0] for p in self.parts]) if self.parts else np.zeros(0)
-
-    @property
-    def end(self) -> np.ndarray:
-        return np.concatenate([p[1] for p in self.parts]) if self.parts else np.zeros(0)
-
-    @property
-    def ups(self) -> np.ndarray:
-        parts = [p[2] for p in self.parts]
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
 
 def client_times(fmt: str, log_format: str | None, upstream_times: int) -> str:
