@@ -409,3 +409,20 @@ def test_nginx_workers_without_a_shared_zone_count_their_own_requests(tmp_path):
     one = balancer_log("least-request", k=8, load=0.8, requests=8000, seed=1)
     found = identify(_log(tmp_path, "one.log", one))
     assert (found.law, found.view) == ("least-request", "shared")
+
+
+def test_many_proxies_each_with_its_own_counts_one_file_each(tmp_path):
+    """Three proxies, each least_conn over the requests it sent, in front of the same 8
+    upstreams, one log file each: read together with shared counts least request is
+    rejected; --view proxy (each file a proxy) accepts it."""
+    lines = balancer_log("least-request", k=8, load=0.8, requests=9000, seed=2, workers=3)
+    paths = []
+    for pid in ("4000", "4001", "4002"):
+        path = tmp_path / f"proxy-{pid}.log"
+        mine = [x.rsplit(" ", 1)[0] for x in lines if x.endswith(f" {pid}")]
+        path.write_text("\n".join(mine) + "\n")
+        paths.append(path)
+    log = read_upstream_log(paths, "nginx", end_slack=0.0)
+    assert log.files == tuple(map(str, paths)) and set(np.unique(log.file)) == {0, 1, 2}
+    assert not check_lb(log, "least-request").consistent
+    assert check_lb(log, "least-request", view="proxy").consistent

@@ -98,10 +98,11 @@ def check_lb(
         str | None,
         opt(
             "--view",
-            help="Whose counts the balancer reads: shared (all its requests), or worker (each "
+            help="Whose counts the balancer reads: shared (all its requests), worker (each "
             "worker process its own, as NGINX's without a shared zone; the log must name the "
-            "worker, $pid). Default: shared with --expect; without it, both where the log "
-            "names the worker, and the likelier is named.",
+            "worker, $pid) or proxy (each file given is one proxy's log, each proxy counting "
+            "its own). Default: shared with --expect; without it, shared and worker where the "
+            "log names the worker, and the likelier is named.",
         ),
     ] = None,
     advise: Annotated[
@@ -149,7 +150,7 @@ def check_lb(
         bar.close()
     margin = check_real("--margin", margin, low=0.0, high=0.5)
     if view is not None:
-        view = check_choice("--view", view, ("shared", "worker"))
+        view = check_choice("--view", view, ("shared", "worker", "proxy"))
     found = None
     if expect is None:
         from cloudsched.experiments.checklb_identify import identify

@@ -232,24 +232,26 @@ def tested_counts(log: Any, whole_run: bool, need: int = 2, view: str = "shared"
     unless ``whole_run``, those at the edges of a window (:func:`window_edges`).  Fewer
     than ``need`` kept is a one-line error naming the log.  ``view``: ``shared`` (the
     proxy's counts are of all its requests) or ``worker`` (each worker process counts its
-    own, as NGINX's do without a shared ``zone``: the log must name the worker, ``$pid``).
+    own, as NGINX's do without a shared ``zone``: the log must name the worker, ``$pid``)
+    or ``proxy`` (each file read is one proxy's log, and each proxy counts its own).
     """
     from cloudsched.errors import ParameterError
     from cloudsched.resources import check_memory
 
     n, k = int(log.upstream.size), len(log.names)
     check_memory("log", log.source, n * k * 12.0, "the counts of every upstream at every arrival")
-    if view == "worker":
-        if getattr(log, "worker", None) is None:
+    if view in ("worker", "proxy"):
+        group = getattr(log, "worker" if view == "worker" else "file", None)
+        if group is None:
             raise ParameterError(
                 "view",
                 view,
-                "shared, or worker for a log that names each request's worker "
-                "($pid in NGINX's log_format)",
+                "shared, proxy (one file a proxy), or worker for a log that names each "
+                "request's worker ($pid in NGINX's log_format)",
             )
         levels = np.empty((n, k), dtype=np.int32)
-        for w in np.unique(log.worker):
-            mine = np.flatnonzero(log.worker == w)
+        for w in np.unique(group):
+            mine = np.flatnonzero(group == w)
             levels[mine] = levels_at_arrivals(
                 log.sent[mine], log.end[mine], log.upstream[mine], k, log.end_slack
             )

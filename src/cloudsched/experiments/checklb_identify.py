@@ -89,6 +89,8 @@ class Identified:
                 f"; each of its {self.workers} worker processes counts its own requests (no "
                 "shared zone): the counts are per worker"
             )
+        elif self.view == "proxy":
+            text += f"; each of the {self.workers} proxies (one a file) counts its own requests"
         if draws is not None and self.draws_p is not None:
             top = max(draws, key=lambda u: draws[u])
             text += (
@@ -161,8 +163,8 @@ def identify(
     best, second = order[0], order[1]
     out = Identified(best, second, n * (fits[best] - fits[second]), n, fits)
     out.view, out.total = view, n * fits[best]
-    if view == "worker":
-        out.workers = len(log.workers)
+    if view in ("worker", "proxy"):
+        out.workers = len(log.workers) if view == "worker" else len(log.files)
     inside = ~tc.edges
     out.round_robin = round_robin_share(log.upstream[inside], log.sent[inside], k)
     if out.round_robin >= ROUND_ROBIN_SHARE:

@@ -216,7 +216,8 @@ def text_size(path: str | Path) -> int:
 class Batch:
     """One batch's requests: the plain lines read together, the others one by one."""
 
-    def __init__(self, n: int, got: FastRows | None) -> None:
+    def __init__(self, n: int, got: FastRows | None, files: np.ndarray) -> None:
+        self.files = files  # each line's file (its index among the files read)
         self.sent, self.end, self.step = np.zeros(n), np.zeros(n), np.zeros(n)
         self.keep = np.zeros(n, dtype=bool)
         self.name: list[str | None] = [None] * n
@@ -248,7 +249,7 @@ class Rows:
     """The requests read so far, in log order, and what was left out."""
 
     def __init__(self) -> None:
-        self.parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+        self.parts: list[tuple[np.ndarray, ...]] = []
         self.names: dict[str, int] = {}
         self.workers: dict[str, int] = {}
         self.dropped = self.unparsed = self.absurd = self.upstream_times = 0
@@ -272,7 +273,9 @@ class Rows:
         who = np.array(
             [-1 if w is None else self.workers.setdefault(w, len(self.workers)) for w in workers]
         )
-        self.parts.append((b.sent[keep], b.end[keep], ups.astype(np.int64), who.astype(np.int64)))
+        self.parts.append(
+            (b.sent[keep], b.end[keep], ups.astype(np.int64), who.astype(np.int64), b.files[keep])
+        )
 
     @property
     def sent(self) -> np.ndarray:
@@ -288,6 +291,12 @@ class Rows:
     def ups(self) -> np.ndarray:
         """Each request's upstream (codes of :attr:`names`)."""
         parts = [p[2] for p in self.parts]
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    @property
+    def files(self) -> np.ndarray:
+        """Each request's file (its index among the files read)."""
+        parts = [p[4] for p in self.parts]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
 
     @property

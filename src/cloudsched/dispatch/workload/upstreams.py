@@ -105,6 +105,8 @@ class UpstreamLog:
     absurd: int = 0  # requests longer than MAX_REQUEST, left out
     worker: np.ndarray | None = None  # each request's worker process (NGINX $pid), coded
     workers: tuple[str, ...] = ()  # their names (pids)
+    file: np.ndarray | None = None  # each request's file (index into files)
+    files: tuple[str, ...] = ()  # the files read, in order
 
 
 def _timed(fmt: str, req: Request | None, where: str) -> object:
@@ -200,9 +202,11 @@ def read_upstream_log(
     if fast and (fmt != "nginx" or clock == "msec"):
         plain = fast_pattern(fmt, log_format)
     rows = Rows()
+    index = {str(f): i for i, f in enumerate(files)}
     for batch in batches(files, progress):
         got = read_fast([text for _, _, text in batch], fmt, plain) if plain else None
-        out = Batch(len(batch), got)
+        codes = np.array([index[file] for file, _, _ in batch], dtype=np.int64)
+        out = Batch(len(batch), got, codes)
         for i in np.flatnonzero(~out.keep).tolist():
             file, line_no, text = batch[i]
             if text.strip():
@@ -239,6 +243,8 @@ def read_upstream_log(
         absurd,
         rows.worker,
         tuple(rows.workers) if rows.worker is not None else (),
+        rows.files,
+        tuple(map(str, files)),
     )
 
 
