@@ -649,3 +649,31 @@ def test_prequal_learns_to_avoid_a_slow_server_live():
     assert (m["server"] == 0).mean() < 0.15
     counts = r.lab["dispatcher_counts"]
     assert counts["probe"] == 3 * r.lab["requests"]["ok"]
+
+
+@pytest.mark.slow
+@pytest.mark.live
+def test_check_lb_reads_nginx_workers_with_and_without_a_shared_zone(tmp_path):
+    """Live NGINX least_conn with 4 worker processes: without a zone each counts its own
+    requests, and check-lb, reading each worker's counts from $pid, accepts least request
+    and names that view; with the zone the shared counts are least request's."""
+    from cloudsched.dispatch.workload.upstreams import read_upstream_log
+    from cloudsched.experiments.checklb import check_lb
+    from cloudsched.experiments.checklb_identify import identify
+
+    if binary("nginx") is None:
+        pytest.skip("nginx is not installed (apt-get install nginx-light)")
+    for zone in (False, True):
+        spec = LabSpec(
+            "jsq", servers=4, dispatchers=1, load=0.7, unit=0.02, duration=30.0,
+            warmup="1s", balancer="nginx", seed=2, workers=4, zone=zone,
+        )  # fmt: skip
+        ((name, text),) = run_lab(spec).access_logs.items()
+        (tmp_path / name).write_text(text)
+        log = read_upstream_log(tmp_path / name, "nginx")
+        assert len(log.workers) == 4, log.workers
+        view = "shared" if zone else "worker"
+        res = check_lb(log, "least-request", alpha=0.001, whole_run=True, view=view)
+        assert res.consistent, (zone, res.verdict)
+        found = identify(log, whole_run=True)
+        assert (found.law, found.view) == ("least-request", view), found.sentence

@@ -392,8 +392,8 @@ def test_refused_requests_are_read_from_the_proxies_access_logs():
     from cloudsched.lab.proxies import refused_requests
 
     nginx = {
-        "a.log": "1700.1 0.010 127.0.0.1:9 200 0.010\n1700.2 0.000 - 403 -\n"
-        "1700.3 0.0 - 403 -\n1700.4 0.020 127.0.0.1:9, 127.0.0.1:8 403 0.001, 0.002\n"
+        "a.log": "1700.1 0.010 127.0.0.1:9 200 0.010 41\n1700.2 0.000 - 403 - 41\n"
+        "1700.3 0.0 - 403 - 42\n1700.4 0.020 127.0.0.1:9, 127.0.0.1:8 403 0.001, 0.002 41\n"
     }
     haproxy = {
         "h.log": "127.0.0.1:5 [04/Dec/2026:10:00:00.001] dispatcher0 backends/s1 0/0/0/9/9 200 "

@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from cloudsched.dispatch.workload.fields import nginx_regex
-from cloudsched.dispatch.workload.formats import NGINX_UPSTREAM_FORMAT as ACCESS_FORMAT
+from cloudsched.dispatch.workload.formats import NGINX_WORKER_FORMAT as ACCESS_FORMAT
 from cloudsched.errors import ExternalError
 from cloudsched.policy_table import TABLE
 
