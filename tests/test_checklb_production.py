@@ -426,3 +426,25 @@ def test_many_proxies_each_with_its_own_counts_one_file_each(tmp_path):
     assert log.files == tuple(map(str, paths)) and set(np.unique(log.file)) == {0, 1, 2}
     assert not check_lb(log, "least-request").consistent
     assert check_lb(log, "least-request", view="proxy").consistent
+
+
+def test_proxies_that_balance_over_subsets_are_read_within_them(tmp_path):
+    """Two proxies, each least_conn over its own 4 of 8 upstreams (its subset) with its own
+    counts: per proxy, each law is applied within the proxy's subset, and least request
+    is accepted and named; over all 8, an idle upstream of the other subset would always
+    look like the least loaded."""
+    from cloudsched.experiments.checklb_identify import identify
+
+    paths = []
+    for p, seed in ((0, 5), (1, 6)):
+        lines = balancer_log("least-request", k=4, load=0.8, requests=4000, seed=seed)
+        if p:  # the second proxy's subset: upstreams 5-8
+            lines = [x.replace(":8080", ":9090") for x in lines]
+        path = tmp_path / f"proxy-{p}.log"
+        path.write_text("\n".join(lines) + "\n")
+        paths.append(path)
+    log = read_upstream_log(paths, "nginx", end_slack=0.0)
+    assert len(log.names) == 8
+    assert check_lb(log, "least-request", view="proxy").consistent
+    assert not check_lb(log, "least-request").consistent
+    assert identify(log, view="proxy").law == "least-request"

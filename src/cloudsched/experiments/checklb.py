@@ -54,14 +54,13 @@ import numpy as np
 
 from cloudsched.errors import ParameterError
 from cloudsched.experiments.checklb_counts import InFlight, in_flight, tested_counts
-from cloudsched.experiments.checklb_laws import (
-    candidates,
-    draws_p_value,
-    level_probs,
-    loglik,
-    parse_law,
-    ranks,
-    uniforms,
+from cloudsched.experiments.checklb_laws import candidates, parse_law, uniforms
+from cloudsched.experiments.checklb_panels import (
+    draws_p,
+    least_share,
+    panels,
+    total_loglik,
+    transform,
 )
 
 __all__ = ["MARGIN", "ROUND_ROBIN_SHARE", "Conformance", "check_lb", "round_robin_share"]
@@ -198,9 +197,9 @@ def check_lb(
         raise ParameterError("expect", expect, f"pod:D with D <= {k} (the upstreams in the log)")
     tc = tested_counts(log, whole_run, need=2 if kind != "round-robin" else 0, view=view)
     n, left_out, edges = int(log.upstream.size), tc.left_out, tc.edges
-    levels, chosen, tested = tc.levels, tc.chosen, tc.upstream
-    rk = ranks(levels, chosen)
-    fits = {name: loglik((kd, dd, rr), rk, k) for name, kd, dd, rr in candidates(k)}
+    levels = tc.levels
+    parts = panels(tc)
+    fits = {name: total_loglik((kd, dd, rr), parts) for name, kd, dd, rr in candidates(k)}
     best = max(fits, key=lambda name: fits[name])
     counts = np.bincount(log.upstream, minlength=k)
     load = in_flight(levels, log.upstream, log.end - log.sent, log.names)
@@ -210,9 +209,9 @@ def check_lb(
         k,
         log.dropped,
         None,
-        0.0,
+        least_share(parts),
         None,
-        float(np.mean(rk[0] == 0)),
+        0.0,
         False,
         best,
         fits,
@@ -235,11 +234,10 @@ def check_lb(
         out.statistic = round_robin_share(log.upstream[inside], log.sent[inside], k)
         out.consistent = out.statistic >= ROUND_ROBIN_SHARE
         return out
-    below, at = level_probs(law, rk[0], rk[1], rk[2] == 0, k)
-    f = below + uniforms(seed, log, out.requests) * at
+    f = transform(law, parts, uniforms(seed, log, out.requests))
     ks = stats.kstest(f, "uniform")
     out.transform_p = float(ks.pvalue)
-    out.draws_p = draws_p_value(law, levels, tested)
+    out.draws_p = draws_p(law, parts)
     out.p_value = min(1.0, 2 * min(out.transform_p, out.draws_p))
     out.statistic, out.mean_f = float(ks.statistic), float(f.mean())
     out.small = bool(

@@ -223,6 +223,8 @@ class Tested:
     upstream: np.ndarray  # the upstream chosen
     left_out: int  # arrivals not tested, for any reason
     edges: np.ndarray  # bool, every arrival: at the window's edges
+    group: np.ndarray | None = None  # each tested arrival's worker or proxy (a view's)
+    subsets: tuple[np.ndarray, ...] = ()  # the upstreams each group sent requests to
 
 
 def tested_counts(log: Any, whole_run: bool, need: int = 2, view: str = "shared") -> Tested:
@@ -250,12 +252,14 @@ def tested_counts(log: Any, whole_run: bool, need: int = 2, view: str = "shared"
                 "request's worker ($pid in NGINX's log_format)",
             )
         levels = np.empty((n, k), dtype=np.int32)
+        subsets = tuple(np.unique(log.upstream[group == w]) for w in range(int(group.max()) + 1))
         for w in np.unique(group):
             mine = np.flatnonzero(group == w)
             levels[mine] = levels_at_arrivals(
                 log.sent[mine], log.end[mine], log.upstream[mine], k, log.end_slack
             )
     else:
+        group, subsets = None, ()
         levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
     chosen = levels[np.arange(n), log.upstream]
     edges = np.zeros(n, dtype=bool)
@@ -270,4 +274,6 @@ def tested_counts(log: Any, whole_run: bool, need: int = 2, view: str = "shared"
             f"{n - int(edges.sum())} arrivals away from its edges, fewer than two"
             + ("; --whole-run if it holds the proxy's whole run)" if not whole_run else ")"),
         )
-    return Tested(levels[keep], chosen[keep], log.upstream[keep], n - int(keep.sum()), edges)
+    kept = None if group is None else group[keep]
+    left = n - int(keep.sum())
+    return Tested(levels[keep], chosen[keep], log.upstream[keep], left, edges, kept, subsets)

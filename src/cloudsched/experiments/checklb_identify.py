@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from cloudsched.experiments.checklb_counts import tested_counts
-from cloudsched.experiments.checklb_laws import SLIP, candidates, loglik, ranks
+from cloudsched.experiments.checklb_laws import SLIP, candidates
+from cloudsched.experiments.checklb_panels import panels, total_loglik
 
 __all__ = ["CLEAR", "Identified", "drawn_loglik", "fit_draws", "identify"]
 
@@ -156,9 +157,15 @@ def identify(
 
     k = len(log.names)
     tc = tested_counts(log, whole_run, view=view)
-    rk = ranks(tc.levels, tc.chosen)
+    parts = panels(tc)
     n = int(tc.upstream.size)
-    fits = {name: loglik((kd, dd, rr), rk, k) for name, kd, dd, rr in candidates(k)}
+    scan = ("least-request", 1, False)
+    laws = [
+        c
+        for c in candidates(k)  # pod:D of D distinct at least a subset's size: a full scan
+        if c[0] == "least-request" or any(p.law(c[1:]) != scan for p in parts)
+    ]
+    fits = {name: total_loglik((kd, dd, rr), parts) for name, kd, dd, rr in laws}
     order = sorted(fits, key=lambda name: -fits[name])
     best, second = order[0], order[1]
     out = Identified(best, second, n * (fits[best] - fits[second]), n, fits)
@@ -171,7 +178,7 @@ def identify(
         out.law = "round-robin"
         return out
     kind, d, replace = next((kd, dd, rr) for name, kd, dd, rr in candidates(k) if name == best)
-    if kind == "random" or (kind == "pod" and replace):
+    if view == "shared" and (kind == "random" or (kind == "pod" and replace)):
         q, p = fit_draws(tc.levels, tc.upstream, d)
         if p < alpha:
             out.draws = dict(zip(log.names, (q * k).tolist(), strict=True))
