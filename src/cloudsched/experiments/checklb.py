@@ -27,7 +27,7 @@ log cannot order make 2), and it conforms when that share is at least
 :data:`ROUND_ROBIN_SHARE`.
 
 A second test reads how often each upstream was chosen given the counts each arrival saw
-(:func:`~cloudsched.experiments.checklb_laws.draws_p_value`): it finds draws with unequal
+(:func:`~cloudsched.experiments.checklb_panels.draws_p`): it finds draws with unequal
 probability (Envoy's host list with a host twice in it, HAProxy's hash ring), which keep
 the law of the chosen level nearly intact.  Each test runs at ``alpha / 2`` and the
 p-value is the smaller doubled (Bonferroni).  The transform's uniforms come from the seed

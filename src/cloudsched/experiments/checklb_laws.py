@@ -3,8 +3,8 @@
 A law is ``(kind, d, replace)`` (:func:`parse_law`).  Given the counts an arrival saw, it
 gives the chance that the chosen upstream's level is below / at a level (:func:`level_probs`
 of :func:`ranks`), each upstream's chance (:func:`choice_probabilities`) and the mean
-log-likelihood of a log's choices (:func:`loglik`); :func:`draws_p_value` tests how often
-each upstream was chosen; :func:`uniforms` draws the randomised transform's uniforms.
+log-likelihood of a log's choices (:func:`loglik`); :func:`uniforms` draws the randomised
+transform's uniforms.
 """
 
 from __future__ import annotations
@@ -22,7 +22,6 @@ __all__ = [
     "SLIP",
     "candidates",
     "choice_probabilities",
-    "draws_p_value",
     "level_probs",
     "loglik",
     "parse_law",
@@ -137,32 +136,3 @@ def candidates(k: int) -> list[tuple[str, str, int, bool]]:
         out += [(f"pod:{d}", "pod", d, False)] if d < k else []
         out += [(f"pod:{d}r", "pod", d, True)]
     return [*out, ("least-request", "least-request", 1, False), ("jiq", "jiq", 1, False)]
-
-
-def draws_p_value(law: tuple[str, int, bool], levels: np.ndarray, upstream: np.ndarray) -> float:
-    """p-value of how often each upstream was chosen, given the counts each arrival saw.
-
-    Under the law each arrival chooses upstream ``u`` with probability ``p_t(u)``
-    (:func:`choice_probabilities`); the chosen counts less their expectation sum martingale
-    differences with covariance ``sum_t diag(p_t) - p_t p_t'``, so the quadratic form in its
-    pseudo-inverse is chi-square with its rank as degrees of freedom (martingale central
-    limit).  It sees what the level transform cannot: draws with unequal probability
-    (one upstream sampled twice as often) that keep the chosen levels' law nearly intact.
-    """
-    from scipy import stats
-
-    n, k = levels.shape
-    expected = np.zeros(k)
-    gram = np.zeros((k, k))
-    step = max(1, 2**18 // max(k, 1))  # rows a chunk: bounded memory (about 25 MB)
-    for lo in range(0, n, step):
-        p = choice_probabilities(law, levels[lo : lo + step])
-        expected += p.sum(axis=0)
-        gram += p.T @ p
-    dev = np.bincount(upstream, minlength=k) - expected
-    cov = np.diag(expected) - gram
-    rank = int(np.linalg.matrix_rank(cov, hermitian=True))
-    if rank == 0:
-        return 1.0
-    x = float(dev @ np.linalg.pinv(cov, hermitian=True) @ dev)
-    return float(stats.chi2.sf(x, rank))

@@ -87,9 +87,15 @@ def least_share(parts: list[Panel]) -> float:
 
 
 def draws_p(law: Law, parts: list[Panel]) -> float:
-    """Return the p-value of how often each upstream was chosen, every panel's added.
+    """Return the p-value of how often each upstream was chosen, given the counts seen.
 
-    See :func:`~cloudsched.experiments.checklb_laws.draws_p_value` (one panel).
+    Under the law each arrival chooses upstream ``u`` with probability ``p_t(u)``
+    (:func:`~cloudsched.experiments.checklb_laws.choice_probabilities`); the chosen counts
+    less their expectation sum martingale differences with covariance ``sum_t diag(p_t) -
+    p_t p_t'``, so the quadratic form in its pseudo-inverse is chi-square with its rank as
+    degrees of freedom (martingale central limit); the panels' forms and ranks add.  It
+    sees what the level transform cannot: draws with unequal probability (one upstream
+    sampled twice as often) that keep the chosen levels' law nearly intact.
     """
     from scipy import stats
 
