@@ -116,10 +116,10 @@ class Conformance:
             )
         assert self.p_value is not None and self.mean_f is not None
         side = "less" if self.mean_f < 0.5 else "more"
-        p = f"{self.p_value:.2g}" if self.p_value > 0 else "< 1e-300"
+        p = f"= {self.p_value:.2g}" if self.p_value > 0 else "< 1e-300"
         if self.small:
             return (
-                f"close to {self.expect}, not exactly it: a small departure (p = {p}, mean F "
+                f"close to {self.expect}, not exactly it: a small departure (p {p}, mean F "
                 f"{self.mean_f:.3f} within the margin of 0.5; {what})"
             )
         if self.consistent:
@@ -141,7 +141,7 @@ class Conformance:
                 "requests each)"
             )
         return (
-            f"NOT {self.expect} (p = {p}): {', and '.join(why)}; best fit: {self.best_fit} ({what})"
+            f"NOT {self.expect} (p {p}): {', and '.join(why)}; best fit: {self.best_fit} ({what})"
         )
 
 
