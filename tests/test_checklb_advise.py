@@ -81,3 +81,16 @@ def test_the_cli_writes_the_advice(tmp_path, capsys):
         "pod:2",
         "least-request",
     }
+
+
+def test_a_tie_keeps_the_current_law_and_says_so():
+    from cloudsched.experiments.checklb_advise import Advice, _conclude
+
+    out = Advice("random")
+    out.rows = [
+        {"law": "random", "p99": 0.2, "p99_low": 0.19, "p99_high": 0.21},
+        {"law": "least-request", "p99": 0.2, "p99_low": 0.19, "p99_high": 0.21},
+    ]
+    _conclude(out, {"random": None, "least-request": None})
+    assert out.advice == "random" and "or tied" in out.sentence("nginx")
+    assert out.sentence("nginx").startswith("advice: keep random;")

@@ -184,8 +184,8 @@ def _conclude(out: Advice, sections: dict[str, np.ndarray | None]) -> None:
     now = next(r for r in out.rows if r["law"] == out.current)
     best = min(out.rows, key=lambda r: r["p99"])
     out.advice = out.current
-    if best["law"] == out.current:
-        out.why = f"its p99 is the lowest of the {len(out.rows)} laws replayed"
+    if best["law"] == out.current or best["p99"] >= now["p99"]:
+        out.why = f"its p99 is the lowest of the {len(out.rows)} laws replayed, or tied"
         return
     mine, theirs = sections[out.current], sections[best["law"]]
     if mine is None or theirs is None:
