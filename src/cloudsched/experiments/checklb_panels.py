@@ -31,6 +31,7 @@ class Panel:
     cols: np.ndarray
     levels: np.ndarray
     chosen: np.ndarray  # the column (in ``cols``) each arrival chose
+    rk: tuple[np.ndarray, np.ndarray, np.ndarray]  # ranks(levels, chosen level), once
 
     @property
     def k(self) -> int:
@@ -46,21 +47,26 @@ class Panel:
 
     def ranks(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per arrival: its subset's upstreams below and at the chosen level, the least."""
-        return ranks(self.levels, self.levels[np.arange(self.rows.size), self.chosen])
+        return self.rk
+
+
+def _panel(rows: np.ndarray, cols: np.ndarray, levels: np.ndarray, chosen: np.ndarray) -> Panel:
+    rk = ranks(levels, levels[np.arange(rows.size), chosen])
+    return Panel(rows, cols, levels, chosen, rk)
 
 
 def panels(tc: Tested) -> list[Panel]:
     """Cut the tested arrivals by group (one panel of every upstream for shared counts)."""
     n, k = tc.levels.shape
     if tc.group is None:
-        return [Panel(np.arange(n), np.arange(k), tc.levels, tc.upstream)]
+        return [_panel(np.arange(n), np.arange(k), tc.levels, tc.upstream)]
     out = []
     for g in np.unique(tc.group):
         rows = np.flatnonzero(tc.group == g)
         cols = tc.subsets[int(g)]
         where = np.full(k, -1)
         where[cols] = np.arange(cols.size)
-        out.append(Panel(rows, cols, tc.levels[np.ix_(rows, cols)], where[tc.upstream[rows]]))
+        out.append(_panel(rows, cols, tc.levels[np.ix_(rows, cols)], where[tc.upstream[rows]]))
     return out
 
 

@@ -154,10 +154,14 @@ def _stamped(m: Any, ok: np.ndarray, fmt: str) -> FastRows:
     text = _column(m, "date")
     date = pc.strptime(text, format=layout, unit="s", error_is_null=True)
     ok &= np.asarray(date.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-    # Arrow's strptime rolls an impossible day over (31 Nov: 1 Dec); the per-line reader
-    # refuses it: a date is plain only when it writes back as it was read
-    again = pc.strftime(date.fill_null(0), format=layout)
-    ok &= _flag(pc.equal(again, text))
+    # Arrow's strptime rolls an impossible date over (31 Nov: 1 Dec; second 60: the next
+    # minute); the per-line reader refuses it: a date is plain only when its day and its
+    # second are the ones written
+    day, sec = (0, 18) if fmt == "haproxy" else (8, 17)
+    for field, at in ((pc.day, day), (pc.second, sec)):
+        written = pc.cast(pc.utf8_slice_codeunits(text, at, at + 2), pa.int64())
+        same = pc.equal(field(date.fill_null(0)), written).fill_null(False)
+        ok &= np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
     seconds = np.asarray(pc.cast(date, pa.int64()).fill_null(0).to_numpy())
     ms = np.asarray(pc.cast(_column(m, "ms"), pa.int64()).fill_null(0).to_numpy())
     stamp = (seconds * 10**6 + ms * 1000) / 10**6  # as datetime.timestamp() divides
@@ -267,15 +271,9 @@ class Rows:
         keep = np.flatnonzero(b.keep & ~absurd)
         if keep.size:
             self.step = max(self.step, float(b.step[keep].max()))
-        names = [b.name[i] for i in keep]
-        ups = np.array([self.names.setdefault(str(x), len(self.names)) for x in names])
-        workers = [b.worker[i] for i in keep]
-        who = np.array(
-            [-1 if w is None else self.workers.setdefault(w, len(self.workers)) for w in workers]
-        )
-        self.parts.append(
-            (b.sent[keep], b.end[keep], ups.astype(np.int64), who.astype(np.int64), b.files[keep])
-        )
+        ups = _codes([b.name[i] for i in keep], self.names)
+        who = _codes([b.worker[i] for i in keep], self.workers)
+        self.parts.append((b.sent[keep], b.end[keep], ups, who, b.files[keep]))
 
     @property
     def sent(self) -> np.ndarray:
@@ -306,3 +304,22 @@ class Rows:
             return None
         who = np.concatenate([p[3] for p in self.parts])
         return None if (who < 0).any() else who
+
+
+def _codes(values: list[str | None], known: dict[str, int]) -> np.ndarray:
+    """Code ``values`` by ``known``, adding new ones in order of first appearance (None: -1).
+
+    Arrow's dictionary encoding orders a batch's distinct values by first appearance, so
+    adding them in that order keeps the codes a one-by-one reading would give.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    if not values:
+        return np.zeros(0, dtype=np.int64)
+    enc = pc.dictionary_encode(pa.array(values, type=pa.string()))
+    table = np.array(
+        [known.setdefault(v, len(known)) for v in enc.dictionary.to_pylist()] + [-1], dtype=np.int64
+    )
+    idx = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    return table[idx]
