@@ -238,7 +238,7 @@ def _choose_tree(st, par, m, now):
     return best, now_s, fail_s
 
 
-@kernel(nrt=False, inline=True)
+@kernel(nrt=False)
 def _choose_scan(st, par, m, k, now):
     """NGINX's scan over the first ``k`` slots of client ``m`` (weights, inflight)."""
     now_ms = ngx_msec(par, now)
