@@ -309,6 +309,17 @@ def test_the_cli_names_the_law_when_none_is_expected(tmp_path, capsys):
     assert payload["consistent"] and "check of fit" in payload["notes"][0]
 
 
+def _both_readers(path, fmt):
+    """The log read a batch at a time and line by line (an error: its one-line message)."""
+    got = []
+    for fast_path in (True, False):
+        try:
+            got.append(read_upstream_log(path, fmt, fast=fast_path))
+        except TraceError as exc:
+            got.append(str(exc))
+    return got
+
+
 @pytest.mark.parametrize("fmt", ["envoy", "haproxy"])
 def test_envoy_and_haproxy_batches_read_as_their_lines(tmp_path, monkeypatch, fmt):
     """The batch reader's Envoy and HAProxy lines against the per-line reader, with lines
@@ -348,26 +359,14 @@ def test_envoy_and_haproxy_batches_read_as_their_lines(tmp_path, monkeypatch, fm
     mixed = [x for pair in zip(lines, odd * 200, strict=False) for x in pair]
     path = tmp_path / f"{fmt}.log"
     path.write_text("\n".join(mixed) + "\n")
-    got = {}
-    for fast_path in (True, False):
-        try:
-            got[fast_path] = read_upstream_log(path, fmt, fast=fast_path)
-        except TraceError as exc:
-            got[fast_path] = str(exc)
-    fast, slow = got[True], got[False]
+    fast, slow = _both_readers(path, fmt)
     impossible = ("-11-31", "31/Nov", ":13:60")
     while isinstance(slow, str):  # an impossible date: both readers stop at the same line
         assert fast == slow
         bad = next(x for x in impossible if x in mixed[int(slow.split(":")[1]) - 1])
         mixed = [x for x in mixed if bad not in x]
         path.write_text("\n".join(mixed) + "\n")
-        got = {}
-        for fast_path in (True, False):
-            try:
-                got[fast_path] = read_upstream_log(path, fmt, fast=fast_path)
-            except TraceError as exc:
-                got[fast_path] = str(exc)
-        fast, slow = got[True], got[False]
+        fast, slow = _both_readers(path, fmt)
     for name in ("sent", "end", "upstream"):
         assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
     assert fast.names == slow.names and fast.resolution == slow.resolution

@@ -69,6 +69,7 @@ __all__ = ["MARGIN", "ROUND_ROBIN_SHARE", "Conformance", "check_lb", "round_robi
 #: NGINX and HAProxy logs of 5,000 requests depart from their own law by up to 0.012,
 #: and pod:2 and pod:2r, the closest two laws, differ by 0.03 to 0.05 on them).
 MARGIN = 0.015
+#: Round robin conforms when the counts stay within 2 after at least this share of requests.
 ROUND_ROBIN_SHARE = 0.99
 
 
