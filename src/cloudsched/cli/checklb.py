@@ -19,7 +19,8 @@ def check_lb(
         list[Path],
         typer.Argument(
             help="The access log (gzip or plain; several files are read in order as one "
-            "log), or a shipped log's name (envoy-sample, haproxy-sample)."
+            "log, or with --view proxy as one proxy's log each), or a shipped log's name "
+            "(envoy-sample, haproxy-sample)."
         ),
     ],
     *,
@@ -124,7 +125,11 @@ def check_lb(
     fmt: FormatJson = None,
     out: Out = (None),
 ) -> None:
-    """Test whether a balancer's choices, in its access log, follow the expected law."""
+    """Test whether a balancer's choices, in its access log, follow the expected law.
+
+    Without --expect, name the law they follow; with --advise, the configuration change
+    that lowers the p99, replayed on the log.
+    """
     from cloudsched.dispatch.workload.logs import resolve_files
 
     log, shipped = resolve_files(log)
