@@ -176,6 +176,7 @@ def _servers_block(spec: LabSpec, a: Snapshot, b: Snapshot, window: float) -> di
 def _dispatchers_block(spec: LabSpec, a: Snapshot, b: Snapshot, window: float) -> dict[str, Any]:
     pairs = [(x, y) for x, y in zip(a.dispatchers, b.dispatchers, strict=True) if x and y]
     keys = (
+        "decisions",
         "probe",
         "probe_lost",
         "from_iqueue",
