@@ -194,8 +194,9 @@ def in_flight(
     counts = np.bincount(upstream, minlength=k).astype(float)
     mean_lat = np.full(k, np.nan)
     p99_lat = np.full(k, np.nan)
-    for u in range(k):
-        mine = latency[upstream == u]
+    order = np.argsort(upstream, kind="stable")  # each upstream's requests, in log order
+    groups = np.split(latency[order], np.cumsum(counts[:-1]).astype(np.int64))
+    for u, mine in enumerate(groups):
         if mine.size:
             mean_lat[u], p99_lat[u] = float(mine.mean()), float(np.quantile(mine, 0.99))
     per = levels.mean(axis=0) if levels.shape[0] else np.zeros(k)
