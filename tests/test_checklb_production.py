@@ -458,3 +458,17 @@ def test_proxies_that_balance_over_subsets_are_read_within_them(tmp_path):
     assert check_lb(log, "least-request", view="proxy").consistent
     assert not check_lb(log, "least-request").consistent
     assert identify(log, view="proxy").law == "least-request"
+
+
+def test_a_request_ending_when_it_was_sent_counts_at_no_arrival(tmp_path):
+    """HAProxy logs 0 ms for fast requests: such a request never makes a count of -1."""
+    sent = 1.7e9 + np.array([0.0, 0.0, 0.001, 0.001])
+    end = sent + np.array([0.0, 0.005, 0.0, 0.0])
+    up = np.array([0, 1, 0, 1])
+    want = np.array([[0, 0], [0, 0], [0, 1], [0, 1]])
+    for levels in (levels_at_arrivals, levels_by_numpy):
+        assert (levels(sent, end, up, 2) == want).all(), levels.__name__
+    lines = balancer_log("least-request", k=4, load=0.9, requests=3000, seed=1, fmt="haproxy")
+    log = _log(tmp_path, "h.log", lines, "haproxy")
+    assert ((log.end - log.sent) == 0).sum() > 0  # the case arises
+    assert levels_at_arrivals(log.sent, log.end, log.upstream, 4).min() == 0

@@ -50,22 +50,33 @@ def levels_at_arrivals(
     has left before an arrival at that time.  Requests sent at the same logged time (a
     millisecond cannot order them) do not count each other: counted in log order, they
     would make the upstreams *not* chosen look busier than they were, and every law would
-    seem to prefer less-loaded upstreams.  (Compiled; :func:`levels_by_numpy` is the slow
-    reference.)
+    seem to prefer less-loaded upstreams.  A request that ends at the logged time it was
+    sent (0 ms in HAProxy's ``Ta``) counts at no arrival, its own included.  (Compiled;
+    :func:`levels_by_numpy` is the slow reference.)
     """
     order = np.argsort(sent, kind="stable")
+    end = _after_send(sent, end, end_slack)
     by_end = np.argsort(end, kind="stable")
     out = np.empty((sent.size, k), dtype=np.int32)
     _levels(
         np.ascontiguousarray(sent, dtype=np.float64),
         order,
-        np.ascontiguousarray(end[by_end] + end_slack, dtype=np.float64),
+        np.ascontiguousarray(end[by_end], dtype=np.float64),
         np.ascontiguousarray(upstream[by_end], dtype=np.int64),
         np.ascontiguousarray(upstream, dtype=np.int64),
         np.zeros(k, dtype=np.int32),
         out,
     )
     return out
+
+
+def _after_send(sent: np.ndarray, end: np.ndarray, end_slack: float) -> np.ndarray:
+    """Return when each request stops counting: ``end_slack`` after its end, and after its send.
+
+    A request whose end is not after its send (a 0 ms duration) leaves just after it, so
+    that no arrival sees it gone before it came (a count of -1).
+    """
+    return np.maximum(np.asarray(end, dtype=np.float64) + end_slack, np.nextafter(sent, np.inf))
 
 
 @kernel(nrt=False)
@@ -97,8 +108,9 @@ def levels_by_numpy(
     """Return the counts as :func:`levels_at_arrivals` does, in numpy (the slow reference)."""
     n = sent.size
     order = np.argsort(sent, kind="stable")
-    by_end = np.argsort(end, kind="stable")
-    end_t, end_u = end[by_end], upstream[by_end]
+    stops = _after_send(sent, end, end_slack)
+    by_end = np.argsort(stops, kind="stable")
+    end_t, end_u = stops[by_end], upstream[by_end]
     counts = np.zeros(k, dtype=np.int32)
     out = np.empty((n, k), dtype=np.int32)
     j = g = 0
@@ -107,7 +119,7 @@ def levels_by_numpy(
         h = g
         while h < n and sent[order[h]] == t:
             h += 1
-        while j < n and end_t[j] + end_slack <= t:
+        while j < n and end_t[j] <= t:
             counts[end_u[j]] -= 1
             j += 1
         group = order[g:h]
