@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from cloudsched.cli.common import LazyProgress, check_outputs, emit, format_frame, resolve_format
-from cloudsched.cli.options import FormatJson, Out, opt
+from cloudsched.cli.options import BalancerOptions, FormatJson, Out, opt
 from cloudsched.errors import check_choice, check_real
 
 __all__ = ["register"]
@@ -31,7 +31,9 @@ def check_lb(
             help="The law the config names: random, least-request, "
             "round-robin, jiq (an idle upstream when one is idle), pod:D (D sampled "
             "without replacement, as NGINX's random two least_conn) or pod:Dr (with "
-            "replacement, as HAProxy's random(2) and Envoy's LEAST_REQUEST choice_count); "
+            "replacement, as HAProxy's random(2) and Envoy's LEAST_REQUEST choice_count), "
+            "wlr (Envoy's LEAST_REQUEST as configured: --weights, -o; unequal weights "
+            "keep an EDF schedule); "
             "default: the most likely law is named (with its choice count, sampling and "
             "any unequal draws) and then checked.",
         ),
@@ -115,6 +117,15 @@ def check_lb(
             "after (95% intervals; no change when they overlap).",
         ),
     ] = False,
+    weights: Annotated[
+        str | None,
+        opt(
+            "--weights",
+            help="With --expect wlr: the hosts' load_balancing_weight, HOST=W,... as the "
+            "log names them (others 1, Envoy's default).",
+        ),
+    ] = None,
+    option: BalancerOptions = None,
     seed: Annotated[
         int,
         opt(
@@ -170,6 +181,8 @@ def check_lb(
         seed=seed,
         whole_run=whole_run,
         view=view or "shared",
+        weights=weights,
+        options=option,
     )
     if found is not None:
         res.notes[:0] = [
@@ -180,8 +193,11 @@ def check_lb(
     advice = None
     if advise:
         from cloudsched.experiments.checklb_advise import advise_from_log
+        from cloudsched.experiments.checklb_edf import sampled_law
 
-        advice = advise_from_log(data, log_type, expect, seed=seed)
+        advice = advise_from_log(
+            data, log_type, sampled_law(expect, weights, option, data.names), seed=seed
+        )
     emit(_report(res, found, log_type, fmt, advice), out)
 
 
@@ -218,6 +234,8 @@ def _report(res: Any, found: Any, log_type: str, fmt: str, advice: Any) -> str:
         "upstreams": res.upstreams,
         "dropped": res.dropped,
         "best_fit": res.best_fit,
+        "schedule": res.schedule or None,
+        "inconsistent": res.inconsistent if res.schedule else None,
         "share_least_loaded": res.share_least_loaded,
         "shares": res.shares,
         "fits": res.fits,

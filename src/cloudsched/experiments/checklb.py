@@ -24,7 +24,11 @@ samplings), least-request and jiq.  ``round-robin`` is a law of the sequence, no
 levels: the share of requests after which the upstreams' counts so far are within 2 of
 each other is reported (round robin with equal weights keeps them within 1; requests the
 log cannot order make 2), and it conforms when that share is at least
-:data:`ROUND_ROBIN_SHARE`.
+:data:`ROUND_ROBIN_SHARE`.  ``wlr`` is Envoy's least request as configured (``weights``,
+its ``-o`` options): with equal weights Envoy samples (``pod:Cr``, C its
+``choice_count``), with unequal ones (or slow start) it keeps an EDF schedule, a law of
+the sequence too (:mod:`~cloudsched.experiments.checklb_edf`): it conforms when an EDF
+schedule makes at least that share of the choices it checks.
 
 A second test reads how often each upstream was chosen given the counts each arrival saw
 (:func:`~cloudsched.experiments.checklb_panels.draws_p`): it finds draws with unequal
@@ -47,6 +51,7 @@ but not its distribution.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,6 +59,7 @@ import numpy as np
 
 from cloudsched.errors import ParameterError
 from cloudsched.experiments.checklb_counts import InFlight, in_flight, tested_counts
+from cloudsched.experiments.checklb_edf import WlrLaw, check_edf, wlr_law
 from cloudsched.experiments.checklb_laws import candidates, parse_law, uniforms
 from cloudsched.experiments.checklb_panels import (
     draws_p,
@@ -98,6 +104,8 @@ class Conformance:
     small: bool = False  # consistent only because the departure is within the margin
     alpha: float = 0.01  # the level of the two tests together
     view: str = "shared"  # whose counts each choice saw
+    schedule: str = ""  # wlr's EDF: the configuration checked
+    inconsistent: int = 0  # wlr's EDF: choices no schedule makes
 
     @property
     def verdict(self) -> str:
@@ -114,6 +122,18 @@ class Conformance:
                 if self.consistent
                 else f"NOT round-robin: {share}; best fit among the load-aware laws: "
                 f"{self.best_fit} ({what})"
+            )
+        if self.schedule:
+            share = (
+                f"an EDF schedule ({self.schedule}) makes {self.statistic:.2%} of the "
+                f"{self.requests} choices it can check"
+            )
+            return (
+                f"consistent with wlr: {share} ({ROUND_ROBIN_SHARE:.0%} or more; "
+                f"{self.upstreams} upstreams)"
+                if self.consistent
+                else f"NOT wlr: {share}, {self.inconsistent} not; best fit among the "
+                f"load-aware laws: {self.best_fit} ({what})"
             )
         assert self.p_value is not None and self.mean_f is not None
         side = "less" if self.mean_f < 0.5 else "more"
@@ -174,6 +194,8 @@ def check_lb(
     seed: int = 0,
     whole_run: bool = False,
     view: str = "shared",
+    weights: str | None = None,
+    options: Sequence[str] | None = None,
 ) -> Conformance:
     """Test whether the choices in ``log`` (an :class:`UpstreamLog`) follow ``expect``.
 
@@ -185,7 +207,8 @@ def check_lb(
     ``worker`` (see :func:`~cloudsched.experiments.checklb_counts.tested_counts`).
     ``whole_run``: the log holds every request of the
     proxy's run, from its start until all ended (else it is read as a window, see
-    :func:`~cloudsched.experiments.checklb_counts.window_edges`).
+    :func:`~cloudsched.experiments.checklb_counts.window_edges`).  ``weights``
+    (``HOST=W,...``) and ``options`` (``NAME=VALUE``): ``wlr``'s configuration.
     """
     from scipy import stats
 
@@ -194,9 +217,24 @@ def check_lb(
     k = len(log.names)
     if k < 2:
         raise ParameterError("log", log.source, "a log of requests to two upstreams or more")
+    if kind != "wlr" and (weights or options):
+        given = "weights" if weights else "option"
+        raise ParameterError(given, weights or ",".join(options or ()), "given with --expect wlr")
+    wlr = wlr_law(weights, options, log.names) if kind == "wlr" else None
+    if wlr is not None and not wlr.edf:  # Envoy's unweightedHostPickNChoices
+        c = wlr.choice_count
+        out = check_lb(log, f"pod:{c}r", alpha=alpha, margin=margin, seed=seed, whole_run=whole_run)
+        out.expect = "wlr"
+        out.notes.insert(
+            0,
+            f"wlr with equal weights is Envoy's P2C: the less loaded of {c} hosts drawn with "
+            f"replacement (choice_count {c}); tested as pod:{c}r",
+        )
+        return out
     if kind == "pod" and not replace and d > k:
         raise ParameterError("expect", expect, f"pod:D with D <= {k} (the upstreams in the log)")
-    tc = tested_counts(log, whole_run, need=2 if kind != "round-robin" else 0, view=view)
+    sequence = kind in ("round-robin", "wlr")
+    tc = tested_counts(log, whole_run, need=0 if sequence else 2, view=view)
     n, left_out, edges = int(log.upstream.size), tc.left_out, tc.edges
     levels = tc.levels
     parts = panels(tc)
@@ -209,13 +247,13 @@ def check_lb(
         n - left_out,
         k,
         log.dropped,
-        None,
-        least_share(parts),
-        None,
-        0.0,
-        False,
-        best,
-        fits,
+        p_value=None,
+        statistic=0.0,
+        mean_f=None,
+        share_least_loaded=least_share(parts),
+        consistent=False,
+        best_fit=best,
+        fits=fits,
         left_out=left_out,
         edges=int(edges.sum()),
         alpha=alpha,
@@ -230,6 +268,9 @@ def check_lb(
             f"the log names {len(workers)} worker processes: without a shared zone each "
             "counts its own requests (--view worker)"
         )
+    if wlr is not None:
+        _check_schedule(out, log, wlr, whole_run)
+        return out
     if kind == "round-robin":
         inside = ~edges  # every request sent there is in the log: the sequence is whole
         out.statistic = round_robin_share(log.upstream[inside], log.sent[inside], k)
@@ -249,6 +290,40 @@ def check_lb(
     out.consistent = bool(out.p_value >= alpha or out.small)
     _add_notes(out, kind, counts, log.resolution, alpha, margin)
     return out
+
+
+def _check_schedule(out: Conformance, log: Any, law: WlrLaw, whole_run: bool) -> None:
+    """Envoy's EDF: the share of the choices it checks that a schedule makes."""
+    bad, checked, edges = check_edf(log, law, whole_run)
+    n = int(log.upstream.size)
+    out.requests, out.left_out, out.edges, out.inconsistent = checked, n - checked, edges, bad
+    out.statistic = 1.0 - bad / checked if checked else 1.0
+    out.consistent = checked > 0 and out.statistic >= ROUND_ROBIN_SHARE
+    w = ", ".join(f"{name}={x:g}" for name, x in zip(log.names, law.weights, strict=True))
+    slow = (
+        f", slow start {law.window:g} s (aggression {law.aggression:g}, floor {law.floor:.0%})"
+        if law.window > 0
+        else ""
+    )
+    out.schedule = f"weights {w}; active_request_bias {law.bias:g}{slow}"
+    if len(out.schedule) > 160:
+        lo, hi = law.weights.min(), law.weights.max()
+        out.schedule = f"{len(law.weights)} weights {lo:g} to {hi:g}; bias {law.bias:g}{slow}"
+    if out.edges:
+        out.notes.append(
+            f"{out.edges} picks at the log's edges left out: a window misses picks there, "
+            "and the schedule is a sequence (--whole-run if the log holds the proxy's run)"
+        )
+    out.notes.append(
+        f"{out.left_out - out.edges} picks not checked: the first of each host (a host "
+        "joining rebuilds Envoy's schedule) and those whose time step holds every other host"
+    )
+    if bad:
+        out.notes.append(
+            "Envoy keeps one schedule per worker thread (--concurrency): a log of several "
+            "threads interleaves schedules and departs; a join or a weight change rebuilds "
+            "the schedule, and the picks just before a new host's first one may depart"
+        )
 
 
 def _log_notes(out: Conformance, log: Any) -> None:

@@ -31,7 +31,7 @@ __all__ = [
 
 #: Weight of a uniform choice mixed into each law for the best fit (see ``loglik``).
 SLIP = 1e-3
-_LAW = re.compile(r"^(random|least-request|round-robin|jiq|pod:(\d{1,3})(r?))$")
+_LAW = re.compile(r"^(random|least-request|round-robin|jiq|wlr|pod:(\d{1,3})(r?))$")
 
 
 def parse_law(text: str) -> tuple[str, int, bool]:
@@ -39,7 +39,7 @@ def parse_law(text: str) -> tuple[str, int, bool]:
     m = _LAW.match(str(text).strip().lower())
     if m is None or (m[2] is not None and int(m[2]) < 1):
         raise ParameterError(
-            "expect", text, "random, least-request, round-robin, jiq, pod:D or pod:Dr (D >= 1)"
+            "expect", text, "random, least-request, round-robin, jiq, wlr, pod:D or pod:Dr (D >= 1)"
         )
     if m[2] is not None:
         return "pod", int(m[2]), m[3] == "r"

@@ -18,6 +18,16 @@ its end), and the NGINX lines then carry ``$upstream_response_time``, the Envoy 
 ``us_tx_beg`` and ``us_rx_end``; ``bias`` makes the load-aware policies draw
 upstream 0 that many times as often as each other (Envoy's P2C draws from a host list
 in which a host may appear more than once).
+
+``wlr`` is Envoy's least request with unequal ``weights``, as Envoy's source runs it
+(``EdfScheduler::pickAndAdd`` and ``LeastRequestLoadBalancer::hostWeight``): the host
+with the earliest deadline (ties: the one added first), added back at the current time
+plus ``1 / weight``, with weight ``w / (active + 1) ** active_bias`` times slow start's
+factor ``max((elapsed / window) ** (1 / aggression), min_percent / 100)`` while the
+host has been in for less than the window.  ``joins`` maps an upstream to the time (from
+the run's start) it joins; every join rebuilds the schedule (``EdfLoadBalancerBase::
+refresh``: every host added at its weight, then a random number of picks below the
+host count).
 """
 
 from __future__ import annotations
@@ -109,6 +119,49 @@ def _envoy_line(start: float, end: float, u: int, fmt: str, done: float | None =
     )
 
 
+class _Edf:
+    """Envoy's EDF schedule over the upstreams in: deadline, order added, upstream."""
+
+    def __init__(
+        self,
+        weights: list[float],
+        bias: float,
+        slow_start: tuple[float, float, float] | None,
+        joined: list[float],
+        rng: np.random.Generator,
+    ) -> None:
+        self.weights, self.bias, self.slow, self.joined = weights, bias, slow_start, joined
+        self.rng = rng
+        self.heap: list[tuple[float, int, int]] = []
+        self.now, self.order = 0.0, 0
+
+    def weight(self, u: int, active: int, t: float) -> float:
+        w = self.weights[u] / (active + 1) ** self.bias
+        if self.slow is not None:
+            window, aggression, floor = self.slow
+            elapsed = t - self.joined[u]
+            if elapsed < window:
+                factor = max(elapsed, 1e-3) / window
+                w *= max(factor ** (1 / aggression), floor / 100)
+        return w
+
+    def add(self, u: int, weight: float) -> None:
+        heapq.heappush(self.heap, (self.now + 1 / weight, self.order, u))
+        self.order += 1
+
+    def rebuild(self, present: list[int], counts: list[int], t: float) -> None:
+        self.heap, self.now = [], 0.0
+        for u in present:
+            self.add(u, self.weight(u, counts[u], t))
+        for _ in range(int(self.rng.integers(len(present)))):
+            self.pick(counts, t)
+
+    def pick(self, counts: list[int], t: float) -> int:
+        self.now, _, u = heapq.heappop(self.heap)
+        self.add(u, self.weight(u, counts[u], t))
+        return u
+
+
 def balancer_log(
     policy: str,
     *,
@@ -123,6 +176,10 @@ def balancer_log(
     bias: float = 1.0,
     milliseconds: bool = False,
     workers: int = 1,
+    weights: list[float] | None = None,
+    active_bias: float = 1.0,
+    slow_start: tuple[float, float, float] | None = None,
+    joins: dict[int, float] | None = None,
 ) -> list[str]:
     """Return the log lines of ``requests`` requests balanced by ``policy`` over ``k``.
 
@@ -135,9 +192,15 @@ def balancer_log(
     the durations differences of truncated times), else exact to the microsecond;
     ``workers``: NGINX worker processes without a shared ``zone``, each request to a
     uniform one, each counting its own requests (the lines end with ``$pid``, after
-    ``$upstream_response_time``).
+    ``$upstream_response_time``); ``weights``, ``active_bias``, ``slow_start`` (window,
+    aggression, min percent) and ``joins``: ``wlr``'s, see the module notes.
     """
     rng = np.random.default_rng(seed)
+    joined = [-math.inf] * k  # in long before the run, unless it joins in it
+    for u, when in (joins or {}).items():
+        joined[u] = when
+    edf = _Edf(weights or [1.0] * k, active_bias, slow_start, joined, rng)
+    present: list[int] = []
     counts = [[0] * k for _ in range(workers)]
     free_at = [0.0] * k  # when each upstream's FCFS queue empties
     ends: list[tuple[float, int, int]] = []
@@ -150,7 +213,14 @@ def balancer_log(
             _, gone, by = heapq.heappop(ends)
             counts[by][gone] -= 1
         w = int(rng.integers(workers)) if workers > 1 else 0
-        u = _choose(policy, counts[w], rng, state, bias)
+        if policy == "wlr":
+            now = [u for u in range(k) if joined[u] <= t - 1.7e9]
+            if now != present:  # a host joined: the schedule is rebuilt
+                present = now
+                edf.rebuild(present, counts[w], t - 1.7e9)
+            u = edf.pick(counts[w], t - 1.7e9)
+        else:
+            u = _choose(policy, counts[w], rng, state, bias)
         done = max(t, free_at[u]) + rng.exponential(mean_service)
         free_at[u] = done
         counts[w][u] += 1
