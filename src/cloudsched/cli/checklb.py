@@ -105,7 +105,8 @@ def check_lb(
             "worker process its own, as NGINX's without a shared zone; the log must name the "
             "worker, $pid) or proxy (each file given is one proxy's log, each proxy counting "
             "its own). Default: shared with --expect; without it, shared and worker where the "
-            "log names the worker, and the likelier is named.",
+            "log names the worker, and the likelier is named (an NGINX log that does not: "
+            "the number of workers is inferred).",
         ),
     ] = None,
     advise: Annotated[
@@ -171,7 +172,9 @@ def check_lb(
     if expect is None:
         from cloudsched.experiments.checklb_identify import identify
 
-        found = identify(data, whole_run=whole_run, alpha=alpha, view=view)
+        found = identify(
+            data, whole_run=whole_run, alpha=alpha, view=view, workers=log_type == "nginx"
+        )
         expect, view = found.law, found.view
     res = run_check(
         data,

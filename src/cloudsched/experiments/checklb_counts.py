@@ -34,6 +34,7 @@ __all__ = [
     "in_flight",
     "levels_at_arrivals",
     "levels_by_numpy",
+    "stop_times",
     "tested_counts",
     "unresolved_arrivals",
     "window_edges",
@@ -55,7 +56,7 @@ def levels_at_arrivals(
     :func:`levels_by_numpy` is the slow reference.)
     """
     order = np.argsort(sent, kind="stable")
-    end = _after_send(sent, end, end_slack)
+    end = stop_times(sent, end, end_slack)
     by_end = np.argsort(end, kind="stable")
     out = np.empty((sent.size, k), dtype=np.int32)
     _levels(
@@ -70,7 +71,7 @@ def levels_at_arrivals(
     return out
 
 
-def _after_send(sent: np.ndarray, end: np.ndarray, end_slack: float) -> np.ndarray:
+def stop_times(sent: np.ndarray, end: np.ndarray, end_slack: float) -> np.ndarray:
     """Return when each request stops counting: ``end_slack`` after its end, and after its send.
 
     A request whose end is not after its send (a 0 ms duration) leaves just after it, so
@@ -108,7 +109,7 @@ def levels_by_numpy(
     """Return the counts as :func:`levels_at_arrivals` does, in numpy (the slow reference)."""
     n = sent.size
     order = np.argsort(sent, kind="stable")
-    stops = _after_send(sent, end, end_slack)
+    stops = stop_times(sent, end, end_slack)
     by_end = np.argsort(stops, kind="stable")
     end_t, end_u = stops[by_end], upstream[by_end]
     counts = np.zeros(k, dtype=np.int32)

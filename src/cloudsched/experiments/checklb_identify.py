@@ -15,8 +15,13 @@ chance of each upstream in a draw, ``q``, is fitted by maximum likelihood (under
 the chosen level is ``c`` with probability ``Q(>=c)^D - Q(>c)^D``, ``Q`` summing ``q``
 over the upstreams at those levels, and the upstream at ``c`` is the first drawn there,
 ``u`` with probability ``q_u / Q(=c)``), and equal draws are tested against it by the
-likelihood ratio (chi-square, ``k - 1`` degrees of freedom).  What it does not identify,
-and says so: per-worker counts (NGINX without a shared ``zone``), Envoy's weights and
+likelihood ratio (chi-square, ``k - 1`` degrees of freedom).
+
+Per-worker counts (NGINX without a shared ``zone``): from ``$pid`` where the log names
+the worker (both views are scored and the likelier named), else, for an NGINX log, the
+number of workers is inferred by likelihood
+(:func:`~cloudsched.experiments.checklb_workers.infer_workers`) and named when it beats one
+worker by :data:`CLEAR`.  What it does not identify, and says so: Envoy's weights and
 slow start, and NGINX ``least_time``'s averages.
 """
 
@@ -56,6 +61,7 @@ class Identified:
     view: str = "shared"  # whose counts the choices follow (see tested_counts)
     workers: int = 1
     total: float = -math.inf  # total log-likelihood of the law named
+    inferred: Any = None  # a Workers: per-worker counts inferred without $pid
 
     def summary(self) -> dict[str, Any]:
         """Return what was found, for JSON."""
@@ -68,6 +74,8 @@ class Identified:
             "round_robin": self.round_robin,
             "view": self.view,
             "workers": self.workers,
+            "inferred_workers": None if self.inferred is None else self.inferred.best,
+            "workers_loglik": None if self.inferred is None else self.inferred.total,
             "sentence": self.sentence,
         }
 
@@ -80,6 +88,8 @@ class Identified:
                 f"{self.round_robin:.1%} of the requests)"
             )
         how = "clearly" if self.evidence >= CLEAR else "not clearly"
+        if self.inferred is not None:
+            return f"most likely: {self.inferred.sentence}"
         text = (
             f"most likely: {self.law}, {how} (its log-likelihood exceeds {self.runner_up}'s by "
             f"{self.evidence:.1f} over {self.requests} requests)"
@@ -99,6 +109,19 @@ class Identified:
                 f"{draws[top]:.2f}x as often as the average upstream"
             )
         return text
+
+
+def _infer_workers(out: Identified, log: Any, whole_run: bool) -> None:
+    """Name the number of workers when more than one is clearly likelier (module notes)."""
+    from cloudsched.experiments.checklb_workers import infer_workers
+
+    found = infer_workers(log, whole_run=whole_run)
+    if found.best > 1 and found.total[found.best] - found.total[1] >= CLEAR:
+        out.inferred, out.workers = found, found.best
+        out.notes.append(
+            f"the check below is of shared counts, which {found.best} workers do not keep: "
+            "add $pid to the log_format and --view worker checks each worker's own counts"
+        )
 
 
 def drawn_loglik(q: np.ndarray, levels: np.ndarray, upstream: np.ndarray, d: int) -> float:
@@ -142,17 +165,28 @@ def fit_draws(levels: np.ndarray, upstream: np.ndarray, d: int) -> tuple[np.ndar
 
 
 def identify(
-    log: Any, *, whole_run: bool = False, alpha: float = 0.01, view: str | None = None
+    log: Any,
+    *,
+    whole_run: bool = False,
+    alpha: float = 0.01,
+    view: str | None = None,
+    workers: bool = False,
 ) -> Identified:
     """Name the most likely law of ``log`` (an :class:`UpstreamLog`) and its parameters.
 
     ``view``: whose counts the choices saw (``shared`` or ``worker``); None: both, where the
-    log names each request's worker, and the likelier is named.
+    log names each request's worker, and the likelier is named.  ``workers``: with
+    ``view`` None and no worker in the log, infer how many workers balance it (an NGINX
+    log; see the module notes).
     """
     if view is None:
-        views = ["shared", "worker"] if getattr(log, "worker", None) is not None else ["shared"]
+        named = getattr(log, "worker", None) is not None
+        views = ["shared", "worker"] if named else ["shared"]
         found = [identify(log, whole_run=whole_run, alpha=alpha, view=v) for v in views]
-        return max(found, key=lambda f: (f.law == "round-robin", f.total))
+        top = max(found, key=lambda f: (f.law == "round-robin", f.total))
+        if workers and not named and top.law not in ("round-robin", "random"):
+            _infer_workers(top, log, whole_run)
+        return top
     from cloudsched.experiments.checklb import ROUND_ROBIN_SHARE, round_robin_share
 
     k = len(log.names)
@@ -184,7 +218,7 @@ def identify(
             out.draws = dict(zip(log.names, (q * k).tolist(), strict=True))
             out.draws_p = p
     out.notes.append(
-        "not identified from a log: weights and slow start (Envoy), least_time's averages"
-        + ("" if view == "worker" else ", per-worker counts unless the log names the worker")
+        "not identified from a log: weights and slow start (Envoy; check them with --expect "
+        "wlr --weights), least_time's averages"
     )
     return out
