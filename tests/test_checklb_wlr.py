@@ -15,8 +15,9 @@ import pytest
 from cloudsched.cli import main
 from cloudsched.dispatch.workload.upstreams import read_upstream_log
 from cloudsched.experiments.checklb import check_lb
-from cloudsched.experiments.checklb_edf import edf_feasible, edf_violations
+from cloudsched.experiments.checklb_edf import edf_violations
 from cloudsched.testing.balancer_logs import balancer_log
+from cloudsched.testing.edf_reference import edf_feasible
 
 W8 = [4.0, 1.0, 1.0, 2.0, 1.0, 1.0, 3.0, 1.0]
 
@@ -137,7 +138,7 @@ def test_slow_start_with_joins(tmp_path):
 def test_equal_weights_are_p2c_and_the_least_loaded_share_is_reported(tmp_path):
     log = _log(tmp_path, balancer_log("pod:2r", k=8, load=0.9, requests=3000, seed=2), "nginx")
     res = check_lb(log, "wlr")
-    assert res.consistent and res.expect == "wlr" and "tested as pod:2r" in res.notes[0]
+    assert res.consistent and res.expect == "wlr" and "P2C: tested as pod:2r" in res.notes[0]
     full = check_lb(
         _log(
             tmp_path, balancer_log("least-request", k=8, load=0.9, requests=3000, seed=2), "nginx"

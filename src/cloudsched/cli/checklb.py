@@ -33,7 +33,8 @@ def check_lb(
             "without replacement, as NGINX's random two least_conn) or pod:Dr (with "
             "replacement, as HAProxy's random(2) and Envoy's LEAST_REQUEST choice_count), "
             "wlr (Envoy's LEAST_REQUEST as configured: --weights, -o; unequal weights "
-            "keep an EDF schedule); "
+            "keep an EDF schedule), least-time (NGINX least_time: averages rebuilt from the "
+            "logged times; -o fail-timeout, mode); "
             "default: the most likely law is named (with its choice count, sampling and "
             "any unequal draws) and then checked.",
         ),

@@ -59,8 +59,9 @@ import numpy as np
 
 from cloudsched.errors import ParameterError
 from cloudsched.experiments.checklb_counts import InFlight, in_flight, tested_counts
-from cloudsched.experiments.checklb_edf import WlrLaw, check_edf, wlr_law
+from cloudsched.experiments.checklb_edf import check_edf, wlr_law
 from cloudsched.experiments.checklb_laws import candidates, parse_law, uniforms
+from cloudsched.experiments.checklb_ltime import check_least_time, least_time_law
 from cloudsched.experiments.checklb_panels import (
     draws_p,
     least_share,
@@ -104,8 +105,8 @@ class Conformance:
     small: bool = False  # consistent only because the departure is within the margin
     alpha: float = 0.01  # the level of the two tests together
     view: str = "shared"  # whose counts each choice saw
-    schedule: str = ""  # wlr's EDF: the configuration checked
-    inconsistent: int = 0  # wlr's EDF: choices no schedule makes
+    schedule: str = ""  # a law of the sequence (wlr's EDF, least_time): what was checked
+    inconsistent: int = 0  # a law of the sequence: choices it cannot make
 
     @property
     def verdict(self) -> str:
@@ -125,14 +126,14 @@ class Conformance:
             )
         if self.schedule:
             share = (
-                f"an EDF schedule ({self.schedule}) makes {self.statistic:.2%} of the "
-                f"{self.requests} choices it can check"
+                f"{self.schedule} makes {self.statistic:.2%} of the {self.requests} choices "
+                "it can check"
             )
             return (
-                f"consistent with wlr: {share} ({ROUND_ROBIN_SHARE:.0%} or more; "
+                f"consistent with {self.expect}: {share} ({ROUND_ROBIN_SHARE:.0%} or more; "
                 f"{self.upstreams} upstreams)"
                 if self.consistent
-                else f"NOT wlr: {share}, {self.inconsistent} not; best fit among the "
+                else f"NOT {self.expect}: {share}, {self.inconsistent} not; best fit among the "
                 f"load-aware laws: {self.best_fit} ({what})"
             )
         assert self.p_value is not None and self.mean_f is not None
@@ -217,23 +218,20 @@ def check_lb(
     k = len(log.names)
     if k < 2:
         raise ParameterError("log", log.source, "a log of requests to two upstreams or more")
-    if kind != "wlr" and (weights or options):
+    if (weights and kind != "wlr") or (options and kind not in ("wlr", "least-time")):
         given = "weights" if weights else "option"
-        raise ParameterError(given, weights or ",".join(options or ()), "given with --expect wlr")
+        allowed = "given with --expect wlr" + ("" if weights else " or least-time")
+        raise ParameterError(given, weights or ",".join(options or ()), allowed)
     wlr = wlr_law(weights, options, log.names) if kind == "wlr" else None
     if wlr is not None and not wlr.edf:  # Envoy's unweightedHostPickNChoices
-        c = wlr.choice_count
-        out = check_lb(log, f"pod:{c}r", alpha=alpha, margin=margin, seed=seed, whole_run=whole_run)
+        sampled = f"pod:{wlr.choice_count}r"
+        out = check_lb(log, sampled, alpha=alpha, margin=margin, seed=seed, whole_run=whole_run)
         out.expect = "wlr"
-        out.notes.insert(
-            0,
-            f"wlr with equal weights is Envoy's P2C: the less loaded of {c} hosts drawn with "
-            f"replacement (choice_count {c}); tested as pod:{c}r",
-        )
+        out.notes.insert(0, f"wlr with equal weights is Envoy's P2C: tested as {sampled}")
         return out
     if kind == "pod" and not replace and d > k:
         raise ParameterError("expect", expect, f"pod:D with D <= {k} (the upstreams in the log)")
-    sequence = kind in ("round-robin", "wlr")
+    sequence = kind in ("round-robin", "wlr", "least-time")
     tc = tested_counts(log, whole_run, need=0 if sequence else 2, view=view)
     n, left_out, edges = int(log.upstream.size), tc.left_out, tc.edges
     levels = tc.levels
@@ -269,7 +267,10 @@ def check_lb(
             "counts its own requests (--view worker)"
         )
     if wlr is not None:
-        _check_schedule(out, log, wlr, whole_run)
+        _check_sequence(out, n, check_edf(log, wlr, whole_run))
+        return out
+    if kind == "least-time":
+        _check_sequence(out, n, check_least_time(log, least_time_law(options), whole_run))
         return out
     if kind == "round-robin":
         inside = ~edges  # every request sent there is in the log: the sequence is whole
@@ -292,38 +293,14 @@ def check_lb(
     return out
 
 
-def _check_schedule(out: Conformance, log: Any, law: WlrLaw, whole_run: bool) -> None:
-    """Envoy's EDF: the share of the choices it checks that a schedule makes."""
-    bad, checked, edges = check_edf(log, law, whole_run)
-    n = int(log.upstream.size)
-    out.requests, out.left_out, out.edges, out.inconsistent = checked, n - checked, edges, bad
+def _check_sequence(out: Conformance, n: int, found: Any) -> None:
+    """Score a law of the sequence (wlr's EDF, least_time): the share of choices it makes."""
+    bad, checked = found.inconsistent, found.checked
+    out.requests, out.left_out, out.edges, out.inconsistent = checked, n - checked, found.edges, bad
     out.statistic = 1.0 - bad / checked if checked else 1.0
     out.consistent = checked > 0 and out.statistic >= ROUND_ROBIN_SHARE
-    w = ", ".join(f"{name}={x:g}" for name, x in zip(log.names, law.weights, strict=True))
-    slow = (
-        f", slow start {law.window:g} s (aggression {law.aggression:g}, floor {law.floor:.0%})"
-        if law.window > 0
-        else ""
-    )
-    out.schedule = f"weights {w}; active_request_bias {law.bias:g}{slow}"
-    if len(out.schedule) > 160:
-        lo, hi = law.weights.min(), law.weights.max()
-        out.schedule = f"{len(law.weights)} weights {lo:g} to {hi:g}; bias {law.bias:g}{slow}"
-    if out.edges:
-        out.notes.append(
-            f"{out.edges} picks at the log's edges left out: a window misses picks there, "
-            "and the schedule is a sequence (--whole-run if the log holds the proxy's run)"
-        )
-    out.notes.append(
-        f"{out.left_out - out.edges} picks not checked: the first of each host (a host "
-        "joining rebuilds Envoy's schedule) and those whose time step holds every other host"
-    )
-    if bad:
-        out.notes.append(
-            "Envoy keeps one schedule per worker thread (--concurrency): a log of several "
-            "threads interleaves schedules and departs; a join or a weight change rebuilds "
-            "the schedule, and the picks just before a new host's first one may depart"
-        )
+    out.schedule = found.schedule
+    out.notes += found.notes
 
 
 def _log_notes(out: Conformance, log: Any) -> None:

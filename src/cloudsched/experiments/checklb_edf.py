@@ -26,7 +26,8 @@ out, never guessed: choices the clock cannot order against each other (sent in o
 time step: they are checked only against hosts outside the step), the window's edges
 (picks missing from a rotated log break the sequence) and every host's first pick (a host
 joining rebuilds the schedule, ``EdfLoadBalancerBase::refresh``, so the matrix restarts
-there).  :func:`edf_feasible` is the slow reference: a linear program over the deadlines.
+there).  :func:`cloudsched.testing.edf_reference.edf_feasible` is the slow reference: a linear
+program over the deadlines.
 """
 
 from __future__ import annotations
@@ -42,9 +43,9 @@ from cloudsched._jit import kernel
 from cloudsched.errors import ParameterError
 
 __all__ = [
+    "Sequence",
     "WlrLaw",
     "check_edf",
-    "edf_feasible",
     "edf_increments",
     "edf_steps",
     "edf_violations",
@@ -304,57 +305,19 @@ def _zone(up, lo, hi, step, fresh, k, bad):
     return out
 
 
-def edf_feasible(upstream: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
-    """Return whether an EDF schedule makes these picks (the slow reference, a linear program).
+@dataclass
+class Sequence:
+    """A law of the sequence checked on a log: choices it cannot make, of those checked."""
 
-    Picks in a known order (one a time step), no restart.  Variables: the schedule's time
-    ``t_q`` at each pick and each increment ``x_q`` in ``[lo_q, hi_q]``.  Constraints: the
-    times never decrease; a host's next pick comes at its last plus the increment; a host
-    not picked again keeps a deadline (its last pick plus the increment) at or after every
-    later pick.
-    """
-    from scipy.optimize import linprog
-    from scipy.sparse import lil_matrix
-
-    n = upstream.size
-    rows_ub: list[dict[int, float]] = []
-    rows_eq: list[dict[int, float]] = []
-    for q in range(n - 1):  # t_q - t_{q+1} <= 0
-        rows_ub.append({q: 1.0, q + 1: -1.0})
-    last: dict[int, int] = {}
-    for q in range(n):
-        h = int(upstream[q])
-        if h in last:  # t_q = t_last + x_last
-            rows_eq.append({q: 1.0, last[h]: -1.0, n + last[h]: -1.0})
-        last[h] = q
-    for _h, q in last.items():  # t_{n-1} <= t_q + x_q
-        if q < n - 1:
-            rows_ub.append({n - 1: 1.0, q: -1.0, n + q: -1.0})
-
-    def matrix(rows: list[dict[int, float]]) -> Any:
-        out = lil_matrix((max(len(rows), 1), 2 * n))
-        for r, row in enumerate(rows):
-            for c, v in row.items():
-                out[r, c] += v
-        return out.tocsr()
-
-    bounds = [(None, None)] * n + [
-        (float(a), None if not math.isfinite(b) else float(b)) for a, b in zip(lo, hi, strict=True)
-    ]
-    res = linprog(
-        np.zeros(2 * n),
-        A_ub=matrix(rows_ub),
-        b_ub=np.zeros(max(len(rows_ub), 1)),
-        A_eq=matrix(rows_eq) if rows_eq else None,
-        b_eq=np.zeros(len(rows_eq)) if rows_eq else None,
-        bounds=bounds,
-        method="highs",
-    )
-    return bool(res.status == 0)
+    inconsistent: int
+    checked: int
+    edges: int  # arrivals at the window's edges, left out
+    schedule: str  # what was checked, for the verdict
+    notes: list[str]
 
 
-def check_edf(log: Any, law: WlrLaw, whole_run: bool) -> tuple[int, int, int]:
-    """Check a log's picks against ``law``'s EDF schedule: (inconsistent, checked, edges).
+def check_edf(log: Any, law: WlrLaw, whole_run: bool) -> Sequence:
+    """Check a log's picks against ``law``'s EDF schedule.
 
     One schedule for the log (Envoy keeps one per worker thread: a log of several is read
     as one, and departs).
@@ -380,4 +343,36 @@ def check_edf(log: Any, law: WlrLaw, whole_run: bool) -> tuple[int, int, int]:
     bad, checked, _ = edf_violations(
         up[keep], lo[order][keep], hi[order][keep], steps[keep], fresh[keep], k
     )
-    return bad, checked, int((~inside).sum())
+    edges = int((~inside).sum())
+    notes = []
+    if edges:
+        notes.append(
+            f"{edges} picks at the log's edges left out: a window misses picks there, and the "
+            "schedule is a sequence (--whole-run if the log holds the proxy's run)"
+        )
+    notes.append(
+        f"{up.size - edges - checked} picks not checked: the first of each host (a host "
+        "joining rebuilds Envoy's schedule) and those whose time step holds every other host"
+    )
+    if bad:
+        notes.append(
+            "Envoy keeps one schedule per worker thread (--concurrency): a log of several "
+            "threads interleaves schedules and departs; a join or a weight change rebuilds "
+            "the schedule, and the picks just before a new host's first one may depart"
+        )
+    return Sequence(bad, checked, edges, f"an EDF schedule ({_configured(law, log.names)})", notes)
+
+
+def _configured(law: WlrLaw, names: tuple[str, ...]) -> str:
+    """Return the configuration checked, for the verdict."""
+    slow = (
+        f", slow start {law.window:g} s (aggression {law.aggression:g}, floor {law.floor:.0%})"
+        if law.window > 0
+        else ""
+    )
+    w = ", ".join(f"{name}={x:g}" for name, x in zip(names, law.weights, strict=True))
+    text = f"weights {w}; active_request_bias {law.bias:g}{slow}"
+    if len(text) > 160:
+        lo, hi = law.weights.min(), law.weights.max()
+        text = f"{len(law.weights)} weights {lo:g} to {hi:g}; bias {law.bias:g}{slow}"
+    return text

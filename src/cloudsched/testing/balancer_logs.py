@@ -28,6 +28,14 @@ host has been in for less than the window.  ``joins`` maps an upstream to the ti
 the run's start) it joins; every join rebuilds the schedule (``EdfLoadBalancerBase::
 refresh``: every host added at its weight, then a random number of picks below the
 host count).
+
+``least-time`` is NGINX's ``least_time header`` (without ``inflight``), as
+ngx_http_upstream_least_time_module computes it: each upstream's estimate is its average
+response time (an EWMA of weight 0.05 in whole milliseconds, rounded, updated when a
+response completes; halved once per ``fail_timeout + 1`` seconds since it was last
+checked), put in the next 20 ms cluster (5000 ms at most), times one plus its
+connections; the least wins, ties by smooth weighted round robin among the tied (equal
+weights), and a choice marks the upstream checked when ``fail_timeout`` seconds passed.
 """
 
 from __future__ import annotations
@@ -162,6 +170,42 @@ class _Edf:
         return u
 
 
+class _LeastTime:
+    """NGINX least_time's state: average (ms), last checked (s), round-robin weight."""
+
+    def __init__(self, k: int, fail_timeout: int) -> None:
+        self.avg, self.checked, self.current = [0.0] * k, [0.0] * k, [0.0] * k
+        self.fail = fail_timeout
+
+    def done(self, u: int, ms: float) -> None:
+        old = self.avg[u]
+        self.avg[u] = ms if old == 0 else math.floor(0.5 + ms * 0.05 + old * 0.95)
+
+    def estimate(self, u: int, conns: int, now_s: float) -> float:
+        rt = self.avg[u]
+        elapsed = now_s - self.checked[u]
+        if elapsed > self.fail:
+            shift = math.floor(elapsed / (self.fail + 1))
+            rt = math.floor(rt / 2.0**shift) if shift < 64 else 0.0
+        rt = 5000.0 if rt > 5000 else rt + 20 - rt % 20
+        return rt * (1 + conns)
+
+    def choose(self, counts: list[int], t: float) -> int:
+        now_s = math.floor(t)
+        eta = [self.estimate(u, counts[u], now_s) for u in range(len(counts))]
+        best = min(range(len(counts)), key=lambda u: (eta[u], u))
+        tied = [u for u in range(best, len(counts)) if eta[u] == eta[best]]
+        if len(tied) > 1:  # smooth weighted round robin among the tied, from the first
+            for u in tied:
+                self.current[u] += 1
+                if self.current[u] > self.current[best]:
+                    best = u
+            self.current[best] -= len(tied)
+        if now_s - self.checked[best] > self.fail:
+            self.checked[best] = now_s
+        return best
+
+
 def balancer_log(
     policy: str,
     *,
@@ -180,6 +224,8 @@ def balancer_log(
     active_bias: float = 1.0,
     slow_start: tuple[float, float, float] | None = None,
     joins: dict[int, float] | None = None,
+    fail_timeout: int = 10,
+    speeds: list[float] | None = None,
 ) -> list[str]:
     """Return the log lines of ``requests`` requests balanced by ``policy`` over ``k``.
 
@@ -193,7 +239,9 @@ def balancer_log(
     ``workers``: NGINX worker processes without a shared ``zone``, each request to a
     uniform one, each counting its own requests (the lines end with ``$pid``, after
     ``$upstream_response_time``); ``weights``, ``active_bias``, ``slow_start`` (window,
-    aggression, min percent) and ``joins``: ``wlr``'s, see the module notes.
+    aggression, min percent) and ``joins``: ``wlr``'s, see the module notes;
+    ``fail_timeout`` (whole seconds): ``least-time``'s; ``speeds``: each upstream's speed
+    (its mean service time is ``mean_service / speed``; default all 1).
     """
     rng = np.random.default_rng(seed)
     joined = [-math.inf] * k  # in long before the run, unless it joins in it
@@ -201,17 +249,20 @@ def balancer_log(
         joined[u] = when
     edf = _Edf(weights or [1.0] * k, active_bias, slow_start, joined, rng)
     present: list[int] = []
+    lt = _LeastTime(k, fail_timeout)
+    speed = speeds or [1.0] * k
     counts = [[0] * k for _ in range(workers)]
     free_at = [0.0] * k  # when each upstream's FCFS queue empties
-    ends: list[tuple[float, int, int]] = []
+    ends: list[tuple[float, int, int, float]] = []
     state = [-1]
     t = 1.7e9
     lines: list[tuple[float, str]] = []
     for _ in range(requests):
         t += rng.exponential(mean_service / (load * k))
         while ends and ends[0][0] <= t:
-            _, gone, by = heapq.heappop(ends)
+            done_at, gone, by, began = heapq.heappop(ends)
             counts[by][gone] -= 1
+            lt.done(gone, math.floor(done_at * 1000) - math.floor(began * 1000))
         w = int(rng.integers(workers)) if workers > 1 else 0
         if policy == "wlr":
             now = [u for u in range(k) if joined[u] <= t - 1.7e9]
@@ -219,12 +270,14 @@ def balancer_log(
                 present = now
                 edf.rebuild(present, counts[w], t - 1.7e9)
             u = edf.pick(counts[w], t - 1.7e9)
+        elif policy == "least-time":
+            u = lt.choose(counts[w], t)
         else:
             u = _choose(policy, counts[w], rng, state, bias)
-        done = max(t, free_at[u]) + rng.exponential(mean_service)
+        done = max(t, free_at[u]) + rng.exponential(mean_service / speed[u])
         free_at[u] = done
         counts[w][u] += 1
-        heapq.heappush(ends, (done, u, w))
+        heapq.heappush(ends, (done, u, w, t))
         written = done + (rng.exponential(client_time) if client_time > 0 else 0.0)
         if fmt == "nginx" and workers > 1:
             line = _nginx_line(t, done, written, u, 1.0, milliseconds)
