@@ -169,6 +169,7 @@ NAMING_ALLOWED = {
     "experiments/checklb_identify.py": "check-lb's own laws (as experiments/checklb.py)",
     "experiments/checklb_panels.py": "check-lb's own laws (as experiments/checklb.py)",
     "experiments/checklb_edf.py": "check-lb's own laws: Envoy's wlr (as experiments/checklb.py)",
+    "experiments/checklb_ewma.py": "check-lb's own laws: peak EWMA as pod:2 on costs (as above)",
     "experiments/checklb_advise.py": (
         "check-lb's own laws and each balancer's directive for them (as experiments/checklb.py)"
     ),

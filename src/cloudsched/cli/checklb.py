@@ -34,7 +34,8 @@ def check_lb(
             "replacement, as HAProxy's random(2) and Envoy's LEAST_REQUEST choice_count), "
             "wlr (Envoy's LEAST_REQUEST as configured: --weights, -o; unequal weights "
             "keep an EDF schedule), least-time (NGINX least_time: averages rebuilt from the "
-            "logged times; -o fail-timeout, mode); "
+            "logged times; -o fail-timeout, mode), ewma (peak EWMA behind power of two "
+            "choices, Linkerd's and tower's; -o decay, default-rtt); "
             "default: the most likely law is named (with its choice count, sampling and "
             "any unequal draws) and then checked.",
         ),
@@ -186,7 +187,7 @@ def check_lb(
         whole_run=whole_run,
         view=view or "shared",
         weights=weights,
-        options=option,
+        options=option or (found.options if found is not None else None),
     )
     if found is not None:
         res.notes[:0] = [

@@ -60,6 +60,7 @@ import numpy as np
 from cloudsched.errors import ParameterError
 from cloudsched.experiments.checklb_counts import InFlight, in_flight, tested_counts
 from cloudsched.experiments.checklb_edf import check_edf, wlr_law
+from cloudsched.experiments.checklb_ewma import ewma_options, ewma_tested
 from cloudsched.experiments.checklb_laws import candidates, parse_law, uniforms
 from cloudsched.experiments.checklb_ltime import check_least_time, least_time_law
 from cloudsched.experiments.checklb_panels import (
@@ -218,10 +219,7 @@ def check_lb(
     k = len(log.names)
     if k < 2:
         raise ParameterError("log", log.source, "a log of requests to two upstreams or more")
-    if (weights and kind != "wlr") or (options and kind not in ("wlr", "least-time")):
-        given = "weights" if weights else "option"
-        allowed = "given with --expect wlr" + ("" if weights else " or least-time")
-        raise ParameterError(given, weights or ",".join(options or ()), allowed)
+    _configured_only(kind, weights, options)
     wlr = wlr_law(weights, options, log.names) if kind == "wlr" else None
     if wlr is not None and not wlr.edf:  # Envoy's unweightedHostPickNChoices
         sampled = f"pod:{wlr.choice_count}r"
@@ -277,6 +275,8 @@ def check_lb(
         out.statistic = round_robin_share(log.upstream[inside], log.sent[inside], k)
         out.consistent = out.statistic >= ROUND_ROBIN_SHARE
         return out
+    if kind == "ewma":  # power of two choices on the costs' ranks
+        law, parts = _ewma_panels(out, log, edges, (options, whole_run, seed))
     f = transform(law, parts, uniforms(seed, log, out.requests))
     ks = stats.kstest(f, "uniform")
     out.transform_p = float(ks.pvalue)
@@ -291,6 +291,24 @@ def check_lb(
     out.consistent = bool(out.p_value >= alpha or out.small)
     _add_notes(out, kind, counts, log.resolution, alpha, margin)
     return out
+
+
+def _configured_only(kind: str, weights: str | None, options: Sequence[str] | None) -> None:
+    """Refuse ``weights`` but with wlr, and ``options`` but with the laws that take them."""
+    if (weights and kind != "wlr") or (options and kind not in ("wlr", "least-time", "ewma")):
+        given = "weights" if weights else "option"
+        allowed = "given with --expect wlr" + ("" if weights else ", least-time or ewma")
+        raise ParameterError(given, weights or ",".join(options or ()), allowed)
+
+
+def _ewma_panels(out: Conformance, log: Any, edges: np.ndarray, how: tuple) -> tuple:
+    """Peak EWMA: the law (pod:2) and the panels of the costs' ranks; notes in ``out``."""
+    options, whole_run, seed = how
+    tested, notes = ewma_tested(log, edges, *ewma_options(options), whole_run, seed)
+    n = int(log.upstream.size)
+    out.requests, out.left_out = int(tested.upstream.size), n - int(tested.upstream.size)
+    out.notes += notes
+    return ("pod", 2, False), panels(tested)
 
 
 def _check_sequence(out: Conformance, n: int, found: Any) -> None:

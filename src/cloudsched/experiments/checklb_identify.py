@@ -62,6 +62,8 @@ class Identified:
     workers: int = 1
     total: float = -math.inf  # total log-likelihood of the law named
     inferred: Any = None  # a Workers: per-worker counts inferred without $pid
+    options: list[str] = field(default_factory=list)  # the law's options found (ewma's decay)
+    decays: dict[float, float] = field(default_factory=dict)  # ewma: total by decay (s)
 
     def summary(self) -> dict[str, Any]:
         """Return what was found, for JSON."""
@@ -75,6 +77,8 @@ class Identified:
             "view": self.view,
             "workers": self.workers,
             "inferred_workers": None if self.inferred is None else self.inferred.best,
+            "options": self.options,
+            "ewma_loglik_by_decay": self.decays or None,
             "workers_loglik": None if self.inferred is None else self.inferred.total,
             "sentence": self.sentence,
         }
@@ -90,6 +94,14 @@ class Identified:
         how = "clearly" if self.evidence >= CLEAR else "not clearly"
         if self.inferred is not None:
             return f"most likely: {self.inferred.sentence}"
+        if self.law == "ewma":
+            best = max(self.decays, key=lambda d: self.decays[d])
+            by = ", ".join(f"{d:g} s: {v - self.decays[best]:+.1f}" for d, v in self.decays.items())
+            return (
+                f"most likely: ewma (peak EWMA behind power of two choices) with decay "
+                f"{best:g} s, {how} (its log-likelihood exceeds {self.runner_up}'s by "
+                f"{self.evidence:.1f} over {self.requests} requests; by decay: {by})"
+            )
         text = (
             f"most likely: {self.law}, {how} (its log-likelihood exceeds {self.runner_up}'s by "
             f"{self.evidence:.1f} over {self.requests} requests)"
@@ -122,6 +134,25 @@ def _infer_workers(out: Identified, log: Any, whole_run: bool) -> None:
             f"the check below is of shared counts, which {found.best} workers do not keep: "
             "add $pid to the log_format and --view worker checks each worker's own counts"
         )
+
+
+def _try_ewma(out: Identified, log: Any, whole_run: bool) -> None:
+    """Name peak EWMA (and its decay) when it beats every count law on the same arrivals."""
+    from cloudsched.experiments.checklb_counts import window_edges
+    from cloudsched.experiments.checklb_ewma import ewma_fits
+
+    edges = np.zeros(log.upstream.size, dtype=bool)
+    if not whole_run:
+        edges = window_edges(log.sent, log.end, log.resolution, log.end_slack)
+    counts, by_decay, n = ewma_fits(log, edges, whole_run, candidates(len(log.names)))
+    if not by_decay:
+        return
+    best = max(by_decay, key=lambda d: by_decay[d])
+    rival = max(counts, key=lambda name: counts[name])
+    if by_decay[best] - counts[rival] >= CLEAR:
+        out.law, out.runner_up, out.requests = "ewma", rival, n
+        out.evidence = by_decay[best] - counts[rival]
+        out.options, out.decays, out.draws = [f"decay={best:g}s"], by_decay, None
 
 
 def drawn_loglik(q: np.ndarray, levels: np.ndarray, upstream: np.ndarray, d: int) -> float:
@@ -184,7 +215,9 @@ def identify(
         views = ["shared", "worker"] if named else ["shared"]
         found = [identify(log, whole_run=whole_run, alpha=alpha, view=v) for v in views]
         top = max(found, key=lambda f: (f.law == "round-robin", f.total))
-        if workers and not named and top.law not in ("round-robin", "random"):
+        if top.law != "round-robin":
+            _try_ewma(top, log, whole_run)
+        if workers and not named and top.law not in ("round-robin", "random", "ewma"):
             _infer_workers(top, log, whole_run)
         return top
     from cloudsched.experiments.checklb import ROUND_ROBIN_SHARE, round_robin_share

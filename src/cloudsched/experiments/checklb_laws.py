@@ -31,7 +31,7 @@ __all__ = [
 
 #: Weight of a uniform choice mixed into each law for the best fit (see ``loglik``).
 SLIP = 1e-3
-_LAW = re.compile(r"^(random|least-request|round-robin|jiq|wlr|least-time|pod:(\d{1,3})(r?))$")
+_LAW = re.compile(r"^(random|least-request|round-robin|jiq|wlr|least-time|ewma|pod:(\d{1,3})(r?))$")
 
 
 def parse_law(text: str) -> tuple[str, int, bool]:

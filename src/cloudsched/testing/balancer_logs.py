@@ -36,6 +36,14 @@ response completes; halved once per ``fail_timeout + 1`` seconds since it was la
 checked), put in the next 20 ms cluster (5000 ms at most), times one plus its
 connections; the least wins, ties by smooth weighted round robin among the tied (equal
 weights), and a choice marks the upstream checked when ``fail_timeout`` seconds passed.
+
+``ewma`` is tower's (Linkerd's) peak EWMA behind power of two choices, as
+tower/src/load/peak_ewma.rs and tower/src/balance/p2c/service.rs run it: two distinct
+upstreams drawn, each one's cost read (its estimate decays toward 0 by
+``exp(-elapsed / decay)`` and its stamp moves to now) times its requests in flight plus
+one, the first drawn kept on a tie; a response sets the estimate to its time if larger,
+else blends it in with weight ``1 - exp(-elapsed / decay)``; every estimate starts at
+``default_rtt``.
 """
 
 from __future__ import annotations
@@ -206,6 +214,32 @@ class _LeastTime:
         return best
 
 
+class _PeakEwma:
+    """tower's peak EWMA per upstream: estimate (s) and its stamp."""
+
+    def __init__(self, k: int, decay: float, default_rtt: float, start: float) -> None:
+        self.est, self.stamp = [default_rtt] * k, [start] * k
+        self.decay = decay
+
+    def cost(self, u: int, in_flight: int, t: float) -> float:
+        self.est[u] *= math.exp(-(t - self.stamp[u]) / self.decay)
+        self.stamp[u] = t
+        return self.est[u] * (in_flight + 1)
+
+    def done(self, u: int, rtt: float, t: float) -> None:
+        if self.est[u] < rtt:
+            self.est[u] = rtt
+        else:
+            w = math.exp(-(t - self.stamp[u]) / self.decay)
+            self.est[u] = self.est[u] * w + rtt * (1 - w)
+        self.stamp[u] = t
+
+    def choose(self, counts: list[int], t: float, rng: np.random.Generator) -> int:
+        a, b = (int(x) for x in rng.choice(len(counts), size=2, replace=False))
+        cost_a, cost_b = self.cost(a, counts[a], t), self.cost(b, counts[b], t)
+        return a if cost_a <= cost_b else b
+
+
 def balancer_log(
     policy: str,
     *,
@@ -226,6 +260,8 @@ def balancer_log(
     joins: dict[int, float] | None = None,
     fail_timeout: int = 10,
     speeds: list[float] | None = None,
+    decay: float = 10.0,
+    default_rtt: float = 0.03,
 ) -> list[str]:
     """Return the log lines of ``requests`` requests balanced by ``policy`` over ``k``.
 
@@ -240,7 +276,8 @@ def balancer_log(
     uniform one, each counting its own requests (the lines end with ``$pid``, after
     ``$upstream_response_time``); ``weights``, ``active_bias``, ``slow_start`` (window,
     aggression, min percent) and ``joins``: ``wlr``'s, see the module notes;
-    ``fail_timeout`` (whole seconds): ``least-time``'s; ``speeds``: each upstream's speed
+    ``fail_timeout`` (whole seconds): ``least-time``'s; ``decay`` and ``default_rtt``
+    (s): ``ewma``'s; ``speeds``: each upstream's speed
     (its mean service time is ``mean_service / speed``; default all 1).
     """
     rng = np.random.default_rng(seed)
@@ -250,6 +287,7 @@ def balancer_log(
     edf = _Edf(weights or [1.0] * k, active_bias, slow_start, joined, rng)
     present: list[int] = []
     lt = _LeastTime(k, fail_timeout)
+    peak = _PeakEwma(k, decay, default_rtt, 1.7e9)
     speed = speeds or [1.0] * k
     counts = [[0] * k for _ in range(workers)]
     free_at = [0.0] * k  # when each upstream's FCFS queue empties
@@ -263,6 +301,7 @@ def balancer_log(
             done_at, gone, by, began = heapq.heappop(ends)
             counts[by][gone] -= 1
             lt.done(gone, math.floor(done_at * 1000) - math.floor(began * 1000))
+            peak.done(gone, done_at - began, done_at)
         w = int(rng.integers(workers)) if workers > 1 else 0
         if policy == "wlr":
             now = [u for u in range(k) if joined[u] <= t - 1.7e9]
@@ -272,6 +311,8 @@ def balancer_log(
             u = edf.pick(counts[w], t - 1.7e9)
         elif policy == "least-time":
             u = lt.choose(counts[w], t)
+        elif policy == "ewma":
+            u = peak.choose(counts[w], t, rng)
         else:
             u = _choose(policy, counts[w], rng, state, bias)
         done = max(t, free_at[u]) + rng.exponential(mean_service / speed[u])
