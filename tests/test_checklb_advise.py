@@ -94,3 +94,13 @@ def test_a_tie_keeps_the_current_law_and_says_so():
     _conclude(out, {"random": None, "least-request": None})
     assert out.advice == "random" and "or tied" in out.sentence("nginx")
     assert out.sentence("nginx").startswith("advice: keep random;")
+
+
+def test_the_current_laws_options_reach_the_replay_in_seconds(tmp_path):
+    """The replay runs in seconds: a production balancer's durations (NGINX least_time's
+    millisecond clock, peak EWMA's decay) need a mean service time of one second."""
+    from cloudsched.experiments.checklb_advise import _options
+
+    assert _options("least-time", ["fail-timeout=2s"]) == ["service-time=1s", "fail-timeout=2s"]
+    assert _options("ewma", None) == ["service-time=1s"]
+    assert _options("jsq", ["decay=1s"]) is None  # a law without options takes none

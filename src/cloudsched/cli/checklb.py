@@ -201,7 +201,11 @@ def check_lb(
         from cloudsched.experiments.checklb_edf import sampled_law
 
         advice = advise_from_log(
-            data, log_type, sampled_law(expect, weights, option, data.names), seed=seed
+            data,
+            log_type,
+            sampled_law(expect, weights, option, data.names),
+            seed=seed,
+            options=option or (found.options if found is not None else None),
         )
     emit(_report(res, found, log_type, fmt, advice), out)
 

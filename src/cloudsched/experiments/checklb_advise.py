@@ -114,8 +114,14 @@ def service_times(sent: np.ndarray, end: np.ndarray, upstream: np.ndarray) -> np
     return end - np.maximum(sent, prev)
 
 
-def advise_from_log(log: Any, fmt: str, current: str, *, seed: int = 0) -> Advice:
-    """Replay ``log`` under ``current`` and every law ``fmt``'s balancer offers."""
+def advise_from_log(
+    log: Any, fmt: str, current: str, *, seed: int = 0, options: list[str] | None = None
+) -> Advice:
+    """Replay ``log`` under ``current`` and every law ``fmt``'s balancer offers.
+
+    ``options``: the current law's (least-time's, ewma's), in real time units: the replay
+    runs in seconds, so its mean service time is one second.
+    """
     from cloudsched.dispatch import simulate
     from cloudsched.dispatch.workload.resolved import Trace
 
@@ -141,6 +147,7 @@ def advise_from_log(log: Any, fmt: str, current: str, *, seed: int = 0) -> Advic
     sections: dict[str, np.ndarray | None] = {}
     for law, child in zip(laws, root.spawn(len(laws)), strict=True):
         policy, d, replace = law_policy(law)
+        given = _options(policy, options if law == current else None)
         res = simulate(
             policy,
             servers=k,
@@ -150,6 +157,7 @@ def advise_from_log(log: Any, fmt: str, current: str, *, seed: int = 0) -> Advic
             trace=Trace(arrivals, services, log.source),
             keep_response_times=True,
             rng=np.random.default_rng(child),
+            options=given,
         )
         x = np.asarray(res.response_times, dtype=np.float64)
         parts, p99 = _sections(x), float(np.quantile(x, 0.99))
@@ -158,6 +166,16 @@ def advise_from_log(log: Any, fmt: str, current: str, *, seed: int = 0) -> Advic
         sections[law] = parts
     _conclude(out, sections)
     return out
+
+
+def _options(policy: str, given: list[str] | None) -> list[str] | None:
+    """Return a production balancer's options for a replay in seconds (None: it takes none)."""
+    from cloudsched.policy_table import TABLE
+
+    row = TABLE.get(policy)
+    if row is None or not row.options:
+        return None
+    return ["service-time=1s", *(given or [])]
 
 
 def _sections(x: np.ndarray) -> np.ndarray | None:
