@@ -70,7 +70,7 @@ def main() -> None:
             log_format = NO_PID if fmt == "nginx-no-pid" else None
             log = read_upstream_log(path, out, log_format=log_format)
             if check:  # warm-up: compile on a short prefix
-                check_lb(_head(log, 3000), **check)
+                check_lb(_head(log, 3000), **check, whole_run=True)
                 law = _cpu(lambda log=log, check=check: check_lb(log, **check))
             else:
                 infer_workers(_head(log, 3000))

@@ -97,3 +97,12 @@ def test_p_values_of_true_logs_are_not_small():
             res = check_lb(log, "ewma", options=[f"decay={decay:g}s"])
             small += res.p_value < 0.01
     assert small <= 2, small
+
+
+def test_a_window_shorter_than_the_burn_in_is_refused(tmp_path):
+    from cloudsched.errors import ParameterError
+
+    log = _log(tmp_path, "ewma", requests=600, window=(0.2, 0.8))  # a few seconds
+    with pytest.raises(ParameterError, match="3 decay times"):
+        check_lb(log, "ewma")
+    assert check_lb(log, "ewma", whole_run=True).requests > 0  # read as a whole run

@@ -171,6 +171,16 @@ def ewma_tested(
     levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
     ranked, settled = ewma_levels(log, levels, decay, default_rtt, whole_run, seed)
     keep = ~unresolved_arrivals(log.sent, log.end, log.resolution) & ~edges & settled
+    if int(keep.sum()) < 2:
+        from cloudsched.errors import ParameterError
+
+        raise ParameterError(
+            "log",
+            log.source,
+            f"requests after its first {BURN_IN * decay:g} s ({BURN_IN:g} decay times, while "
+            "the estimates carry an unknown past) whose counts it fixes: --whole-run if it "
+            "holds the proxy's whole run",
+        )
     chosen = ranked[np.arange(n), log.upstream][keep]
     tested = Tested(ranked[keep], chosen, log.upstream[keep], n - int(keep.sum()), edges)
     notes = [
