@@ -3,7 +3,7 @@
 Writes a seeded log of ``--lines`` requests (default 1,000,000: a simulated ``random two
 least_conn`` in front of 16 upstreams at load 0.9) in each format (``--formats``: NGINX
 with its millisecond clock and ``$upstream_response_time``, Envoy's default text format,
-HAProxy's ``option httplog``), then measures, each in a fresh process on one core
+Envoy JSON, HAProxy's ``option httplog``), then measures, each in a fresh process on one core
 (``taskset`` where the machine has it):
 
 * the reader: plain lines a batch at a time (``upstream_fast``) against every line by the
@@ -16,7 +16,7 @@ HAProxy's ``option httplog``), then measures, each in a fresh process on one cor
 
 The issue's target: 1,000,000 lines in at most 10 s on one core, memory bounded.
 
-Run: ``python benchmarks/bench_checklb.py [--lines N] [--formats nginx,envoy,haproxy]``.
+Run: ``python benchmarks/bench_checklb.py [--lines N] [--formats nginx,envoy,envoy-json,haproxy]``.
 """
 
 from __future__ import annotations
@@ -84,7 +84,7 @@ def _command(path: Path) -> tuple[float, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--lines", type=int, default=1_000_000)
-    parser.add_argument("--formats", default="nginx,envoy,haproxy")
+    parser.add_argument("--formats", default="nginx,envoy,envoy-json,haproxy")
     args = parser.parse_args()
 
     print(f"{args.lines:,} lines, one core: CPU seconds of the reader and the counts")

@@ -472,3 +472,59 @@ def test_a_request_ending_when_it_was_sent_counts_at_no_arrival(tmp_path):
     log = _log(tmp_path, "h.log", lines, "haproxy")
     assert ((log.end - log.sent) == 0).sum() > 0  # the case arises
     assert levels_at_arrivals(log.sent, log.end, log.upstream, 4).min() == 0
+
+
+def test_envoy_json_batches_read_as_the_line_reader(tmp_path, monkeypatch):
+    """Arrow's JSON reader for plain lines, the per-line reader for the rest: the same
+    requests from plain lines with and without the upstream's span, and lines it must leave
+    to the per-line reader (string numbers, a key in upper case or twice, a '-' or null
+    host, an epoch start, one us_* key, blank lines); an impossible date is refused both
+    ways."""
+    import cloudsched.dispatch.workload.upstream_fast as upstreams
+
+    monkeypatch.setattr(upstreams, "BATCH", 53)  # batches end everywhere
+    plain = balancer_log("pod:2r", k=5, load=0.9, requests=1200, seed=8, fmt="envoy-json")
+    span = balancer_log(
+        "pod:2r", k=5, load=0.9, requests=1200, seed=9, fmt="envoy-json", client_time=0.004
+    )
+    host = '"upstream_host":"10.0.0.2:8080"'
+    odd = [
+        '{"start_time":"2023-11-14T22:13:21.131Z","duration":"12",' + host + "}",
+        '{"START_TIME":"2023-11-14T22:13:21.140Z","duration":12,' + host + "}",
+        '{"start_time":"2023-11-14T22:13:21.150Z","duration":3,"duration":12,' + host + "}",
+        '{"start_time":"2023-11-14T22:13:21.160Z","duration":12,"upstream_host":"-"}',
+        '{"start_time":"2023-11-14T22:13:21.170Z","duration":12,"upstream_host":null}',
+        '{"start_time":"1700000001.180","duration":12,' + host + "}",
+        '{"start_time":"2023-11-14T22:13:21.200Z","duration":12,"us_tx_beg":1,' + host + "}",
+        "",
+    ]
+    mixed = [x for trio in zip(plain, span, odd * 200, strict=False) for x in trio]
+    path = tmp_path / "mixed.json.log"
+    path.write_text("\n".join(mixed) + "\n")
+    fast = read_upstream_log(path, "envoy-json")
+    slow = read_upstream_log(path, "envoy-json", fast=False)
+    for name in ("sent", "end", "upstream"):
+        assert np.array_equal(getattr(fast, name), getattr(slow, name)), name
+    assert fast.names == slow.names and fast.resolution == slow.resolution
+    assert (fast.dropped, fast.unparsed, fast.absurd, fast.client_times) == (
+        slow.dropped,
+        slow.unparsed,
+        slow.absurd,
+        slow.client_times,
+    )
+    bad = tmp_path / "bad.json.log"
+    bad.write_text(
+        plain[0] + '\n{"start_time":"2023-11-31T22:13:21.190Z","duration":1,' + host + "}\n"
+    )
+    for fast_path in (True, False):
+        with pytest.raises(TraceError, match="start_time is not a time"):
+            read_upstream_log(bad, "envoy-json", fast=fast_path)
+    clean = tmp_path / "plain.json.log"
+    clean.write_text("\n".join(span) + "\n")
+    calls = []
+    real = read_upstream_log.__globals__["read_line"]
+    monkeypatch.setitem(
+        read_upstream_log.__globals__, "read_line", lambda *a: calls.append(1) or real(*a)
+    )
+    both = read_upstream_log(clean, "envoy-json")
+    assert not calls and both.upstream.size == 1200  # every plain line read by Arrow

@@ -15,7 +15,14 @@ and the same errors.  Plain lines:
 * ``envoy``: ``[YYYY-MM-DDTHH:MM:SS.mmmZ]`` (Envoy's default ``%START_TIME%``), a
   ``%DURATION%`` of at most 9 digits, an upstream host other than ``-``;
 * ``haproxy``: an accept date with milliseconds, whole-number timers with ``Ta``, ``TR`` and
-  ``Tw`` not negative, a server other than ``<NOSRV>`` and ``-``.
+  ``Tw`` not negative, a server other than ``<NOSRV>`` and ``-``;
+* ``envoy-json`` (:func:`~cloudsched.dispatch.workload.upstream_json.read_json_fast`,
+  Arrow's JSON reader over the batch):
+  ``start_time`` as ``YYYY-MM-DDTHH:MM:SS.mmmZ``, ``duration`` a number in [0, 1e9],
+  ``upstream_host`` a string other than ``-``, and ``us_tx_beg`` and ``us_rx_end`` both
+  absent or both numbers in order, every key written in lower case once.  A batch Arrow
+  cannot read as one table (a key of two types, a key twice, a line not an object) is
+  read line by line.
 
 Each fast pattern is a sub-language of the per-line one: where it matches, both split the
 line alike and compute the same times with the same floating-point operations (a test
@@ -34,7 +41,17 @@ import numpy as np
 
 from cloudsched.dispatch.workload.logfiles import log_lines
 
-__all__ = ["BATCH", "Batch", "FastRows", "Rows", "batches", "fast_pattern", "read_fast"]
+__all__ = [
+    "BATCH",
+    "Batch",
+    "FastRows",
+    "Rows",
+    "batches",
+    "fast_pattern",
+    "flags",
+    "read_fast",
+    "stamps",
+]
 
 _NUMBER = r"\d{{1,12}}(?:\.(?P<{0}_frac>\d{{1,9}}))?"
 _NUMERIC = ("msec", "request_time", "upstream_response_time")
@@ -88,6 +105,7 @@ class FastRows:
     step: np.ndarray
     upstream: list[str | None]
     worker: list[str | None] | None = None  # NGINX $pid, where the format has it
+    own: np.ndarray | None = None  # the upstream's own times (Envoy JSON's us_* keys)
 
 
 #: The clock step of a time with so many digits after the point (NGINX: at most 9).
@@ -120,7 +138,8 @@ def _number(m: Any, name: str) -> np.ndarray:
     return np.asarray(pc.cast(_column(m, name), pa.float64()).fill_null(0.0).to_numpy())
 
 
-def _flag(values: Any) -> np.ndarray:
+def flags(values: Any) -> np.ndarray:
+    """Return a boolean column as numpy, null as True."""
     return np.asarray(values.fill_null(True).to_numpy(zero_copy_only=False), dtype=bool)
 
 
@@ -130,7 +149,7 @@ def _nginx(m: Any, ok: np.ndarray) -> FastRows:
 
     msec, total = _number(m, "msec"), _number(m, "request_time")
     addr = _column(m, "upstream_addr")
-    ok &= ~_flag(pc.match_substring_regex(addr, "^:|:$|^-$"))  # the per-line reader's cases
+    ok &= ~flags(pc.match_substring_regex(addr, "^:|:$|^-$"))  # the per-line reader's cases
     ok &= msec > 0
     start, done = msec - total, msec
     if "upstream_response_time" in [f.name for f in m.type]:
@@ -145,8 +164,8 @@ def _nginx(m: Any, ok: np.ndarray) -> FastRows:
     return FastRows(ok, start, done, _STEPS[digits], addr.to_pylist(), pid)
 
 
-def _stamped(m: Any, ok: np.ndarray, fmt: str) -> FastRows:
-    """Envoy's and HAProxy's lines: a date with milliseconds and times in milliseconds."""
+def stamps(m: Any, ok: np.ndarray, fmt: str) -> np.ndarray:
+    """Return the stamps of ``m``'s ``date`` and ``ms``; clear ``ok`` where not plain."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -164,16 +183,24 @@ def _stamped(m: Any, ok: np.ndarray, fmt: str) -> FastRows:
         ok &= np.asarray(same.to_numpy(zero_copy_only=False), dtype=bool)
     seconds = np.asarray(pc.cast(date, pa.int64()).fill_null(0).to_numpy())
     ms = np.asarray(pc.cast(_column(m, "ms"), pa.int64()).fill_null(0).to_numpy())
-    stamp = (seconds * 10**6 + ms * 1000) / 10**6  # as datetime.timestamp() divides
+    return (seconds * 10**6 + ms * 1000) / 10**6  # as datetime.timestamp() divides
+
+
+def _stamped(m: Any, ok: np.ndarray, fmt: str) -> FastRows:
+    """Envoy's and HAProxy's lines: a date with milliseconds and times in milliseconds."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    stamp = stamps(m, ok, fmt)
     if fmt == "envoy":
         host = pc.utf8_trim_whitespace(_column(m, "host"))
-        ok &= ~_flag(pc.match_substring_regex(host, "^-?$"))
+        ok &= ~flags(pc.match_substring_regex(host, "^-?$"))
         end = stamp + _number(m, "duration") / 1e3
         return FastRows(ok, stamp, end, np.full(ok.size, 1e-3), host.to_pylist())
     server = _column(m, "server")
-    ok &= ~_flag(pc.is_in(server, pa.array(["<NOSRV>", "-"])))
+    ok &= ~flags(pc.is_in(server, pa.array(["<NOSRV>", "-"])))
     # a date before this one that the per-line pattern would match first: that reader's
-    ok &= ~_flag(pc.match_substring_regex(_column(m, "pre"), r"\[\d\d/\w{3}/\d{4}:"))
+    ok &= ~flags(pc.match_substring_regex(_column(m, "pre"), r"\[\d\d/\w{3}/\d{4}:"))
     queued = _number(m, "TR") + _number(m, "Tw")
     names = pc.binary_join_element_wise(_column(m, "backend"), server, "/")
     sent = stamp + queued / 1e3
@@ -234,6 +261,8 @@ class Batch:
             self.step[got.ok] = got.step[got.ok]
             self.name = list(got.upstream)
             self.worker = list(got.worker) if got.worker is not None else self.worker
+            if got.own is not None:
+                self.upstream_times = int((got.own & got.ok).sum())
 
     def add(self, i: int, got: object, where: str) -> None:
         """Add what the per-line reader made of line ``i`` (``upstreams._timed``)."""

@@ -58,6 +58,7 @@ from cloudsched.dispatch.workload.formats import (
 )
 from cloudsched.dispatch.workload.logfiles import TraceError, check_log_files, log_lines
 from cloudsched.dispatch.workload.upstream_fast import Batch, Rows, batches, fast_pattern, read_fast
+from cloudsched.dispatch.workload.upstream_json import read_json_fast
 from cloudsched.errors import ParameterError, check_real
 
 __all__ = [
@@ -204,7 +205,10 @@ def read_upstream_log(
     rows = Rows()
     index = {str(f): i for i, f in enumerate(files)}
     for batch in batches(files, progress):
-        got = read_fast([text for _, _, text in batch], fmt, plain) if plain else None
+        texts = [text for _, _, text in batch]
+        got = read_fast(texts, fmt, plain) if plain else None
+        if fast and fmt == "envoy-json":
+            got = read_json_fast(texts)
         codes = np.array([index[file] for file, _, _ in batch], dtype=np.int64)
         out = Batch(len(batch), got, codes)
         for i in np.flatnonzero(~out.keep).tolist():
