@@ -49,7 +49,12 @@ def test_one_worker_is_the_shared_likelihood(tmp_path, law):
 
 
 @pytest.mark.parametrize(
-    ("law", "workers"), [("least-request", 2), ("least-request", 4), ("pod:2", 3)]
+    ("law", "workers"),
+    [
+        ("least-request", 4),
+        pytest.param("least-request", 2, marks=pytest.mark.slow),
+        pytest.param("pod:2", 3, marks=pytest.mark.slow),
+    ],
 )
 def test_the_number_of_workers_is_inferred(tmp_path, law, workers):
     """A window of a run, the worker not in the log: the count and the law are named."""
