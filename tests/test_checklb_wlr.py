@@ -172,3 +172,15 @@ def test_cli_refuses_what_wlr_cannot_use(tmp_path, capsys):
     assert exc.value.code in (0, None)
     out = json.loads(capsys.readouterr().out)
     assert out["consistent"] and out["inconsistent"] == 0 and "10.0.0.1:8080=3" in out["schedule"]
+
+
+def test_more_upstreams_than_the_schedule_check_takes_are_refused(tmp_path):
+    from cloudsched.errors import ParameterError
+    from cloudsched.experiments.checklb_edf import MAX_HOSTS
+
+    k = MAX_HOSTS + 4
+    lines = balancer_log("random", k=k, load=0.5, requests=3000, seed=1)
+    log = _log(tmp_path, lines, "nginx")
+    assert len(log.names) > MAX_HOSTS
+    with pytest.raises(ParameterError, match=f"at most {MAX_HOSTS} upstreams"):
+        check_lb(log, "wlr", weights=_weights(log, [2.0]))

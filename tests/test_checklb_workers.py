@@ -79,3 +79,13 @@ def test_one_process_is_not_split(tmp_path):
     assert found.best == 1 and found.evidence >= CLEAR
     named = identify(log, workers=True, whole_run=True)
     assert named.inferred is None and named.law == "least-request"
+
+
+def test_too_many_upstreams_are_not_searched_and_the_note_says_so(tmp_path):
+    from cloudsched.experiments.checklb_workers import MAX_UPSTREAMS
+
+    k = MAX_UPSTREAMS + 6
+    lines = balancer_log("least-request", k=k, load=0.8, requests=4000, seed=2, workers=2)
+    named = identify(_log(tmp_path, lines, NO_PID), workers=True)
+    assert named.inferred is None
+    assert any(f"more than {MAX_UPSTREAMS} upstreams" in n for n in named.notes)

@@ -43,6 +43,7 @@ from cloudsched._jit import kernel
 from cloudsched.errors import ParameterError
 
 __all__ = [
+    "MAX_HOSTS",
     "Sequence",
     "WlrLaw",
     "check_edf",
@@ -191,6 +192,9 @@ def edf_steps(sent: np.ndarray, resolution: float) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(gap)]).astype(np.int64)
 
 
+#: The most upstreams the EDF check takes (its matrix costs hosts squared a pick: 256 hosts
+#: take about a minute per million picks).
+MAX_HOSTS = 256
 #: The matrix counts in whole units of ``mean increment / 2**24`` (int64): floating sums
 #: of tied deadlines round to cycles of -1e-16 that each closure compounds (a true EDF log
 #: drifts into false departures within a hundred picks); whole units are exact, and each
@@ -326,6 +330,13 @@ def check_edf(log: Any, law: WlrLaw, whole_run: bool) -> Sequence:
 
     order = np.argsort(log.sent, kind="stable")
     k = len(log.names)
+    if k > MAX_HOSTS:
+        raise ParameterError(
+            "expect",
+            "wlr",
+            f"a log of at most {MAX_HOSTS} upstreams for Envoy's EDF schedule (this one has "
+            f"{k}; the check costs hosts squared a pick): check one subset's log at a time",
+        )
     levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
     chosen = levels[np.arange(log.upstream.size), log.upstream]
     inside = np.ones(log.upstream.size, dtype=bool)

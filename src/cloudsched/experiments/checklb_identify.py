@@ -125,8 +125,14 @@ class Identified:
 
 def _infer_workers(out: Identified, log: Any, whole_run: bool) -> None:
     """Name the number of workers when more than one is clearly likelier (module notes)."""
-    from cloudsched.experiments.checklb_workers import infer_workers
+    from cloudsched.experiments.checklb_workers import MAX_UPSTREAMS, infer_workers
 
+    if len(log.names) > MAX_UPSTREAMS:
+        out.notes.append(
+            f"the number of workers is not inferred over more than {MAX_UPSTREAMS} upstreams "
+            "(the filter's cost grows with them): log $pid to check per worker"
+        )
+        return
     found = infer_workers(log, whole_run=whole_run)
     if found.best > 1 and found.total[found.best] - found.total[1] >= CLEAR:
         out.inferred, out.workers = found, found.best

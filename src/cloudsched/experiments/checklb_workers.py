@@ -26,13 +26,16 @@ from cloudsched._jit import kernel
 from cloudsched.experiments.checklb_counts import stop_times, window_edges
 from cloudsched.experiments.checklb_laws import SLIP, level_probs, parse_law
 
-__all__ = ["PARTICLES", "WORKERS", "Workers", "infer_workers", "worker_loglik"]
+__all__ = ["MAX_UPSTREAMS", "PARTICLES", "WORKERS", "Workers", "infer_workers", "worker_loglik"]
 
 #: Particles of the filter (CHOICE: the log-likelihood's spread over seeds is below 1 in
 #: total on 20,000 requests at 8 upstreams and 8 workers, measured; evidence needs 10).
 PARTICLES = 256
 #: The worker counts tried.
 WORKERS = (1, 2, 3, 4, 6, 8)
+#: The most upstreams the filter takes (its cost per arrival is particles x workers x
+#: upstreams: 12 runs of 20,000 arrivals over 64 upstreams take about a minute).
+MAX_UPSTREAMS = 64
 #: Arrivals scored (the first ones away from the window's edges).
 SCORED = 20_000
 
