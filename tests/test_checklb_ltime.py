@@ -74,3 +74,25 @@ def test_what_a_log_cannot_check_is_refused(tmp_path, capsys):
             main([*common, *extra])
         err = capsys.readouterr().err.strip()
         assert exc.value.code == 2 and named in err and len(err.splitlines()) == 1, err
+
+
+def test_header_mode_reads_the_logged_header_time(tmp_path):
+    """least_time header averages the time to the response header: with
+    $upstream_header_time in the log it is read (batch and line readers alike), without it
+    the whole response's time departs, and the note says what to log."""
+    fmt = "$msec $request_time $upstream_addr $status $upstream_response_time"
+    lines = balancer_log(
+        "least-time", k=8, load=0.6, requests=12000, seed=5, milliseconds=True,
+        speeds=[1.0] * 4 + [0.5] * 4, window=(0.2, 0.8), header_share=0.3,
+    )  # fmt: skip
+    path = tmp_path / "access.log"
+    path.write_text("\n".join(lines) + "\n")
+    with_header = read_upstream_log(path, "nginx", log_format=fmt + " $upstream_header_time")
+    slow = read_upstream_log(path, "nginx", log_format=fmt + " $upstream_header_time", fast=False)
+    assert np.array_equal(with_header.header, slow.header)
+    res = check_lb(with_header, "least-time")
+    assert res.consistent and res.inconsistent == 0, res.verdict
+    assert not check_lb(with_header, "least-time", options=["mode=last_byte"]).consistent
+    without = check_lb(read_upstream_log(path, "nginx", log_format=fmt + " $x"), "least-time")
+    assert not without.consistent
+    assert any("add $upstream_header_time" in n for n in without.notes)

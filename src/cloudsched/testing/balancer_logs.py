@@ -262,6 +262,7 @@ def balancer_log(
     speeds: list[float] | None = None,
     decay: float = 10.0,
     default_rtt: float = 0.03,
+    header_share: float | None = None,
 ) -> list[str]:
     """Return the log lines of ``requests`` requests balanced by ``policy`` over ``k``.
 
@@ -277,8 +278,10 @@ def balancer_log(
     ``$upstream_response_time``); ``weights``, ``active_bias``, ``slow_start`` (window,
     aggression, min percent) and ``joins``: ``wlr``'s, see the module notes;
     ``fail_timeout`` (whole seconds): ``least-time``'s; ``decay`` and ``default_rtt``
-    (s): ``ewma``'s; ``speeds``: each upstream's speed
-    (its mean service time is ``mean_service / speed``; default all 1).
+    (s): ``ewma``'s; ``header_share``: least_time ``header``: the response header comes at
+    this share of the upstream's time, NGINX averages the time to it, and the NGINX lines
+    end with ``$upstream_header_time`` (None: the whole time, no such field); ``speeds``:
+    each upstream's speed (its mean service time is ``mean_service / speed``; default 1).
     """
     rng = np.random.default_rng(seed)
     joined = [-math.inf] * k  # in long before the run, unless it joins in it
@@ -300,7 +303,8 @@ def balancer_log(
         while ends and ends[0][0] <= t:
             done_at, gone, by, began = heapq.heappop(ends)
             counts[by][gone] -= 1
-            lt.done(gone, math.floor(done_at * 1000) - math.floor(began * 1000))
+            seen = done_at if header_share is None else began + header_share * (done_at - began)
+            lt.done(gone, math.floor(seen * 1000) - math.floor(began * 1000))
             peak.done(gone, done_at - began, done_at)
         w = int(rng.integers(workers)) if workers > 1 else 0
         if policy == "wlr":
@@ -324,7 +328,11 @@ def balancer_log(
             line = _nginx_line(t, done, written, u, 1.0, milliseconds)
             lines.append((written, f"{line} {4000 + w}"))
         elif fmt == "nginx":
-            lines.append((written, _nginx_line(t, done, written, u, client_time, milliseconds)))
+            line = _nginx_line(t, done, written, u, client_time, milliseconds)
+            if header_share is not None:  # $upstream_header_time, from NGINX's ms clock
+                head = math.floor((t + header_share * (done - t)) * 1000) - math.floor(t * 1000)
+                line += f" {head / 1000:.3f}"
+            lines.append((written, line))
         elif fmt == "haproxy":
             lines.append((written, _haproxy_line(t, written, u)))
         else:

@@ -84,7 +84,9 @@ class Request(NamedTuple):
     upstream that served it, None: none); ``step`` (its clock step, s); ``missing`` (keys
     of a JSON line that are absent); NGINX: ``upstream_last``, the time of the try that
     served it (None: not logged) and ``upstream_before``, the tries before it, summed;
-    ``worker``: the worker process that proxied it (NGINX ``$pid``; None: not logged).
+    ``worker``: the worker process that proxied it (NGINX ``$pid``; None: not logged);
+    ``upstream_header``: NGINX's time of the serving try to the response header
+    (``$upstream_header_time``; None: not logged).
     """
 
     time: float | None
@@ -99,6 +101,7 @@ class Request(NamedTuple):
     upstream_last: float | None = None
     upstream_before: float = 0.0
     worker: str | None = None
+    upstream_header: float | None = None  # NGINX: the serving try's $upstream_header_time
 
 
 @dataclass(frozen=True)
@@ -136,7 +139,13 @@ def _nginx(m: re.Match[str] | str, where: str, clock: str) -> Request:
         step = 10.0 ** -min(digits, 9)
     upstream = None if addr in (None, "", "-") else addr
     worker = f["pid"].strip() if f.get("pid") is not None else None
-    return Request(stamp, exact, total, up, 0.0, upstream, 1.0, step, (), last, before, worker)
+    header = None
+    if f.get("upstream_header_time") is not None:
+        heads = re.split(r"[,:]\s*", f["upstream_header_time"].strip().strip('"'))
+        header = _duration(where, heads[-1], "$upstream_header_time", 1.0)
+    return Request(
+        stamp, exact, total, up, 0.0, upstream, 1.0, step, (), last, before, worker, header
+    )
 
 
 def _envoy(m: re.Match[str] | str, where: str, clock: str) -> Request:

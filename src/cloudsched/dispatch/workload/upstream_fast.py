@@ -54,7 +54,7 @@ __all__ = [
 ]
 
 _NUMBER = r"\d{{1,12}}(?:\.(?P<{0}_frac>\d{{1,9}}))?"
-_NUMERIC = ("msec", "request_time", "upstream_response_time")
+_NUMERIC = ("msec", "request_time", "upstream_response_time", "upstream_header_time")
 _ENVOY = (
     r'^\[(?P<date>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)\.(?P<ms>\d{3})Z\] "[^"]*" \S+ \S+ \S+ \S+ '
     r'(?P<duration>\d{1,9}) \S+ .*"(?P<host>[^"]*)"\s*$'
@@ -106,6 +106,7 @@ class FastRows:
     upstream: list[str | None]
     worker: list[str | None] | None = None  # NGINX $pid, where the format has it
     own: np.ndarray | None = None  # the upstream's own times (Envoy JSON's us_* keys)
+    header: np.ndarray | None = None  # NGINX $upstream_header_time (s)
 
 
 #: The clock step of a time with so many digits after the point (NGINX: at most 9).
@@ -160,8 +161,10 @@ def _nginx(m: Any, ok: np.ndarray) -> FastRows:
         return np.asarray(pc.utf8_length(_column(m, f"{name}_frac")).fill_null(0).to_numpy())
 
     digits = np.minimum(np.maximum(frac("msec"), frac("request_time")), 9)
-    pid = _column(m, "pid").to_pylist() if "pid" in [f.name for f in m.type] else None
-    return FastRows(ok, start, done, _STEPS[digits], addr.to_pylist(), pid)
+    names = [f.name for f in m.type]
+    pid = _column(m, "pid").to_pylist() if "pid" in names else None
+    header = _number(m, "upstream_header_time") if "upstream_header_time" in names else None
+    return FastRows(ok, start, done, _STEPS[digits], addr.to_pylist(), pid, None, header)
 
 
 def stamps(m: Any, ok: np.ndarray, fmt: str) -> np.ndarray:
@@ -253,6 +256,7 @@ class Batch:
         self.keep = np.zeros(n, dtype=bool)
         self.name: list[str | None] = [None] * n
         self.worker: list[str | None] = [None] * n
+        self.header = np.full(n, np.nan)
         self.dropped = self.unparsed = self.upstream_times = 0
         self.first_unparsed = ""
         if got is not None:
@@ -263,6 +267,8 @@ class Batch:
             self.worker = list(got.worker) if got.worker is not None else self.worker
             if got.own is not None:
                 self.upstream_times = int((got.own & got.ok).sum())
+            if got.header is not None:
+                self.header[got.ok] = got.header[got.ok]
 
     def add(self, i: int, got: object, where: str) -> None:
         """Add what the per-line reader made of line ``i`` (``upstreams._timed``)."""
@@ -273,7 +279,8 @@ class Batch:
             self.dropped += 1
         else:
             assert isinstance(got, tuple)
-            self.sent[i], self.end[i], self.name[i], self.step[i], own, self.worker[i] = got
+            self.sent[i], self.end[i], self.name[i], self.step[i], own, self.worker[i] = got[:6]
+            self.header[i] = got[6]
             self.keep[i] = True
             self.upstream_times += own
 
@@ -302,7 +309,7 @@ class Rows:
             self.step = max(self.step, float(b.step[keep].max()))
         ups = _codes([b.name[i] for i in keep], self.names)
         who = _codes([b.worker[i] for i in keep], self.workers)
-        self.parts.append((b.sent[keep], b.end[keep], ups, who, b.files[keep]))
+        self.parts.append((b.sent[keep], b.end[keep], ups, who, b.files[keep], b.header[keep]))
 
     @property
     def sent(self) -> np.ndarray:
@@ -325,6 +332,13 @@ class Rows:
         """Each request's file (its index among the files read)."""
         parts = [p[4] for p in self.parts]
         return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+    @property
+    def header(self) -> np.ndarray | None:
+        """Each request's header time (NaN: none); None: no line has one."""
+        parts = [p[5] for p in self.parts]
+        got = np.concatenate(parts) if parts else np.zeros(0)
+        return None if np.isnan(got).all() else got
 
     @property
     def worker(self) -> np.ndarray | None:

@@ -42,6 +42,7 @@ out and counted.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,10 +109,13 @@ class UpstreamLog:
     workers: tuple[str, ...] = ()  # their names (pids)
     file: np.ndarray | None = None  # each request's file (index into files)
     files: tuple[str, ...] = ()  # the files read, in order
+    header: np.ndarray | None = None  # NGINX $upstream_header_time (s; NaN: none); None
 
 
 def _timed(fmt: str, req: Request | None, where: str) -> object:
-    """Return ``(sent, end, upstream, clock step, upstream's own times, worker)``.
+    """Return ``(sent, end, upstream, clock step, upstream's own times, worker, header)``.
+
+    ``header``: NGINX's time from the send to the response header (s; NaN: not logged).
 
     None: a request no upstream served; False: the line is not in the format.
     """
@@ -119,7 +123,8 @@ def _timed(fmt: str, req: Request | None, where: str) -> object:
     if not isinstance(got, tuple):
         return got
     assert req is not None
-    return (*got[:4], len(got) > 4, req.worker)
+    header = math.nan if req.upstream_header is None else req.upstream_header
+    return (*got[:4], len(got) > 4, req.worker, header)
 
 
 def _times(fmt: str, req: Request | None, where: str) -> object:
@@ -249,6 +254,7 @@ def read_upstream_log(
         tuple(rows.workers) if rows.worker is not None else (),
         rows.files,
         tuple(map(str, files)),
+        rows.header,
     )
 
 
