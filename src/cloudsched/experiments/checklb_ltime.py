@@ -3,7 +3,8 @@
 NGINX (open source since 1.31.0; src/http/modules/ngx_http_upstream_least_time_module.c,
 ``ngx_http_upstream_get_least_time_peer`` and ``ngx_http_upstream_least_time_eta``)
 chooses the upstream of least estimate ``rt x (1 + connections)``, where ``rt`` is the
-upstream's average response time (``ngx_http_upstream_response_time_avg``: an EWMA of
+upstream's average response time (``ngx_http_upstream_response_time_avg``, the simulator's
+:func:`~cloudsched.dispatch.balancers.ngx_time.ngx_avg`: an EWMA of
 weight 0.05 in whole milliseconds, rounded, taken when a response completes), halved once
 per ``fail_timeout + 1`` seconds since the upstream was last *checked* (marked when it is
 chosen ``fail_timeout`` seconds after the last mark), then put in the next 20 ms cluster
@@ -32,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cloudsched._jit import kernel
+from cloudsched.dispatch.balancers.ngx_time import ngx_avg
 from cloudsched.errors import ParameterError
 from cloudsched.experiments.checklb_edf import Sequence
 
@@ -147,14 +149,6 @@ def check_least_time(log: Any, law: LeastTimeLaw, whole_run: bool) -> Sequence:
 
 
 @kernel(nrt=False, inline=True)
-def _avg(old, value):
-    """ngx_http_upstream_response_time_avg: an EWMA of weight 0.05, whole ms."""
-    if old == 0.0:
-        return value
-    return math.floor(0.5 + value * 0.05 + old * 0.95)
-
-
-@kernel(nrt=False, inline=True)
 def _cluster(rt):
     """ngx_http_upstream_least_time_eta's rounding: the next 20 ms, 5000 ms at most."""
     return 5000.0 if rt > 5000.0 else rt + 20.0 - rt % 20.0
@@ -190,8 +184,8 @@ def _scan(run, k, fail, low_start, high_start):
         if e >= n:  # a response completes: the averages take its time
             r = e - n
             u = run.upstream[r]
-            low[u] = _avg(low[u], run.ms_low[r])
-            high[u] = _avg(high[u], run.ms_high[r])
+            low[u] = ngx_avg(low[u], run.ms_low[r])
+            high[u] = ngx_avg(high[u], run.ms_high[r])
             continue
         u = run.upstream[e]
         now = math.floor(run.sent[e])
