@@ -72,9 +72,10 @@ def test_a_run_the_route_does_not_cover_is_still_refused_with_the_reason():
             simulate(policy, servers=10**9, load=0.9, r=10.0)
 
 
+@pytest.mark.slow  # 200 runs at N = 10^6: about 45 s cold, the default tier's longest
 def test_short_replications_cover_the_steady_state_mean():
     """Pooled coverage of the 95% intervals over 4 policies x 50 seeds at N = 10^6, where
-    the start's randomness and the 1/N gap are largest for the route (about 15 s).  Truth:
+    the start's randomness and the 1/N gap are largest for the route.  Truth:
     the refined mean field at N (random: exact).  Under 95% coverage, 200 runs
     cover at least 181 with probability 0.999; intervals 30% too narrow (about 86%
     coverage) would fail almost always."""
