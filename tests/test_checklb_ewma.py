@@ -106,3 +106,16 @@ def test_a_window_shorter_than_the_burn_in_is_refused(tmp_path):
     with pytest.raises(ParameterError, match="3 decay times"):
         check_lb(log, "ewma")
     assert check_lb(log, "ewma", whole_run=True).requests > 0  # read as a whole run
+
+
+def test_the_decay_is_fitted_on_the_first_lines_of_a_long_log(tmp_path, monkeypatch):
+    """Bounded memory: the decay's fit reads at most EWMA_LINES lines (here 30,000 of a
+    40,000-line window), and still names it."""
+    import cloudsched.experiments.checklb_identify as ident
+
+    monkeypatch.setattr(ident, "EWMA_LINES", 30_000)
+    log = _log(tmp_path, "ewma", decay=3.0, requests=60000, seed=2)
+    assert log.upstream.size > 30_000
+    found = identify(log)
+    assert found.law == "ewma" and found.options == ["decay=3s"], found.sentence
+    assert found.requests < 30_000

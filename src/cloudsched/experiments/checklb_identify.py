@@ -41,6 +41,8 @@ __all__ = ["CLEAR", "Identified", "drawn_loglik", "fit_draws", "identify"]
 
 #: A best law whose total log-likelihood beats the runner-up's by this much is clear.
 CLEAR = 10.0
+#: Lines of a log that peak EWMA's decay is fitted on (the first ones; bounded memory).
+EWMA_LINES = 200_000
 #: Arrivals used to fit the draws (the first ones tested; the fit is a parameter estimate).
 FIT_ARRIVALS = 20_000
 
@@ -147,6 +149,14 @@ def _try_ewma(out: Identified, log: Any, whole_run: bool) -> None:
     from cloudsched.experiments.checklb_counts import window_edges
     from cloudsched.experiments.checklb_ewma import ewma_fits
 
+    if log.upstream.size > EWMA_LINES:  # its first lines: a window of the run, as a log is
+        import dataclasses
+
+        keep = slice(0, EWMA_LINES)
+        log = dataclasses.replace(
+            log, sent=log.sent[keep], end=log.end[keep], upstream=log.upstream[keep]
+        )
+        whole_run = False
     edges = np.zeros(log.upstream.size, dtype=bool)
     if not whole_run:
         edges = window_edges(log.sent, log.end, log.resolution, log.end_slack)
