@@ -85,3 +85,38 @@ def test_column_generation_matches_the_full_lp(shape, jobs):
 def test_loads_outside_the_capacity_region_are_refused():
     with pytest.raises(ParameterError, match="capacity region"):
         static_optimum(parse_cluster("2x2"), [JobType("c", 3.0, 1.0, chain(3))])
+
+
+def test_loads_that_need_a_mixed_configuration_are_accepted():
+    """2x4,1x2 with star4 at 1.9 and chain2 at 0.5: {2 star4, 1 chain2} serves both at cost
+    0, 95% of the time.  The search stopped after its first step (an infinite value, loads
+    not yet served, passed the test ``value - lower <= 1e-6 * value``) and refused them."""
+    cluster = parse_cluster("2x4,1x2")
+    jobs = [JobType("star4", 1.9, 1.0, star(4)), JobType("chain2", 0.5, 1.0, chain(2))]
+    opt = static_optimum(cluster, jobs)
+    assert opt.proven and opt.cost_rate == pytest.approx(0.0, abs=1e-9)
+    assert opt.cost_rate == pytest.approx(_full_lp(cluster, jobs), abs=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_every_load_the_cluster_can_serve_is_accepted(seed):
+    """Random loads near the capacity region's edge on tiny clusters: column generation
+    serves them at the full LP's cost when the full LP can, and refuses them otherwise."""
+    rng = np.random.default_rng(seed)
+    refused = 0
+    for _ in range(8):
+        cluster = parse_cluster(str(rng.choice(["2x3", "3x2", "2x4,1x2", "1x4,2x2"])))
+        names = rng.choice(sorted(GRAPHS), size=2, replace=False)
+        loads = rng.uniform(0.2, 2.5, size=2)
+        jobs = [
+            JobType(str(n), float(x), 1.0, GRAPHS[str(n)])
+            for n, x in zip(names, loads, strict=True)
+        ]
+        full = _full_lp(cluster, jobs)
+        if full is None:  # no time-sharing serves them
+            refused += 1
+            with pytest.raises(ParameterError, match="capacity region"):
+                static_optimum(cluster, jobs)
+        else:
+            assert static_optimum(cluster, jobs).cost_rate == pytest.approx(full, abs=1e-7)
+    assert 0 < refused < 8  # both answers are tested

@@ -248,8 +248,8 @@ def static_optimum(
         lower = max(lower, float(prices @ rho) - max(sol.upper_bound, 0.0))
         if progress is not None:
             progress(-1.0, f"({ncol} columns, {lower:.4g} <= optimum <= {value:.4g})")
-        if value - lower <= 1e-6 * max(1.0, abs(value)):
-            break
+        if math.isfinite(value) and value - lower <= 1e-6 * max(1.0, abs(value)):
+            break  # (an infinite value, loads not yet served, is never within 1e-6 of it)
         if time.perf_counter() - t0 > time_limit or ncol >= max_columns:
             hit = True
             break
