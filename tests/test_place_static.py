@@ -154,3 +154,31 @@ def test_a_topology_larger_than_the_cluster_names_the_option(capsys):
     assert exc.value.code == 2 and err.count("\n") == 1
     assert "--topology must be at most the cluster's 16 slots (a slot per node)" in err, err
     assert "word-count (25 nodes)" in err
+
+
+def test_a_topology_that_fits_is_not_traded_for_the_others_traffic():
+    """2 machines of 4 slots and 100% CPU; two 2-node chains of 50% + 30% and a lone spout
+    of 40% (200% in all): all three fit only with both chains split, at cost 2.  Worth only
+    its own traffic, the spout (none) was left out to spare that cost (issue 43)."""
+    import networkx as nx
+
+    from cloudsched.placement import Topology, parse_cluster
+    from cloudsched.placement.static import place_static
+
+    cluster = parse_cluster("2x4")
+    cluster = type(cluster)(
+        cluster.slots, cpu=np.full(2, 100.0), memory=np.full(2, 1e9)
+    )  # fmt: skip
+
+    def chain(name):
+        g = nx.Graph()
+        g.add_node(0, cpu=50.0, memory=0.0)
+        g.add_node(1, cpu=30.0, memory=0.0)
+        g.add_edge(0, 1, weight=1.0)
+        return Topology(name, g)
+
+    spout = nx.Graph()
+    spout.add_node(0, cpu=40.0, memory=0.0)
+    out = place_static(cluster, [chain("h1"), chain("h2"), Topology("spout", spout)])
+    assert out.placed == 3, out.notes
+    assert out.cost == pytest.approx(2.0) and out.lower_bound == pytest.approx(2.0)

@@ -4,8 +4,9 @@ Running topologies have no arrival rates: each is placed once and stays.  The qu
 where its executors go so that the traffic broken across machines (and racks) is least,
 within every machine's slots, CPU and memory.  :func:`place_static` answers it with the
 max-weight configuration of :mod:`cloudsched.placement.configuration`, each topology worth
-more than any placement of it can cost (so every topology that can be placed is) and capped
-at one copy: the exact MILP where it is cheap, the packing otherwise.  Its cost is bounded
+more than any placement of all of them can cost (so every set of topologies that can be
+placed together is, never trading one out to spare the others traffic) and capped at one
+copy: the exact MILP where it is cheap, the packing otherwise.  Its cost is bounded
 from below by the largest of
 
 * the configuration solver's own bound: ``sum(values) - upper bound on the weight``;
@@ -119,7 +120,10 @@ def place_static(
     tops = list(topologies)
     _check_all_fit(cluster, tops)
     worst = float(cluster.distance.max())
-    values = np.array([1.0 + 2.0 * worst * t.total_traffic for t in tops])  # above any cost
+    # every topology worth more than the whole set can cost: leaving one out never pays,
+    # even one whose own traffic is small (a lone spout), for what it makes others pay
+    every = 1.0 + 2.0 * worst * sum(t.total_traffic for t in tops)
+    values = np.full(len(tops), every)
     lib = Library.build(cluster, tops)
     sol = max_weight_configuration(
         cluster,
