@@ -182,3 +182,36 @@ def test_a_topology_that_fits_is_not_traded_for_the_others_traffic():
     out = place_static(cluster, [chain("h1"), chain("h2"), Topology("spout", spout)])
     assert out.placed == 3, out.notes
     assert out.cost == pytest.approx(2.0) and out.lower_bound == pytest.approx(2.0)
+
+
+def test_flux_properties_are_read_by_place_static(tmp_path, capsys):
+    """``--properties`` fills the Flux files' ``${name}``, as Flux's ``--filter`` does for
+    ``storm jar``; without it the one-line error names the option (issue 43)."""
+    import json
+
+    from cloudsched.cli import main
+
+    flux = tmp_path / "filtered.yaml"
+    flux.write_text(
+        'name: "${topology.name}"\n'
+        "spouts:\n  - {id: s, className: S, parallelism: ${spout.parallelism}}\n"
+        "bolts:\n  - {id: b, className: B, parallelism: 2}\n"
+        "streams:\n  - {from: s, to: b, grouping: {type: SHUFFLE}}\n"
+    )
+    props = tmp_path / "dev.properties"
+    props.write_text(
+        "# as Storm's examples write them\ntopology.name=filtered\nspout.parallelism=3\n"
+    )
+    argv = ["place", "static", "--cluster", "2x4", "--topology", str(flux)]
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert exc.value.code == 2 and "--properties" in err and len(err.splitlines()) == 1, err
+    out = tmp_path / "o.json"
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--properties", str(props), "--format", "json", "--out", str(out)])
+    assert exc.value.code in (0, None), capsys.readouterr().err
+    doc = json.loads(out.read_text())
+    assert doc["topologies"] == ["filtered"]
+    best = next(r for r in doc["rows"] if r["scheduler"] == "optimised")
+    assert best["placed"] == "1/1"  # 3 spouts and 2 bolts: 5 executors on 8 slots

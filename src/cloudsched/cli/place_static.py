@@ -16,12 +16,17 @@ __all__ = ["place_static"]
 _SHIPPED = ("wordcount", "exclamation", "rolling-top-words")
 
 
-def _topologies(items: list[str], traffic: str) -> list[Any]:
-    """Read each Flux file (or shipped storm-starter name), one node per executor."""
+def _topologies(items: list[str], traffic: str, properties: Path | None = None) -> list[Any]:
+    """Read each Flux file (or shipped storm-starter name), one node per executor.
+
+    ``properties``: a Java properties file filling every file's ``${name}`` (Flux's
+    ``--filter``).
+    """
     from cloudsched.data import flux_path
-    from cloudsched.placement.flux import TRAFFIC_MODELS, load_flux
+    from cloudsched.placement.flux import TRAFFIC_MODELS, load_flux, read_properties
 
     traffic = check_choice("--flux-traffic", traffic, TRAFFIC_MODELS)
+    props = None if properties is None else read_properties(properties)
     tops = []
     for item in items:
         path = flux_path(item) if item in _SHIPPED else Path(item)
@@ -29,7 +34,7 @@ def _topologies(items: list[str], traffic: str) -> list[Any]:
             raise ParameterError(
                 "--topology", item, "a Flux YAML file or one of " + ", ".join(_SHIPPED)
             )
-        tops.append(load_flux(path, traffic=traffic))
+        tops.append(load_flux(path, traffic=traffic, properties=props))
     names = [t.name for t in tops]
     if len(set(names)) != len(names):
         raise ParameterError("--topology", ", ".join(names), "topologies of distinct names")
@@ -71,17 +76,26 @@ def place_static(
             ".json): workers, their executors, the RAS settings.",
         ),
     ] = None,
+    properties: Annotated[
+        Path | None,
+        opt(
+            "--properties",
+            help="A Java properties file filling the Flux files' ${name} (what Flux's "
+            "--filter gives storm jar).",
+        ),
+    ] = None,
     fmt: FormatJson = None,
     out: Out = (None),
 ) -> None:
     """Place running topologies once at the least traffic cost, beside Storm's schedulers."""
-    check_outputs(out=out, inputs=[cluster, *topology], others={"--assignment": assignment})
+    inputs = [cluster, *topology, *([str(properties)] if properties is not None else [])]
+    check_outputs(out=out, inputs=inputs, others={"--assignment": assignment})
     if assignment is not None:
         from cloudsched.cli.common import check_not_input
         from cloudsched.io import check_output_file
 
         check_output_file(assignment, "--assignment", ("yaml", "yml", "json"))
-        check_not_input("--assignment", assignment, [cluster, *topology])
+        check_not_input("--assignment", assignment, inputs)
     from cloudsched.placement.cluster import cluster_from_text
     from cloudsched.placement.configuration import SOLVERS
     from cloudsched.placement.static import BASELINES, place_baseline, storm_assignment
@@ -93,7 +107,7 @@ def place_static(
     cl = cluster_from_text(
         cluster, None if racks is None else check_int("--racks", racks, low=1), cross_rack_cost
     )
-    tops = _topologies(topology, flux_traffic)
+    tops = _topologies(topology, flux_traffic, properties)
     check_not_read({"--out": out, "--assignment": assignment}, tops)  # includes too
     for top in tops:  # what a Flux include brought in is said, once
         if len(top.sources) > 1:

@@ -68,8 +68,8 @@ def _substitute(
         if name not in properties:
             raise InputError(
                 where,
-                f"${{{name}}} is not defined (give a properties file with "
-                f"'properties:' next to 'flux:')",
+                f"${{{name}}} is not defined (give a properties file: --properties, or "
+                f"'properties:' next to 'flux:' in a workload)",
             )
         return properties[name]
 
