@@ -6,6 +6,7 @@ import networkx as nx
 import numpy as np
 import pytest
 
+from cloudsched.errors import InputError
 from cloudsched.placement import load_flux
 from cloudsched.placement.flux import read_properties
 from cloudsched.placement.workload import topology_from_spec
@@ -115,3 +116,21 @@ def test_property_and_environment_substitution(tmp_path, monkeypatch):
     assert topo.nodes == 10 and topo.edges == 24
     spec = {"flux": "t.yaml", "properties": "dev.properties", "executors_per_slot": 5}
     assert topology_from_spec(spec, tmp_path, rng=np.random.default_rng(0)).nodes == 2
+
+
+def test_a_list_property_and_one_of_its_elements_are_substituted(tmp_path):
+    """As Storm's own substitution test writes them: ``${a.list.property}`` is the list,
+    ``${a.list.property[1]}`` its element (FluxParser.parseListAndExtractElem: brackets
+    and quotes dropped); an index past the list is a one-line error."""
+    _write(tmp_path, "t.properties", 'par: ["2", "4"]\nname: sub\n')
+    text = (
+        BASE.replace("parallelism: 3", "parallelism: ${par[1]}")
+        .replace('name: "t"', 'name: "${name}"')
+        .replace("config:", "config:\n  list.target: ${par}", 1)
+    )
+    props = read_properties(tmp_path / "t.properties")
+    topo = load_flux(_write(tmp_path, "t.yaml", text), properties=props)
+    plain = load_flux(_write(tmp_path, "p.yaml", BASE.replace("parallelism: 3", "parallelism: 4")))
+    assert topo.name == "sub" and topo.nodes == plain.nodes
+    with pytest.raises(InputError, match=r"par\[5\]\}: the list has 2 elements"):
+        load_flux(_write(tmp_path, "b.yaml", text.replace("par[1]", "par[5]")), properties=props)

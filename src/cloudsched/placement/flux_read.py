@@ -35,6 +35,19 @@ _VAR = re.compile(r"\$\{([^}]+)\}")
 PROPERTIES_MAX_BYTES = 1 << 20
 
 
+def _list_item(value: str, index: int, where: str, name: str) -> str:
+    """``${name[i]}``: element ``i`` of a list property, as Storm's Flux reads it.
+
+    FluxParser.parseListAndExtractElem (flux-core, org.apache.storm.flux.parser): the
+    value's first and last characters (its brackets) dropped, split at commas, the element
+    trimmed and its first and last characters (its quotes) dropped.
+    """
+    parts = value[1:-1].split(",")
+    if index >= len(parts):
+        raise InputError(where, f"${{{name}}}: the list has {len(parts)} elements")
+    return parts[index].strip()[1:-1]
+
+
 def read_properties(path: str | Path) -> dict[str, str]:
     """Read a Java ``.properties`` file (``key=value`` or ``key: value``; ``#``/``!`` comments)."""
     out: dict[str, str] = {}
@@ -65,6 +78,9 @@ def _substitute(
                 raise InputError(where, f"${{{name}}}: environment variable {name[4:]} is not set")
             secrets.append((name, value))
             return value
+        item = re.fullmatch(r"(.+)\[(\d+)\]", name)
+        if item is not None and name not in properties and item[1] in properties:
+            return _list_item(properties[item[1]], int(item[2]), where, name)
         if name not in properties:
             raise InputError(
                 where,
