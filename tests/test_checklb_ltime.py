@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 from cloudsched.cli import main
+from cloudsched.dispatch.balancers.ngx_time import ngx_cluster
 from cloudsched.dispatch.workload.upstreams import read_upstream_log
 from cloudsched.experiments.checklb import check_lb
-from cloudsched.experiments.checklb_ltime import _bounds, _cluster
+from cloudsched.experiments.checklb_ltime import _bounds
 from cloudsched.testing.balancer_logs import balancer_log
 
 pytestmark = pytest.mark.xdist_group("checklb_ltime")  # one process compiles the scan
@@ -34,7 +35,7 @@ def test_the_bounds_are_the_clusters_least_and_largest():
     for _ in range(400):
         lo = float(rng.integers(0, 6000))
         hi = lo + float(rng.integers(0, 300 if rng.random() < 0.7 else 3000))
-        values = [_cluster(float(x)) for x in range(int(lo), int(hi) + 1)]
+        values = [ngx_cluster(float(x)) for x in range(int(lo), int(hi) + 1)]
         assert _bounds(lo, hi) == (min(values), max(values)), (lo, hi)
 
 

@@ -232,6 +232,7 @@ def check_lb(
     sequence = kind in ("round-robin", "wlr", "least-time")
     tc = tested_counts(log, whole_run, need=0 if sequence else 2, view=view)
     n, left_out, edges = int(log.upstream.size), tc.left_out, tc.edges
+    every = tc.every if view == "shared" else None  # the shared counts, for the laws below
     levels = tc.levels
     parts = panels(tc)
     fits = {name: total_loglik((kd, dd, rr), parts) for name, kd, dd, rr in candidates(k)}
@@ -265,10 +266,11 @@ def check_lb(
             "counts its own requests (--view worker)"
         )
     if wlr is not None:
-        _check_sequence(out, n, check_edf(log, wlr, whole_run))
+        _check_sequence(out, n, check_edf(log, wlr, whole_run, every))
         return out
     if kind == "least-time":
-        _check_sequence(out, n, check_least_time(log, least_time_law(options), whole_run))
+        found = check_least_time(log, least_time_law(options), whole_run, every)
+        _check_sequence(out, n, found)
         return out
     if kind == "round-robin":
         inside = ~edges  # every request sent there is in the log: the sequence is whole
@@ -276,7 +278,7 @@ def check_lb(
         out.consistent = out.statistic >= ROUND_ROBIN_SHARE
         return out
     if kind == "ewma":  # power of two choices on the costs' ranks
-        law, parts = _ewma_panels(out, log, edges, (options, whole_run, seed))
+        law, parts = _ewma_panels(out, log, (edges, every), (options, whole_run, seed))
     f = transform(law, parts, uniforms(seed, log, out.requests))
     ks = stats.kstest(f, "uniform")
     out.transform_p = float(ks.pvalue)
@@ -301,10 +303,14 @@ def _configured_only(kind: str, weights: str | None, options: Sequence[str] | No
         raise ParameterError(given, weights or ",".join(options or ()), allowed)
 
 
-def _ewma_panels(out: Conformance, log: Any, edges: np.ndarray, how: tuple) -> tuple:
-    """Peak EWMA: the law (pod:2) and the panels of the costs' ranks; notes in ``out``."""
-    options, whole_run, seed = how
-    tested, notes = ewma_tested(log, edges, *ewma_options(options), whole_run, seed)
+def _ewma_panels(out: Conformance, log: Any, counts: tuple, how: tuple) -> tuple:
+    """Peak EWMA: the law (pod:2) and the panels of the costs' ranks; notes in ``out``.
+
+    ``counts``: the window's edges and the shared counts at every arrival (or None).
+    """
+    (edges, every), (options, whole_run, seed) = counts, how
+    decay, rtt = ewma_options(options)
+    tested, notes = ewma_tested(log, edges, decay, rtt, whole_run, seed, every)
     n = int(log.upstream.size)
     out.requests, out.left_out = int(tested.upstream.size), n - int(tested.upstream.size)
     out.notes += notes

@@ -239,6 +239,7 @@ class Tested:
     edges: np.ndarray  # bool, every arrival: at the window's edges
     group: np.ndarray | None = None  # each tested arrival's worker or proxy (a view's)
     subsets: tuple[np.ndarray, ...] = ()  # the upstreams each group sent requests to
+    every: np.ndarray | None = None  # the counts at every arrival (rows in log order)
 
 
 def tested_counts(log: Any, whole_run: bool, need: int = 2, view: str = "shared") -> Tested:
@@ -290,4 +291,6 @@ def tested_counts(log: Any, whole_run: bool, need: int = 2, view: str = "shared"
         )
     kept = None if group is None else group[keep]
     left = n - int(keep.sum())
-    return Tested(levels[keep], chosen[keep], log.upstream[keep], left, edges, kept, subsets)
+    return Tested(
+        levels[keep], chosen[keep], log.upstream[keep], left, edges, kept, subsets, levels
+    )

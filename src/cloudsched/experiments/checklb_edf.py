@@ -173,9 +173,7 @@ def edf_increments(
     with np.errstate(over="ignore"):
         lo = (a_lo + 1) ** law.bias / w
         hi = (a_hi + 1) ** law.bias / (w * f_lo)
-    if law.bias == 0:
-        hi = 1 / (w * f_lo)
-    return lo, hi
+    return lo, hi  # bias 0: inf ** 0 is 1, so an unbounded count leaves the increment fixed
 
 
 def edf_steps(sent: np.ndarray, resolution: float) -> np.ndarray:
@@ -186,9 +184,11 @@ def edf_steps(sent: np.ndarray, resolution: float) -> np.ndarray:
     """
     if sent.size == 0:
         return np.zeros(0, dtype=np.int64)
-    gap = np.diff(sent) >= max(resolution - 4 * float(np.spacing(np.max(np.abs(sent)))), 0.0)
+    step = np.diff(sent)
     if resolution <= 0:
-        gap = np.diff(sent) > 0
+        gap = step > 0
+    else:  # within the float rounding of the epoch's seconds, still one step
+        gap = step >= max(resolution - 4 * float(np.spacing(np.max(np.abs(sent)))), 0.0)
     return np.concatenate([[0], np.cumsum(gap)]).astype(np.int64)
 
 
@@ -320,8 +320,10 @@ class Sequence:
     notes: list[str]
 
 
-def check_edf(log: Any, law: WlrLaw, whole_run: bool) -> Sequence:
+def check_edf(log: Any, law: WlrLaw, whole_run: bool, levels: np.ndarray | None = None) -> Sequence:
     """Check a log's picks against ``law``'s EDF schedule.
+
+    ``levels``: the shared counts at every arrival, when already rebuilt.
 
     One schedule for the log (Envoy keeps one per worker thread: a log of several is read
     as one, and departs).
@@ -337,7 +339,8 @@ def check_edf(log: Any, law: WlrLaw, whole_run: bool) -> Sequence:
             f"a log of at most {MAX_HOSTS} upstreams for Envoy's EDF schedule (this one has "
             f"{k}; the check costs hosts squared a pick): check one subset's log at a time",
         )
-    levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
+    if levels is None:
+        levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
     chosen = levels[np.arange(log.upstream.size), log.upstream]
     inside = np.ones(log.upstream.size, dtype=bool)
     if not whole_run:

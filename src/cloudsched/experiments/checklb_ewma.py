@@ -154,7 +154,13 @@ def _partner(cost, u, rng):
 
 
 def ewma_tested(
-    log: Any, edges: np.ndarray, decay: float, default_rtt: float, whole_run: bool, seed: int = 0
+    log: Any,
+    edges: np.ndarray,
+    decay: float,
+    default_rtt: float,
+    whole_run: bool,
+    seed: int = 0,
+    levels: np.ndarray | None = None,
 ) -> tuple[Any, list[str]]:
     """Return the arrivals to test with their cost ranks as levels, and the notes.
 
@@ -168,7 +174,8 @@ def ewma_tested(
     )
 
     n, k = int(log.upstream.size), len(log.names)
-    levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
+    if levels is None:
+        levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
     ranked, settled = ewma_levels(log, levels, decay, default_rtt, whole_run, seed)
     keep = ~unresolved_arrivals(log.sent, log.end, log.resolution) & ~edges & settled
     if int(keep.sum()) < 2:

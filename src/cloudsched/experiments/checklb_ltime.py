@@ -33,7 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from cloudsched._jit import kernel
-from cloudsched.dispatch.balancers.ngx_time import ngx_avg
+from cloudsched.dispatch.balancers.ngx_time import ngx_avg, ngx_cluster, ngx_halvings
 from cloudsched.errors import ParameterError
 from cloudsched.experiments.checklb_edf import Sequence
 
@@ -86,8 +86,13 @@ class _Run(NamedTuple):
     ms_high: np.ndarray
 
 
-def check_least_time(log: Any, law: LeastTimeLaw, whole_run: bool) -> Sequence:
-    """Check a log's choices against NGINX least_time."""
+def check_least_time(
+    log: Any, law: LeastTimeLaw, whole_run: bool, levels: np.ndarray | None = None
+) -> Sequence:
+    """Check a log's choices against NGINX least_time.
+
+    ``levels``: the shared counts at every arrival, when already rebuilt.
+    """
     from cloudsched.experiments.checklb_counts import (
         levels_at_arrivals,
         stop_times,
@@ -96,7 +101,8 @@ def check_least_time(log: Any, law: LeastTimeLaw, whole_run: bool) -> Sequence:
     )
 
     n, k = int(log.upstream.size), len(log.names)
-    levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
+    if levels is None:
+        levels = levels_at_arrivals(log.sent, log.end, log.upstream, k, log.end_slack)
     edges = np.zeros(n, dtype=bool)
     if not whole_run:
         edges = window_edges(log.sent, log.end, log.resolution, log.end_slack)
@@ -149,25 +155,13 @@ def check_least_time(log: Any, law: LeastTimeLaw, whole_run: bool) -> Sequence:
 
 
 @kernel(nrt=False, inline=True)
-def _cluster(rt):
-    """ngx_http_upstream_least_time_eta's rounding: the next 20 ms, 5000 ms at most."""
-    return 5000.0 if rt > 5000.0 else rt + 20.0 - rt % 20.0
-
-
-@kernel(nrt=False, inline=True)
-def _halvings(elapsed, fail):
-    """Halvings after ``elapsed`` seconds unchecked."""
-    return math.floor(elapsed / (fail + 1.0)) if elapsed > fail else 0.0
-
-
-@kernel(nrt=False, inline=True)
 def _bounds(low, high):
     """Least and largest cluster of an average between ``low`` and ``high`` (ms)."""
     if high <= 5000.0:
-        return _cluster(low), _cluster(high)
+        return ngx_cluster(low), ngx_cluster(high)
     if low > 5000.0:
         return 5000.0, 5000.0
-    return min(_cluster(low), 5000.0), max(_cluster(min(high, 5000.0)), 5000.0)
+    return min(ngx_cluster(low), 5000.0), max(ngx_cluster(min(high, 5000.0)), 5000.0)
 
 
 @kernel
@@ -193,8 +187,8 @@ def _scan(run, k, fail, low_start, high_start):
             for j in range(k):
                 h_min, h_max = 0.0, 64.0
                 if last[j] >= 0.0:  # marked at most fail seconds before that choice
-                    h_min = _halvings(now - last[j], fail)
-                    h_max = _halvings(now - last[j] + fail, fail)
+                    h_min = ngx_halvings(now - last[j], fail)
+                    h_max = ngx_halvings(now - last[j] + fail, fail)
                 lo = math.floor(low[j] / 2.0**h_max) if h_max < 64.0 else 0.0
                 hi = math.floor(high[j] / 2.0**h_min) if h_min < 64.0 else 0.0
                 c_lo, c_hi = _bounds(lo, hi)

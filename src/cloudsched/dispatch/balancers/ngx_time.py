@@ -30,6 +30,8 @@ __all__ = [
     "inflight_done",
     "next_change",
     "ngx_avg",
+    "ngx_cluster",
+    "ngx_halvings",
     "ngx_msec",
     "ngx_seconds",
 ]
@@ -65,10 +67,21 @@ def ngx_seconds(par, t):
 
 
 @kernel(nrt=False, inline=True)
+def ngx_halvings(elapsed, fail_s):
+    """Halvings after ``elapsed`` seconds unchecked: one per fail_timeout, after the first."""
+    return math.floor(elapsed / (fail_s + 1.0)) if elapsed > fail_s else 0.0
+
+
+@kernel(nrt=False, inline=True)
+def ngx_cluster(rt):
+    """ngx_http_upstream_least_time_eta's rounding: the next 20 ms, 5000 ms at most."""
+    return 5000.0 if rt > 5000.0 else rt + 20.0 - rt % 20.0
+
+
+@kernel(nrt=False, inline=True)
 def halvings(st, par, slot, now_s, fail_s):
     """Halvings of ``slot``'s average: one per fail_timeout unchecked, after the first."""
-    elapsed = now_s - st.fmem[fat(par, F_CHECKED, slot)]
-    return math.floor(elapsed / (fail_s + 1.0)) if elapsed > fail_s else 0.0
+    return ngx_halvings(now_s - st.fmem[fat(par, F_CHECKED, slot)], fail_s)
 
 
 @kernel(nrt=False, inline=True)
@@ -80,11 +93,8 @@ def eta(st, par, slot, now_s, fail_s):
         rt = math.floor(rt / 2.0**shift) if shift < 64 else 0.0
     if st.fmem[fat(par, F_IF_REQS, slot)] > 0:
         rt = max(rt, st.fmem[fat(par, F_IF_TIME, slot)])
-    if rt > 5000.0:  # equally bad: least connections among them
-        rt = 5000.0
-    else:  # 20 ms clusters
-        rt += 20.0 - rt % 20.0
-    return rt * (1.0 + in_flight(st, par, LT_INTS, slot))
+    # 20 ms clusters; past 5000 ms equally bad: least connections among them
+    return ngx_cluster(rt) * (1.0 + in_flight(st, par, LT_INTS, slot))
 
 
 @kernel(nrt=False, inline=True)
