@@ -42,7 +42,9 @@ def test_the_placement_is_the_brute_force_optimum_and_its_bound_holds(spec, tops
     assert res.placed == len(tops) and res.cost == pytest.approx(best)
     assert res.lower_bound <= best + 1e-9 and res.proven
     for policy in ("storm-default", "resource-aware"):
-        assert place_baseline(cluster, tops, policy).cost >= best - 1e-9
+        row = place_baseline(cluster, tops, policy)
+        # Storm's EvenScheduler (one worker each here) may run more than a machine has
+        assert row.cost >= best - 1e-9 or not row.fits
 
 
 def test_the_shipped_topologies_beat_storms_schedulers_with_a_valid_bound():
@@ -52,7 +54,11 @@ def test_the_shipped_topologies_beat_storms_schedulers_with_a_valid_bound():
     assert res.placed == 3 and res.lower_bound <= res.cost + 1e-9
     for policy in ("storm-default", "resource-aware"):
         other = place_baseline(cluster, tops, policy)
-        assert other.placed == 3 and other.cost >= res.lower_bound - 1e-9
+        assert other.placed == 3
+        assert other.cost >= res.lower_bound - 1e-9 or not other.fits
+    # EvenScheduler's rolling-top-words is one worker of 14 executors on a machine of 8
+    even = place_baseline(cluster, tops, "storm-default")
+    assert not even.fits and "machine 6 runs 14 executors on 8 slots" in even.notes[0]
     # every machine's slots, CPU and memory hold what was put on it
     for t, m in zip(tops, res.machines, strict=True):
         assert cluster.fits_on_machines(t, m)
@@ -102,10 +108,11 @@ def test_the_cli_writes_the_table_and_a_storm_assignment(tmp_path, capsys):
 
 
 def test_topologies_that_fit_alone_but_not_together_are_reported(tmp_path, capsys):
-    """Each fits the CPU of two machines alone (150 and 140 of 200), not both: the report
-    says which was left out, with no bound and no gap (a partial placement has none)."""
+    """Each fits the CPU of two machines alone (180 and 150 of 200, ackers included), not
+    both: the report says which was left out, with no bound and no gap (a partial
+    placement has none)."""
     cluster = tmp_path / "c.yaml"
-    cluster.write_text("machines:\n  - {count: 2, slots: 16, cpu: 100}\n")
+    cluster.write_text("machines:\n  - {count: 2, slots: 20, cpu: 100}\n")
     argv = [
         "place",
         "static",
@@ -153,7 +160,7 @@ def test_a_topology_larger_than_the_cluster_names_the_option(capsys):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1
     assert "--topology must be at most the cluster's 16 slots (a slot per node)" in err, err
-    assert "word-count (25 nodes)" in err
+    assert "word-count (28 nodes)" in err  # 25 executors and Storm's 3 ackers
 
 
 def test_a_topology_that_fits_is_not_traded_for_the_others_traffic():
@@ -215,3 +222,18 @@ def test_flux_properties_are_read_by_place_static(tmp_path, capsys):
     assert doc["topologies"] == ["filtered"]
     best = next(r for r in doc["rows"] if r["scheduler"] == "optimised")
     assert best["placed"] == "1/1"  # 3 spouts and 2 bolts: 5 executors on 8 slots
+
+
+def test_the_optimised_placement_is_never_above_a_storm_scheduler_that_fits():
+    """On 6x12 the packing's best (50.17) was above ResourceAwareScheduler's (48.59), which
+    fits: the optimised row takes the cheaper placement and says so (issue 43)."""
+    cluster = parse_cluster("6x12")
+    tops = [load_flux(flux_path(n), traffic="grouping") for n in SHIPPED]
+    res = place_static(cluster, tops, time_limit=30)
+    for policy in ("storm-default", "resource-aware"):
+        row = place_baseline(cluster, tops, policy)
+        if row.fits and row.placed == 3:
+            assert res.cost <= row.cost + 1e-9, (policy, res.cost, row.cost)
+    for t, m in zip(tops, res.machines, strict=True):
+        assert cluster.fits_on_machines(t, m)
+    assert res.lower_bound <= res.cost + 1e-9

@@ -1,4 +1,4 @@
-"""``cloudsched place static``: where running Storm topologies should go, as Storm reads it."""
+"""``cloudsched place static``: where running Storm topologies should go, written to a file."""
 
 from __future__ import annotations
 
@@ -16,7 +16,9 @@ __all__ = ["place_static"]
 _SHIPPED = ("wordcount", "exclamation", "rolling-top-words")
 
 
-def _topologies(items: list[str], traffic: str, properties: Path | None = None) -> list[Any]:
+def _topologies(
+    items: list[str], traffic: str, properties: Path | None = None, ackers: int | str = "storm"
+) -> list[Any]:
     """Read each Flux file (or shipped storm-starter name), one node per executor.
 
     ``properties``: a Java properties file filling every file's ``${name}`` (Flux's
@@ -34,7 +36,7 @@ def _topologies(items: list[str], traffic: str, properties: Path | None = None) 
             raise ParameterError(
                 "--topology", item, "a Flux YAML file or one of " + ", ".join(_SHIPPED)
             )
-        tops.append(load_flux(path, traffic=traffic, properties=props))
+        tops.append(load_flux(path, traffic=traffic, properties=props, ackers=ackers))
     names = [t.name for t in tops]
     if len(set(names)) != len(names):
         raise ParameterError("--topology", ", ".join(names), "topologies of distinct names")
@@ -72,7 +74,7 @@ def place_static(
         Path | None,
         opt(
             "--assignment",
-            help="Write the placement as Storm reads it (.yaml or "
+            help="Write the placement per worker (.yaml or "
             ".json): workers, their executors, the RAS settings.",
         ),
     ] = None,
@@ -84,6 +86,22 @@ def place_static(
             "--filter gives storm jar).",
         ),
     ] = None,
+    worker_ports: Annotated[
+        int,
+        opt(
+            "--worker-ports",
+            help="Worker slots (supervisor.slots.ports) of each supervisor, for Storm's "
+            "EvenScheduler and the assignment (Storm's default 4).",
+        ),
+    ] = 4,
+    ackers: Annotated[
+        str,
+        opt(
+            "--ackers",
+            help="Acker executors of each topology: storm (topology.acker.executors, else "
+            "topology.workers, as Storm adds them) or a number (0: none).",
+        ),
+    ] = "storm",
     fmt: FormatJson = None,
     out: Out = (None),
 ) -> None:
@@ -107,13 +125,14 @@ def place_static(
     cl = cluster_from_text(
         cluster, None if racks is None else check_int("--racks", racks, low=1), cross_rack_cost
     )
-    tops = _topologies(topology, flux_traffic, properties)
+    ports = check_int("--worker-ports", worker_ports, low=1, high=10_000)
+    tops = _topologies(topology, flux_traffic, properties, _ackers(ackers))
     check_not_read({"--out": out, "--assignment": assignment}, tops)  # includes too
     for top in tops:  # what a Flux include brought in is said, once
         if len(top.sources) > 1:
             warn(f"{top.sources[0]} includes {', '.join(top.sources[1:])}", "note")
     best = solve(cl, tops, solver=solver, time_limit=time_limit)
-    runs = [best, *(place_baseline(cl, tops, b) for b in BASELINES)]
+    runs = [best, *(place_baseline(cl, tops, b, ports) for b in BASELINES)]
     if assignment is not None:
         _write_assignment(assignment, storm_assignment(cl, tops, best))
     rows = [_row(p, tops, best) for p in runs]
@@ -122,12 +141,21 @@ def place_static(
         "cost of the edges broken across machines"
     )
     payload = {"cluster": cluster, "topologies": [t.name for t in tops], "rows": rows}
-    text = format_frame(_frame(rows), fmt, title, payload)
+    text = format_frame(_frame(rows, fmt), fmt, title, payload)
     if fmt == "table":
         text += _summary(best, runs[1:])
     emit(text, out)
     if assignment is not None:
         wrote(assignment)
+
+
+def _ackers(text: str) -> int | str:
+    if str(text).strip().lower() == "storm":
+        return "storm"
+    try:
+        return check_int("--ackers", int(text), low=0, high=1_000_000)
+    except ValueError:
+        raise ParameterError("--ackers", text, "storm or an integer in [0, 1000000]") from None
 
 
 def _row(p: Any, tops: list[Any], best: Any) -> dict[str, Any]:
@@ -136,8 +164,8 @@ def _row(p: Any, tops: list[Any], best: Any) -> dict[str, Any]:
     broken = sum(_broken(t, m) for t, m in placed)
     bound = best.lower_bound
     gap = None  # the bound is for every topology placed: no gap for a partial placement
-    if bound is not None and p.placed == len(tops):
-        gap = (p.cost - bound) / p.cost if p.cost > 0 else 0.0
+    if bound is not None and p.placed == len(tops) and p.fits:
+        gap = max(p.cost - bound, 0.0) / p.cost if p.cost > 0 else 0.0
     return {
         "scheduler": p.policy,
         "placed": f"{p.placed}/{len(tops)}",
@@ -159,28 +187,36 @@ def _broken(t: Any, m: Any) -> float:
     return float(t.edge_weights()[apart].sum())
 
 
-def _frame(rows: list[dict[str, Any]]) -> Any:
+def _frame(rows: list[dict[str, Any]], fmt: str) -> Any:
+    """Build the table: gaps as percents, ``-`` where there is none.
+
+    A partial placement, or one on more than the cluster has, has no gap; notes go below.
+    """
     import pandas as pd
 
-    df = pd.DataFrame(rows)
-    return df if df["notes"].astype(bool).any() else df.drop(columns=["notes"])
+    df = pd.DataFrame(rows).drop(columns=["notes"])
+    if fmt == "table":
+        df["gap"] = ["-" if pd.isna(g) else f"{max(g, 0.0):.1%}" for g in df["gap"]]
+    return df
 
 
 def _summary(best: Any, baselines: list[Any]) -> str:
+    lines = [f"{p.policy}: {note}" for p in (best, *baselines) for note in p.notes]
     if best.lower_bound is None:  # some topologies do not fit beside the others
-        notes = "; ".join(best.notes)
-        return (
-            f"optimised: {best.placed} of {len(best.machines)} placed together ({notes}): "
-            "the cluster's slots, CPU or memory do not hold them all; no bound\n"
+        lines.append(
+            f"optimised: {best.placed} of {len(best.machines)} placed together: the "
+            "cluster's slots, CPU or memory do not hold them all; no bound"
         )
+        return "".join(line + "\n" for line in lines)
     proof = "proven optimal" if best.proven else f"within {best.gap:.1%} of the best possible"
-    lines = [
+    lines.append(
         f"optimised ({best.solver} solver, {best.solve_time:.2f} s): cost {best.cost:.4g}, "
         f"{proof} (lower bound {best.lower_bound:.4g})"
-    ]
+    )
     for b in baselines:
         if b.placed == len(b.machines) and best.cost > 0:
-            lines.append(f"{b.policy}: {b.cost / best.cost:.2f} x the optimised cost")
+            tail = "" if b.fits else ", on more than the cluster has (above)"
+            lines.append(f"{b.policy}: {b.cost / best.cost:.2f} x the optimised cost{tail}")
     return "".join(line + "\n" for line in lines)
 
 

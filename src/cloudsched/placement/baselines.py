@@ -41,7 +41,11 @@ def storm_default(
     cluster: Cluster | None = None,
     free_res: np.ndarray | None = None,
 ) -> np.ndarray | None:
-    """EvenScheduler-style round robin over free slots; the graph is ignored.
+    """Storm's EvenScheduler when every executor is its own worker; the graph is ignored.
+
+    This is the paper's model, a slot per executor (``place simulate``); Storm's own, with
+    ``topology.workers`` workers holding many executors, is
+    :func:`cloudsched.placement.storm.even_scheduler` (``place static``).
 
     Machines are ordered by free slots, most first (ties: lower index); their free slots are
     interleaved round-robin (one slot of each machine, then a second of each, ...), and node

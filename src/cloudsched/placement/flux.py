@@ -34,8 +34,10 @@ property from the ``properties`` file (Java ``key=value`` lines) and ``${ENV-NAM
 environment variable ``NAME``; a reference left unresolved is an error (Storm would keep
 the literal text).  Every spout and bolt needs a ``className``, every ``components`` entry an
 ``id`` and a ``className``, and every ``ref`` must name a component; ``topologySource``
-(a topology built by Java code) is rejected.  Storm's system executors (ackers, metrics)
-are not modelled.
+(a topology built by Java code) is rejected.  Storm's ackers are added on request
+(``ackers="storm"``, as ``place static`` reads running topologies; see
+:mod:`cloudsched.placement.storm`); its event loggers (none by default) and metrics
+consumers are not modelled.
 
 What takes a slot (``slots``): ``executors`` (default, the graph-job model: one node per
 executor), ``workers`` (Storm's model: ``config: topology.workers`` worker processes, one
@@ -58,6 +60,7 @@ import networkx as nx
 
 from cloudsched.errors import InputError, ParameterError, check_int
 from cloudsched.placement.flux_read import apply_includes, read_flux, read_properties, scrubbed
+from cloudsched.placement.storm import acker_count, add_ackers, task_order
 from cloudsched.placement.topology import Topology, check_size
 
 __all__ = ["GROUPINGS", "STORM_DEFAULT_DEMAND", "TRAFFIC_MODELS", "load_flux", "read_properties"]
@@ -204,18 +207,23 @@ def load_flux(
     executors_per_slot: int | None = None,
     properties: Mapping[str, str] | None = None,
     traffic: str = "edges",
+    ackers: int | str | None = None,
 ) -> Topology:
     """Read an Apache Storm Flux YAML file and build its graph (see module rules).
 
     ``slots`` is ``executors`` (one node per executor) or ``workers`` (one node per worker
     of ``config: topology.workers``, Storm's packing); ``executors_per_slot`` groups that
     many consecutive executors per node instead.  ``properties`` fills ``${name}``.
-    ``traffic`` is ``edges`` (1 per edge) or ``grouping`` (from the groupings).  An error
-    never shows a value taken from the environment (``${ENV-NAME}`` stands in for it).
+    ``traffic`` is ``edges`` (1 per edge) or ``grouping`` (from the groupings).
+    ``ackers``: None (default) leaves Storm's ackers out; ``"storm"`` adds as many as Storm
+    would (``topology.acker.executors``, else ``topology.workers``) and their streams, as
+    Storm runs the topology (:func:`cloudsched.placement.storm.add_ackers`); a number adds
+    that many.  An error never shows a value taken
+    from the environment (``${ENV-NAME}`` stands in for it).
     """
     secrets: list[tuple[str, str]] = []
     try:
-        return _load_flux(path, slots, executors_per_slot, properties, traffic, secrets)
+        return _load_flux(path, slots, executors_per_slot, properties, traffic, ackers, secrets)
     except ParameterError as exc:  # InputError too
         raise scrubbed(exc, secrets) from None
 
@@ -226,6 +234,7 @@ def _load_flux(
     executors_per_slot: int | None,
     properties: Mapping[str, str] | None,
     traffic: str,
+    ackers: int | str | None,
     secrets: list[tuple[str, str]],
 ) -> Topology:
     where = str(path)
@@ -239,6 +248,13 @@ def _load_flux(
     comps = _components(doc, where)
     check_size("parallelism", where, sum(comps.values()), _flux_edges(doc, comps))
     config = doc.get("config") or {}
+    if not isinstance(config, Mapping):
+        raise InputError(where, "'config' must be a mapping")
+    workers = config.get("topology.workers", 1)
+    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 10**6:
+        raise InputError(
+            where, f"config topology.workers must be an integer in [1, 1000000], got {workers!r}"
+        )
     items = {d["id"]: d for key in ("spouts", "bolts") for d in doc.get(key) or []}
     first: dict[str, int] = {}
     g = nx.Graph()
@@ -260,22 +276,25 @@ def _load_flux(
             for k in range(par)
         )
     _add_streams(g, doc.get("streams") or [], comps, first, traffic, where)
+    if ackers is not None:
+        count = (
+            acker_count(config, where)
+            if ackers == "storm"
+            else check_int("ackers", ackers, low=0, high=10**6)
+        )
+        spouts = [first[d["id"]] + k for d in doc["spouts"] for k in range(comps[d["id"]])]
+        bolts = [v for v in g.nodes if v not in set(spouts)]
+        add_ackers(g, count, spouts, bolts, traffic, config, where)
     name = str(doc.get("name") or Path(path).stem)
     if slots == "executors" and executors_per_slot is None:
-        return Topology(name, g, sources)
-    # Storm numbers tasks component by component in sorted id order
-    order = sorted(g.nodes, key=lambda v: (g.nodes[v]["component"], g.nodes[v]["index"]))
+        return Topology(name, g, sources, workers)
+    order = task_order(g)  # Storm numbers tasks component by component, in id order
     n = len(order)
     if executors_per_slot is not None:
         k = check_int("executors_per_slot", executors_per_slot, low=1)
         group = {v: i // k for i, v in enumerate(order)}
         label = f"{name} ({k} executors per slot)"
     else:
-        workers = config.get("topology.workers", 1) if isinstance(config, Mapping) else 1
-        if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-            raise InputError(
-                where, f"config topology.workers must be an integer >= 1, got {workers!r}"
-            )
         w = min(workers, n)
         group = {v: i % w for i, v in enumerate(order)}
         label = f"{name} ({w} workers)"

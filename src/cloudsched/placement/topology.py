@@ -47,12 +47,14 @@ MAX_DEMAND = 1e12
 class Topology:
     """A job graph: ``graph`` has nodes ``0..K-1``; each node needs one slot.
 
-    ``sources``: the files it was read from (a Flux file, then the files it includes).
+    ``sources``: the files it was read from (a Flux file, then the files it includes);
+    ``workers``: Storm's ``topology.workers`` for a Flux topology (None otherwise).
     """
 
     name: str
     graph: nx.Graph
     sources: tuple[str, ...] = ()
+    workers: int | None = None
 
     def __post_init__(self) -> None:
         """Check the graph (nodes ``0..K-1``, no self-loops, weights and demands in range)."""
@@ -132,7 +134,7 @@ class Topology:
         g = self.graph.copy()
         for v in g.nodes:
             g.nodes[v]["cpu"], g.nodes[v]["memory"] = cpu, memory
-        return Topology(self.name, g)
+        return Topology(self.name, g, self.sources, self.workers)
 
 
 def _from_graph(name: str, g: nx.Graph) -> Topology:
