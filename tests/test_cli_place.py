@@ -452,7 +452,7 @@ def test_place_compare_puts_policies_beside_the_bound(capsys, workload, tmp_path
         "--policy",
         "greedy:local",
     )
-    assert code == 2 and "dgp:local" in err and err.count("\n") == 1
+    assert code == 2 and "dgp:uniform" in err and err.count("\n") == 1
 
 
 def test_place_compare_bounds_the_optimum_once_for_all_policies(monkeypatch, workload):

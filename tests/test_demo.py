@@ -65,7 +65,7 @@ def test_demo_writes_report(tmp_path):
         "resource-aware",
         "maxweight",
         "dgp",
-        "dgp:local",
+        "dgp:uniform",
     ]
     assert every.loc[every.policy == "storm-default", "gap"].iloc[0] > 1  # far above optimum
     assert not list(out.glob(".*.tmp"))

@@ -85,7 +85,7 @@ def test_no_starvation_by_empty_templates_of_another_type():
 
 def test_defaults_follow_the_rule():
     cluster = parse_cluster("4x2", racks=2, cross_rack_cost=3.0)
-    got = dgp_defaults(cluster, SMALL)
+    got = dgp_defaults(cluster, SMALL, "uniform")  # the paper's proposals: h from greedy
     assert cost_unit(cluster) == 1.0
     expected_h = []
     for jt in SMALL:
@@ -96,7 +96,7 @@ def test_defaults_follow_the_rule():
     # one unit of cost is 3 when the only positive distance is 3
     assert cost_unit(parse_cluster("4x2", racks=4, cross_rack_cost=3.0)) == 3.0
     apart = parse_cluster("4x2", racks=4, cross_rack_cost=3.0)
-    assert dgp_defaults(apart, SMALL)["beta"] == pytest.approx(0.3)
+    assert dgp_defaults(apart, SMALL, "uniform")["beta"] == pytest.approx(0.3)
 
 
 @pytest.mark.parametrize("spec", ["3x3", "4x2"])
@@ -112,7 +112,9 @@ def test_default_dgp_is_stable_and_near_the_optimum_on_the_demo(spec):
 
 
 def test_a_gap_above_the_target_is_flagged():
-    res = simulate_placement("dgp", parse_cluster("3x3"), SMALL, horizon=3000, alpha=0.05, rng=2)
+    res = simulate_placement(
+        "dgp", parse_cluster("3x3"), SMALL, horizon=3000, alpha=0.05, rng=2, proposal="uniform"
+    )
     assert res.bound_gap is not None and res.bound_gap > 0.15
     assert any("above the static optimum" in w for w in res.warnings)
     assert res.to_dict()["bound"] == pytest.approx(0.5)
@@ -247,7 +249,7 @@ def test_defaults_that_do_not_serve_are_refused(sticky_local_bias):
 
     with pytest.raises(
         DefaultsRefused,
-        match=r"dgp:local's default parameters do not serve "
+        match=r"dgp's default parameters do not serve "
         r"this workload: .*'star4' was served .*set --alpha and --h",
     ):
         simulate_placement("dgp", parse_cluster("3x3"), SMALL, proposal="local", rng=1)

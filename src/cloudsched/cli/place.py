@@ -119,10 +119,10 @@ def place_simulate(
         str,
         opt(
             "--proposal",
-            help="DGP: uniform (the paper's Random Partition Procedure) "
-            "or local (machine by machine, corrected to keep the product form).",
+            help="DGP: local (machine by machine, corrected to keep the product form) "
+            "or uniform (the paper's Random Partition Procedure).",
         ),
-    ] = "uniform",
+    ] = "local",
     locality: Locality = 0.9,
     frame: Frame = 1.0,
     solver: Annotated[

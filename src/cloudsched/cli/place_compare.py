@@ -34,8 +34,9 @@ __all__ = ["place_compare"]
 
 _POLICY_HELP = (
     "Policies to run: storm-default, greedy, resource-aware, maxweight, "
-    "dgp, dgp-clock, or dgp:local / dgp-clock:local for DGP with local proposals. "
-    "Default: storm-default, greedy, resource-aware, maxweight, dgp, dgp:local."
+    "dgp, dgp-clock (local proposals), or dgp:uniform / dgp-clock:uniform for DGP with "
+    "the paper's uniform proposals. "
+    "Default: storm-default, greedy, resource-aware, maxweight, dgp, dgp:uniform."
 )
 
 

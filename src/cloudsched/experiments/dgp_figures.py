@@ -54,7 +54,7 @@ def run_grids(out_dir: Path, level: str, workers: int, seed: int) -> PlacementGr
     def place(name: str, k: int, fixed: dict[str, Any], grid: dict[str, Any]) -> pd.DataFrame:
         return run_grid(out_dir, name, s.offset(k), "place", {**model, **fixed}, grid)
 
-    dgp_args = {"policy": "dgp", "f": DGP_PARAMS["f"], "h": DGP_PARAMS["h"]}
+    dgp_args = {"policy": "dgp", "f": DGP_PARAMS["f"], "h": DGP_PARAMS["h"], "proposal": "uniform"}
     dgp = place(
         "dgp-beta-alpha",
         0,

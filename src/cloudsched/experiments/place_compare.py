@@ -5,8 +5,9 @@ defaults, each with the same root seed), bounds the static optimum once
 (:func:`~cloudsched.placement.optimize.static_optimum`), and returns one row per policy:
 cost per unit time with its 95% interval and its gap to the bound, mean queue length, share
 of the load served, mean wait, migrations, whether the run reached a steady state, and the
-wall time.  A policy is a name of :data:`~cloudsched.placement.PLACEMENT_POLICIES`, and DGP
-may take local proposals as ``dgp:local`` (or ``dgp-clock:local``).
+wall time.  A policy is a name of :data:`~cloudsched.placement.PLACEMENT_POLICIES`; DGP
+runs local proposals, and the paper's uniform ones as ``dgp:uniform`` (or
+``dgp-clock:uniform``; ``dgp:local`` is ``dgp``).
 """
 
 from __future__ import annotations
@@ -29,13 +30,13 @@ from cloudsched.progress import Progress
 __all__ = ["DEFAULT_POLICIES", "PlacementComparison", "compare_placement", "parse_entry"]
 
 #: What ``place compare`` runs when no policy is named.
-DEFAULT_POLICIES = ("storm-default", "greedy", "resource-aware", "maxweight", "dgp", "dgp:local")
+DEFAULT_POLICIES = ("storm-default", "greedy", "resource-aware", "maxweight", "dgp", "dgp:uniform")
 
 
 def parse_entry(entry: str) -> tuple[str, dict[str, Any]]:
-    """Split ``dgp:local`` into the policy and its keyword arguments."""
+    """Split ``dgp:uniform`` into the policy and its keyword arguments."""
     name, _, variant = str(entry).partition(":")
-    allowed = "one of " + ", ".join(PLACEMENT_POLICIES) + ", or dgp:local / dgp-clock:local"
+    allowed = "one of " + ", ".join(PLACEMENT_POLICIES) + ", or dgp:uniform / dgp-clock:uniform"
     if (
         name not in PLACEMENT_POLICIES
         or variant not in ("", "local", "uniform")

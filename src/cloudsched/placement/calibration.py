@@ -74,15 +74,18 @@ def _least_served(res: PlacementResult) -> tuple[str, float]:
     return worst
 
 
-def _refusal(spec: PlacementSpec, what: str) -> str:
+def _refusal(spec: PlacementSpec, what: str, near: bool = False) -> str:
     """Return the refusal message: ``what`` went wrong and the parameters to set instead."""
-    name = spec.model.name + (":local" if spec.proposal == "local" else "")
+    name = spec.model.name + (":uniform" if spec.proposal == "uniform" else "")
     hint = (
-        "set --alpha and --h (alpha, h) yourself, or use another policy"
+        "set --alpha and --h (alpha, h) yourself, or use maxweight"
+        if near
+        else "set --alpha and --h (alpha, h) yourself, or use another policy"
         if spec.model.dgp
         else "set --alpha and --f (alpha, f) yourself, or use another policy"
     )
-    return f"{name}'s default parameters do not serve this workload: {what}; {hint}"
+    fail = "are not near the optimum on" if near else "do not serve"
+    return f"{name}'s default parameters {fail} this workload: {what}; {hint}"
 
 
 def _candidates(spec: PlacementSpec) -> list[tuple[float, float | None]]:
@@ -167,7 +170,11 @@ def calibrate_alpha(
 
 
 def check_served(spec: PlacementSpec, res: PlacementResult) -> None:
-    """Refuse an open-ended run whose default parameters left a type unserved."""
+    """Refuse an open-ended run whose default parameters left a type unserved.
+
+    DGP's defaults are also refused when the run costs more than ``target_gap`` above a
+    proven static optimum: the default promises a cost near it.
+    """
     if spec.overload is not None or spec.horizon is not None or not spec.defaults:
         return
     name, served = _least_served(res)
@@ -180,6 +187,21 @@ def check_served(spec: PlacementSpec, res: PlacementResult) -> None:
                     f"type {name!r} was served {100 * served:.3g}% of its jobs over "
                     f"{res.measured_time:.6g} time units (needs >= {100 * SERVED_FLOOR:g}%)"
                 ),
+            ),
+            result=res,
+        )
+    gap = res.bound_gap
+    if spec.model.dgp and res.bound_proven and gap is not None and gap > spec.target_gap:
+        raise DefaultsRefused(
+            spec.model.name,
+            _refusal(
+                spec,
+                (
+                    f"it costs {res.cost_rate:.4g} per unit time, {100 * gap:.0f}% above the "
+                    f"static optimum {res.bound:.4g} (more than --target-gap "
+                    f"{100 * spec.target_gap:g}%)"
+                ),
+                near=True,
             ),
             result=res,
         )

@@ -70,7 +70,7 @@ def cost_unit(cluster: Cluster) -> float:
 
 
 def dgp_defaults(
-    cluster: Cluster, job_types: Sequence[JobType], proposal: str = "uniform", locality: float = 0.9
+    cluster: Cluster, job_types: Sequence[JobType], proposal: str = "local", locality: float = 0.9
 ) -> dict[str, Any]:
     """``alpha``, ``beta``, ``h`` (one per type), ``epsilon`` and ``f`` for this instance.
 

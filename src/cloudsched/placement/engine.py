@@ -39,7 +39,7 @@ class EngineParams:
     virtual_clock: bool = True
     clock_rates: tuple[float, ...] | None = None
     frozen_weights: tuple[float, ...] | None = None
-    proposal: str = "uniform"
+    proposal: str = "local"
     locality: float = 0.9
     record: bool = False
 

@@ -78,7 +78,7 @@ def simulate_placement(
     frame: float = 1.0,
     solver_time_limit: float | None = 10.0,
     solver: str = "auto",
-    proposal: str = "uniform",
+    proposal: str = "local",
     locality: float = 0.9,
     record: bool = False,
     frozen_weights: Sequence[float] | None = None,
@@ -129,9 +129,11 @@ def simulate_placement(
     solver : {"auto", "exact", "fast"}
         MaxWeight: the max-weight configuration's solver (:mod:`.optimize`; ``auto``: exact
         up to 32 slots and 8-node graphs).
-    proposal : {"uniform", "local"}
-        DGP: the paper's Random Partition Procedure, or local proposals (machine by machine,
-        corrected so that the stationary law is the same; :mod:`._kernel_propose`).
+    proposal : {"local", "uniform"}
+        DGP: local proposals (the default: machine by machine, corrected so that the
+        stationary law is the paper's; :mod:`._kernel_propose`), or the paper's Random
+        Partition Procedure (``uniform``; far above the optimum unless ``alpha`` is small
+        and queues are long).
     locality : float
         DGP with local proposals: the chance, in [0, 1], that a node is proposed on the
         machine of the node before it.

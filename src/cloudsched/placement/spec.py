@@ -24,8 +24,8 @@ from cloudsched.placement.workload import JobType
 
 __all__ = ["DEFAULT_PRECISION", "DEFAULT_TARGET_GAP", "MICRO_BATCHES", "PROPOSALS", "PlacementSpec"]
 
-#: DGP's proposals: the paper's uniform Random Partition Procedure, or local ones.
-PROPOSALS = ("uniform", "local")
+#: DGP's proposals: local ones (the default), or the paper's uniform Random Partition Procedure.
+PROPOSALS = ("local", "uniform")
 
 #: Micro-batches recorded per run.
 MICRO_BATCHES = 1024
@@ -70,7 +70,7 @@ class PlacementSpec:
     frame: float = 1.0
     solver_time_limit: float | None = 10.0
     solver: str = "auto"
-    proposal: str = "uniform"
+    proposal: str = "local"
     locality: float = 0.9
     record: bool = False
     frozen_weights: Sequence[float] | None = None
