@@ -15,7 +15,7 @@ from cloudsched.errors import ParameterError
 from cloudsched.placement.cluster import parse_cluster
 from cloudsched.placement.flux import load_flux
 from cloudsched.placement.static import place_baseline, place_static, storm_assignment
-from cloudsched.placement.topology import chain, star
+from cloudsched.placement.topology import Topology, chain, star
 
 SHIPPED = ("wordcount", "exclamation", "rolling-top-words")
 
@@ -237,3 +237,39 @@ def test_the_optimised_placement_is_never_above_a_storm_scheduler_that_fits():
     for t, m in zip(tops, res.machines, strict=True):
         assert cluster.fits_on_machines(t, m)
     assert res.lower_bound <= res.cost + 1e-9
+
+
+def test_copies_of_a_graph_are_solved_once_and_a_spent_budget_stops_the_milps(monkeypatch):
+    """Running topologies are often copies of a few: the library solves each graph once,
+    and once its budget is spent the graphs left get the greedy template (issue 43: 120
+    copies on 300x12 took 420 s at --time-limit 10; now seconds)."""
+    import cloudsched.placement.fastpack as fp
+
+    calls = []
+    real = fp.least_cost_template
+
+    def spy(cluster, t, **kw):
+        calls.append((t.name, kw["exact"]))
+        return real(cluster, t, **kw)
+
+    monkeypatch.setattr(fp, "least_cost_template", spy)
+    cluster = parse_cluster("20x12")
+    base = [load_flux(flux_path(n), traffic="grouping") for n in SHIPPED]
+    tops = [Topology(f"{t.name}-{i}", t.graph) for i in range(4) for t in base]
+    lib = fp.Library.build(cluster, tops)
+    assert len(calls) == 3 and all(exact for _, exact in calls)
+    for j in range(len(tops)):
+        assert lib.best[j] is lib.best[j % 3]
+    calls.clear()
+    fp.Library.build(cluster, tops, budget=0.0)
+    assert len(calls) == 3 and not any(exact for _, exact in calls)
+
+
+def test_a_short_time_limit_keeps_the_bound_below_the_optimum():
+    cluster = parse_cluster("20x12")
+    base = [load_flux(flux_path(n), traffic="grouping") for n in SHIPPED]
+    tops = [Topology(f"{t.name}-{i}", t.graph) for i in range(4) for t in base]
+    full = place_static(cluster, tops, time_limit=60)
+    short = place_static(cluster, tops, time_limit=0.01)
+    assert full.proven and short.placed == len(tops)
+    assert short.lower_bound <= full.cost + 1e-9 <= short.cost + 2e-9

@@ -28,8 +28,10 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from scipy.optimize import linprog
@@ -40,7 +42,12 @@ from cloudsched.placement.relaxation import Relaxation
 from cloudsched.placement.shapes import LeastCost, least_cost_template
 from cloudsched.placement.topology import Topology
 
-__all__ = ["Library", "fast_max_weight", "knapsack_bound", "weight_bound"]
+__all__ = ["Library", "fast_max_weight", "knapsack_bound", "signature", "weight_bound"]
+
+
+def signature(t: Topology) -> tuple[Any, ...]:
+    """Return what a least-cost template depends on: the graph, traffic and demands."""
+    return (t.nodes, t.edge_array().tobytes(), t.edge_weights().tobytes(), t.demands().tobytes())
 
 
 @dataclass(frozen=True, eq=False)
@@ -53,11 +60,28 @@ class Library:
 
     @classmethod
     def build(
-        cls, cluster: Cluster, topologies: Sequence[Topology], time_limit: float | None = None
+        cls,
+        cluster: Cluster,
+        topologies: Sequence[Topology],
+        time_limit: float | None = None,
+        budget: float | None = None,
     ) -> Library:
-        """Solve each type's least-cost template (``time_limit`` seconds per MILP)."""
-        best = tuple(least_cost_template(cluster, t, time_limit=time_limit) for t in topologies)
-        return cls(cluster, tuple(topologies), best)
+        """Solve each type's least-cost template (``time_limit`` seconds per MILP).
+
+        Copies of one graph (same nodes, edges, traffic and demands; names aside) are
+        solved once: many running topologies are copies of a few.  Once ``budget``
+        seconds are spent, the graphs left get the greedy template and the graph bound.
+        """
+        t0 = time.perf_counter()
+        solved: dict[tuple[Any, ...], LeastCost] = {}
+        best = []
+        for t in topologies:
+            key = signature(t)
+            if key not in solved:
+                exact = budget is None or time.perf_counter() - t0 < budget
+                solved[key] = least_cost_template(cluster, t, time_limit=time_limit, exact=exact)
+            best.append(solved[key])
+        return cls(cluster, tuple(topologies), tuple(best))
 
     @functools.cached_property
     def relaxation(self) -> Relaxation:

@@ -37,7 +37,7 @@ from cloudsched._quiet import solve_quietly
 from cloudsched.errors import ParameterError
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.configuration import max_weight_configuration, pick_solver
-from cloudsched.placement.fastpack import Library, fast_max_weight
+from cloudsched.placement.fastpack import Library, fast_max_weight, signature
 from cloudsched.placement.workload import JobType
 from cloudsched.progress import Progress
 
@@ -193,13 +193,15 @@ def static_optimum(
     time_limit: float = 60.0,
     max_columns: int = 2000,
     progress: Progress | None = None,
+    library: Library | None = None,
 ) -> StaticOptimum:
     """Solve the static partitioning problem by column generation, with a lower bound.
 
     ``solver`` prices columns exactly (MILP) or fast (packing), ``auto`` as in the module
     notes; ``time_limit`` (seconds) bounds the whole search.  ``progress(-1, status)``
     (:mod:`cloudsched.progress`) is called after each master LP, the status giving the
-    columns and the bracket ``lower <= optimum <= value``.
+    columns and the bracket ``lower <= optimum <= value``.  ``library`` reuses the
+    least-cost templates of these job types' graphs on ``cluster`` where already solved.
 
     Raises
     ------
@@ -217,19 +219,33 @@ def static_optimum(
     kind = pick_solver(solver, cluster, tops)
     nj = len(tops)
     big = 10.0 * (1.0 + max(t.total_traffic for t in tops) * cluster.cross_rack_cost)
-    lib = Library.build(cluster, tops, time_limit=max(time_limit / (2 * nj), 0.1))
+    lib = library
+    same = lib is not None and len(lib.topologies) == nj and lib.cluster is cluster
+    if lib is None or not (same and all(a is b for a, b in zip(lib.topologies, tops, strict=True))):
+        distinct = len({signature(t) for t in tops})
+        lib = Library.build(
+            cluster, tops, time_limit=max(time_limit / (2 * distinct), 0.1), budget=time_limit / 2
+        )
     lower = max(
         float(rho @ np.where(np.isfinite(lib.lower_bounds), lib.lower_bounds, 0.0)),
         lib.relaxation.static_bound(rho),
     )
     cols = _Columns(nj)
-    for j in range(nj):  # as many least-cost templates of one type as fit
-        only = np.zeros(nj)
-        only[j] = big
-        tpl, _ = fast_max_weight(lib, only)
-        counts = np.bincount([i for i, _ in tpl], minlength=nj)
-        cols.add(counts, sum(cluster.cost(tops[i], m) for i, m in tpl))
     hit = False
+    alone: dict[tuple[Any, ...], tuple[int, float]] = {}  # copies of one graph pack alike
+    for j in range(nj):  # as many least-cost templates of one type as fit
+        key = signature(tops[j])
+        if key not in alone:
+            if alone and time.perf_counter() - t0 > time_limit:
+                hit = True  # the master's slack covers the types left; the bound holds
+                break
+            only = np.zeros(nj)
+            only[j] = big
+            tpl, _ = fast_max_weight(lib, only)
+            alone[key] = (len(tpl), sum(cluster.cost(tops[i], m) for i, m in tpl))
+        counts = np.zeros(nj, dtype=np.int64)
+        counts[j] = alone[key][0]
+        cols.add(counts, alone[key][1])
     while True:
         res = cols.master(rho, big)
         ncol = len(cols.items)

@@ -255,12 +255,15 @@ def least_cost_template(
     res: np.ndarray | None = None,
     *,
     time_limit: float | None = None,
+    exact: bool = True,
 ) -> LeastCost:
     """Find the least-cost template of ``topology`` on the free capacity, with a lower bound.
 
     ``free`` (slots per machine) and ``res`` (free CPU and memory, ``(L, 2)``) default to
     the empty cluster.  See the module notes for the method; ``time_limit`` bounds each
-    MILP (past it the best template found and HiGHS's bound are used).
+    MILP (past it the best template found and HiGHS's bound are used; HiGHS may overrun
+    it on a large model).  ``exact=False`` stops at the greedy template and the graph
+    bound (for a caller whose time is spent).
     """
     t0 = time.perf_counter()
     free = cluster.slots.copy() if free is None else np.asarray(free, dtype=np.int64)
@@ -270,7 +273,7 @@ def least_cost_template(
     if k > int(free.sum()) or np.any(topology.demands().sum(axis=0) > res.sum(axis=0) + 1e-9):
         return LeastCost(None, math.inf, math.inf, True, "does not fit", time.perf_counter() - t0)
     quick = _fallback(cluster, topology, free, res, unit, t0)
-    if quick.proven:
+    if quick.proven or not exact:
         return quick
     if nx.is_forest(topology.graph) and topology.edges:
         return _forest(cluster, topology, free, res, unit, t0, quick)

@@ -98,14 +98,18 @@ def _check_all_fit(cluster: Cluster, tops: Sequence[Topology]) -> None:
         )
 
 
-def _bounds(cluster: Cluster, tops: Sequence[Topology], time_limit: float) -> tuple[float, str]:
+def _bounds(
+    cluster: Cluster, tops: Sequence[Topology], time_limit: float, lib: Any
+) -> tuple[float, str]:
     """Return the static optimum's lower bound with every load 1 (and why it is missing)."""
     from cloudsched.placement.optimize import static_optimum
     from cloudsched.placement.workload import JobType
 
+    if time_limit <= 0:
+        return 0.0, "no time-sharing bound (--time-limit reached before it)"
     jobs = [JobType(f"{t.name}#{j}", 1.0, 1.0, t) for j, t in enumerate(tops)]
     try:
-        opt = static_optimum(cluster, jobs, time_limit=time_limit)
+        opt = static_optimum(cluster, jobs, time_limit=time_limit, library=lib)
     except ParameterError as exc:  # they fit one by one, not as a time-sharing of loads 1
         return 0.0, f"no time-sharing bound ({exc})"
     return float(opt.lower_bound), ""
@@ -123,7 +127,7 @@ def place_static(
     Raises :class:`ParameterError` when the topologies cannot all fit (slots, CPU, memory).
     """
     from cloudsched.placement.configuration import max_weight_configuration
-    from cloudsched.placement.fastpack import Library
+    from cloudsched.placement.fastpack import Library, signature
 
     t0 = time.perf_counter()
     tops = list(topologies)
@@ -133,7 +137,10 @@ def place_static(
     # even one whose own traffic is small (a lone spout), for what it makes others pay
     every = 1.0 + 2.0 * worst * sum(t.total_traffic for t in tops)
     values = np.full(len(tops), every)
-    lib = Library.build(cluster, tops)
+    distinct = len({signature(t) for t in tops})  # each graph's MILP gets its share
+    lib = Library.build(
+        cluster, tops, time_limit=max(time_limit / (2 * distinct), 0.1), budget=time_limit / 2
+    )
     sol = max_weight_configuration(
         cluster,
         tops,
@@ -155,7 +162,7 @@ def place_static(
     _no_worse_than_storm(cluster, tops, out)
     own = float(values.sum() - sol.upper_bound)
     alone = float(np.sum(lib.lower_bounds))
-    shared, note = _bounds(cluster, tops, max(1.0, time_limit - (time.perf_counter() - t0)))
+    shared, note = _bounds(cluster, tops, time_limit - (time.perf_counter() - t0), lib)
     if note:
         out.notes.append(note)
     out.lower_bound = max(own, alone, shared, 0.0)
