@@ -268,3 +268,33 @@ def test_sigterm_stops_check_lb_while_it_reads_a_log(tmp_path):
     assert proc.returncode == 143, rest
     assert rest.splitlines()[-1].startswith("terminated: stopped by SIGTERM"), rest
     assert sorted(p.name for p in tmp_path.iterdir()) == ["access.log"]
+
+
+_ABANDONED = """
+import atexit, ctypes, os, signal, sys
+import cloudsched.placement.static as st
+from cloudsched._quiet import solve_quietly
+from cloudsched.cli import main
+
+def solve(*args, **kwargs):
+    def in_c():
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the solve is in compiled code
+        ctypes.CDLL(None).sleep(30)
+    return solve_quietly("HiGHS (test)", in_c)
+
+st.place_static = solve
+atexit.register(lambda: sys.stderr.write("shutdown ran\\n"))
+sys.argv = ["cloudsched", "place", "static", "--cluster", "4x16", "--topology", "wordcount"]
+main()
+"""
+
+
+def test_ctrl_c_during_a_solve_exits_without_the_interpreters_shutdown():
+    """A solve left inside compiled code aborted the interpreter's shutdown (SIGABRT, issue
+    43): the CLI now ends at once with exit 130 and its one line, skipping the shutdown."""
+    proc = subprocess.run(
+        [sys.executable, "-c", _ABANDONED], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 130, proc.stderr
+    assert "interrupted: stopped before finishing" in proc.stderr
+    assert "shutdown ran" not in proc.stderr and "Traceback" not in proc.stderr

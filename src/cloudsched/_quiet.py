@@ -9,8 +9,9 @@ logger at DEBUG level.
 :func:`solve_quietly` also runs the call in a helper thread: HiGHS releases the GIL but
 never returns to Python during a long solve, so a Ctrl-C would otherwise wait for the solve
 to end (minutes for a large cluster).  The main thread waits on the helper and gets the
-``KeyboardInterrupt`` at once; descriptors 1 and 2 are restored before it propagates (the
-abandoned solve ends with the process).
+``KeyboardInterrupt`` at once; descriptors 1 and 2 are restored before it propagates.  The
+abandoned solve ends with the process: the CLI then exits without the interpreter's
+shutdown, which a thread still inside HiGHS's C++ turns into an abort (SIGABRT).
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-__all__ = ["captured_output", "solve_quietly"]
+__all__ = ["SOLVER_THREAD", "captured_output", "solve_quietly"]
+
+
+#: Name prefix of the helper threads solves run in (the CLI ends without waiting for them).
+SOLVER_THREAD = "cloudsched solve: "
 
 log = logging.getLogger("cloudsched.solver")
 _LIBC = ctypes.CDLL(None) if os.name == "posix" else None
@@ -73,7 +78,7 @@ def solve_quietly(label: str, fn: Callable[..., T], *args: Any, **kwargs: Any) -
             box["error"] = exc
 
     with captured_output(label):
-        helper = threading.Thread(target=target, name=f"cloudsched {label}", daemon=True)
+        helper = threading.Thread(target=target, name=SOLVER_THREAD + label, daemon=True)
         helper.start()
         while helper.is_alive():
             helper.join(0.25)  # returns as soon as the solve ends; wakes for signals

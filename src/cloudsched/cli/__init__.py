@@ -225,4 +225,15 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     elif code == 130:  # Typer turns Ctrl-C into a silent Exit(130)
         sys.stderr.write("interrupted: stopped before finishing (no file is left half-written)\n")
+    if code in (130, 143) and argv is None and _solve_abandoned():
+        quick = True  # a solver thread left in C++ aborts the interpreter's shutdown (SIGABRT)
     _exit(code if isinstance(code, int) else 0, quick)
+
+
+def _solve_abandoned() -> bool:
+    """Say whether a solve that Ctrl-C left behind is still running (``solve_quietly``)."""
+    import threading
+
+    from cloudsched._quiet import SOLVER_THREAD
+
+    return any(t.is_alive() and t.name.startswith(SOLVER_THREAD) for t in threading.enumerate())
