@@ -79,4 +79,9 @@ def test_a_default_run_far_above_the_optimum_is_refused_and_a_given_one_is_not()
     assert info.value.result is far and "\n" not in str(info.value)
     check_served(PlacementSpec("dgp", cluster, jobs, alpha=0.1), far)  # given: the user's
     check_served(PlacementSpec("greedy", cluster, jobs), far)  # no parameters to refuse
-    check_served(PlacementSpec("dgp", cluster, jobs), replace(far, bound_gap=0.1))
+    check_served(PlacementSpec("dgp", cluster, jobs), replace(far, cost_rate=res.bound * 1.1))
+    # a zero optimum: judged in cost units (one here), not as an infinite relative gap
+    zero = replace(res, bound=0.0, bound_gap=float("inf"), cost_rate=0.05)
+    check_served(PlacementSpec("dgp", cluster, jobs), zero)
+    with pytest.raises(DefaultsRefused, match="where the static optimum is 0"):
+        check_served(PlacementSpec("dgp", cluster, jobs), replace(zero, cost_rate=0.5))

@@ -190,18 +190,19 @@ def check_served(spec: PlacementSpec, res: PlacementResult) -> None:
             ),
             result=res,
         )
-    gap = res.bound_gap
-    if spec.model.dgp and res.bound_proven and gap is not None and gap > spec.target_gap:
-        raise DefaultsRefused(
-            spec.model.name,
-            _refusal(
-                spec,
-                (
-                    f"it costs {res.cost_rate:.4g} per unit time, {100 * gap:.0f}% above the "
-                    f"static optimum {res.bound:.4g} (more than --target-gap "
-                    f"{100 * spec.target_gap:g}%)"
-                ),
-                near=True,
-            ),
-            result=res,
+    if not (spec.model.dgp and res.bound_proven and res.bound is not None):
+        return
+    bound, cost = float(res.bound), float(res.cost_rate)
+    if bound > 1e-9 and cost - bound > spec.target_gap * bound:
+        what = (
+            f"it costs {cost:.4g} per unit time, {100 * (cost / bound - 1):.0f}% above the "
+            f"static optimum {bound:.4g} (more than --target-gap {100 * spec.target_gap:g}%)"
         )
+    elif bound <= 1e-9 and cost > spec.target_gap * cost_unit(spec.cluster):
+        what = (
+            f"it costs {cost:.4g} per unit time where the static optimum is 0 (more than "
+            f"--target-gap {spec.target_gap:g} times the cost unit)"
+        )
+    else:
+        return
+    raise DefaultsRefused(spec.model.name, _refusal(spec, what, near=True), result=res)
