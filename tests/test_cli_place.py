@@ -480,3 +480,55 @@ def test_place_compare_bounds_the_optimum_once_for_all_policies(monkeypatch, wor
         assert row["gap"] == pytest.approx(
             r.bound_gap if r.bound_gap is not None else math.nan, nan_ok=True
         )
+
+
+def test_flux_properties_are_read_wherever_flux_files_are(tmp_path, capsys):
+    """``--properties`` fills a workload's Flux files in place bound, simulate and compare,
+    as in place static (issue 43); a workload's own ``properties:`` entry wins."""
+    flux = tmp_path / "filtered.yaml"
+    flux.write_text(
+        'name: "filtered"\n'
+        "spouts:\n  - {id: s, className: S, parallelism: ${spout.parallelism}}\n"
+        "bolts:\n  - {id: b, className: B, parallelism: 2}\n"
+        "streams:\n  - {from: s, to: b, grouping: {type: SHUFFLE}}\n"
+    )
+    (tmp_path / "dev.properties").write_text("spout.parallelism=3\n")
+    here = tmp_path / "run"
+    here.mkdir()
+    (here / "other.properties").write_text("spout.parallelism=5\n")
+    workload = tmp_path / "w.yaml"
+    workload.write_text(
+        "job_types:\n  - {name: f, arrival_rate: 0.1, mean_duration: 1, "
+        "topology: {flux: filtered.yaml}}\n"
+    )
+    base = ["--cluster", "3x4", "--workload", str(workload)]
+    code, _, err = run(capsys, "place", "bound", *base)
+    assert code == 2 and "spout.parallelism" in err and err.count("\n") == 1, err
+    props = str(here / "other.properties")
+    for command in (["place", "bound"], ["place", "simulate", "greedy", "--horizon", "50"]):
+        code, out, err = run(capsys, *command, *base, "--properties", props, "--format", "json")
+        assert code == 0, err
+    doc = json.loads(out)
+    assert doc["per_type"][0]["nodes"] == 7  # 5 spouts from --properties, 2 bolts
+    code, out, err = run(
+        capsys, "place", "compare", *base, "--properties", props, "--policy", "greedy"
+    )
+    assert code == 0, err
+    # the workload's own entry wins over the option
+    workload.write_text(
+        workload.read_text().replace("filtered.yaml}", "filtered.yaml, properties: dev.properties}")
+    )
+    code, out, err = run(
+        capsys,
+        "place",
+        "simulate",
+        "greedy",
+        *base,
+        "--properties",
+        props,
+        "--horizon",
+        "50",
+        "--format",
+        "json",
+    )
+    assert code == 0 and json.loads(out)["per_type"][0]["nodes"] == 5, err

@@ -16,6 +16,7 @@ __all__ = [
     "Arrivals",
     "BalancerOptions",
     "CrossRackCost",
+    "FluxProperties",
     "FluxTraffic",
     "FormatAll",
     "FormatCsv",
@@ -95,6 +96,14 @@ FluxTraffic = Annotated[
     str,
     typer.Option(
         "--flux-traffic", help="edges (1 each) or grouping (from the groupings and parallelism)."
+    ),
+]
+FluxProperties = Annotated[
+    Path | None,
+    typer.Option(
+        "--properties",
+        help="A Java properties file filling the Flux files' ${name} (what Flux's "
+        "--filter gives storm jar; a workload's own properties: entry wins).",
     ),
 ]
 Frame = Annotated[float, typer.Option("--frame", help="MaxWeight frame length T (> 0).")]

@@ -18,7 +18,16 @@ from cloudsched.cli.common import (
     to_json,
 )
 from cloudsched.cli.console import print_warnings
-from cloudsched.cli.options import FormatJson, Frame, Locality, Precision, SeedOrFresh, Warmup, opt
+from cloudsched.cli.options import (
+    FluxProperties,
+    FormatJson,
+    Frame,
+    Locality,
+    Precision,
+    SeedOrFresh,
+    Warmup,
+    opt,
+)
 from cloudsched.cli.place_model import load_model
 from cloudsched.cli.place_output import check_tables, plot_end, simulate_text, write_tables
 from cloudsched.errors import check_choice, check_real
@@ -79,6 +88,7 @@ def place_simulate(
     flux_slots: _FluxSlots = "executors",
     executors_per_slot: _PerSlot = None,
     flux_traffic: _FluxTraffic = "edges",
+    properties: FluxProperties = None,
     beta: Annotated[
         float | None,
         opt("--beta", help="DGP temperature (> 0; default: a tenth of the cost unit)."),
@@ -177,7 +187,7 @@ def place_simulate(
     import numpy as np
 
     tables = {"--assignments": assignments, "--frames": frames}
-    check_outputs(out=out, plot=plot, inputs=[workload, cluster], others=tables)
+    check_outputs(out=out, plot=plot, inputs=[workload, cluster, properties], others=tables)
     check_tables([workload, cluster], assignments=assignments, frames=frames)
     from cloudsched.placement.policies import PLACEMENT_POLICIES
     from cloudsched.placement.simulation import simulate_placement
@@ -246,6 +256,7 @@ def place_bound(
     flux_slots: _FluxSlots = "executors",
     executors_per_slot: _PerSlot = None,
     flux_traffic: _FluxTraffic = "edges",
+    properties: FluxProperties = None,
     solver: Annotated[
         str,
         opt(
@@ -263,7 +274,7 @@ def place_bound(
     out: _Out = None,
 ) -> None:
     """Bound the static optimum: the least average cost that serves every type's load."""
-    check_outputs(out=out, inputs=[workload, cluster])
+    check_outputs(out=out, inputs=[workload, cluster, properties])
     from cloudsched.placement.configuration import SOLVERS
     from cloudsched.placement.optimize import static_optimum
 

@@ -18,6 +18,7 @@ from cloudsched.cli.common import (
 from cloudsched.cli.console import warn
 from cloudsched.cli.options import (
     CrossRackCost,
+    FluxProperties,
     FluxTraffic,
     FormatCsv,
     Frame,
@@ -54,6 +55,7 @@ def place_compare(
     racks: Racks = None,
     cross_rack_cost: CrossRackCost = None,
     flux_traffic: FluxTraffic = "edges",
+    properties: FluxProperties = None,
     horizon: Annotated[
         float | None,
         opt(
@@ -80,7 +82,7 @@ def place_compare(
     from cloudsched.cli.place_model import load_model
     from cloudsched.experiments.place_compare import DEFAULT_POLICIES, compare_placement
 
-    check_outputs(out=out, plot=plot, inputs=[workload, cluster])
+    check_outputs(out=out, plot=plot, inputs=[workload, cluster, properties])
     fmt = resolve_format(fmt, out, ("table", "json", "csv"))
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e6, low_open=True)
     cl, jobs = load_model(locals())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from cloudsched.cli.common import check_not_input
@@ -17,8 +18,9 @@ def load_model(args: Mapping[str, Any]) -> tuple[Any, Any]:
 
     ``args`` are the command's arguments by name (its ``locals()``): ``cluster``, ``racks``,
     ``cross_rack_cost``, ``workload``, ``seed`` and, where it has them, ``flux_slots``,
-    ``executors_per_slot`` and ``flux_traffic``.  An output among them (``out``, ``plot``,
-    ``assignments``, ``frames``) that is a file a topology is read from is refused.
+    ``executors_per_slot``, ``flux_traffic`` and ``properties``.  An output among them
+    (``out``, ``plot``, ``assignments``, ``frames``) that is a file a topology is read from
+    is refused.
     """
     from cloudsched.placement import load_workload
     from cloudsched.placement.cluster import cluster_from_text
@@ -35,6 +37,8 @@ def load_model(args: Mapping[str, Any]) -> tuple[Any, Any]:
     if executors_per_slot is not None:
         executors_per_slot = check_int("--executors-per-slot", executors_per_slot, low=1)
     flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot, "traffic": flux_traffic}
+    if args.get("properties") is not None:  # read relative to here, not to the workload
+        flux["properties"] = str(Path(args["properties"]).resolve())
     jobs = load_workload(args["workload"], rng=seed, flux=flux)
     outputs = {f"--{k}": args.get(k) for k in ("out", "plot", "assignments", "frames")}
     check_not_read(outputs, [jt.topology for jt in jobs])  # a workload's Flux file or include

@@ -7,7 +7,15 @@ from typing import Annotated, Any
 
 from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, wrote
 from cloudsched.cli.console import warn
-from cloudsched.cli.options import CrossRackCost, FluxTraffic, FormatJson, Out, Racks, opt
+from cloudsched.cli.options import (
+    CrossRackCost,
+    FluxProperties,
+    FluxTraffic,
+    FormatJson,
+    Out,
+    Racks,
+    opt,
+)
 from cloudsched.cli.place_model import check_not_read
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 
@@ -78,14 +86,7 @@ def place_static(
             ".json): workers, their executors, the RAS settings.",
         ),
     ] = None,
-    properties: Annotated[
-        Path | None,
-        opt(
-            "--properties",
-            help="A Java properties file filling the Flux files' ${name} (what Flux's "
-            "--filter gives storm jar).",
-        ),
-    ] = None,
+    properties: FluxProperties = None,
     worker_ports: Annotated[
         int,
         opt(

@@ -129,7 +129,7 @@ def _job_type(
         if isinstance(spec, Mapping) and "flux" in spec and flux:
             given = {k: v for k, v in flux.items() if v is not None}
             if {"slots", "executors_per_slot"} & set(spec):  # the file's own packing wins
-                given = {k: v for k, v in given.items() if k == "traffic"}
+                given = {k: v for k, v in given.items() if k in ("traffic", "properties")}
             spec = {**given, **spec}
         topology = topology_from_spec(spec, base, rng=rng)
         res = item.get("resources")
