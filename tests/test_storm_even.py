@@ -120,3 +120,36 @@ def test_graphs_without_components_keep_their_order():
     (placed,) = even_scheduler(3, [top], 1)
     assert placed.machines.tolist() == [0, 1, 0, 1, 0]
     assert np.all(placed.ports == 6700)
+
+
+def test_resource_aware_ranks_machines_as_storm_2_does():
+    """Storm 2.x's NodeSorter.sortObjectResourcesCommon: mean share of the free resources
+    first, least share second (Storm 1.x: least first).  By hand, with totals of 12 slots,
+    160 CPU and 100 memory: machine 0 (4, 100, 10) has shares 33.3/62.5/10% (mean 35.3,
+    least 10), machine 1 (4, 30, 30) 33.3/18.75/30% (27.4, 18.75), machine 2 (4, 30, 60)
+    33.3/18.75/60% (37.4, 18.75): Storm 2.x tries 2, 0, 1; Storm 1.x would try 2, 1, 0."""
+    from cloudsched.placement import Cluster
+    from cloudsched.placement.baselines import machine_order, resource_aware
+
+    cluster = Cluster(
+        np.array([4, 4, 4]), cpu=np.array([100.0, 30.0, 30.0]), memory=np.array([10.0, 30.0, 60.0])
+    )
+    assert machine_order(cluster, cluster.slots.copy(), cluster.capacity.copy()) == [2, 0, 1]
+    g = nx.path_graph(5)
+    nx.set_node_attributes(g, 10.0, "cpu")
+    nx.set_node_attributes(g, 2.0, "memory")
+    where = resource_aware(Topology("chain5", g), cluster.slots.copy(), cluster)
+    # three fill machine 2's 30 CPU, the other two go to machine 0 (not 1)
+    assert sorted(where.tolist()) == [0, 0, 2, 2, 2]
+
+
+def test_resource_aware_on_the_shipped_cluster_is_storm_2s_cost():
+    """The issue's independent count with Storm 2.x's ranking on examples/cluster.yaml: the
+    three shipped topologies without ackers, grouping traffic, cost 23.125 (Storm 1.x's
+    ranking gave 21.875)."""
+    from cloudsched.placement.cluster import cluster_from_text
+
+    cluster = cluster_from_text(str(flux_path("wordcount").parent / "cluster.yaml"), None, None)
+    shipped = ("wordcount", "exclamation", "rolling-top-words")
+    tops = [load_flux(flux_path(n), traffic="grouping") for n in shipped]
+    assert place_baseline(cluster, tops, "resource-aware").cost == pytest.approx(23.125)

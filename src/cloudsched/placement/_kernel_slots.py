@@ -211,15 +211,18 @@ def _lex_sort(order, keys, lo, hi):
 
 @kernel(nrt=False, inline=True)
 def _set_key(keys, i, avail, total, nres):
-    """``keys[i] = (-least share, -mean share, i)`` of ``avail`` in ``total`` (percent)."""
+    """``keys[i] = (-mean share, -least share, i)`` of ``avail`` in ``total`` (percent).
+
+    Storm 2.x's order (``NodeSorter.sortObjectResourcesCommon``): mean first.
+    """
     low = 1e300
     mean = 0.0
     for r in range(nres):
         pct = avail[r] / total[r] * 100.0 if total[r] > 0.0 else 0.0
         low = min(low, pct)
         mean += pct
-    keys[i, 0] = -low
-    keys[i, 1] = -(mean / nres)
+    keys[i, 0] = -(mean / nres)
+    keys[i, 1] = -low
     keys[i, 2] = i
 
 

@@ -184,12 +184,16 @@ def _shares(avail: np.ndarray, total: np.ndarray) -> tuple[float, float]:
 
 
 def machine_order(cluster: Cluster, free: np.ndarray, free_res: np.ndarray) -> list[int]:
-    """Machines in the order Storm's RAS tries them: racks, then machines in each.
+    """Machines in the order Storm 2.x's RAS tries them: racks, then machines in each.
 
-    Racks by effective resources (the least of their shares of the cluster's free
-    resources: slots, and CPU and memory where every machine limits them), most first, ties
-    by mean share, then id; machines in a rack the same way against the rack's free
-    resources.
+    Racks by the mean of their shares of the cluster's free resources (slots, and CPU and
+    memory where every machine limits them), most first, ties by the least share, then id;
+    machines in a rack the same way against the rack's free resources.  This is Storm 2.x's
+    ``NodeSorter.sortObjectResourcesCommon`` (``NodeSortType.COMMON``, what
+    ``DefaultResourceAwareStrategy`` uses; read at Storm commit 73da988): average first,
+    minimum second.  Storm 1.x (``sortObjectResourcesDefault``) ranked by the least share
+    first.  Storm also ranks first the machines that already hold the topology's executors;
+    an order fixed for the whole job and filled first-fit does the same.
     """
     limited = [r for r in range(2) if np.isfinite(cluster.capacity[:, r]).all()]
     avail = np.column_stack([free.astype(float)] + [free_res[:, r] for r in limited])
@@ -204,7 +208,7 @@ def machine_order(cluster: Cluster, free: np.ndarray, free_res: np.ndarray) -> l
         total += rack_avail[r]
 
     def ranked(items: list[int], rows: np.ndarray, whole: np.ndarray) -> list[int]:
-        keyed = [(-_shares(rows[i], whole)[0], -_shares(rows[i], whole)[1], i) for i in items]
+        keyed = [(-_shares(rows[i], whole)[1], -_shares(rows[i], whole)[0], i) for i in items]
         return [i for *_, i in sorted(keyed)]
 
     out: list[int] = []
