@@ -140,7 +140,8 @@ def place_simulate(
         opt(
             "--solver",
             help="MaxWeight: exact (MILP), fast (packing with a bound) or "
-            "auto (exact up to 32 slots and 8-node graphs).",
+            "auto (up to 32 slots and 8-node graphs the packing where it proves its "
+            "frame optimal, else exact; fast above).",
         ),
     ] = "auto",
     solver_time_limit: Annotated[

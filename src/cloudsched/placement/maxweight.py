@@ -90,7 +90,7 @@ class FrameController:
         tops = [jt.topology for jt in eng.job_types]
         if self.solver == "auto":
             self._kind = "exact" if exact_is_cheap(eng.cluster, tops) else "fast"
-        if self._kind == "fast":
+        if self._kind == "fast" or self.solver == "auto":  # auto tries the packing first
             self._library = Library.build(eng.cluster, tops)
         eng.on_stop = self
         eng.set_stop(self.frame)
@@ -104,18 +104,22 @@ class FrameController:
 
         Exact: reused for the same jobs present when proven.  Fast: packed around the
         running jobs that are already least-cost (its bound reused for the same jobs
-        present).
+        present).  ``auto`` where the MILP is cheap: the packing first, the MILP only when
+        the packing does not reach its bound (a frame's configuration is proven optimal
+        either way; the packing takes milliseconds where the MILP took 0.2-0.6 s).
         """
         key = tuple(int(q) for q in present)
         values = [self.weight(float(q)) for q in present]
         tops = [jt.topology for jt in eng.job_types]
-        if self._kind == "fast":
+        sol = None
+        if self._kind == "exact" and key in self._cache:
+            return self._cache[key]
+        if self._library is not None:
             keep = [
                 (j, eng.machines_of(int(t)), float(eng.st.t_cost[t]))
                 for j in range(len(tops))
                 for t in eng.templates(j, actual=True)
             ]
-            assert self._library is not None
             if key not in self._bounds and len(self._bounds) < 100_000:
                 self._bounds[key] = weight_bound(self._library, values, present)
             bound = self._bounds.get(key)
@@ -129,15 +133,13 @@ class FrameController:
                 keep=keep,
                 bound=bound,
             )
-        else:
-            cached = self._cache.get(key)
-            if cached is not None:
-                return cached
+        if self._kind == "exact" and (sol is None or not sol.optimal):
             sol = max_weight_configuration(
                 eng.cluster, tops, values, present, time_limit=self.time_limit, solver="exact"
             )
             if sol.optimal and len(self._cache) < 100_000:
                 self._cache[key] = sol
+        assert sol is not None  # fast has a library; exact solves above
         self.solve_time += sol.solve_time
         self.solves += 1
         return sol
