@@ -273,3 +273,15 @@ def test_a_short_time_limit_keeps_the_bound_below_the_optimum():
     short = place_static(cluster, tops, time_limit=0.01)
     assert full.proven and short.placed == len(tops)
     assert short.lower_bound <= full.cost + 1e-9 <= short.cost + 2e-9
+
+
+def test_too_many_executors_names_a_few_topologies_not_all(capsys):
+    """The one-line error for a set larger than the cluster names five topologies and the
+    count, not every name (120 topologies gave a line of 3,000 characters)."""
+    base = load_flux(flux_path("wordcount"))
+    tops = [Topology(f"w{i}", base.graph) for i in range(12)]
+    with pytest.raises(ParameterError) as exc:
+        place_static(parse_cluster("10x12"), tops)
+    msg = str(exc.value)
+    assert "w0, w1, w2, w3, w4, ... (12 in all)" in msg and "w11" not in msg
+    assert "at most 120 executors in all" in msg

@@ -91,9 +91,11 @@ def _check_all_fit(cluster: Cluster, tops: Sequence[Topology]) -> None:
         cluster.check_fits(t, "topology")  # the parameter; the message names the topology
     need = sum(t.nodes for t in tops)
     if need > cluster.total_slots:
+        names = [t.name for t in tops]
+        shown = ", ".join(names[:5]) + (f", ... ({len(names)} in all)" if len(names) > 5 else "")
         raise ParameterError(
             "topology",
-            ", ".join(t.name for t in tops),
+            shown,
             f"at most {cluster.total_slots} executors in all (the cluster's slots), not {need}",
         )
 
