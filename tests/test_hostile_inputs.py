@@ -72,6 +72,6 @@ def test_what_an_include_brought_in_is_said(tmp_path):
     main = _topology_including(tmp_path, "config:\n  topology.workers: 2\n", override=True)
     top = load_flux(main)
     assert top.sources == (str(main), str(tmp_path / "extra.yaml"))
-    proc = _run(["place", "static", "--topology", str(main), "--cluster", "4x4"], tmp_path)
+    proc = _run(["place", "static", "--topology", str(main), "--cluster", "4x8"], tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert f"note: {main} includes {tmp_path / 'extra.yaml'}" in proc.stderr, proc.stderr

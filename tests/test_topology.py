@@ -111,7 +111,7 @@ BAD_FLUX = {
     ),
     "workers": (
         "config: {topology.workers: 0}\nspouts: [{id: s, className: C}]\n",
-        "topology.workers must be an integer >= 1",
+        "topology.workers must be an integer in [1, 1000000]",
     ),
 }
 
