@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,11 @@ def load_model(args: Mapping[str, Any]) -> tuple[Any, Any]:
     flux = {"slots": flux_slots, "executors_per_slot": executors_per_slot, "traffic": flux_traffic}
     if args.get("properties") is not None:  # read relative to here, not to the workload
         flux["properties"] = str(Path(args["properties"]).resolve())
-    jobs = load_workload(args["workload"], rng=seed, flux=flux)
+    with warnings.catch_warnings(record=True) as caught:  # a Flux file's notes, said once
+        warnings.simplefilter("always", UserWarning)
+        jobs = load_workload(args["workload"], rng=seed, flux=flux)
+    for w in caught:
+        warn(str(w.message), "note")
     outputs = {f"--{k}": args.get(k) for k in ("out", "plot", "assignments", "frames")}
     check_not_read(outputs, [jt.topology for jt in jobs])  # a workload's Flux file or include
     for jt in jobs:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,7 +45,11 @@ def _topologies(
             raise ParameterError(
                 "--topology", item, "a Flux YAML file or one of " + ", ".join(_SHIPPED)
             )
-        tops.append(load_flux(path, traffic=traffic, properties=props, ackers=ackers))
+        with warnings.catch_warnings(record=True) as caught:  # said once, as a note
+            warnings.simplefilter("always", UserWarning)
+            tops.append(load_flux(path, traffic=traffic, properties=props, ackers=ackers))
+        for w in caught:
+            warn(str(w.message), "note")
     names = [t.name for t in tops]
     if len(set(names)) != len(names):
         raise ParameterError("--topology", ", ".join(names), "topologies of distinct names")
