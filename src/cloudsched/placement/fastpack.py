@@ -83,6 +83,13 @@ class Library:
             best.append(solved[key])
         return cls(cluster, tuple(topologies), tuple(best))
 
+    @classmethod
+    def within(cls, cluster: Cluster, topologies: Sequence[Topology], seconds: float) -> Library:
+        """Build within about ``seconds``: half of them, shared by the distinct graphs' MILPs."""
+        distinct = len({signature(t) for t in topologies})
+        per = max(seconds / (2 * distinct), 0.1)
+        return cls.build(cluster, topologies, time_limit=per, budget=seconds / 2)
+
     @functools.cached_property
     def relaxation(self) -> Relaxation:
         """The linear relaxation (:mod:`cloudsched.placement.relaxation`) of these graphs."""

@@ -33,7 +33,8 @@ only with ``override: true``) and ``streams`` (appended); ``${name}`` is replace
 property from the ``properties`` file (Java ``key=value`` lines) and ``${ENV-NAME}`` by the
 environment variable ``NAME``; a reference left unresolved is an error (Storm would keep
 the literal text).  Every spout and bolt needs a ``className``, every ``components`` entry an
-``id`` and a ``className``, and every ``ref`` must name a component; ``topologySource``
+``id`` and a ``className``; a ``ref`` to an id not defined is read with a warning, as
+Storm's ``FluxBuilder`` passes null for it; ``topologySource``
 (a topology built by Java code) is rejected.  Storm's ackers are added on request
 (``ackers="storm"``, as ``place static`` reads running topologies; see
 :mod:`cloudsched.placement.storm`); its event loggers (none by default) and metrics
@@ -61,7 +62,7 @@ import networkx as nx
 
 from cloudsched.errors import InputError, ParameterError, check_int
 from cloudsched.placement.flux_read import apply_includes, read_flux, read_properties, scrubbed
-from cloudsched.placement.storm import acker_count, add_ackers, task_order
+from cloudsched.placement.storm import acker_count, add_ackers, conf_int, task_order
 from cloudsched.placement.topology import Topology, check_size
 
 __all__ = ["GROUPINGS", "STORM_DEFAULT_DEMAND", "TRAFFIC_MODELS", "load_flux", "read_properties"]
@@ -253,11 +254,7 @@ def _load_flux(
     config = doc.get("config") or {}
     if not isinstance(config, Mapping):
         raise InputError(where, "'config' must be a mapping")
-    workers = config.get("topology.workers", 1)
-    if isinstance(workers, bool) or not isinstance(workers, int) or not 1 <= workers <= 10**6:
-        raise InputError(
-            where, f"config topology.workers must be an integer in [1, 1000000], got {workers!r}"
-        )
+    workers = conf_int(config, "topology.workers", 1, where, low=1)
     items = {d["id"]: d for key in ("spouts", "bolts") for d in doc.get(key) or []}
     first: dict[str, int] = {}
     g = nx.Graph()
@@ -286,7 +283,7 @@ def _load_flux(
             else check_int("ackers", ackers, low=0, high=10**6)
         )
         spouts = [first[d["id"]] + k for d in doc["spouts"] for k in range(comps[d["id"]])]
-        bolts = [v for v in g.nodes if v not in set(spouts)]
+        bolts = sorted(set(g.nodes) - set(spouts))
         add_ackers(g, count, spouts, bolts, traffic, config, where)
     name = str(doc.get("name") or Path(path).stem)
     if slots == "executors" and executors_per_slot is None:

@@ -222,10 +222,7 @@ def static_optimum(
     lib = library
     same = lib is not None and len(lib.topologies) == nj and lib.cluster is cluster
     if lib is None or not (same and all(a is b for a, b in zip(lib.topologies, tops, strict=True))):
-        distinct = len({signature(t) for t in tops})
-        lib = Library.build(
-            cluster, tops, time_limit=max(time_limit / (2 * distinct), 0.1), budget=time_limit / 2
-        )
+        lib = Library.within(cluster, tops, time_limit)
     lower = max(
         float(rho @ np.where(np.isfinite(lib.lower_bounds), lib.lower_bounds, 0.0)),
         lib.relaxation.static_bound(rho),

@@ -129,7 +129,7 @@ def place_static(
     Raises :class:`ParameterError` when the topologies cannot all fit (slots, CPU, memory).
     """
     from cloudsched.placement.configuration import max_weight_configuration
-    from cloudsched.placement.fastpack import Library, signature
+    from cloudsched.placement.fastpack import Library
 
     t0 = time.perf_counter()
     tops = list(topologies)
@@ -139,10 +139,7 @@ def place_static(
     # even one whose own traffic is small (a lone spout), for what it makes others pay
     every = 1.0 + 2.0 * worst * sum(t.total_traffic for t in tops)
     values = np.full(len(tops), every)
-    distinct = len({signature(t) for t in tops})  # each graph's MILP gets its share
-    lib = Library.build(
-        cluster, tops, time_limit=max(time_limit / (2 * distinct), 0.1), budget=time_limit / 2
-    )
+    lib = Library.within(cluster, tops, time_limit)
     sol = max_weight_configuration(
         cluster,
         tops,

@@ -49,6 +49,7 @@ __all__ = [
     "EvenPlacement",
     "acker_count",
     "add_ackers",
+    "conf_int",
     "even_scheduler",
     "java_key",
     "sort_slots",
@@ -95,19 +96,22 @@ def task_order(graph: nx.Graph) -> list[int]:
     )
 
 
-def _conf_int(config: Mapping[str, Any], key: str, default: int, where: str) -> int:
+def conf_int(config: Mapping[str, Any], key: str, default: int, where: str, low: int = 0) -> int:
+    """Return the topology config's integer ``key`` in ``[low, 1e6]`` (``default`` unset)."""
     value = config.get(key)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or not (0 <= value <= 10**6):
-        raise InputError(where, f"config {key} must be an integer in [0, 1000000], got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not (low <= value <= 10**6):
+        raise InputError(
+            where, f"config {key} must be an integer in [{low}, 1000000], got {value!r}"
+        )
     return value
 
 
 def acker_count(config: Mapping[str, Any], where: str) -> int:
     """``topology.acker.executors``, or ``topology.workers`` when unset (``addAcker``)."""
-    workers = _conf_int(config, "topology.workers", 1, where)
-    return _conf_int(config, "topology.acker.executors", workers, where)
+    workers = conf_int(config, "topology.workers", 1, where, low=1)
+    return conf_int(config, "topology.acker.executors", workers, where)
 
 
 def _acker_demand(config: Mapping[str, Any], where: str) -> list[float]:
