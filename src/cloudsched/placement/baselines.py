@@ -16,6 +16,7 @@ from collections import deque
 import numpy as np
 
 from cloudsched.placement.cluster import Cluster
+from cloudsched.placement.storm import ACKER
 from cloudsched.placement.topology import Topology
 
 __all__ = ["bfs_order", "greedy", "machine_order", "ras_order", "resource_aware", "storm_default"]
@@ -146,17 +147,21 @@ def ras_order(topology: Topology) -> list[int]:
     are sorted by their connections (sum over neighbouring components of the product of the
     two parallelisms), most first, ties by id; for each in turn, one executor of it, then
     one of each neighbour (neighbours by fewest connections, ties by id), until none is
-    left.
+    left.  Storm's system components (``__acker``) are left out of that
+    (``ExecSorterByConnectionCount.sortExecutors`` sorts ``getUserTopolgyComponents``) and
+    their executors come last (``BaseResourceAwareStrategy.isolateAckersToEnd``).
     """
     g = topology.graph
     comp = {v: g.nodes[v].get("component", v) for v in g.nodes}
+    system = sorted(v for v in g.nodes if comp[v] == ACKER)
     execs: dict[object, deque[int]] = {}
     for v in sorted(g.nodes, key=lambda v: (str(comp[v]), g.nodes[v].get("index", v))):
-        execs.setdefault(comp[v], deque()).append(v)
+        if comp[v] != ACKER:
+            execs.setdefault(comp[v], deque()).append(v)
     size = {c: len(e) for c, e in execs.items()}
     nbrs: dict[object, set[object]] = {c: set() for c in execs}
     for u, v in g.edges:
-        if comp[u] != comp[v]:
+        if comp[u] != comp[v] and comp[u] in execs and comp[v] in execs:
             nbrs[comp[u]].add(comp[v])
             nbrs[comp[v]].add(comp[u])
 
@@ -174,7 +179,7 @@ def ras_order(topology: Topology) -> list[int]:
                 if execs[d]:
                     order.append(execs[d].popleft())
                     took = True
-    return order
+    return order + system
 
 
 def _shares(avail: np.ndarray, total: np.ndarray) -> tuple[float, float]:

@@ -62,7 +62,7 @@ import networkx as nx
 
 from cloudsched.errors import InputError, ParameterError, check_int
 from cloudsched.placement.flux_read import apply_includes, read_flux, read_properties, scrubbed
-from cloudsched.placement.storm import acker_count, add_ackers, conf_int, task_order
+from cloudsched.placement.storm import acker_count, add_ackers, conf_int, ras_config, task_order
 from cloudsched.placement.topology import Topology, check_size
 
 __all__ = ["GROUPINGS", "STORM_DEFAULT_DEMAND", "TRAFFIC_MODELS", "load_flux", "read_properties"]
@@ -276,6 +276,7 @@ def _load_flux(
             for k in range(par)
         )
     _add_streams(g, doc.get("streams") or [], comps, first, traffic, where)
+    g.graph["storm_ras"] = ras_config(config, where)  # read by placement.storm_ras
     if ackers is not None:
         count = (
             acker_count(config, where)

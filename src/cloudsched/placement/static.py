@@ -36,7 +36,7 @@ import numpy as np
 
 from cloudsched.errors import ParameterError
 from cloudsched.placement.cluster import Cluster
-from cloudsched.placement.storm import FIRST_PORT, STORM_PORTS
+from cloudsched.placement.storm import ACKER, FIRST_PORT, STORM_PORTS
 from cloudsched.placement.topology import Topology
 
 __all__ = [
@@ -191,44 +191,41 @@ def place_baseline(
     executors into its ``topology.workers`` workers and looks at nothing else, so the
     placement may run more executors, CPU or memory on a machine than the cluster gives it
     (said in the notes; no gap is given then, since the bound is for placements that fit).
+    ``resource-aware`` is Storm 2.x's ResourceAwareScheduler on the same worker slots
+    (:func:`~cloudsched.placement.storm_ras.ras_scheduler`: CPU, memory and each worker's
+    heap limit, ackers bound to workers), which knows nothing of the model's slots either;
+    a note says where nimbus would run another number of ackers under RAS.
     """
-    from cloudsched.placement.baselines import resource_aware
+    from cloudsched.placement.storm import even_scheduler
+    from cloudsched.placement.storm_ras import ras_acker_count, ras_scheduler
 
     if policy not in BASELINES:
         raise ParameterError("policy", policy, " or ".join(BASELINES))
     if policy == "storm-default":
-        return _even(cluster, topologies, ports)
-    free = cluster.slots.astype(np.int64).copy()
-    free_res = cluster.capacity.copy()
-    machines: list[np.ndarray | None] = []
-    cost = 0.0
+        runs = even_scheduler(cluster.machines, topologies, ports)
+        return _storm_row(cluster, topologies, policy, runs, "no free worker slot for: ")
+    runs = ras_scheduler(cluster, topologies, ports)
+    out = _storm_row(cluster, topologies, policy, runs, "did not fit: ")
     for t in topologies:
-        where = resource_aware(t, free, cluster, free_res)
-        machines.append(where)
-        if where is None:
-            continue
-        np.subtract.at(free, where, 1)
-        np.subtract.at(free_res, where, t.demands())
-        cost += cluster.cost(t, where)
-    out = StaticPlacement(policy, machines, cost)
-    missing = [t.name for t, m in zip(topologies, machines, strict=True) if m is None]
-    if missing:
-        out.notes.append("did not fit: " + ", ".join(missing))
+        has = sum(1 for _, c in t.graph.nodes(data="component") if c == ACKER)
+        want = ras_acker_count(t)
+        if has and has != want:
+            out.notes.append(
+                f"{t.name}: under RAS Storm runs {want} ackers, not the {has} placed here "
+                "(--ackers)"
+            )
     return out
 
 
-def _even(
-    cluster: Cluster, tops: Sequence[Topology], ports: int | Sequence[int]
+def _storm_row(
+    cluster: Cluster, tops: Sequence[Topology], policy: str, runs: Sequence[Any], missing_note: str
 ) -> StaticPlacement:
-    from cloudsched.placement.storm import even_scheduler
-
-    runs = even_scheduler(cluster.machines, tops, ports)
     machines = [None if r is None else r.machines for r in runs]
     cost = sum(cluster.cost(t, m) for t, m in zip(tops, machines, strict=True) if m is not None)
-    out = StaticPlacement("storm-default", machines, cost)
+    out = StaticPlacement(policy, machines, cost)
     missing = [t.name for t, m in zip(tops, machines, strict=True) if m is None]
     if missing:
-        out.notes.append("no free worker slot for: " + ", ".join(missing))
+        out.notes.append(missing_note + ", ".join(missing))
     over = over_capacity(cluster, tops, machines)
     out.notes.extend(over)
     out.fits = not over

@@ -52,6 +52,7 @@ __all__ = [
     "conf_int",
     "even_scheduler",
     "java_key",
+    "ras_config",
     "sort_slots",
     "task_order",
 ]
@@ -112,6 +113,29 @@ def acker_count(config: Mapping[str, Any], where: str) -> int:
     """``topology.acker.executors``, or ``topology.workers`` when unset (``addAcker``)."""
     workers = conf_int(config, "topology.workers", 1, where, low=1)
     return conf_int(config, "topology.acker.executors", workers, where)
+
+
+def ras_config(config: Mapping[str, Any], where: str) -> dict[str, Any]:
+    """Return the settings Storm's RAS reads from a topology config (:mod:`.storm_ras`)."""
+    heap = config.get("topology.worker.max.heap.size.mb", 768.0)
+    if isinstance(heap, bool) or not isinstance(heap, int | float) or not (0 < heap <= 1e12):
+        raise InputError(
+            where,
+            f"config topology.worker.max.heap.size.mb must be a number in (0, 1e12], got {heap!r}",
+        )
+    per = config.get("topology.ras.acker.executors.per.worker")
+    out = {
+        "max_heap": float(heap),
+        "ackers_per_worker": None
+        if per is None
+        else conf_int(config, "topology.ras.acker.executors.per.worker", 1, where),
+        "ackers": None
+        if config.get("topology.acker.executors") is None
+        else conf_int(config, "topology.acker.executors", 0, where),
+    }
+    _, onheap, offheap = _acker_demand(config, where)
+    out["acker_memory"] = onheap + offheap
+    return out
 
 
 def _acker_demand(config: Mapping[str, Any], where: str) -> list[float]:
