@@ -26,6 +26,7 @@ HiGHS on a problem it proves; a time-limited MILP is not, so those are solved ag
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -134,11 +135,14 @@ class FrameController:
                 bound=bound,
             )
         if self._kind == "exact" and (sol is None or not sol.optimal):
+            packed = sol
             sol = max_weight_configuration(
                 eng.cluster, tops, values, present, time_limit=self.time_limit, solver="exact"
             )
             if sol.optimal and len(self._cache) < 100_000:
                 self._cache[key] = sol
+            elif packed is not None:
+                sol = _better(packed, sol)
         assert sol is not None  # fast has a library; exact solves above
         self.solve_time += sol.solve_time
         self.solves += 1
@@ -342,3 +346,20 @@ class FrameController:
             eng.st.qhead[j] = (eng.st.qhead[j] - 1) % cap
             eng.st.qbuf[j, eng.st.qhead[j]] = now
             eng.st.qlen[j] += 1
+
+
+def _better(packed: MaxWeightSolution, milp: MaxWeightSolution) -> MaxWeightSolution:
+    """Return the heavier of a packing and a time-limited MILP, with the tighter bound.
+
+    The MILP's incumbent at its time limit may weigh less than the packing found first;
+    the frame runs the best configuration found so far and its gap to the least bound.
+    """
+    bounds = [b for b in (packed.upper_bound, milp.upper_bound) if not math.isnan(b)]
+    bound = min(bounds, default=math.nan)
+    best = packed if packed.weight > milp.weight else milp
+    return replace(
+        best,
+        upper_bound=bound,
+        optimal=bool(best.weight >= bound - 1e-9 * max(1.0, abs(bound))),
+        solve_time=packed.solve_time + milp.solve_time,
+    )
