@@ -74,7 +74,8 @@ def place_simulate(
         typer.Argument(
             metavar="POLICY",
             help="storm-default, greedy, "
-            "resource-aware, maxweight, dgp or dgp-clock (default dgp).",
+            "resource-aware, maxweight, dgp or dgp-clock (default dgp), or a plug-in "
+            "file.py:NAME.",
         ),
     ] = None,
     *,
@@ -190,6 +191,7 @@ def place_simulate(
     tables = {"--assignments": assignments, "--frames": frames}
     check_outputs(out=out, plot=plot, inputs=[workload, cluster, properties], others=tables)
     check_tables([workload, cluster], assignments=assignments, frames=frames)
+    from cloudsched.placement.plugin import is_plugin_ref
     from cloudsched.placement.policies import PLACEMENT_POLICIES
     from cloudsched.placement.simulation import simulate_placement
 
@@ -197,9 +199,9 @@ def place_simulate(
     given = policies_given(
         [policy_arg] if policy_arg else None, [policy_opt] if policy_opt else None
     )
-    policy = check_choice(
-        "--policy" if policy_opt else "POLICY", given[0] if given else "dgp", PLACEMENT_POLICIES
-    )
+    policy = given[0] if given else "dgp"
+    if not is_plugin_ref(policy):
+        policy = check_choice("--policy" if policy_opt else "POLICY", policy, PLACEMENT_POLICIES)
     warm: float | str = (
         warmup if warmup == "auto" else check_real("--warmup", warmup, low=0.0, high=0.9)
     )

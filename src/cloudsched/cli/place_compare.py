@@ -36,7 +36,7 @@ __all__ = ["place_compare"]
 _POLICY_HELP = (
     "Policies to run: storm-default, greedy, resource-aware, maxweight, "
     "dgp, dgp-clock (local proposals), or dgp:uniform / dgp-clock:uniform for DGP with "
-    "the paper's uniform proposals. "
+    "the paper's uniform proposals, or a plug-in file.py:NAME. "
     "Default: storm-default, greedy, resource-aware, maxweight, dgp, dgp:uniform."
 )
 

@@ -22,6 +22,7 @@ from typing import Any
 from cloudsched.errors import ParameterError
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.optimize import StaticOptimum, static_optimum
+from cloudsched.placement.plugin import is_plugin_ref
 from cloudsched.placement.policies import PLACEMENT_POLICIES
 from cloudsched.placement.result import PlacementResult
 from cloudsched.placement.workload import JobType
@@ -35,8 +36,13 @@ DEFAULT_POLICIES = ("storm-default", "greedy", "resource-aware", "maxweight", "d
 
 def parse_entry(entry: str) -> tuple[str, dict[str, Any]]:
     """Split ``dgp:uniform`` into the policy and its keyword arguments."""
+    if is_plugin_ref(entry):
+        return str(entry), {}
     name, _, variant = str(entry).partition(":")
-    allowed = "one of " + ", ".join(PLACEMENT_POLICIES) + ", or dgp:uniform / dgp-clock:uniform"
+    allowed = (
+        "one of " + ", ".join(PLACEMENT_POLICIES) + ", dgp:uniform / dgp-clock:uniform, "
+        "or a plug-in file.py:NAME"
+    )
     if (
         name not in PLACEMENT_POLICIES
         or variant not in ("", "local", "uniform")

@@ -19,6 +19,7 @@ from cloudsched.placement.cluster import Cluster, parse_cluster
 from cloudsched.placement.configuration import MaxWeightSolution, max_weight_configuration
 from cloudsched.placement.flux import GROUPINGS, load_flux
 from cloudsched.placement.optimize import StaticOptimum, static_optimum
+from cloudsched.placement.plugin import place_hook, register_placement
 from cloudsched.placement.policies import PLACEMENT_POLICIES, PlacementPolicy, get_placement_policy
 from cloudsched.placement.result import PlacementResult
 from cloudsched.placement.simulation import DefaultsRefused, run_placement, simulate_placement
@@ -58,7 +59,9 @@ __all__ = [
     "load_workload",
     "max_weight_configuration",
     "parse_cluster",
+    "place_hook",
     "random_graph",
+    "register_placement",
     "run_placement",
     "simulate_placement",
     "star",

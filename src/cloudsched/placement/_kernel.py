@@ -34,7 +34,9 @@ from cloudsched.placement._kernel_slots import greedy_slots, ras_slots, storm_sl
 from cloudsched.placement.policies import DGP, DGP_CLOCK, FRAME, GREEDY, STORM_DEFAULT
 
 __all__ = [
+    "EVENT",
     "add_template",
+    "baseline_event",
     "fill",
     "log_event",
     "queue_weight",
@@ -428,6 +430,8 @@ def _same_frame(st):
 
 #: ``_clock`` returns this to go on with the event it drew (any other value is a status).
 _EVENT = -1
+#: What :func:`baseline_event` returns to go on (an event happened).
+EVENT = _EVENT
 
 
 @kernel(nrt=False, inline=True)
@@ -478,6 +482,24 @@ def _next_event(st, mo, mt, lg, now, policy, vclock, rng):
     st.ist[S.I_EVENTS] += 1
     kind, j, idx = _decode(st, mo, rng.random() * rate, policy, vclock)
     return _EVENT, now, now > st.fst[S.F_TWARM], kind, j, idx
+
+
+@kernel(nrt=False, inline=True)
+def baseline_event(st, mo, mt, lg, now, policy, rng):
+    """Run one event of a policy that never moves a job.
+
+    An arrival joins its queue, a departure deletes its template.  Returns ``(status,
+    time, measuring)``; ``EVENT``: the queue heads may now be placed, else the status to
+    return.
+    """
+    status, now, measuring, kind, j, idx = _next_event(st, mo, mt, lg, now, policy, False, rng)
+    if status != _EVENT:
+        return status, now, measuring
+    if kind == 0:
+        _arrive(st, mt, j, now, measuring)
+    else:
+        remove_template(st, mo, _depart(st, mo, mt, lg, j, idx, now, measuring))
+    return EVENT, now, measuring
 
 
 @kernel(nrt=False, inline=True)
@@ -559,13 +581,9 @@ def run_baseline(st, mo, mt, lg, policy, budget, rng):
     """
     now = st.fst[S.F_NOW]
     for _ in range(budget):
-        status, now, measuring, kind, j, idx = _next_event(st, mo, mt, lg, now, policy, False, rng)
-        if status != _EVENT:
+        status, now, measuring = baseline_event(st, mo, mt, lg, now, policy, rng)
+        if status != EVENT:
             return status
-        if kind == 0:
-            _arrive(st, mt, j, now, measuring)
-        else:
-            remove_template(st, mo, _depart(st, mo, mt, lg, j, idx, now, measuring))
         _place_waiting(st, mo, mt, lg, policy, now, measuring)
     st.fst[S.F_NOW] = now
     return S.CHUNK

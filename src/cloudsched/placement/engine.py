@@ -10,11 +10,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from cloudsched.placement import _kernel as K
 from cloudsched.placement import state as S
+from cloudsched.placement._kernel_plugin import run_plugin
 from cloudsched.placement.baselines import bfs_order, ras_order
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.policies import GREEDY, RESOURCE_AWARE, STORM_DEFAULT
@@ -42,6 +44,8 @@ class EngineParams:
     proposal: str = "local"
     locality: float = 0.9
     record: bool = False
+    #: a plug-in's :class:`~cloudsched.placement.plugin.PlacementPlugin` (code PLUGIN)
+    plugin: Any = None
 
     def par(self, cluster: Cluster | None = None) -> np.ndarray:
         """Pack the parameters into the kernel's ``par`` array (for ``cluster``)."""
@@ -128,8 +132,13 @@ class PlacementEngine:
     def advance(self, budget: int) -> bool:
         """Run at most ``budget`` events; True when the horizon is reached."""
         while not self.done:
-            step = K.run_baseline if self.params.policy in BASELINE_CODES else K.run
-            status = step(self.st, self.mo, self.mt, self.lg, self.params.policy, budget, self.rng)
+            if self.params.plugin is not None:
+                status = run_plugin(self, budget)
+            else:
+                step = K.run_baseline if self.params.policy in BASELINE_CODES else K.run
+                status = step(
+                    self.st, self.mo, self.mt, self.lg, self.params.policy, budget, self.rng
+                )
             if status == S.DONE:
                 self.done = True
             elif status == S.NEED_QUEUE:

@@ -14,6 +14,9 @@
     (rate ``clock_rate``, by default the type's arrival rate) instead of at arrivals.
 ``maxweight``
     Frame-based MaxWeight (:mod:`cloudsched.placement.maxweight`).
+``path/to/file.py:NAME``
+    A plug-in (:mod:`cloudsched.placement.plugin`): queue heads placed where its ``place``
+    hook says, as the baselines do.
 
 The compiled kernel receives the policy's ``code``.
 """
@@ -21,6 +24,7 @@ The compiled kernel receives the policy's ``code``.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from cloudsched.errors import check_choice
 
@@ -30,6 +34,7 @@ __all__ = [
     "FRAME",
     "GREEDY",
     "PLACEMENT_POLICIES",
+    "PLUGIN",
     "RESOURCE_AWARE",
     "STORM_DEFAULT",
     "PlacementPolicy",
@@ -37,7 +42,7 @@ __all__ = [
 ]
 
 # Codes the kernel branches on.
-DGP, DGP_CLOCK, STORM_DEFAULT, GREEDY, FRAME, RESOURCE_AWARE = range(6)
+DGP, DGP_CLOCK, STORM_DEFAULT, GREEDY, FRAME, RESOURCE_AWARE, PLUGIN = range(7)
 
 
 @dataclass(frozen=True)
@@ -56,6 +61,8 @@ class PlacementPolicy:
     dgp: bool = False
     frames: bool = False
     baseline: bool = False
+    #: a plug-in's :class:`~cloudsched.placement.plugin.PlacementPlugin` (code PLUGIN)
+    plugin: Any = None
 
 
 _TABLE = (
@@ -86,6 +93,14 @@ PLACEMENT_POLICIES: tuple[str, ...] = tuple(p.name for p in _TABLE)
 
 
 def get_placement_policy(name: str) -> PlacementPolicy:
-    """Return the policy named ``name`` (a ParameterError for an unknown name)."""
+    """Return the policy named ``name`` (a ParameterError for an unknown name).
+
+    ``path/to/file.py:NAME`` (or ``path/to/file.py``) loads a plug-in.
+    """
+    from cloudsched.placement.plugin import is_plugin_ref, load_placement_plugin
+
+    if is_plugin_ref(name):
+        plugin = load_placement_plugin(name)
+        return PlacementPolicy(name, PLUGIN, plugin.description, baseline=True, plugin=plugin)
     check_choice("policy", name, PLACEMENT_POLICIES)
     return next(p for p in _TABLE if p.name == name)

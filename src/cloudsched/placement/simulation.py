@@ -302,6 +302,7 @@ def _start(
         r.proposal,
         r.locality,
         r.record,
+        spec.model.plugin,
     )
     width = spec.longest / 4 if spec.horizon is None else spec.horizon / MICRO_BATCHES
     eng = PlacementEngine(

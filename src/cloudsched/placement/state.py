@@ -56,6 +56,8 @@ __all__ = ["Log", "Meter", "Model", "State"]
 
 # Status codes returned by ``run``.
 DONE, CHUNK, STOP, NEED_QUEUE, NEED_LOG = range(5)
+# ... and by a plug-in's loop for a placement its checks refuse (the state is untouched).
+BAD_MACHINE, BAD_SLOTS, BAD_RESOURCES = 10, 11, 12
 # Kinds of log rows.
 LOG_START, LOG_END = 1, 2
 
