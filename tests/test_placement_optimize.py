@@ -120,3 +120,23 @@ def test_every_load_the_cluster_can_serve_is_accepted(seed):
         else:
             assert static_optimum(cluster, jobs).cost_rate == pytest.approx(full, abs=1e-7)
     assert 0 < refused < 8  # both answers are tested
+
+
+def test_the_max_weight_milp_finds_the_packing_scipys_highs_missed():
+    """scipy 1.17.1's HiGHS called weight 18.79 optimal here (three chains of 4 and two
+    trees of 5, two of them broken); three chains and two stars of 4 on a machine each
+    weigh 19.07.  The MILP goes through highspy 1.16, which finds it."""
+    from cloudsched.placement import chain, parse_cluster, star, tree
+    from cloudsched.placement.milp import exact_max_weight
+
+    cluster = parse_cluster("6x4")
+    tops = [chain(3), chain(4), star(4), tree(5)]
+    caps = np.array([0, 3, 2, 3])
+    values = 3.0 * np.log1p(caps)
+    templates, optimal, bound = exact_max_weight(cluster, tops, values, caps, time_limit=60)
+    weight = sum(values[j] for j, _ in templates) - sum(
+        cluster.cost(tops[j], m) for j, m in templates
+    )
+    assert optimal
+    assert weight == pytest.approx(3 * values[1] + 2 * values[2], abs=1e-9)
+    assert bound == pytest.approx(weight, abs=1e-9)

@@ -1,6 +1,6 @@
 """Keep what compiled libraries print off the user's terminal and out of JSON output.
 
-HiGHS (behind :func:`scipy.optimize.milp` and :func:`~scipy.optimize.linprog`) can write to
+HiGHS (highspy's MILPs and :func:`~scipy.optimize.linprog`'s LPs) can write to
 the process's standard output from C++, below Python's ``sys.stdout``, where no Python
 setting reaches it.  :func:`captured_output` points file descriptors 1 and 2 at a temporary
 file for the duration of a call and hands what was written to the ``cloudsched.solver``

@@ -14,7 +14,7 @@ traffic inside machines::
                sum_p y[p, t] <= machines of type t      (one pattern per machine)
                y integer >= 0, only for patterns that fit type t (slots, CPU, memory)
 
-solved by HiGHS (:func:`scipy.optimize.milp`), with ``I(p)`` the traffic inside a pattern
+solved by HiGHS (:mod:`cloudsched.placement._highs`), with ``I(p)`` the traffic inside a pattern
 and a machine type a set of machines with the same free slots, CPU and memory.  Its cost is
 ``W - I`` (``W``: all the graph's traffic) when every broken edge costs 1, that is within
 one rack.  With several racks the least-cost template is looked for in each rack alone (an
