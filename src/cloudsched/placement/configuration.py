@@ -21,6 +21,7 @@ from cloudsched.errors import check_choice
 from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.fastpack import Library, fast_max_weight
 from cloudsched.placement.milp import exact_max_weight
+from cloudsched.placement.patterns import applies, pattern_max_weight
 from cloudsched.placement.topology import Topology
 
 __all__ = [
@@ -132,7 +133,11 @@ def max_weight_configuration(
     """
     t0 = time.perf_counter()
     kind = pick_solver(solver, cluster, topologies)
-    if kind == "exact":
+    if kind == "exact" and applies(cluster, topologies):
+        templates, optimal, bound = pattern_max_weight(
+            cluster, topologies, values, caps, time_limit=time_limit
+        )
+    elif kind == "exact":
         templates, optimal, bound = exact_max_weight(
             cluster, topologies, values, caps, time_limit=time_limit
         )

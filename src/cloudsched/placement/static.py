@@ -191,12 +191,14 @@ def _split_racks(
         )
         return
 
+    index = {id(t): j for j, t in enumerate(tops)}
+
     def solve(
         sub: Cluster, chosen: Sequence[Topology], limit: float
     ) -> tuple[float, list[np.ndarray] | None, float]:
         got = place_static(sub, chosen, solver=solver, time_limit=max(limit, 0.5))
-        if got.placed < len(chosen) or got.lower_bound is None:
-            return float(sum(alone[tops.index(t)] for t in chosen)), None, math.inf
+        if got.placed < len(chosen) or got.lower_bound is None:  # each alone still bounds
+            return float(sum(alone[index[id(t)]] for t in chosen)), None, math.inf
         return got.lower_bound, [m for m in got.machines if m is not None], got.cost
 
     split = rack_split(cluster, tops, alone, solve, seconds)
