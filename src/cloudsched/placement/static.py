@@ -184,7 +184,8 @@ def _split_racks(
 
     if cluster.racks < 2 or cluster.cross_rack_cost <= 1.0 or out.proven:
         return
-    if cluster.racks * 2 ** len(tops) > MAX_SOLVES or seconds <= 0:
+    solves = cluster.racks * 2 ** len(tops)
+    if solves > MAX_SOLVES or seconds < 0.5 * solves:  # each per-rack solve gets >= 0.5 s
         out.notes.append(
             "the bound does not count racks here (it does for up to "
             f"{_most_topologies(cluster.racks)} topologies with time left)"

@@ -84,8 +84,9 @@ def ras_settings(topology: Topology) -> dict[str, Any]:
 
 
 def _onheap(topology: Topology, v: int) -> float:
+    """On-heap MB of node ``v``: Flux's, else its memory, else Storm's default 128."""
     d = topology.graph.nodes[v]
-    return float(d.get("onheap", d.get("memory", 0.0)))
+    return float(d.get("onheap", d.get("memory", 128.0)))
 
 
 def _users(topology: Topology) -> list[int]:
