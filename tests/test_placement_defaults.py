@@ -306,13 +306,17 @@ def test_auto_frames_take_the_packing_where_it_is_proven_and_the_milp_otherwise(
     import cloudsched.placement.configuration as conf
 
     milps = []
-    real = conf.exact_max_weight
 
-    def counting(*args, **kwargs):
-        milps.append(1)
-        return real(*args, **kwargs)
+    def counting(real):
+        def solve(*args, **kwargs):
+            milps.append(1)
+            return real(*args, **kwargs)
 
-    monkeypatch.setattr(conf, "exact_max_weight", counting)
+        return solve
+
+    # the exact solver: patterns on this one-rack cluster, the per-node MILP elsewhere
+    for name in ("exact_max_weight", "pattern_max_weight"):
+        monkeypatch.setattr(conf, name, counting(getattr(conf, name)))
     res = simulate_placement(
         "maxweight",
         parse_cluster("3x3"),
@@ -334,13 +338,15 @@ def test_a_frame_whose_milp_runs_out_of_time_keeps_the_best_found_with_its_gap(m
     tighter of the two bounds as its gap (issue 43)."""
     import cloudsched.placement.configuration as conf
 
-    real = conf.exact_max_weight
+    def out_of_time(real):
+        def solve(cluster, topologies, values, counts, **kwargs):
+            _, _, bound = real(cluster, topologies, values, counts, **kwargs)
+            return [], False, bound  # no incumbent within the limit, a proven bound
 
-    def out_of_time(cluster, topologies, values, counts, **kwargs):
-        _, _, bound = real(cluster, topologies, values, counts, **kwargs)
-        return [], False, bound  # no incumbent within the limit, a proven bound
+        return solve
 
-    monkeypatch.setattr(conf, "exact_max_weight", out_of_time)
+    for name in ("exact_max_weight", "pattern_max_weight"):
+        monkeypatch.setattr(conf, name, out_of_time(getattr(conf, name)))
     res = simulate_placement(
         "maxweight",
         parse_cluster("3x3"),
