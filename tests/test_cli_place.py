@@ -532,3 +532,26 @@ def test_flux_properties_are_read_wherever_flux_files_are(tmp_path, capsys):
         "json",
     )
     assert code == 0 and json.loads(out)["per_type"][0]["nodes"] == 5, err
+
+
+@pytest.mark.parametrize(
+    ("args", "suggestion"),
+    [
+        (["place", "simulate", "greedyy"], "did you mean 'greedy'?"),
+        (["place", "compare", "dgp:unifrom"], "did you mean 'dgp:uniform'?"),
+        (["place", "simulate", "dgp", "--solver", "exakt"], "did you mean 'exact'?"),
+    ],
+)
+def test_a_misspelt_choice_gets_a_suggestion(capsys, workload, args, suggestion):
+    code, _, err = run(capsys, *args, "--cluster", "4x4", "--workload", str(workload))
+    assert code == 2 and err.count("\n") == 1
+    assert err.rstrip().endswith(suggestion), err
+    # nothing close: no suggestion
+    code, _, err = run(capsys, "place", "simulate", "zzzz", "--cluster", "4x4",
+                       "--workload", str(workload))  # fmt: skip
+    assert code == 2 and "did you mean" not in err
+
+
+def test_a_misspelt_dispatch_policy_gets_a_suggestion(capsys):
+    code, _, err = run(capsys, "simulate", "jsqq", "--servers", "10", "--load", "0.5")
+    assert code == 2 and err.rstrip().endswith("did you mean 'jsq'?")

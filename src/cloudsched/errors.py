@@ -8,7 +8,9 @@ exits with status 2.
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +27,7 @@ __all__ = [
     "check_loads",
     "check_real",
     "check_seed",
+    "did_you_mean",
 ]
 
 
@@ -40,7 +43,19 @@ class ParameterError(ValueError):
         self.name = name
         self.value = value
         self.allowed = allowed
-        super().__init__(f"{name} must be {allowed} (got {value!r})")
+        #: "; did you mean 'jsq'?" for a name close to one of the choices, else ""
+        self.hint = did_you_mean(value, allowed)
+        super().__init__(f"{name} must be {allowed} (got {value!r}){self.hint}")
+
+
+def did_you_mean(value: Any, allowed: str) -> str:
+    """Suggest the choice closest to ``value`` when ``allowed`` is ``one of a, b, ...``."""
+    if not isinstance(value, str) or not allowed.startswith("one of "):
+        return ""
+    words = [w.strip().removeprefix("or ").strip() for w in re.split("[,/]", allowed[7:])]
+    options = [w for w in words if w and " " not in w and w != value]
+    close = difflib.get_close_matches(value, options, n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 class ExternalError(RuntimeError):

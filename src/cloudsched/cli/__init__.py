@@ -109,7 +109,7 @@ def _cli_name(error: ParameterError) -> str:
     it stands (a file and line, a plug-in's problem) and is shown unchanged; so is one that
     already names a flag or an argument.
     """
-    standard = f"{error.name} must be {error.allowed} (got {error.value!r})"
+    standard = f"{error.name} must be {error.allowed} (got {error.value!r}){error.hint}"
     if str(error) != standard or error.name.startswith("-") or error.name.isupper():
         return str(error)
     name = "POLICY" if error.name == "policy" else "--" + error.name.replace("_", "-")

@@ -30,7 +30,7 @@ from cloudsched.cli.options import (
 )
 from cloudsched.cli.place_model import load_model
 from cloudsched.cli.place_output import check_tables, plot_end, simulate_text, write_tables
-from cloudsched.errors import check_choice, check_real
+from cloudsched.errors import ParameterError, check_choice, check_real
 
 __all__ = ["register"]
 
@@ -200,8 +200,12 @@ def place_simulate(
         [policy_arg] if policy_arg else None, [policy_opt] if policy_opt else None
     )
     policy = given[0] if given else "dgp"
-    if not is_plugin_ref(policy):
-        policy = check_choice("--policy" if policy_opt else "POLICY", policy, PLACEMENT_POLICIES)
+    if not is_plugin_ref(policy) and policy not in PLACEMENT_POLICIES:
+        raise ParameterError(
+            "--policy" if policy_opt else "POLICY",
+            policy,
+            "one of " + ", ".join(PLACEMENT_POLICIES) + ", or a plug-in file.py:NAME",
+        )
     warm: float | str = (
         warmup if warmup == "auto" else check_real("--warmup", warmup, low=0.0, high=0.9)
     )
