@@ -555,3 +555,17 @@ def test_a_misspelt_choice_gets_a_suggestion(capsys, workload, args, suggestion)
 def test_a_misspelt_dispatch_policy_gets_a_suggestion(capsys):
     code, _, err = run(capsys, "simulate", "jsqq", "--servers", "10", "--load", "0.5")
     assert code == 2 and err.rstrip().endswith("did you mean 'jsq'?")
+
+
+def test_a_cluster_too_small_says_which_would_hold_the_topologies(capsys):
+    # Storm's usual four slots a supervisor: word count's 28 executors (ackers included)
+    code, _, err = run(capsys, "place", "static", "--cluster", "4x4", "--topology", "wordcount")
+    assert code == 2 and err.count("\n") == 1
+    assert "--cluster 4x7 or 7x4 would hold 28" in err
+    code, _, err = run(capsys, "place", "static", "--cluster", "4x8", "--topology", "wordcount",
+                       "--topology", "exclamation")  # fmt: skip
+    assert code == 2 and "not 46; --cluster 4x12 or 6x8 would hold 46" in err
+    # what it names does hold them
+    code, _, err = run(capsys, "place", "static", "--cluster", "6x8", "--topology", "wordcount",
+                       "--topology", "exclamation", "--time-limit", "20")  # fmt: skip
+    assert code == 0, err

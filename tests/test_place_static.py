@@ -159,7 +159,7 @@ def test_a_topology_larger_than_the_cluster_names_the_option(capsys):
         main(["place", "static", "--cluster", "4x4", "--topology", "wordcount"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1
-    assert "--topology must be at most the cluster's 16 slots (a slot per node)" in err, err
+    assert "--topology must be at most the cluster's 16 slots (a slot per node;" in err, err
     assert "word-count (28 nodes)" in err  # 25 executors and Storm's 3 ackers
 
 

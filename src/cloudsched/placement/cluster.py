@@ -185,6 +185,18 @@ class Cluster:
                 return False
         return True
 
+    def would_hold(self, need: int) -> str:
+        """Say which clusters like this one have ``need`` slots.
+
+        As many machines, larger; or as large machines, more (``--cluster 4x7 or 7x4 would
+        hold 28``).
+        """
+        machines, most = self.machines, int(self.slots.max())
+        wider = f"{machines}x{-(-need // machines)}"
+        more = f"{-(-need // most)}x{most}"
+        both = wider if wider == more else f"{wider} or {more}"
+        return f"--cluster {both} would hold {need}"
+
     def check_fits(self, topology: Topology, name: str = "topology") -> None:
         """Raise if the job cannot fit in the whole (empty) cluster.
 
@@ -195,7 +207,8 @@ class Cluster:
             raise ParameterError(
                 name,
                 f"{topology.name} ({topology.nodes} nodes)",
-                f"at most the cluster's {self.total_slots} slots (a slot per node)",
+                f"at most the cluster's {self.total_slots} slots (a slot per node; "
+                f"{self.would_hold(topology.nodes)})",
             )
         dem = topology.demands()
         for k, res in enumerate(RESOURCES):

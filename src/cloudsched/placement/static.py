@@ -96,7 +96,8 @@ def _check_all_fit(cluster: Cluster, tops: Sequence[Topology]) -> None:
         raise ParameterError(
             "topology",
             shown,
-            f"at most {cluster.total_slots} executors in all (the cluster's slots), not {need}",
+            f"at most {cluster.total_slots} executors in all (the cluster's slots), not "
+            f"{need}; {cluster.would_hold(need)}",
         )
 
 
