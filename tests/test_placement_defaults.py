@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from cloudsched.placement import JobType, chain, parse_cluster, star
+from cloudsched.placement import JobType, chain, parse_cluster, star, tree
 from cloudsched.placement import _kernel as K
 from cloudsched.placement.baselines import greedy
 from cloudsched.placement.defaults import cost_unit, dgp_defaults
@@ -363,3 +363,27 @@ def test_a_frame_whose_milp_runs_out_of_time_keeps_the_best_found_with_its_gap(m
     assert bool((frames["upper_bound"] >= frames["weight"] - 1e-9).all())
     assert res.frames_not_optimal > 0  # the MILP did not prove them: said, with the gap
     assert bool((frames.loc[~frames["proven"], "gap"] > 0).all())
+
+
+def test_place_compare_shows_a_run_refused_after_it_ran_without_cost_or_gap():
+    """dgp:uniform's defaults run on this 6x4 instance, far above the proven optimum; the
+    row shows no cost or gap (the docs' '-'), the reason carries the cost (issue 45)."""
+    tops = [chain(3), chain(4), star(4), tree(5)]
+    jobs = [
+        JobType(f"t{j}", rate, 1.0, t)
+        for j, (t, rate) in enumerate(zip(tops, (1.0, 0.75, 0.75, 0.6), strict=True))
+    ]
+    from cloudsched.experiments.place_compare import compare_placement
+
+    out = compare_placement(parse_cluster("6x4"), jobs, ["greedy", "dgp:uniform"], seed=1)
+    assert (
+        set(out.refused) == {"dgp:uniform"}
+        and "above the static optimum" in out.refused["dgp:uniform"]
+    )
+    rows = out.table.set_index("policy")
+    assert math.isnan(rows.loc["dgp:uniform", "cost_rate"])
+    assert (
+        math.isnan(rows.loc["dgp:uniform", "gap"]) and not rows.loc["dgp:uniform", "steady_state"]
+    )
+    assert rows.loc["greedy", "cost_rate"] > 0 and rows.loc["greedy", "gap"] > 0
+    assert "dgp:uniform" in out.results  # the run itself, for JSON

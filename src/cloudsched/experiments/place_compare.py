@@ -81,9 +81,9 @@ def compare_placement(
     a policy does not use are ignored by it); ``record`` keeps each run's placement log.
     Warnings of each run are in its result (``warnings``).  A policy whose default
     parameters do not serve the workload
-    (:class:`~cloudsched.placement.simulation.DefaultsRefused`) gets a row without numbers
-    (or, when a run showed it, that run's numbers marked not steady) and its reason in
-    ``refused``.
+    (:class:`~cloudsched.placement.simulation.DefaultsRefused`) gets a row without cost
+    or gap (when a run showed it, that run's queue, service and moves, marked not steady;
+    its cost is in the reason and in ``results``) and its reason in ``refused``.
     """
     import pandas as pd
 
@@ -138,13 +138,15 @@ def compare_placement(
                 continue
             res = replace(exc.result, steady_state=False, warnings=(*exc.result.warnings, str(exc)))
         results[entry] = res
-        ci = res.cost_rate_ci95
+        ci = None if entry in refused else res.cost_rate_ci95
+        gap = None if entry in refused else res.bound_gap
         rows.append(
             {
                 "policy": entry,
-                "cost_rate": res.cost_rate,
+                # a refused run's cost is in its one line (and the JSON), not in the table
+                "cost_rate": math.nan if entry in refused else res.cost_rate,
                 "cost_ci95": None if ci is None else (ci[1] - ci[0]) / 2,
-                "gap": math.nan if res.bound_gap is None else res.bound_gap,
+                "gap": math.nan if gap is None else gap,
                 "mean_queue_length": res.mean_queue_length,
                 "served_fraction": res.served_fraction,
                 "mean_wait": res.mean_wait,
