@@ -16,7 +16,7 @@ from cloudsched.cli.options import (
     MaxTasks,
     Out,
     Precision,
-    SeedOrFresh,
+    Seed,
     Service,
     Slowdown,
     Tail,
@@ -123,7 +123,7 @@ def simulate(
             help="auto (mean field where a model exists, else empty), meanfield or empty.",
         ),
     ] = "auto",
-    seed: SeedOrFresh = None,
+    seed: Seed = 0,
     replications: Annotated[
         int, opt("--replications", help="Independent replications (CI from their means).")
     ] = 1,

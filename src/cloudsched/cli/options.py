@@ -28,7 +28,6 @@ __all__ = [
     "Precision",
     "Racks",
     "Seed",
-    "SeedOrFresh",
     "Service",
     "Slowdown",
     "Tail",
@@ -51,10 +50,12 @@ FormatAll = Annotated[
 Tail = Annotated[int, typer.Option("--tail", help="Tail columns s_1..s_K (table, csv).")]
 # randomness and run length
 Seed = Annotated[
-    int, typer.Option("--seed", help="Root seed: run k of the command uses stream k of it.")
-]
-SeedOrFresh = Annotated[
-    int | None, typer.Option("--seed", help="Root seed (default: fresh, reported in the output).")
+    int,
+    typer.Option(
+        "--seed",
+        help="Root seed (every command: 0 unless given, so the same command gives the same "
+        "output): run k of the command uses stream k of it.",
+    ),
 ]
 Precision = Annotated[
     float, typer.Option("--precision", help="A run stops when its 95% half-width / mean is this.")

@@ -24,7 +24,7 @@ from cloudsched.cli.options import (
     Frame,
     Locality,
     Precision,
-    SeedOrFresh,
+    Seed,
     Warmup,
     opt,
 )
@@ -166,7 +166,7 @@ def place_simulate(
         float, opt("--target-gap", help="Gap to the bound that DGP's default alpha aims at.")
     ] = 0.15,
     warmup: Warmup = "auto",
-    seed: SeedOrFresh = None,
+    seed: Seed = 0,
     fmt: FormatJson = None,
     out: _Out = None,
     assignments: Annotated[
@@ -186,8 +186,6 @@ def place_simulate(
     ] = None,
 ) -> None:
     """Simulate one placement policy on a cluster and workload."""
-    import numpy as np
-
     tables = {"--assignments": assignments, "--frames": frames}
     check_outputs(out=out, plot=plot, inputs=[workload, cluster, properties], others=tables)
     check_tables([workload, cluster], assignments=assignments, frames=frames)
@@ -209,8 +207,6 @@ def place_simulate(
     warm: float | str = (
         warmup if warmup == "auto" else check_real("--warmup", warmup, low=0.0, high=0.9)
     )
-    if seed is None:
-        seed = int(np.random.SeedSequence().generate_state(1)[0])
     cl, jobs = load_model(locals())
     bar = LazyProgress(f"place {policy} {cluster}")
     with warnings.catch_warnings(record=True) as caught:
