@@ -8,6 +8,7 @@ rebuilds must be those a brute-force count gives.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -204,7 +205,7 @@ def test_envoy_lines_and_their_refusals(tmp_path):
     with pytest.raises(TraceError, match="START_TIME has whole seconds"):
         read_upstream_log(whole, "envoy-json")
     whole.write_text('{"start_time": "2026-12-01T18:00:00.100Z", "duration": 5}\n')
-    with pytest.raises(TraceError, match="needs the keys upstream_host"):
+    with pytest.raises(TraceError, match="this Envoy JSON log records no upstream_host"):
         read_upstream_log(whole, "envoy-json")
     assert detect_upstream_format(path) == "envoy" and detect_upstream_format(whole) == "envoy-json"
     whole.write_text("hello\n")
@@ -238,3 +239,20 @@ def test_the_cli_prints_a_verdict_and_writes_json(logs, tmp_path, capsys):
         main([*argv, "--expect", "pod:9"])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1 and "--expect must be pod:D" in err
+
+
+@pytest.mark.parametrize(
+    ("sample", "message"),
+    [
+        ("nginx-sample", r"which records no upstream \(\$upstream_addr\): check-lb needs"),
+        ("envoy-json-sample", r"records no upstream_host: check-lb needs the upstream"),
+    ],
+)
+def test_a_shipped_log_without_upstreams_is_said_plainly(capsys, sample, message):
+    """The shipped access logs without an upstream field (issue 45): the error said to give
+    --log-format, which cannot help; it now says the log records no upstream."""
+    with pytest.raises(SystemExit) as exc:
+        main(["check-lb", sample])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and err.count("\n") == 1
+    assert re.search(message, err), err

@@ -135,6 +135,18 @@ def _times(fmt: str, req: Request | None, where: str) -> object:
     if req is None:
         return False
     if fmt == "envoy-json" and req.missing:
+        if "upstream_host" in req.missing:
+            raise TraceError(
+                where,
+                "this Envoy JSON log records no upstream_host: check-lb needs the upstream "
+                "of each request (add upstream_host, %UPSTREAM_HOST%, to the access log's "
+                "json_format)"
+                + (
+                    "; it also lacks " + ", ".join(m for m in req.missing if m != "upstream_host")
+                    if len(req.missing) > 1
+                    else ""
+                ),
+            )
         raise TraceError(where, "a JSON log line needs the keys " + ", ".join(req.missing))
     if "upstream" in req.missing:  # no backend/server, no quoted host: not such a line
         return False
@@ -196,6 +208,8 @@ def read_upstream_log(
         resolution = check_real("resolution", resolution, low=0.0, high=10.0)
     files = [paths] if isinstance(paths, str | Path) else list(paths)
     if fmt == "nginx":
+        if log_format is None:
+            _no_upstream(files)
         log_format = log_format or _nginx_format(files)
         need = [v for v in ("msec", "request_time", "upstream_addr") if f"${v}" not in log_format]
         if need:
@@ -293,6 +307,24 @@ def _nginx_format(files: list[str | Path]) -> str:
                 return found[1]
             break
     return NGINX_UPSTREAM_FORMAT
+
+
+def _no_upstream(files: list[str | Path]) -> None:
+    """Raise when the first line is in a format check-lb knows to record no upstream."""
+    check_log_files(files)
+    for _, _, text in log_lines(files[:1]):
+        if not text.strip():
+            continue
+        found = detect_line(text)
+        if found is not None and found[1] is not None and "$upstream_addr" not in found[1]:
+            fmt, log_format = found
+            raise TraceError(
+                str(files[0]),
+                f"its first line is {fmt} in the format {log_format!r}, which records no "
+                "upstream ($upstream_addr): check-lb needs the upstream of each request; "
+                "give --log-format if the log was written in another format",
+            )
+        return
 
 
 def detect_upstream_format(paths: str | Path | Sequence[str | Path]) -> str:
