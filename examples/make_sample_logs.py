@@ -1,5 +1,8 @@
 """Generate the sample access logs shipped in ``cloudsched/data`` (NGINX, Envoy, HAProxy).
 
+``nginx-upstream-sample`` holds the same requests balanced over four upstreams by
+NGINX's ``least_conn`` in the format ``check-lb`` reads.
+
 The logs are synthetic, not copied from any site: 20 minutes of a small web API behind a
 proxy.  Requests arrive as a Poisson process whose rate follows a slow wave (10 to 20
 requests per second) with two one-minute bursts at twice the rate; each request goes to
@@ -142,9 +145,52 @@ def haproxy(r: dict) -> str:
     )
 
 
+#: The upstreams of ``nginx-upstream-sample`` (NGINX's ``least_conn`` over four servers).
+UPSTREAMS = tuple(f"10.2.0.{k}:8080" for k in range(1, 5))
+
+
+def least_conn(rows: list[dict], rng: np.random.Generator) -> list[dict]:
+    """Give each request an upstream as NGINX's ``least_conn`` does (ties at random).
+
+    Requests in order of arrival; each goes to an upstream with the fewest requests in
+    flight (those sent before it and not yet ended), ties broken uniformly at random (NGINX
+    breaks them by weighted round robin; with equal weights, in turn).  Static files are
+    answered by the proxy and take no upstream.
+    """
+    end = np.zeros(0)
+    where = np.zeros(0, dtype=np.int64)
+    out = []
+    for r in sorted(rows, key=lambda r: r["start"]):
+        if r["upstream"] is None:
+            out.append(dict(r, host=None))
+            continue
+        live = end > r["start"]
+        end, where = end[live], where[live]
+        counts = np.bincount(where, minlength=len(UPSTREAMS))
+        fewest = np.flatnonzero(counts == counts.min())
+        k = int(fewest[rng.integers(fewest.size)])
+        finish = r["start"] + r["total"] - 0.0005  # the upstream's part ends first
+        end, where = np.append(end, finish), np.append(where, k)
+        out.append(dict(r, host=UPSTREAMS[k]))
+    out.sort(key=lambda r: r["start"] + r["total"])  # written when they end
+    return out
+
+
+def nginx_upstream(r: dict) -> str:
+    """Write a request in check-lb's NGINX format (``$msec $request_time $upstream_addr
+    $status $upstream_response_time``)."""
+    up = "-" if r["host"] is None else r["host"]
+    took = "-" if r["upstream"] is None else f"{r['upstream']:.3f}"
+    return f"{r['start'] + r['total']:.3f} {r['total']:.3f} {up} {r['status']} {took}"
+
+
 def main() -> None:
-    """Write the four logs."""
+    """Write the five logs."""
     rows = requests(np.random.default_rng(20261103))
+    balanced = least_conn(rows, np.random.default_rng(20261204))
+    with gzip.GzipFile(OUT / "nginx-upstream-sample.log.gz", "wb", mtime=0) as f:
+        f.write("".join(nginx_upstream(r) + "\n" for r in balanced).encode())
+    print(f"{OUT / 'nginx-upstream-sample.log.gz'}: {len(balanced)} lines")
     for name, line in (
         ("nginx-sample.log.gz", nginx),
         ("envoy-sample.log.gz", envoy),

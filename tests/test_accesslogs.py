@@ -37,7 +37,13 @@ def test_generator_reproduces_the_shipped_logs_byte_for_byte(tmp_path, monkeypat
     mod = _generator()
     monkeypatch.setattr(mod, "OUT", tmp_path)
     mod.main()
-    for name in ("nginx-sample", "envoy-sample", "envoy-json-sample", "haproxy-sample"):
+    for name in (
+        "nginx-sample",
+        "nginx-upstream-sample",
+        "envoy-sample",
+        "envoy-json-sample",
+        "haproxy-sample",
+    ):
         made = (tmp_path / DATASETS[name][0]).read_bytes()
         assert hashlib.sha256(made).hexdigest() == DATASETS[name][2], name
 

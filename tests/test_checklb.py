@@ -256,3 +256,19 @@ def test_a_shipped_log_without_upstreams_is_said_plainly(capsys, sample, message
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.count("\n") == 1
     assert re.search(message, err), err
+
+
+def test_the_shipped_upstream_sample_reads_as_least_request(capsys):
+    """nginx-upstream-sample: the synthetic requests balanced by least_conn (the generator
+    sends each to an upstream with the fewest in flight); check-lb finds a least-loaded
+    upstream chosen for every request it can count and does not reject least-request,
+    and rejects random (issue 45)."""
+    with pytest.raises(SystemExit) as exc:
+        main(["check-lb", "nginx-upstream-sample", "--expect", "least-request"])
+    out = capsys.readouterr().out
+    assert exc.value.code == 0
+    assert "least-loaded upstream chosen: 100.0% of requests" in out
+    assert "verdict: consistent with least-request" in out and "over 4 upstreams" in out
+    with pytest.raises(SystemExit) as exc:
+        main(["check-lb", "nginx-upstream-sample", "--expect", "random"])
+    assert "verdict: NOT random" in capsys.readouterr().out

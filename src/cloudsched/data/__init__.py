@@ -34,6 +34,13 @@ DATASETS: dict[str, tuple[str, str, str, str]] = {
         "aaaa81c45db8726e4a2aad7a87a8c83a3a32f7b63e11baba4ab6ed94ede9f6d9",
         "synthetic NGINX access log, combined + $request_time $upstream_response_time",
     ),
+    "nginx-upstream-sample": (
+        "nginx-upstream-sample.log.gz",
+        "nginx",
+        "1d1f8a938c67a34a7509348fb1eb2a8bbb1bdb9098b85cc633e98e7227c42114",
+        "synthetic NGINX access log with upstreams (least_conn over four),"
+        " $msec $request_time $upstream_addr $status $upstream_response_time",
+    ),
     "envoy-sample": (
         "envoy-sample.log.gz",
         "envoy",
