@@ -177,8 +177,10 @@ def least_conn(rows: list[dict], rng: np.random.Generator) -> list[dict]:
 
 
 def nginx_upstream(r: dict) -> str:
-    """Write a request in check-lb's NGINX format (``$msec $request_time $upstream_addr
-    $status $upstream_response_time``)."""
+    """Write a request in the NGINX format check-lb reads.
+
+    ``$msec $request_time $upstream_addr $status $upstream_response_time``.
+    """
     up = "-" if r["host"] is None else r["host"]
     took = "-" if r["upstream"] is None else f"{r['upstream']:.3f}"
     return f"{r['start'] + r['total']:.3f} {r['total']:.3f} {up} {r['status']} {took}"

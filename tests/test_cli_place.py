@@ -569,3 +569,17 @@ def test_a_cluster_too_small_says_which_would_hold_the_topologies(capsys):
     code, _, err = run(capsys, "place", "static", "--cluster", "6x8", "--topology", "wordcount",
                        "--topology", "exclamation", "--time-limit", "20")  # fmt: skip
     assert code == 0, err
+
+
+def test_place_simulate_prints_a_card_not_every_field(capsys, workload):
+    base = ["--cluster", "4x4", "--workload", str(workload), "--horizon", "100", "--seed", "2"]
+    code, out, err = run(capsys, "place", "simulate", "greedy", *base)
+    assert code == 0, err
+    card = out.split("per job type")[0]
+    for row in ("cost per unit time", "95% interval", "queue length / wait", "steady state",
+                "stopped by", "seed"):  # fmt: skip
+        assert row in card
+    assert "relaxation_estimate" not in card and "warmup_detected" not in card
+    assert card.count("\n") < 30  # the 80-line dump it replaces
+    code, out, err = run(capsys, "place", "simulate", "greedy", *base, "--format", "json")
+    assert "relaxation_estimate" in json.loads(out)

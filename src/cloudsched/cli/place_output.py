@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 from cloudsched.cli.common import render_table
 from cloudsched.cli.console import warn
 
-__all__ = ["bound_line", "check_tables", "plot_end", "simulate_text", "write_tables"]
+__all__ = ["bound_line", "card", "check_tables", "plot_end", "simulate_text", "write_tables"]
 
 PER_TYPE = [
     "name",
@@ -27,12 +26,44 @@ PER_TYPE = [
 ]
 
 
+def _g(x: Any) -> str:
+    return "-" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x)
+
+
+def card(res: Any, payload: dict[str, Any]) -> dict[str, str]:
+    """Return the rows of ``place simulate``'s card (the rest is in ``--format json``)."""
+    ci = res.cost_rate_ci95
+    params = {k: v for k, v in res.params.items() if k != "pilots"}
+    rows = {
+        "policy": res.policy,
+        "params": ", ".join(f"{k}={_g(v)}" for k, v in params.items()) or "-",
+        "cluster / racks": f"{payload['cluster']} / {payload['racks']}",
+        "workload": payload["workload"],
+        "cost per unit time": _g(res.cost_rate),
+        "95% interval": "none (see warnings)" if ci is None else f"[{ci[0]:.4g}, {ci[1]:.4g}]",
+        "mean partition cost": _g(res.mean_partition_cost),
+        "queue length / wait": f"{_g(res.mean_queue_length)} / {_g(res.mean_wait)}",
+        "served fraction": _g(res.served_fraction),
+        "slots reserved": _g(res.reserved_fraction),
+    }
+    if res.frames:
+        rows["frames (not proven)"] = f"{res.frames} ({res.frames_not_optimal})"
+        rows["migrations / preemptions"] = f"{res.migrations} / {res.preemptions}"
+    if res.proposals_tried:
+        rows["proposals tried / failed"] = f"{res.proposals_tried} / {res.proposals_failed}"
+    rows["steady state"] = "yes" if res.steady_state else "NO"
+    rows["warm-up / measured time"] = f"{_g(res.warmup_time)} / {_g(res.measured_time)}"
+    rows["stopped by"] = str(res.stop_reason)
+    rows["events, events/s"] = f"{res.events:,}, {res.events_per_second:,.0f}"
+    rows["seed"] = str(res.seed)
+    return rows
+
+
 def simulate_text(res: Any, payload: dict[str, Any], title: str) -> str:
-    """Render the table ``place simulate`` prints: summary, per job type, frames, bound."""
-    summary = {k: v for k, v in payload.items() if k not in ("per_type", "params", "warnings")}
-    summary["params"] = json.dumps({k: v for k, v in res.params.items() if k != "pilots"})
+    """Render what ``place simulate`` prints: its card, per job type, frames, bound."""
     import pandas as pd
 
+    summary = card(res, payload)
     rows = pd.DataFrame({"field": list(summary), "value": list(summary.values())})
     if not res.steady_state:
         title += " — NOT STEADY: no intervals"
