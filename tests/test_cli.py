@@ -1,4 +1,5 @@
 import json
+import re
 import subprocess
 import sys
 
@@ -721,3 +722,18 @@ def test_compare_with_slowdowns_has_no_mean_field(capsys):
     assert code == 0
     (row,) = json.loads(out)["rows"]
     assert row["meanfield_T"] is None
+
+
+def test_the_simulate_card_shows_p0_only_with_iqueues_and_rates_in_words(capsys):
+    """p0 means nothing without I-queues (pod showed 'p0 1'); events/s read as 6.3 M,
+    not 6.32e+06 (issue 45 item 4)."""
+    cards = {}
+    for policy in ("pod", "jiq"):
+        with pytest.raises(SystemExit) as exc:
+            main(["simulate", policy, "--servers", "50", "--load", "0.8", "--tasks", "20000"])
+        assert exc.value.code == 0
+        cards[policy] = capsys.readouterr().out
+    assert "p0 (empty I-queues)" not in cards["pod"]
+    assert "p0 (empty I-queues)" in cards["jiq"]
+    rate = re.search(r"events/s .*\), (\S+)( [kMG])?", cards["pod"])
+    assert rate is not None and "e+" not in rate.group(0)

@@ -95,6 +95,13 @@ def _fmt(v: Any, digits: int = 4) -> str:
     return f"{v:.{digits}g}" if isinstance(v, float) else str(v)
 
 
+def _iqueues(policy: str) -> bool:
+    """Whether the policy keeps I-queues (its p0 means something)."""
+    from cloudsched.policy_table import TABLE
+
+    return policy in TABLE and TABLE[policy].iqueues
+
+
 def _iqueue_items(rec: Any, lab: dict[str, Any]) -> list[tuple[str, str]]:
     if lab["balancer"] != "lab":
         return []
@@ -137,7 +144,7 @@ def _summary(result: Any) -> str:
             "messages join/delete/probe",
             " / ".join(_fmt(rec.messages[k], 3) for k in ("join", "delete", "probe")),
         ),
-        ("p0 (empty I-queues)", _fmt(rec.p0, 3)),
+        *([("p0 (empty I-queues)", _fmt(rec.p0, 3))] if _iqueues(rec.policy) else []),
         *_iqueue_items(rec, lab),
         ("achieved load", _fmt(lab["achieved_load"], 4)),
         (

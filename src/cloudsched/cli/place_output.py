@@ -7,6 +7,7 @@ from typing import Any
 
 from cloudsched.cli.common import render_table
 from cloudsched.cli.console import warn
+from cloudsched.cli.results import per_second
 
 __all__ = ["bound_line", "card", "check_tables", "plot_end", "simulate_text", "write_tables"]
 
@@ -54,7 +55,7 @@ def card(res: Any, payload: dict[str, Any]) -> dict[str, str]:
     rows["steady state"] = "yes" if res.steady_state else "NO"
     rows["warm-up / measured time"] = f"{_g(res.warmup_time)} / {_g(res.measured_time)}"
     rows["stopped by"] = str(res.stop_reason)
-    rows["events, events/s"] = f"{res.events:,}, {res.events_per_second:,.0f}"
+    rows["events, events/s"] = f"{res.events:,}, {per_second(res.events_per_second)}"
     rows["seed"] = str(res.seed)
     return rows
 

@@ -21,12 +21,29 @@ __all__ = [
     "emit_simulation",
     "flat_inputs",
     "meanfield_value",
+    "per_second",
     "run_inputs",
     "simulation_table",
     "write_frame",
 ]
 
 FRAME_FORMATS = ("table", "csv", "json", "parquet")
+
+
+def per_second(rate: float) -> str:
+    """``2.55 M`` events/s, not ``2.55e+06`` (k, M, G; three digits)."""
+    for scale, unit in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if rate >= scale:
+            return f"{rate / scale:.3g} {unit}"
+    return f"{rate:.3g}"
+
+
+def _iqueues(res: Any) -> bool:
+    """Whether the run's policy keeps I-queues (else p0 means nothing and is not shown)."""
+    from cloudsched.dispatch.plugin import registered
+
+    policy = registered().get(res.policy)
+    return policy is None or bool(policy.iqueues)
 
 
 def run_inputs(
@@ -174,13 +191,13 @@ def simulation_table(res: SimulationResult, inputs: dict[str, Any], mf: float | 
             "p50 / p90 / p99",
             " / ".join(_num(res.percentiles.get(k)) for k in ("p50", "p90", "p99")),
         ),
-        ("p0 (empty I-queues)", _num(res.p0)),
+        *([("p0 (empty I-queues)", _num(res.p0))] if _iqueues(res) else []),
         ("messages/task " + "/".join(kinds), " / ".join(_num(per_task(k)) for k in kinds)),
         ("steady state", "yes" if res.steady_state else "NO"),
         ("warm-up / measured time", f"{_num(res.warmup_time)} / {_num(res.measured_time)}"),
         ("measured tasks", str(res.measured_tasks)),
         ("stopped by", res.stop_reason),
-        ("engine, events/s", f"{res.engine} ({res.clock}), {res.events_per_second:.3g}"),
+        ("engine, events/s", f"{res.engine} ({res.clock}), {per_second(res.events_per_second)}"),
         ("engine chosen", res.engine_reason),
         *([("delays / view", f"{res.delay} / {res.view}")] if late else []),
         *([("lengths published every", f"{res.refresh:g}")] if res.refresh else []),
