@@ -387,3 +387,22 @@ def test_place_compare_shows_a_run_refused_after_it_ran_without_cost_or_gap():
     )
     assert rows.loc["greedy", "cost_rate"] > 0 and rows.loc["greedy", "gap"] > 0
     assert "dgp:uniform" in out.results  # the run itself, for JSON
+
+
+def test_place_compare_progress_moves_within_each_run():
+    """The bar moved only between policies (0%, 50%, ...) while each open-ended run took
+    minutes; each run's own progress now moves it within the run's share (issue 45)."""
+    from cloudsched.experiments.place_compare import compare_placement
+
+    seen: list[tuple[float, str]] = []
+    compare_placement(
+        parse_cluster("3x3"),
+        SMALL,
+        ["storm-default", "greedy"],
+        seed=1,
+        progress=lambda f, s="": seen.append((f, s)),
+    )
+    second = [f for f, s in seen if s.startswith("greedy") and f >= 0]
+    assert len(set(second)) >= 2  # more than the start of the run
+    assert all(0.5 <= f <= 1.0 for f in second)
+    assert [f for f, _ in seen if f >= 0] == sorted(f for f, _ in seen if f >= 0)

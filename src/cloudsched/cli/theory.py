@@ -142,10 +142,10 @@ def predict(
 
     df = pd.DataFrame(pred.to_rows(tail=tail)).drop(columns=["policy", "r", "d"])
     payload = {"policy": policy, "params": {"r": pred.r, "d": pred.d}, "points": points}
-    r = "-" if pred.r is None else f"{pred.r:g}"  # r=10, not r=10.0
-    title = f"mean field: {policy} (r={r}, d={pred.d})"
+    r_text = "-" if pred.r is None else f"{pred.r:g}"  # r=10, not r=10.0
+    title = f"mean field: {policy} (r={r_text}, d={pred.d})"
     if TABLE[policy].threshold:
-        title = f"mean field: {policy} (r={r}, z={threshold})"
+        title = f"mean field: {policy} (r={r_text}, z={threshold})"
     if fmt == "table":  # short headers: the table fits 80 columns
         df = df.rename(
             columns={

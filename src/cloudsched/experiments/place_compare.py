@@ -115,6 +115,7 @@ def compare_placement(
                     rng=seed,
                     record=record,
                     optimum=bound,
+                    progress=_within(progress, k, len(entries), entry),
                     **kw,
                     **options,
                 )
@@ -156,3 +157,21 @@ def compare_placement(
             }
         )
     return PlacementComparison(pd.DataFrame(rows), results, bound, note, refused)
+
+
+def _within(progress: Progress | None, k: int, n: int, entry: str) -> Progress | None:
+    """Map run ``k``'s own progress into the whole comparison's (its share, its status).
+
+    An open-ended run's estimate can step back when its interval widens; the bar keeps
+    the furthest it reached.
+    """
+    if progress is None:
+        return None
+    furthest = [0.0]
+
+    def inner(fraction: float, status: str = "") -> None:
+        if fraction >= 0:
+            furthest[0] = max(furthest[0], min(fraction, 1.0))
+        progress((k + furthest[0]) / n, f"{entry} {status}".strip())
+
+    return inner
