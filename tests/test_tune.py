@@ -265,3 +265,18 @@ def test_tune_refuses_bad_options_before_the_first_run(capsys, extra, name):
         main(["tune", "pod", "--p99", "9", "--rate", "5", "--servers", "6:20", *extra])
     err = capsys.readouterr().err
     assert exc.value.code == 2 and err.startswith(f"error: {name}") and err.count("\n") == 1
+
+
+def test_tune_reports_its_progress_by_candidate():
+    """tune's bar stayed at 0% for its whole run; it now moves by candidate (issue 45)."""
+    seen: list[float] = []
+    tune(
+        rate=4.0,
+        target=6.0,
+        metric="mean",
+        servers=(5, 40),
+        policies=["random", "pod"],
+        ds=(2,),
+        progress=lambda f, s="": seen.append(f),
+    )
+    assert seen == [0.0, 0.5]

@@ -160,6 +160,7 @@ def tune(
             precision=precision,
             replay=log_replay(log, metric) if log is not None else None,
             say=lambda line: bar(-1.0, line.strip()[:50]),
+            progress=lambda fraction, status: bar(fraction),
             scale=scale,
             unit=unit if log is not None else "mean service times",
             policy_options=option or (),

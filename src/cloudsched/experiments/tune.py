@@ -52,6 +52,7 @@ from cloudsched.experiments.compare import (
 )
 from cloudsched.experiments.tune_search import Search, Tuner, fits, metric_interval, smallest_fit
 from cloudsched.policy_table import default_policies
+from cloudsched.progress import Progress, counted
 
 #: r (servers per dispatcher) where a policy needs dispatchers and none is given
 DEFAULT_R = 10.0
@@ -214,6 +215,7 @@ def tune(
     unit: str = "mean service times",
     policy_options: Sequence[str] = (),
     slowdown: str | None = None,
+    progress: Progress | None = None,
 ) -> TuneResult:
     """Search the cheapest certified settings (see the module notes for the method).
 
@@ -228,7 +230,8 @@ def tune(
     dispatchers (round-robin, the JIQ family), one proxy for a production balancer (as
     ``compare`` and ``simulate`` run them).  ``policy_options``: a production balancer's
     ``NAME=VALUE`` options, each to the candidates that have it (checked before the first
-    run); ``slowdown`` as :func:`~cloudsched.dispatch.simulate` takes it.
+    run); ``slowdown`` as :func:`~cloudsched.dispatch.simulate` takes it.  ``progress``:
+    called with the share of candidates done as each one starts.
     """
     metric = check_choice("metric", metric, METRICS)
     target = check_real("target", target, low=0.0, low_open=True)
@@ -270,7 +273,10 @@ def tune(
     )
     stable = max(lo_n, math.floor(rate / 0.999) + 1)
     log(f"stability: load < 0.999 needs N >= {stable}")
-    for cand in setting_grid(policies, [None], ds, rs, thresholds):
+    grid = list(setting_grid(policies, [None], ds, rs, thresholds))
+    for i, cand in enumerate(grid):
+        if progress is not None:
+            progress(*counted(i, len(grid), "candidates"))
         if not given_rs and get_policy(cand["policy"]).dispatchers == "optional":
             cand["r"] = math.inf  # one proxy: r = N
         name = (
