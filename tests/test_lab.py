@@ -683,3 +683,17 @@ def test_check_lb_reads_nginx_workers_with_and_without_a_shared_zone(tmp_path):
         assert res.consistent, (zone, res.verdict)
         found = identify(log, whole_run=True)
         assert (found.law, found.view) == ("least-request", view), found.sentence
+
+
+def test_lab_compare_reports_its_progress_by_policy(monkeypatch):
+    """lab compare printed nothing for minutes when piped; it now has a bar (lines every
+    minute when piped) that moves by policy (issue 45).  The runs themselves are stubbed."""
+    import cloudsched.lab.compare as lc
+
+    monkeypatch.setattr(lc, "compare_one", lambda spec: ([], {}, spec.policy))
+    seen: list[tuple[float, str]] = []
+    _, _, lives = lc.compare_lab(
+        LabSpec("random", **SMALL), ["random", "jiq"], progress=lambda f, s="": seen.append((f, s))
+    )
+    assert lives == ["random", "jiq"]
+    assert seen == [(0.0, "random (0 of 2 policies)"), (0.5, "jiq (1 of 2 policies)")]

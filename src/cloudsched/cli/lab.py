@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli.common import check_outputs, render_table, to_json, wrote
+from cloudsched.cli.common import LazyProgress, check_outputs, render_table, to_json, wrote
 from cloudsched.cli.options import opt
 
 __all__ = ["register"]
@@ -314,7 +314,11 @@ def lab_compare(
     if len(set(policies)) != len(policies):
         raise ParameterError("POLICIES", policies, "distinct policy names")
     spec = _spec(locals(), policy=policies[0])
-    rows, cdfs, lives = compare_lab(spec, list(policies))
+    bar = LazyProgress("lab compare", delay=1.0)  # as lines every minute when piped
+    try:
+        rows, cdfs, lives = compare_lab(spec, list(policies), progress=bar)
+    finally:
+        bar.close()
     notes = compare_notes(spec, list(policies))
     # what qualifies each live number, as lab run prints it under its own table
     warned = [

@@ -22,6 +22,7 @@ from cloudsched.lab.result import LabResult
 from cloudsched.lab.run import run_lab
 from cloudsched.lab.spec import LabSpec
 from cloudsched.policy_table import TABLE
+from cloudsched.progress import Progress, counted
 from cloudsched.results import half_of
 
 __all__ = ["compare_lab", "compare_notes"]
@@ -174,9 +175,12 @@ def compare_one(spec: LabSpec) -> tuple[list[dict[str, Any]], dict[str, np.ndarr
 
 
 def compare_lab(
-    spec: LabSpec, policies: list[str]
+    spec: LabSpec, policies: list[str], progress: Progress | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, np.ndarray]], list[LabResult]]:
-    """:func:`compare_one` for each policy in turn (the same setting otherwise)."""
+    """:func:`compare_one` for each policy in turn (the same setting otherwise).
+
+    ``progress``: called with the share of policies done and the one starting.
+    """
     if spec.faults:
         raise ParameterError(
             "kill",
@@ -185,7 +189,10 @@ def compare_lab(
         )
     specs = [replace(spec, policy=p) for p in policies]  # each spec checks its policy
     rows, cdfs, lives = [], {}, []
-    for s in specs:
+    for i, s in enumerate(specs):
+        if progress is not None:
+            fraction, counts = counted(i, len(specs), "policies")
+            progress(fraction, f"{s.policy} {counts}")
         r, c, live = compare_one(s)
         rows += r
         cdfs[s.policy] = c
