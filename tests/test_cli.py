@@ -737,3 +737,20 @@ def test_the_simulate_card_shows_p0_only_with_iqueues_and_rates_in_words(capsys)
     assert "p0 (empty I-queues)" in cards["jiq"]
     rate = re.search(r"events/s .*\), (\S+)( [kMG])?", cards["pod"])
     assert rate is not None and "e+" not in rate.group(0)
+
+
+def test_a_long_progress_description_stays_on_one_line_at_80_columns():
+    """The demo's progress wrapped mid-phrase at 80 columns (issue 45): the text column is
+    cut with an ellipsis instead."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TaskProgressColumn
+
+    from cloudsched.cli.common import description_column
+
+    console = Console(width=80, record=True, force_terminal=True, color_system=None)
+    bar = Progress(description_column(), BarColumn(), TaskProgressColumn(), console=console)
+    bar.add_task("demo: the JIQ figures at N = 500 and 2,000 servers (12 of 40 runs) " * 2,
+                 total=1.0, completed=0.3)  # fmt: skip
+    console.print(bar.get_renderable())
+    lines = [line for line in console.export_text().splitlines() if line.strip()]
+    assert len(lines) == 1 and len(lines[0]) <= 80 and "…" in lines[0] and "30%" in lines[0]

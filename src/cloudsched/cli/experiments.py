@@ -13,13 +13,12 @@ from rich.progress import (
     BarColumn,
     Progress,
     TaskProgressColumn,
-    TextColumn,
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
 
 from cloudsched.cli._sigint import stopped_by
-from cloudsched.cli.common import LazyProgress, check_outputs
+from cloudsched.cli.common import LazyProgress, check_outputs, description_column
 from cloudsched.cli.console import warn
 from cloudsched.cli.options import Seed, opt
 
@@ -39,7 +38,7 @@ class _CountBar:
         self.live = sys.stderr.isatty()
         self.plain = LazyProgress(description)
         self.bar = Progress(
-            TextColumn("{task.description}"),
+            description_column(),
             BarColumn(),
             TaskProgressColumn(),
             TimeElapsedColumn(),
