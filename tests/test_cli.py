@@ -745,7 +745,7 @@ def test_a_long_progress_description_stays_on_one_line_at_80_columns():
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TaskProgressColumn
 
-    from cloudsched.cli.common import description_column
+    from cloudsched.cli.console import description_column
 
     console = Console(width=80, record=True, force_terminal=True, color_system=None)
     bar = Progress(description_column(), BarColumn(), TaskProgressColumn(), console=console)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import json
 
 import numpy as np
@@ -16,20 +15,9 @@ from cloudsched.placement.cluster import parse_cluster
 from cloudsched.placement.flux import load_flux
 from cloudsched.placement.static import place_baseline, place_static, storm_assignment
 from cloudsched.placement.topology import Topology, chain, star
+from cloudsched.testing.placement_oracles import brute_force_static
 
 SHIPPED = ("wordcount", "exclamation", "rolling-top-words")
-
-
-def _brute_force(cluster, tops):
-    """Least cost over every assignment of every node to a machine within the slots."""
-    sizes = [t.nodes for t in tops]
-    best = np.inf
-    for where in itertools.product(range(cluster.machines), repeat=sum(sizes)):
-        if np.any(np.bincount(where, minlength=cluster.machines) > cluster.slots):
-            continue
-        parts = np.split(np.array(where), np.cumsum(sizes)[:-1])
-        best = min(best, sum(cluster.cost(t, m) for t, m in zip(tops, parts, strict=True)))
-    return best
 
 
 @pytest.mark.parametrize(
@@ -37,7 +25,7 @@ def _brute_force(cluster, tops):
 )
 def test_the_placement_is_the_brute_force_optimum_and_its_bound_holds(spec, tops):
     cluster = parse_cluster(spec)
-    best = _brute_force(cluster, tops)
+    best = brute_force_static(cluster, tops)
     res = place_static(cluster, tops, time_limit=20)
     assert res.placed == len(tops) and res.cost == pytest.approx(best)
     assert res.lower_bound <= best + 1e-9 and res.proven

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-
 import numpy as np
 import pytest
 
@@ -14,17 +12,7 @@ from cloudsched.placement.flux import load_flux
 from cloudsched.placement.rack_split import rack_split
 from cloudsched.placement.static import place_static
 from cloudsched.placement.topology import chain, star
-
-
-def _brute_force(cluster, tops):
-    sizes = [t.nodes for t in tops]
-    best = np.inf
-    for where in itertools.product(range(cluster.machines), repeat=sum(sizes)):
-        if np.any(np.bincount(where, minlength=cluster.machines) > cluster.slots):
-            continue
-        parts = np.split(np.array(where), np.cumsum(sizes)[:-1])
-        best = min(best, sum(cluster.cost(t, m) for t, m in zip(tops, parts, strict=True)))
-    return best
+from cloudsched.testing.placement_oracles import brute_force_static
 
 
 def _instances():
@@ -46,12 +34,12 @@ def _instances():
 
 
 @pytest.mark.parametrize("k", range(8))
-def test_the_rack_split_bound_holds_against_brute_force(k):
+def test_the_rack_split_bound_holds_againstbrute_force_static(k):
     cases = list(_instances())
     if k >= len(cases):
         pytest.skip("fewer instances drawn")
     cluster, tops = cases[k]
-    best = _brute_force(cluster, tops)
+    best = brute_force_static(cluster, tops)
     res = place_static(cluster, tops, time_limit=20)
     assert res.placed == len(tops)
     assert res.lower_bound <= best + 1e-9 <= res.cost + 2e-9

@@ -33,7 +33,6 @@ __all__ = [
     "check_distinct",
     "check_not_input",
     "check_outputs",
-    "description_column",
     "emit",
     "format_frame",
     "parse_loads",
@@ -231,19 +230,6 @@ def format_frame(df: pd.DataFrame, fmt: str, title: str, payload: dict[str, Any]
     return render_table(df, title)
 
 
-def description_column() -> Any:
-    """Return a progress bar's text column that stays on one line (cut with an ellipsis).
-
-    A long description (the demo's phase and its runs) wrapped mid-phrase at 80 columns.
-    """
-    from rich.progress import TextColumn
-    from rich.table import Column
-
-    return TextColumn(
-        "{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", max_width=46)
-    )
-
-
 class LazyProgress:
     """A rich progress bar that appears only once a run has taken more than ``delay`` seconds.
 
@@ -290,6 +276,8 @@ class LazyProgress:
                 TaskProgressColumn,
                 TimeRemainingColumn,
             )
+
+            from cloudsched.cli.console import description_column
 
             self.bar = Progress(
                 description_column(),

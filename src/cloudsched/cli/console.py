@@ -10,7 +10,7 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["one_line", "print_warnings", "printable", "warn"]
+__all__ = ["description_column", "one_line", "print_warnings", "printable", "warn"]
 
 
 def printable(text: str) -> str:
@@ -47,3 +47,16 @@ def print_warnings(caught: Iterable[Any], notes: Iterable[str]) -> None:
     shown = dict.fromkeys(one_line(str(w.message)) for w in caught)
     for note in [*shown, *(one_line(n) for n in notes if one_line(n) not in shown)]:
         warn(note)
+
+
+def description_column() -> Any:
+    """Return a progress bar's text column that stays on one line (cut with an ellipsis).
+
+    A long description (the demo's phase and its runs) wrapped mid-phrase at 80 columns.
+    """
+    from rich.progress import TextColumn
+    from rich.table import Column
+
+    return TextColumn(
+        "{task.description}", table_column=Column(no_wrap=True, overflow="ellipsis", max_width=46)
+    )

@@ -18,8 +18,8 @@ from rich.progress import (
 )
 
 from cloudsched.cli._sigint import stopped_by
-from cloudsched.cli.common import LazyProgress, check_outputs, description_column
-from cloudsched.cli.console import warn
+from cloudsched.cli.common import LazyProgress, check_outputs
+from cloudsched.cli.console import description_column, warn
 from cloudsched.cli.options import Seed, opt
 
 __all__ = ["register"]

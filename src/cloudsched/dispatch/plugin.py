@@ -42,15 +42,13 @@ numba cannot compile also ends the run with a :class:`PluginError` naming the po
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from cloudsched._jit import kernel
-from cloudsched.errors import ParameterError
+from cloudsched.plugin_files import PluginError, exec_plugin, hook
 from cloudsched.policy_table import with_capability
 
 __all__ = [
@@ -70,24 +68,6 @@ _D_MEANINGS = ("servers", "dispatchers", None)
 _HOOKS = ("choose", "on_arrival", "on_departure", "on_start")
 #: Models a policy may borrow: built-in policies with a closed-form mean field (the table).
 BORROWABLE = with_capability("closed_form")
-
-
-class PluginError(ParameterError):
-    """A plug-in policy could not be loaded, compiled or run; the message says why."""
-
-    def __init__(self, policy: str, problem: str) -> None:
-        super().__init__("policy", policy, problem)
-        self.problem = problem
-        self.args = (f"policy {policy}: {problem}",)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-def hook(fn: Callable[..., Any]) -> staticmethod:
-    """Mark ``fn`` as a hook of a policy class (it is compiled when the class is registered)."""
-    fn.__cloudsched_hook__ = True  # type: ignore[attr-defined]
-    return staticmethod(fn)
 
 
 def _noop_choose(st: Any, par: Any, rng: Any, m: int) -> int:  # pragma: no cover - replaced
@@ -313,44 +293,17 @@ def register_policy(
 
 def load_plugin(path: str | Path) -> list[str]:
     """Execute the plug-in file ``path`` (once per file) and return the names it registered."""
-    file = Path(path).expanduser()
-    ref = str(path)
-    if not file.is_file():
-        raise PluginError(ref, "no such file" if not file.exists() else "not a file")
-    key = str(file.resolve())
-    if key in _PLUGIN_NAMES:
-        return list(_PLUGIN_NAMES[key])
-    module = f"cloudsched_plugin_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-    spec = importlib.util.spec_from_file_location(module, key)
-    if spec is None or spec.loader is None:
-        raise PluginError(ref, "not a Python file")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[module] = mod
-    _LOADING.append(key)
-    _PLUGIN_NAMES[key] = []
-    try:
-        spec.loader.exec_module(mod)
-    except PluginError:
-        _forget(key, module)
-        raise
-    except SyntaxError as exc:
-        _forget(key, module)
-        raise PluginError(ref, f"line {exc.lineno}: SyntaxError: {exc.msg}") from None
-    except SystemExit as exc:  # the plug-in tried to end the program while loading
-        _forget(key, module)
-        raise PluginError(ref, f"loading failed: it called sys.exit({exc.code!r})") from None
-    except Exception as exc:  # the plug-in's own code failed while loading
-        _forget(key, module)
-        raise PluginError(ref, f"loading failed: {type(exc).__name__}: {exc}") from None
-    finally:
-        _LOADING.pop()
-    if not _PLUGIN_NAMES[key]:
-        _forget(key, module)
-        raise PluginError(ref, "registers no policy (decorate a class with @register_policy)")
-    return list(_PLUGIN_NAMES[key])
+    return exec_plugin(
+        path,
+        prefix="cloudsched_plugin",
+        files=_PLUGIN_NAMES,
+        loading=_LOADING,
+        forget=_forget,
+        error=PluginError,
+        none="registers no policy (decorate a class with @register_policy)",
+    )
 
 
-def _forget(key: str, module: str) -> None:
-    for name in _PLUGIN_NAMES.pop(key, []):
+def _forget(key: str) -> None:
+    for name in _PLUGIN_NAMES.get(key, []):
         _REGISTRY.pop(name, None)
-    sys.modules.pop(module, None)

@@ -39,6 +39,7 @@ __all__ = [
     "baseline_event",
     "fill",
     "log_event",
+    "next_head",
     "queue_weight",
     "remove_template",
     "run",
@@ -375,6 +376,20 @@ def _decide_local(st, mo, mt, tid, rng, measuring):
 
 
 @kernel(nrt=False, inline=True)
+def next_head(st, mo, blocked):
+    """Return the type whose queue head entered first, not ``blocked`` (-1: none)."""
+    best = -1
+    for j in range(mo.knodes.size):
+        if (
+            st.qlen[j] > 0
+            and blocked[j] == 0
+            and (best < 0 or st.qbuf[j, st.qhead[j]] < st.qbuf[best, st.qhead[best]])
+        ):
+            best = j
+    return best
+
+
+@kernel(nrt=False, inline=True)
 def _place_waiting(st, mo, mt, lg, policy, now, measuring):
     """Baselines: place queue heads in order of entry time while they fit (others wait).
 
@@ -386,17 +401,9 @@ def _place_waiting(st, mo, mt, lg, policy, now, measuring):
     for j in range(nj):
         blocked[j] = 0
     while True:
-        best = -1
-        for j in range(nj):
-            if (
-                st.qlen[j] > 0
-                and blocked[j] == 0
-                and (best < 0 or st.qbuf[j, st.qhead[j]] < st.qbuf[best, st.qhead[best]])
-            ):
-                best = j
-        if best < 0:
+        j = next_head(st, mo, blocked)
+        if j < 0:
             return
-        j = best
         k = mo.knodes[j]
         if k > st.ist[S.I_FREE_SLOTS]:
             blocked[j] = 1

@@ -17,7 +17,14 @@ from typing import Any
 
 from cloudsched._jit import kernel, source_fingerprint, specialised
 from cloudsched.placement import state as S
-from cloudsched.placement._kernel import EVENT, add_template, baseline_event, fill, template_cost
+from cloudsched.placement._kernel import (
+    EVENT,
+    add_template,
+    baseline_event,
+    fill,
+    next_head,
+    template_cost,
+)
 from cloudsched.placement.plugin import PlacementPlugin, PluginError
 from cloudsched.placement.policies import STORM_DEFAULT
 
@@ -70,23 +77,14 @@ def loop(place: Any, key: str) -> Callable[..., Any]:
 
     @kernel(nrt=False, inline=True, cache=False)
     def place_waiting(st, mo, mt, lg, now, measuring):  # pragma: no cover - compiled
-        nj = mo.knodes.size
         blocked = st.iwork[5]
         where = st.iwork[4]
-        for j in range(nj):
+        for j in range(mo.knodes.size):
             blocked[j] = 0
-        while True:
-            best = -1
-            for j in range(nj):
-                if (
-                    st.qlen[j] > 0
-                    and blocked[j] == 0
-                    and (best < 0 or st.qbuf[j, st.qhead[j]] < st.qbuf[best, st.qhead[best]])
-                ):
-                    best = j
-            if best < 0:
+        while True:  # as _kernel._place_waiting, with the hook's placement checked
+            j = next_head(st, mo, blocked)
+            if j < 0:
                 return 0
-            j = best
             k = mo.knodes[j]
             if k > st.ist[S.I_FREE_SLOTS]:
                 blocked[j] = 1

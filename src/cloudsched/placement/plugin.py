@@ -44,15 +44,12 @@ wherever a placement policy is (``place simulate``, ``place compare``,
 from __future__ import annotations
 
 import hashlib
-import importlib.util
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from cloudsched._jit import kernel
-from cloudsched.errors import ParameterError
+from cloudsched.plugin_files import PluginError, exec_plugin, hook
 
 __all__ = [
     "PlacementPlugin",
@@ -64,22 +61,8 @@ __all__ = [
 ]
 
 
-class PluginError(ParameterError):
-    """A placement plug-in could not be loaded, compiled or run; the message says why."""
-
-    def __init__(self, policy: str, problem: str) -> None:
-        super().__init__("policy", policy, problem)
-        self.problem = problem
-        self.args = (f"policy {policy}: {problem}",)
-
-    def __str__(self) -> str:
-        return str(self.args[0])
-
-
-def place_hook(fn: Callable[..., Any]) -> staticmethod:
-    """Mark ``fn`` as the ``place`` hook of a placement policy class."""
-    fn.__cloudsched_hook__ = True  # type: ignore[attr-defined]
-    return staticmethod(fn)
+#: Mark a function as the ``place`` hook of a placement policy class.
+place_hook = hook
 
 
 @dataclass
@@ -148,43 +131,17 @@ def load_placement_plugin(ref: str) -> PlacementPlugin:
 
 
 def _load_file(path: str) -> list[str]:
-    file = Path(path).expanduser()
-    if not file.is_file():
-        raise PluginError(path, "no such file" if not file.exists() else "not a file")
-    key = str(file.resolve())
-    if key in _FILES:
-        return list(_FILES[key])
-    module = f"cloudsched_placement_plugin_{hashlib.sha256(key.encode()).hexdigest()[:12]}"
-    spec = importlib.util.spec_from_file_location(module, key)
-    if spec is None or spec.loader is None:
-        raise PluginError(path, "not a Python file")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[module] = mod
-    _LOADING.append(key)
-    _FILES[key] = []
-    try:
-        spec.loader.exec_module(mod)
-    except PluginError:
-        _forget(key, module)
-        raise
-    except SyntaxError as exc:
-        _forget(key, module)
-        raise PluginError(path, f"line {exc.lineno}: SyntaxError: {exc.msg}") from None
-    except SystemExit as exc:
-        _forget(key, module)
-        raise PluginError(path, f"loading failed: it called sys.exit({exc.code!r})") from None
-    except Exception as exc:  # the plug-in's own code failed while loading
-        _forget(key, module)
-        raise PluginError(path, f"loading failed: {type(exc).__name__}: {exc}") from None
-    finally:
-        _LOADING.pop()
-    if not _FILES[key]:
-        _forget(key, module)
-        raise PluginError(path, "registers no placement policy (use @register_placement)")
-    return list(_FILES[key])
+    return exec_plugin(
+        path,
+        prefix="cloudsched_placement_plugin",
+        files=_FILES,
+        loading=_LOADING,
+        forget=_forget,
+        error=PluginError,
+        none="registers no placement policy (use @register_placement)",
+    )
 
 
-def _forget(key: str, module: str) -> None:
-    for name in _FILES.pop(key, []):
+def _forget(key: str) -> None:
+    for name in _FILES.get(key, []):
         _REGISTRY.pop(name, None)
-    sys.modules.pop(module, None)

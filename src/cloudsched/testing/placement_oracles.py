@@ -1,6 +1,7 @@
 """Exhaustive oracles for the placement code: the max-weight configuration and DGP's law.
 
 * :func:`brute_force_max_weight`: the max-weight configuration by exhaustive search.
+* :func:`brute_force_static`: running topologies placed once at least cost, likewise.
 * :func:`product_form`: the stationary law of DGP with frozen weights, by enumeration.
 """
 
@@ -16,7 +17,19 @@ from cloudsched.placement.cluster import Cluster
 from cloudsched.placement.topology import Topology
 from cloudsched.placement.workload import JobType
 
-__all__ = ["brute_force_max_weight", "product_form"]
+__all__ = ["brute_force_max_weight", "brute_force_static", "product_form"]
+
+
+def brute_force_static(cluster: Cluster, topologies: Sequence[Topology]) -> float:
+    """Least cost of placing every topology once, over every assignment within the slots."""
+    sizes = [t.nodes for t in topologies]
+    best = np.inf
+    for where in itertools.product(range(cluster.machines), repeat=sum(sizes)):
+        if np.any(np.bincount(where, minlength=cluster.machines) > cluster.slots):
+            continue
+        parts = np.split(np.array(where), np.cumsum(sizes)[:-1])
+        best = min(best, sum(cluster.cost(t, m) for t, m in zip(topologies, parts, strict=True)))
+    return float(best)
 
 
 def brute_force_max_weight(
