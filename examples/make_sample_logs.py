@@ -154,8 +154,10 @@ def least_conn(rows: list[dict], rng: np.random.Generator) -> list[dict]:
 
     Requests in order of arrival; each goes to an upstream with the fewest requests in
     flight (those sent before it and not yet ended), ties broken uniformly at random (NGINX
-    breaks them by weighted round robin; with equal weights, in turn).  Static files are
-    answered by the proxy and take no upstream.
+    breaks them by weighted round robin, ``ngx_http_upstream_get_least_conn_peer`` in
+    ``src/http/modules/ngx_http_upstream_least_conn_module.c``; check-lb's least-request
+    law does not depend on the tie rule).  Static files are answered by the proxy and take
+    no upstream.
     """
     end = np.zeros(0)
     where = np.zeros(0, dtype=np.int64)

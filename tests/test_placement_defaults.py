@@ -299,12 +299,19 @@ def test_place_compare_shows_a_refused_policy(sticky_local_bias):
     assert "greedy" in out.results
 
 
+def _wrap_exact_solvers(monkeypatch, wrap):
+    """Wrap both exact frame solvers: patterns on one rack without CPU or memory limits,
+    the per-node MILP elsewhere."""
+    import cloudsched.placement.configuration as conf
+
+    for name in ("exact_max_weight", "pattern_max_weight"):
+        monkeypatch.setattr(conf, name, wrap(getattr(conf, name)))
+
+
 def test_auto_frames_take_the_packing_where_it_is_proven_and_the_milp_otherwise(monkeypatch):
     """Where the MILP is cheap, ``auto`` tries the packing first and solves the MILP only
     when the packing does not reach its bound: every frame stays proven optimal, with fewer
     MILPs than frames (issue 43: 0.2-0.6 s a frame on 6x4 with the MILP alone)."""
-    import cloudsched.placement.configuration as conf
-
     milps = []
 
     def counting(real):
@@ -314,9 +321,7 @@ def test_auto_frames_take_the_packing_where_it_is_proven_and_the_milp_otherwise(
 
         return solve
 
-    # the exact solver: patterns on this one-rack cluster, the per-node MILP elsewhere
-    for name in ("exact_max_weight", "pattern_max_weight"):
-        monkeypatch.setattr(conf, name, counting(getattr(conf, name)))
+    _wrap_exact_solvers(monkeypatch, counting)
     res = simulate_placement(
         "maxweight",
         parse_cluster("3x3"),
@@ -336,7 +341,6 @@ def test_a_frame_whose_milp_runs_out_of_time_keeps_the_best_found_with_its_gap(m
     """A MILP stopped by ``--solver-time-limit`` may return a worse configuration than the
     packing tried first (here: none at all); the frame runs the packing's, with the
     tighter of the two bounds as its gap (issue 43)."""
-    import cloudsched.placement.configuration as conf
 
     def out_of_time(real):
         def solve(cluster, topologies, values, counts, **kwargs):
@@ -345,8 +349,7 @@ def test_a_frame_whose_milp_runs_out_of_time_keeps_the_best_found_with_its_gap(m
 
         return solve
 
-    for name in ("exact_max_weight", "pattern_max_weight"):
-        monkeypatch.setattr(conf, name, out_of_time(getattr(conf, name)))
+    _wrap_exact_solvers(monkeypatch, out_of_time)
     res = simulate_placement(
         "maxweight",
         parse_cluster("3x3"),

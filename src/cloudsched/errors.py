@@ -8,7 +8,6 @@ exits with status 2.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Iterable
@@ -54,6 +53,8 @@ def did_you_mean(value: Any, allowed: str) -> str:
         return ""
     words = [w.strip().removeprefix("or ").strip() for w in re.split("[,/]", allowed[7:])]
     options = [w for w in words if w and " " not in w and w != value]
+    import difflib  # only an error pays for it
+
     close = difflib.get_close_matches(value, options, n=1, cutoff=0.6)
     return f"; did you mean {close[0]!r}?" if close else ""
 

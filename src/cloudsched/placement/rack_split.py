@@ -107,7 +107,7 @@ def rack_split(
     t0 = time.perf_counter()
     subs = [_rack(cluster, r) for r in range(racks)]
     solved: dict[tuple[int, tuple[int, ...]], tuple[float, list[np.ndarray] | None, float]] = {}
-    per = time_limit / (racks * 2**n)
+    per = 0.75 * time_limit / (racks * 2**n)  # a quarter for the bounds without racks
 
     def on_rack(r: int, js: tuple[int, ...]) -> tuple[float, list[np.ndarray] | None, float]:
         if not js:

@@ -187,9 +187,10 @@ def _split_racks(
         return
     solves = cluster.racks * 2 ** len(tops)
     if solves > MAX_SOLVES or seconds < 0.5 * solves:  # each per-rack solve gets >= 0.5 s
+        most = int(math.log2(MAX_SOLVES / cluster.racks))
         out.notes.append(
-            "the bound does not count racks here (it does for up to "
-            f"{_most_topologies(cluster.racks)} topologies with time left)"
+            f"the bound does not count racks here (it does for up to {most} topologies "
+            "with time left)"
         )
         return
 
@@ -211,12 +212,6 @@ def _split_racks(
         out.machines, out.cost = list(split.machines), split.cost
         out.notes.append("placing each topology within one rack found a cheaper placement")
     out.lower_bound = max(float(out.lower_bound or 0.0), min(split.bound, out.cost))
-
-
-def _most_topologies(racks: int) -> int:
-    from cloudsched.placement.rack_split import MAX_SOLVES
-
-    return max(int(math.log2(MAX_SOLVES / racks)), 0)
 
 
 def _no_worse_than_storm(cluster: Cluster, tops: Sequence[Topology], out: StaticPlacement) -> None:
