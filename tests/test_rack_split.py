@@ -70,7 +70,9 @@ def test_two_racks_close_most_of_the_gap_on_the_shipped_topologies():
     cluster = parse_cluster("4x10,4x8", racks=2)
     tops = [load_flux(flux_path(n), ackers="storm", traffic="grouping") for n in
             ("wordcount", "exclamation", "rolling-top-words")]  # fmt: skip
-    res = place_static(cluster, tops, time_limit=60)
+    # 600 s: every per-topology and per-rack solve here proves its optimum in about a
+    # second (12 s in all), so the bound is the exact one on a machine ten times slower
+    res = place_static(cluster, tops, time_limit=600)
     assert res.lower_bound > 52.0
     assert res.cost <= 53.72 + 1e-6
     assert res.gap < 0.03
