@@ -31,6 +31,7 @@ def test_every_setting_matches_its_exact_chain():
     assert exact[(2, False)] - exact[(3, False)] > 6 * widest
 
 
+@pytest.mark.slow  # two precise runs and an independent rerun at N = 20: 35 s
 def test_a_theory_outside_the_simulated_interval_is_marked():
     """At N = 20 and load 0.9 the refined 1/N model is 5% low for pod(8) (1.569 against
     1.654 +- 0.006 simulated): an independent rerun excludes it too, so its value is

@@ -22,6 +22,11 @@ from cloudsched.dispatch.options import resolve_options
 from cloudsched.dispatch.workload.resolved import Trace, TraceSource
 from cloudsched.errors import ParameterError
 
+# Slow tier: each law compiles its balancer on the trace engine (20-60 s cold), which no
+# other test needs; the default tier keeps the kernels' bit-for-bit check against their
+# mirror (tests/test_simulate.py).
+pytestmark = pytest.mark.slow
+
 
 def dispatched(policy, speeds, arrivals, sizes, seed=0, **options):
     """Run ``policy`` on a trace and return (arrival time, server) of every task."""

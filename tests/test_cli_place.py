@@ -37,7 +37,15 @@ def workload(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "policy", ["storm-default", "greedy", "resource-aware", "dgp", "dgp-clock", "maxweight"]
+    "policy",
+    [
+        "storm-default",
+        "greedy",
+        "resource-aware",
+        "dgp-clock",
+        pytest.param("dgp", marks=pytest.mark.slow),  # calibrates alpha: 35 s
+        pytest.param("maxweight", marks=pytest.mark.slow),  # solves every frame: 31 s
+    ],
 )
 def test_place_simulate_json(capsys, workload, policy):
     code, out, err = run(

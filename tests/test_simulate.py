@@ -199,10 +199,27 @@ def kernel_and_mirror(system):
     return runs
 
 
-@settings(max_examples=150)
-@given(st.one_of(small_systems(policies=PAPERS), small_systems(general=True, policies=PAPERS)))
+PAPERS_SYSTEMS = st.one_of(
+    small_systems(policies=PAPERS), small_systems(general=True, policies=PAPERS)
+)
+
+
+@settings(max_examples=40)
+@given(PAPERS_SYSTEMS)
 def test_compiled_kernel_matches_reference_bit_for_bit(system):
     """The papers' policies (the production balancers have their own test below)."""
+    same_run(system)
+
+
+@pytest.mark.slow  # each new policy and engine compiles a kernel: 150 systems take minutes
+@settings(max_examples=150)
+@given(PAPERS_SYSTEMS)
+def test_many_systems_match_the_reference_bit_for_bit(system):
+    same_run(system)
+
+
+def same_run(system) -> None:
+    """The kernel and its plain-Python mirror give the same run, event for event."""
     fast, slow = kernel_and_mirror(system)
     assert fast.events == slow.events
     assert np.array_equal(fast.response_times, slow.response_times)
@@ -311,9 +328,20 @@ def check_invariants(engine: ServersRun, policy: str, z: int) -> None:
             assert np.all(flags[qlen == 0])
 
 
-@settings(max_examples=80)
+@settings(max_examples=25)
 @given(st.one_of(small_systems(), small_systems(general=True)))
 def test_invariants_hold_after_every_event(system):
+    invariants_hold(system)
+
+
+@pytest.mark.slow  # 80 systems checked after every event: 40 s
+@settings(max_examples=80)
+@given(st.one_of(small_systems(), small_systems(general=True)))
+def test_invariants_hold_after_every_event_of_many_systems(system):
+    invariants_hold(system)
+
+
+def invariants_hold(system) -> None:
     policy, z, seed = system[0], system[5], system[8]
     source, speeds, initial = make_source(system)
     slowdown = system[10][5] if system[10] is not None else None

@@ -38,6 +38,7 @@ def _coverage(stages: int, monkeypatch: pytest.MonkeyPatch) -> tuple[float, floa
     return hits / certified, float(np.std(z, ddof=1)), certified
 
 
+@pytest.mark.slow  # a coverage count over many seeded runs: 45 s
 def test_fresh_stretch_covers_where_first_crossing_did_not(monkeypatch):
     # at a true 95%, 400 runs fall below 92.5% with probability about 1%
     coverage, spread, certified = _coverage(2, monkeypatch)
