@@ -6,6 +6,9 @@ Code blocks are ``bash`` (run with ``bash -e``, a page's blocks in order in one 
 file=NAME`` is also written to NAME for the commands after it) and ``text`` (output, not
 run).  A page that names ``examples/`` gets ``cloudsched examples`` first, as the docs tell
 a user to do.  ``bash norun`` blocks are the few listed in :data:`NOT_RUN`, with the reason.
+A ``text`` block right after a block that ran is that block's output: every number it quotes
+must be one the run printed, in the same order (durations and rates aside);
+``text illustrative`` marks one that is not a run's output.
 """
 
 from __future__ import annotations
@@ -111,14 +114,57 @@ def test_command_reference_is_current():
     assert current == render(), "run: python -m cloudsched.cli.reference > docs/reference/cli.md"
 
 
+#: A number as a page or a command prints it (``1,188``, ``-0.5``, ``1.2e-29``, ``6.32``).
+NUMBER = re.compile(r"(?<![\w.])[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?(?![\w])")
+#: Numbers that are the machine's, not the seed's: a duration or a rate (``36 s``, ``0.4 s``,
+#: ``2 min``, ``6.32 M events/s``); a page's quoted output may show other values of these.
+VOLATILE = re.compile(
+    r"[-+]?\d[\d,]*(?:\.\d+)?\s*(?:s|ms|min|M|k)?(?=\s*(?:events/s|/s\b))"
+    r"|\b\d[\d,]*(?:\.\d+)?\s*(?:s|min)\b(?!\w)"
+)
+
+
+def _numbers(text: str) -> list[str]:
+    return NUMBER.findall(VOLATILE.sub(" ", text))
+
+
+def quoted_numbers_missing(quoted: str, output: str) -> list[str]:
+    """Numbers of a page's quoted output that the run did not print, in the page's order.
+
+    The quoted block may leave lines out (``...``), so its numbers need only appear in the
+    run's output in the same order, each after the one before; durations and rates (the
+    machine's, not the seed's) are not compared.  Returns each missing number with its line.
+    """
+    got = _numbers(output)
+    at, missing = 0, []
+    for line in quoted.split("\n"):
+        for n in _numbers(line):
+            try:
+                at = got.index(n, at) + 1
+            except ValueError:
+                missing.append(f"{n!r} in {line.strip()!r}")
+    return missing
+
+
 def _run_page(page: Path, folder: Path) -> None:
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "COLUMNS": "100"}
     text = page.read_text()
     if "examples/" in text:
         subprocess.run(["cloudsched", "examples"], cwd=folder, env=env, check=True)
+    output, where = None, ""
     for info, body, line in _blocks(page):
         words = info.split()
-        if "norun" in words or words[0] == "text":
+        if words[0] == "text":  # the output of the block before it, when that block ran
+            if output is not None and "illustrative" not in words:
+                missing = quoted_numbers_missing(body, output)
+                assert not missing, (
+                    f"{page.relative_to(ROOT)}:{line} quotes numbers that {where} did not "
+                    f"print: {missing[:5]}\n--- it printed:\n{output[-3000:]}"
+                )
+            output = None
+            continue
+        output = None
+        if "norun" in words:
             continue
         where = f"{page.relative_to(ROOT)}:{line}"
         if words[0] == "yaml":
@@ -136,6 +182,7 @@ def _run_page(page: Path, folder: Path) -> None:
         assert done.returncode == 0, (
             f"{where} failed:\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
         )
+        output = done.stdout + done.stderr
 
 
 @pytest.mark.slow
@@ -144,6 +191,20 @@ def test_every_code_block_runs_outside_the_checkout(page, tmp_path):
     if not any(i.split()[0] in ("bash", "python", "yaml") for i, _, _ in _blocks(page) if i):
         pytest.skip("no code to run")
     _run_page(page, tmp_path)
+
+
+def test_quoted_output_must_hold_the_numbers_the_run_printed():
+    printed = (
+        "  policy  d   r  load   mf T  sim T\n     jiq  -  10   0.9  1.765   1.77\n"
+        "verdict: NOT pod:2r (p = 1.2e-29; 1,188 migrations); took 36 s, 6.32 M events/s\n"
+    )
+    same = "jiq  -  10   0.9  1.765   1.77\n...\n(p = 1.2e-29; 1,188 migrations); took 2 s"
+    assert quoted_numbers_missing(same, printed) == []  # lines left out, a duration differs
+    assert quoted_numbers_missing("1.77 1.765", printed) == ["'1.765' in '1.77 1.765'"]
+    changed = "jiq  -  10   0.9  1.766   1.77"
+    assert quoted_numbers_missing(changed, printed) == [f"'1.766' in {changed!r}"]
+    assert quoted_numbers_missing("1,189 migrations", printed) != []
+    assert quoted_numbers_missing("9.99 M events/s", printed) == []
 
 
 def test_examples_command_writes_the_shipped_files(tmp_path, capsys):
