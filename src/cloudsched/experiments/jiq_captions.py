@@ -20,6 +20,7 @@ __all__ = [
     "figure8_caption",
     "figure9_caption",
     "figure10_caption",
+    "table2_note",
 ]
 
 
@@ -164,3 +165,27 @@ def figure10_caption(fig10: pd.DataFrame, bars: str) -> str:
         + ", ".join(f"{p} {_secs(v)}" for p, v in vals.items())
         + f" (Figure 10); {bars}"
     )
+
+
+def table2_note(table: pd.DataFrame, servers: int) -> str:
+    """Say where Table II's relative errors are large and what they amount to."""
+    big = table[table["q_i predicted"] >= 0.01]
+    worst = float(big["relative_error"].abs().max()) if len(big) else math.nan
+    tail = table[(table["q_i predicted"] < 0.01) & (table["relative_error"].abs() > 0.2)]
+    text = f"Where q_i is at least 0.01 the simulation is within {worst:.1%} of the prediction."
+    if len(tail):
+        rows = "; ".join(
+            f"{r['policy']} i = {int(r['i'])}: {r['relative_error']:+.0%} "
+            f"({r['q_i simulated']:.2g} simulated against {r['q_i predicted']:.2g})"
+            for _, r in tail.iterrows()
+        )
+        diff = float((tail["q_i simulated"] - tail["q_i predicted"]).abs().max())
+        text += (
+            f" The large relative errors are in the tail, where few servers are: {rows}, "
+            f"differences of at most {diff:.2g} of the servers. The mean field is the limit "
+            f"N = inf"
+        )
+        if bool((tail["relative_error"] > 0).all()):
+            text += f", whose tail falls off faster than that of a farm of {servers} servers"
+        text += " (the 1/N effect that `cloudsched predict --servers N` refines for the mean)."
+    return text

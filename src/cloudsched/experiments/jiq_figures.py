@@ -29,6 +29,7 @@ from cloudsched.experiments.jiq_captions import (
     figure5_caption,
     figure6_caption,
     figure8_caption,
+    table2_note,
 )
 from cloudsched.experiments.jiq_trace_figures import figure9, figure10
 from cloudsched.experiments.report import Report
@@ -66,10 +67,12 @@ def figure4(report: Report, out_dir: Path, _s: Setting) -> None:
 def table2(report: Report, _out_dir: Path, s: Setting) -> None:
     """Table II: occupancy q_i, predicted and simulated."""
     report.heading("Task dispatch: occupancy q_i (Table II)")
+    table = d.table2_data(s.seed + 1, **s.run)
     report.table(
-        d.table2_data(s.seed + 1, **s.run),
+        table,
         "table2.csv",
-        f"Fraction of servers with i tasks, N = 500, r = 10, load 0.9; {s.length}",
+        f"Fraction of servers with i tasks, N = 500, r = 10, load 0.9; {s.length}. "
+        + table2_note(table, 500),
     )
 
 

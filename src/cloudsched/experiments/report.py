@@ -17,7 +17,14 @@ import pandas as pd
 
 from cloudsched.io import atomic_write_text
 
-__all__ = ["Report", "ensure_dir", "html_table", "markdown_table", "software_versions"]
+__all__ = [
+    "Report",
+    "ensure_dir",
+    "html_table",
+    "markdown_table",
+    "software_versions",
+    "with_intervals",
+]
 
 
 def _cell(v: object, floatfmt: str) -> str:
@@ -63,6 +70,27 @@ def software_versions() -> dict[str, str]:
         "networkx": networkx.__version__,
         "pyarrow": pyarrow.__version__,
     }
+
+
+def with_intervals(df: pd.DataFrame, floatfmt: str = ".4g") -> pd.DataFrame:
+    """Show each ``X`` beside its ``X_ci95_low``/``X_ci95_high`` as one ``X [95% CI]`` column.
+
+    ``v [low, high]`` where both ends are known, ``v`` alone where they are not; the other
+    columns are kept as they are (a table of three intervals loses four columns).
+    """
+    out = df.copy()
+    for c in list(df.columns):
+        low, high = f"{c}_ci95_low", f"{c}_ci95_high"
+        if low not in df.columns or high not in df.columns:
+            continue
+        cells = []
+        for v, lo, hi in zip(df[c], df[low], df[high], strict=True):
+            known = all(isinstance(x, (int, float)) and math.isfinite(x) for x in (lo, hi))
+            interval = f" [{_cell(lo, floatfmt)}, {_cell(hi, floatfmt)}]" if known else ""
+            cells.append(_cell(v, floatfmt) + interval)
+        out[c] = cells
+        out = out.drop(columns=[low, high]).rename(columns={c: f"{c} [95% CI]"})
+    return out
 
 
 def _inline_html(text: str) -> str:
@@ -143,15 +171,33 @@ class Report:
             )
         )
 
-    def table(self, df: pd.DataFrame, csv_name: str, caption: str, floatfmt: str = ".4g") -> None:
-        """Append ``df`` as a table and save it as ``csv_name`` in ``out_dir``."""
+    def table(
+        self,
+        df: pd.DataFrame,
+        csv_name: str,
+        caption: str,
+        floatfmt: str = ".4g",
+        shown: list[str] | None = None,
+    ) -> None:
+        """Append ``df`` as a table and save it as ``csv_name`` in ``out_dir``.
+
+        The CSV has every column; the report shows ``shown`` (default: all), each value
+        beside its 95% interval in one column (:func:`with_intervals`).
+        """
         atomic_write_text(self.out_dir / csv_name, df.to_csv(index=False))
-        link = f"(data: [{csv_name}]({csv_name}))"
+        view = df
+        if shown is not None:
+            keep = [c for c in df.columns if c in shown or c.removesuffix("_ci95_low") in shown
+                    or c.removesuffix("_ci95_high") in shown]  # fmt: skip
+            view = df[keep]
+        view = with_intervals(view, floatfmt)
+        more = f", all {df.shape[1]} columns" if view.shape[1] < df.shape[1] else ""
+        link = f"(data{more}: [{csv_name}]({csv_name}))"
         self.parts.append(
             (
-                f"*{caption}* {link}\n\n" + markdown_table(df, floatfmt),
+                f"*{caption}* {link}\n\n" + markdown_table(view, floatfmt),
                 f"<p><em>{_inline_html(caption)}</em> {_inline_html(link)}</p>"
-                + html_table(df, floatfmt),
+                + html_table(view, floatfmt),
             )
         )
 

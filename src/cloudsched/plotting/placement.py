@@ -121,12 +121,16 @@ def plot_maxweight_frames(
     queue: tuple[ArrayLike, ArrayLike | None],
     path: str | os.PathLike[str],
     *,
+    cost: tuple[ArrayLike, ArrayLike | None] | None = None,
+    optimum: float | None = None,
     title: str = "",
 ) -> None:
-    """Two panels against the frame length: rates per unit time, and the mean queue (jobs).
+    """Panels against the frame length: event rates, cost beside the optimum, mean queue.
 
-    ``rates`` maps a label to (values, 95% half-widths or None); ``queue`` is (values,
-    half-widths or None).  The x ticks are the frame lengths measured.
+    ``rates`` maps a label to (values per unit time, 95% half-widths or None), drawn on a log
+    axis (zeros left out); ``cost`` and ``queue`` are (values, half-widths or None), each on
+    its own linear axis, the cost with the static ``optimum`` as a dashed line.  The x ticks
+    are the frame lengths measured.
     """
     from matplotlib.ticker import FuncFormatter, NullFormatter, NullLocator
 
@@ -134,7 +138,9 @@ def plot_maxweight_frames(
 
     t = np.asarray(frames, dtype=float)
     plt = pyplot()
-    fig, (left, right) = plt.subplots(1, 2, figsize=(9.6, 4.0))
+    count = 3 if cost is not None else 2
+    fig, axes = plt.subplots(1, count, figsize=(4.2 * count, 4.0))
+    left, right = axes[0], axes[-1]
     shown: list[float] = []
     for label, (y, err) in rates.items():
         yy = np.asarray(y, dtype=float)
@@ -142,23 +148,31 @@ def plot_maxweight_frames(
         e = None if err is None else np.asarray(err, dtype=float)[keep]
         left.errorbar(t[keep], yy[keep], yerr=e, fmt="o-", ms=4, capsize=3, lw=1.2, label=label)
         shown.extend(yy[keep])
-    left.set_ylabel("events per unit time (cost: traffic per unit time)")
+    left.set_ylabel("events per unit time")
     readable_y(left, shown)
-    qy, qerr = queue
-    right.errorbar(
-        t,
-        np.asarray(qy, dtype=float),
-        yerr=None if qerr is None else np.asarray(qerr, dtype=float),
-        fmt="o-",
-        ms=4,
-        capsize=3,
-        lw=1.2,
-        color="tab:red",
-        label="mean queue length",
-    )
-    right.set_ylabel("mean queue length (jobs)")
-    right.set_ylim(bottom=0)
-    for ax in (left, right):
+    panels = [(right, queue, "mean queue length (jobs)", "tab:red", "mean queue length")]
+    if cost is not None:
+        panels.insert(0, (axes[1], cost, "cost (traffic per unit time)", "tab:green", "cost"))
+    for ax, (y, err), ylabel, color, label in panels:
+        ax.errorbar(
+            t,
+            np.asarray(y, dtype=float),
+            yerr=None if err is None else np.asarray(err, dtype=float),
+            fmt="o-",
+            ms=4,
+            capsize=3,
+            lw=1.2,
+            color=color,
+            label=f"{label} (95% CI)" if err is not None else label,
+        )
+        ax.set_ylabel(ylabel)
+        ax.set_ylim(bottom=0)
+    if cost is not None and optimum is not None:
+        axes[1].axhline(
+            optimum, color="black", ls="--", lw=1, label=f"static optimum {optimum:.3g}"
+        )
+        axes[1].set_ylim(top=max(axes[1].get_ylim()[1], 1.1 * optimum))
+    for ax in axes:
         ax.set_xscale("log")
         ax.set_xticks(t)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
@@ -207,7 +221,7 @@ def plot_snapshots(
     types = sorted({str(t) for table, _ in panels.values() for t in table["type"]})
     base = {t: mcolors.to_rgb(f"C{k % 10}") for k, t in enumerate(types)}
     height = max(2.2, 0.2 * nm + 1.3)
-    ncols = min(3, len(panels))
+    ncols = min(2, len(panels))  # two wide: legible where a report scales it to a page
     nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(
         nrows, ncols, figsize=(max(3.6, 0.32 * width + 1.6) * ncols, height * nrows), squeeze=False
@@ -232,7 +246,7 @@ def plot_snapshots(
         ax.set_title(
             f"{label}\n{jobs} job{'' if jobs == 1 else 's'} running, cost {cost:.4g} "
             f"at t = {t:,.0f}",
-            fontsize=9,
+            fontsize=11,
         )
         ax.set_xlabel("slot")
         ax.set_ylabel("machine")
@@ -240,10 +254,10 @@ def plot_snapshots(
         ax.set_yticks(range(0, nm, max(1, nm // 12)))
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in base.values()]
     fig.legend(
-        handles, list(base), loc="lower center", ncol=min(len(base), 5), fontsize=8, frameon=False
+        handles, list(base), loc="lower center", ncol=min(len(base), 5), fontsize=11, frameon=False
     )
     if title:
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(title, fontsize=12)
     inches = height * nrows
     fig.tight_layout(rect=(0, 0.35 / inches, 1, 1 - (0.45 / inches if title else 0.0)))
     save(fig, path)
