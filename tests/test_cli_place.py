@@ -591,3 +591,14 @@ def test_place_simulate_prints_a_card_not_every_field(capsys, workload):
     assert card.count("\n") < 30  # the 80-line dump it replaces
     code, out, err = run(capsys, "place", "simulate", "greedy", *base, "--format", "json")
     assert "relaxation_estimate" in json.loads(out)
+
+
+def test_cards_and_tables_write_numbers_without_e_notation():
+    from cloudsched.cli.results import readable
+
+    assert readable(198_400.0) == "198,400" and readable(1.984e5) == "198,400"
+    assert readable(0.503) == "0.503" and readable(1.0) == "1" and readable(0.0) == "0"
+    assert readable(5870.0, 3) == "5,870" and readable(0.0016456) == "0.001646"
+    assert readable((8.834320684882737, 34.847983455153155)) == "(8.834, 34.85)"
+    assert readable(None) == "-" and readable(float("nan")) == "-" and readable(3) == "3"
+    assert readable(2.5e-7) == "2.5e-07"  # below 1e-4 a reader wants the exponent

@@ -29,6 +29,7 @@ from cloudsched.cli.options import (
     Seed,
     opt,
 )
+from cloudsched.cli.results import readable
 from cloudsched.errors import check_real
 
 __all__ = ["place_compare"]
@@ -178,7 +179,7 @@ def _display(table: Any) -> Any:
             "cost": [num(x, ".4g") for x in table["cost_rate"]],
             "±95%": [num(x, ".2g") for x in table["cost_ci95"]],
             "gap": [num(100 * x, ".1f") + "%" if math.isfinite(x) else "-" for x in table["gap"]],
-            "queue": [num(x, ".3g") for x in table["mean_queue_length"]],
+            "queue": [readable(x, 3) for x in table["mean_queue_length"]],
             "served": [num(x, ".3f") for x in table["served_fraction"]],
             "moves": table["migrations"],
             "steady": ["yes" if s else "NO" for s in table["steady_state"]],

@@ -7,7 +7,7 @@ from typing import Any
 
 from cloudsched.cli.common import render_table
 from cloudsched.cli.console import warn
-from cloudsched.cli.results import per_second
+from cloudsched.cli.results import per_second, readable
 
 __all__ = ["bound_line", "card", "check_tables", "plot_end", "simulate_text", "write_tables"]
 
@@ -28,7 +28,7 @@ PER_TYPE = [
 
 
 def _g(x: Any) -> str:
-    return "-" if x is None else f"{x:.4g}" if isinstance(x, float) else str(x)
+    return readable(x)
 
 
 def card(res: Any, payload: dict[str, Any]) -> dict[str, str]:

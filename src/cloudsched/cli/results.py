@@ -22,6 +22,7 @@ __all__ = [
     "flat_inputs",
     "meanfield_value",
     "per_second",
+    "readable",
     "run_inputs",
     "simulation_table",
     "write_frame",
@@ -36,6 +37,25 @@ def per_second(rate: float) -> str:
         if rate >= scale:
             return f"{rate / scale:.3g} {unit}"
     return f"{rate:.3g}"
+
+
+def readable(x: Any, digits: int = 4) -> str:
+    """Write ``x`` as a reader wants it: ``digits`` significant digits, thousands grouped.
+
+    No e-notation from 1e-4 to 1e15 (``198,400``, ``0.503``, ``5,870``); tuples in
+    parentheses; None or a non-finite float as ``-``.
+    """
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    if isinstance(x, tuple | list):
+        return "(" + ", ".join(readable(v, digits) for v in x) + ")"
+    if isinstance(x, float):
+        if x != 0 and 1e-4 <= abs(x) < 1e15:
+            places = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+            out = f"{float(f'{x:.{digits}g}'):,.{places}f}"
+            return out.rstrip("0").rstrip(".") if "." in out else out
+        return f"{x:.{digits}g}"
+    return str(x)
 
 
 def _iqueues(res: Any) -> bool:
