@@ -153,6 +153,14 @@ def _format(res: Any, cl: Any, cluster: str, fmt: str) -> str:
             )
     for entry, why in res.refused.items():
         text += f"REFUSED {entry}: {why}\n"
+    text += (
+        "wall time: "
+        + ", ".join(
+            f"{p} {readable(float(w), 3)} s"
+            for p, w in zip(table["policy"], table["wall_seconds"], strict=True)
+        )
+        + "\n"
+    )
     unsteady = [p for p in table.loc[~table["steady_state"], "policy"] if p not in res.refused]
     if unsteady:
         text += "NOT STEADY (no interval; the cost may still drift): " + ", ".join(unsteady) + "\n"
@@ -183,7 +191,6 @@ def _display(table: Any) -> Any:
             "served": [num(x, ".3f") for x in table["served_fraction"]],
             "moves": table["migrations"],
             "steady": ["yes" if s else "NO" for s in table["steady_state"]],
-            "wall s": [num(x, ".1f") for x in table["wall_seconds"]],
         }
     )
 
