@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import warnings
 from pathlib import Path
 from typing import Annotated
@@ -318,7 +319,12 @@ def place_bound(
     ]
     import pandas as pd
 
-    head = pd.DataFrame({"field": fields, "value": [payload[k] for k in fields]})
+    shown = {  # tables show a gap in percent and a time in seconds (JSON: fraction, float)
+        **payload,
+        "gap": f"{100 * payload['gap']:.1f}%" if math.isfinite(payload["gap"]) else "-",
+        "solve_time": f"{payload['solve_time']:.2f} s",
+    }
+    head = pd.DataFrame({"field": fields, "value": [shown[k] for k in fields]})
     title = f"static optimum on {cluster}" + ("" if opt.proven else " — NOT PROVEN")
     text = render_table(head, title)
     if opt.note:

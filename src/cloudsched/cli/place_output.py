@@ -48,10 +48,10 @@ def card(res: Any, payload: dict[str, Any]) -> dict[str, str]:
         "slots reserved": _g(res.reserved_fraction),
     }
     if res.frames:
-        rows["frames (not proven)"] = f"{res.frames} ({res.frames_not_optimal})"
-        rows["migrations / preemptions"] = f"{res.migrations} / {res.preemptions}"
+        rows["frames (not proven)"] = f"{res.frames:,} ({res.frames_not_optimal:,})"
+        rows["migrations / preemptions"] = f"{res.migrations:,} / {res.preemptions:,}"
     if res.proposals_tried:
-        rows["proposals tried / failed"] = f"{res.proposals_tried} / {res.proposals_failed}"
+        rows["proposals tried / failed"] = f"{res.proposals_tried:,} / {res.proposals_failed:,}"
     rows["steady state"] = "yes" if res.steady_state else "NO"
     rows["warm-up / measured time"] = f"{_g(res.warmup_time)} / {_g(res.measured_time)}"
     rows["stopped by"] = str(res.stop_reason)

@@ -33,7 +33,7 @@ the instance:
   dropped with probability about ``e^(-5)`` per decision).
 * ``epsilon = 0.5`` (any value in (0, 1) is allowed by the paper).
 
-Measured (``docs/tutorials/placement.md``, "Default DGP"): stable (served >= 99%) on the
+Measured (``docs/explanation/placement.md``, "Default DGP"): stable (served >= 99%) on the
 shipped examples and on random small instances; the cost stays above the greedy packer's on
 most of them, because proposals come from the uniform random partition and a queue of
 hundreds is needed before a worse template is ever refused in favour of waiting for a better
