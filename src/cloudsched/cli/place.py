@@ -18,7 +18,7 @@ from cloudsched.cli.common import (
     resolve_format,
     to_json,
 )
-from cloudsched.cli.console import one_line, print_warnings
+from cloudsched.cli.console import print_warnings
 from cloudsched.cli.options import (
     FluxProperties,
     FormatJson,
@@ -243,11 +243,7 @@ def place_simulate(
     write_tables(res, assignments, frames)
     if plot is not None:
         plot_end(res, cl, plot, f"{policy} on {cluster}")
-    if fmt == "json" or out is not None:
-        print_warnings(caught, res.warnings)
-    else:  # the card ends with the result's warnings: each once on the terminal
-        told = {one_line(n) for n in res.warnings}
-        print_warnings([w for w in caught if one_line(str(w.message)) not in told], [])
+    print_warnings(caught, res.warnings)
     payload = {"cluster": cluster, "racks": cl.racks, "workload": str(workload), **res.to_dict()}
     if fmt == "json":
         emit(to_json(payload), out)

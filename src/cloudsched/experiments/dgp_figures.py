@@ -340,7 +340,8 @@ def maxweight_caption(mw: pd.DataFrame, optimum: float) -> str:
     """Describe the MaxWeight figure from its numbers."""
     a, b = mw.iloc[0], mw.iloc[-1]
     return (
-        f"MaxWeight against its frame length T (log scales): from T = {a['frame']:g} to "
+        f"MaxWeight against its frame length T (T and the event rates on log scales): "
+        f"from T = {a['frame']:g} to "
         f"{b['frame']:g}, migrations per unit time go from {a['migrations_per_unit_time']:.3g} "
         f"to {b['migrations_per_unit_time']:.3g} and preemptions from "
         f"{a['preemptions_per_unit_time']:.3g} to {b['preemptions_per_unit_time']:.3g}; the "

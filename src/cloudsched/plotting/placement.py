@@ -220,7 +220,7 @@ def plot_snapshots(
     nm, width = slots.size, int(slots.max())
     types = sorted({str(t) for table, _ in panels.values() for t in table["type"]})
     base = {t: mcolors.to_rgb(f"C{k % 10}") for k, t in enumerate(types)}
-    height = max(2.2, 0.2 * nm + 1.3)
+    height = max(3.0, 0.2 * nm + 1.8)  # room for two-line titles in 11 pt
     ncols = min(2, len(panels))  # two wide: legible where a report scales it to a page
     nrows = -(-len(panels) // ncols)
     fig, axes = plt.subplots(
