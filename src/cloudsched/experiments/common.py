@@ -43,7 +43,7 @@ _SIZES: dict[str, dict[str, Any]] = {
         "trace_loads": [0.58, 0.78, 0.96],
         "dgp_horizon": 50_000.0,
         "mw_horizon": 500.0,
-        "frames": [0.2, 1.0, 5.0],
+        "frames": [0.1, 0.3, 1.0, 3.0, 10.0],
         "alphas": [0.002],
         "betas": [0.8, 0.4, 0.2, 0.1, 0.05],
     },

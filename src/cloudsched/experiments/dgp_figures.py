@@ -207,8 +207,8 @@ def dgp_sections(report: Report, out_dir: Path, level: str, workers: int, seed: 
 
 
 #: The snapshot section's instance: two storm-starter topologies and a pipeline filling about
-#: half of a 10 x 12 cluster in 2 racks (Flux files shipped in ``cloudsched/data``).
-SNAPSHOT_WORKLOAD = (("exclamation", 0.075, 20.0), ("rolling-top-words", 0.075, 20.0))
+#: 60% of a 10 x 12 cluster in 2 racks (Flux files shipped in ``cloudsched/data``).
+SNAPSHOT_WORKLOAD = (("exclamation", 0.1, 20.0), ("rolling-top-words", 0.1, 20.0))
 
 
 def _snapshot_instance() -> tuple[Any, list[Any]]:
