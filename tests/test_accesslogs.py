@@ -228,6 +228,7 @@ def test_gzip_access_log_and_cli(tmp_path, capsys):
     assert exc.value.code == 2 and err.startswith("error: --log-format") and err.count("\n") == 1
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_simulate_replays_a_shipped_access_log_and_records_it(capsys):
     with pytest.raises(SystemExit) as exc:
         main(

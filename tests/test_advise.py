@@ -86,6 +86,7 @@ def test_default_ds_end_at_the_full_scan():
     assert default_ds(1000) == [1, 2, 3, 4, 6, 8, 16, 32, 1000]
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_the_cli_on_a_shipped_log_writes_table_json_and_figure(tmp_path, capsys):
     argv = [
         "advise",
@@ -222,6 +223,7 @@ def test_a_theory_outside_one_interval_is_rerun_before_it_is_blamed(monkeypatch)
             assert any("refined 1/N expansion" in n for n in res.notes)
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_the_advice_on_a_real_farm_is_a_d_whose_predecessor_failed():
     """N = 60 at load 0.9 on the mean: the first d within 10% of the full scan lies past
     the grid's 8 -> 16 -> 32 steps; the advice is searched for, and d - 1 was run."""

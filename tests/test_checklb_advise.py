@@ -65,6 +65,7 @@ def test_every_law_replays_as_its_simulator_policy():
     assert law_policy("random")[0] == "random" and law_policy("jiq")[0] == "jiq"
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_the_cli_writes_the_advice(tmp_path, capsys):
     path = tmp_path / "r.log"
     lines = balancer_log("random", k=8, load=0.8, requests=12000, seed=4, milliseconds=True)

@@ -687,6 +687,7 @@ def test_the_command_line_loads_no_numeric_library_before_a_command_needs_it():
     assert out.stdout.strip() == "[]", out.stdout
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_compare_gives_each_policy_its_own_dispatchers_and_options(capsys):
     """Without --r a production balancer is one proxy (it was given N / 10 proxies, each
     on its own counts) and the JIQ family keeps r = 10; an option goes to the policies

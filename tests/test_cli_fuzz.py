@@ -29,7 +29,13 @@ def test_many_hostile_command_lines_keep_the_contract(capfd, argv):
     run_contract(main, capfd, argv)
 
 
-@pytest.mark.parametrize("name", sorted(BASES))
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n == "place" else n  # place: 37 s cold
+        for n in sorted(BASES)
+    ],
+)
 def test_every_base_command_succeeds_as_is(capfd, name):
     """Without this, a broken base command (exit 2 on every input) would pass the fuzz."""
     with pytest.raises(SystemExit) as exc:

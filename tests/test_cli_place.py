@@ -42,7 +42,7 @@ def workload(tmp_path):
         "storm-default",
         "greedy",
         "resource-aware",
-        "dgp-clock",
+        pytest.param("dgp-clock", marks=pytest.mark.slow),  # 35 s cold
         pytest.param("dgp", marks=pytest.mark.slow),  # calibrates alpha: 35 s
         pytest.param("maxweight", marks=pytest.mark.slow),  # solves every frame: 31 s
     ],
@@ -117,6 +117,7 @@ def test_place_bound(capsys, workload):
     assert sum(c["share"] for c in doc["configurations"]) <= 1 + 1e-9
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_place_commands_take_the_format_from_out_as_simulate_does(capsys, workload, tmp_path):
     """One resolver: --out x.json writes JSON without --format; a --format that disagrees
     with the name is refused in one line."""

@@ -369,6 +369,7 @@ def test_the_counts_engine_refuses_what_it_cannot_run(kw, needs):
     assert needs in str(exc.value)
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_auto_runs_counts_from_a_hundred_thousand_servers_where_it_applies():
     """Below AUTO_COUNTS_SERVERS auto keeps the per-server engine (published results
     unchanged); from it on, the counts engine wherever it applies, with the same result as

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 
 import numpy as np
+import pytest
 
 from cloudsched.dispatch.engines.choice import ASKED, AUTO_COUNTS_SERVERS, MAX_SPEED_CLASSES
 from cloudsched.dispatch.engines.registry import ENGINES
@@ -54,6 +55,7 @@ def _covered(spec: SimulationSpec) -> list[str]:
     return gaps
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_every_chosen_engine_declares_what_it_is_given():
     chosen: dict[str, int] = {}
     refused: dict[str, int] = {}

@@ -85,6 +85,7 @@ for engine in ("servers", "counts"):
 """
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_a_new_row_without_a_model_is_refused_by_theory_and_simulated():
     """A new built-in whose theory is not written yet (meanfield="none"): predict refuses it
     naming why; both engines its row lists run it (from an empty start), here a copy of jiq

@@ -95,6 +95,7 @@ def test_a_plugin_that_cannot_load_is_one_line(tmp_path):
         simulate_placement(str(tmp_path / "gone.py"), parse_cluster("2x4"), JOBS, rng=1)
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_place_compare_lists_a_plugin_beside_the_builtins(even, tmp_path, capsys):
     workload = tmp_path / "w.yaml"
     workload.write_text(

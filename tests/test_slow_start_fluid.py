@@ -97,6 +97,7 @@ def _window_means(traj, edges):
     )
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_scale_up_after_overload_follows_the_fluid():
     """40 of 200 servers join while the old ones are overloaded (load 1.125 each): backlogs
     of ten and more requests, where Envoy's EDF and the ODE follow the same fluid.

@@ -60,6 +60,7 @@ def _group_gone(pgid, limit=30.0):
     return False
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_sigterm_stops_workers_and_resume_completes(tmp_path):
     out = tmp_path / "out"
     proc = _start(tmp_path, out)
