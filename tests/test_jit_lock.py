@@ -51,8 +51,13 @@ def test_two_processes_that_start_together_compile_a_kernel_once(tmp_path):
 
         numba.config.reload_config()
         import tiny_kernel
+        from numba import types
 
-        path = tiny_kernel.run._cache._cache_file._index_path + ".lock"
+        from cloudsched._compile_lock import lock_path
+
+        path = lock_path(tiny_kernel.run, (types.int64,))
+        other = lock_path(tiny_kernel.run, (types.float64,))
+        assert path is not None and other is not None and other != path
     finally:
         sys.path.remove(str(tmp_path))
         sys.modules.pop("tiny_kernel", None)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import ast
 import contextlib
-import fcntl
 import hashlib
 import os
 import site
@@ -40,7 +39,8 @@ from typing import Any, TypeVar, cast
 
 import numba
 from numba.core.caching import FunctionCache
-from numba.core.compiler_lock import global_compiler_lock
+
+from cloudsched._compile_lock import one_at_a_time
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -325,40 +325,8 @@ def _with_cache(make: Callable[[], F]) -> F | None:
 def _cached(fn: Callable[..., Any], fingerprint: str | None, **options: Any) -> Any:
     dispatcher = _njit(cache=True, **options)(fn)
     dispatcher._cache = _SourceCache(dispatcher.py_func, fingerprint)
-    dispatcher.compile = _one_at_a_time(dispatcher)
+    dispatcher.compile = one_at_a_time(dispatcher)
     return dispatcher
-
-
-def _one_at_a_time(dispatcher: Any) -> Callable[[Any], Any]:
-    """``dispatcher.compile`` under a lock its cache folder holds, across processes.
-
-    Processes that start together (a sweep's workers) would each compile the same kernel;
-    under the lock one compiles and saves it, the others wait and load it (numba's
-    ``compile`` looks in the disk cache first).  numba's compiler lock is taken first, so
-    no thread holds the file lock while it waits for numba's.  No lock file: no lock.
-    """
-    compile_, cache = dispatcher.compile, dispatcher._cache
-
-    def compile(sig: Any) -> Any:
-        with global_compiler_lock, _file_lock(cache):
-            return compile_(sig)
-
-    return compile
-
-
-@contextlib.contextmanager
-def _file_lock(cache: Any) -> Iterator[None]:
-    try:
-        path = cache._cache_file._index_path + ".lock"  # beside the kernel's index
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    except (AttributeError, OSError):
-        yield
-        return
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)  # releases the lock
 
 
 def kernel(
