@@ -37,6 +37,7 @@ def test_service_times_are_recovered_from_first_come_first_served_upstreams(tmp_
     assert (log.end - log.sent).mean() > 1.5 * s.mean()
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_a_random_balancer_is_advised_to_look_at_the_loads(tmp_path):
     """NGINX random at load 0.8 on 8 upstreams: least_conn's p99 is lower with a 95%
     interval of the change below zero; a least_conn log is told to keep it."""

@@ -129,6 +129,7 @@ def test_scale_up_after_overload_follows_the_fluid():
     assert np.any(np.abs(mean - _window_means(no_bias, edges))[tested] > half[tested])
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_below_overload_edf_queues_are_shorter_than_the_odes():
     """At load 0.7 Envoy's EDF sends each server requests more regularly than the ODE's
     independent picks: once the window is over the simulation stays below the ODE (the

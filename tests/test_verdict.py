@@ -31,6 +31,7 @@ def test_a_verdict_needs_the_interval_of_the_difference_to_exclude_zero():
     assert _compare(row | {"p99_half_width": None}, base, "p99") == "unknown"
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_least_time_beats_least_request_when_some_servers_are_slow():
     """NGINX's least_time scans every server and learns the slow ones' times: with a tenth of
     the servers four times slower it halves least request's mean (0.51x at N = 16); the
@@ -44,6 +45,7 @@ def test_least_time_beats_least_request_when_some_servers_are_slow():
     assert study.findings == ["least-time against least request: better in slow 10%."]
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_the_p99_decides_with_its_own_interval_when_asked(capsys):
     """--metric p99: every row has the p99's 95% interval (20 sections of the run), the ratio
     is to least request's p99, and peak EWMA, which learns which servers are slow, cuts
@@ -130,6 +132,7 @@ def test_each_run_has_its_own_stream_whatever_else_runs():
     assert (_stream(0, "8 proxies", "ewma").generate_state(4) == want).all()
 
 
+@pytest.mark.slow  # 20-140 s cold (its own kernels, or end to end): in the slow tier
 def test_polled_reports_hurt_least_request_not_ewma():
     """With requests in flight read from reports polled every 8 mean service times, P2C
     sends a period's requests to the servers that were short when the report was taken;
