@@ -309,6 +309,20 @@ def test_the_package_version_is_part_of_the_key(monkeypatch):
     assert a != b
 
 
+def test_the_optimisation_level_is_part_of_the_key(monkeypatch):
+    """numba's own key leaves NUMBA_OPT out: a kernel compiled at -O0 (50 times slower here)
+    would be loaded at the default level."""
+    from numba import types
+
+    from cloudsched.placement._kernel import fill
+
+    def key(level):
+        monkeypatch.setattr(numba.config, "OPT", level)
+        return fill._cache._index_key((types.int64,), fill.targetctx.codegen())
+
+    assert key(0) != key(3) and key(3) == key(3)
+
+
 # --- nobody else's cache ----------------------------------------------------------------
 
 

@@ -260,7 +260,9 @@ class _SourceCache(FunctionCache):
         self._fingerprint = fingerprint
 
     def _index_key(self, sig: Any, codegen: Any) -> tuple[Any, ...]:
-        sources = source_fingerprint(self._py_func.__module__)
+        # numba's key leaves out NUMBA_OPT: code compiled at -O0 would run at every level
+        level = int(numba.config.OPT)  # type: ignore[attr-defined]
+        sources = f"{source_fingerprint(self._py_func.__module__)} O{level}"
         if self._fingerprint is None:
             sig_key, magic, own = super()._index_key(sig, codegen)
             return (sig_key, magic, (*own, sources))
