@@ -118,6 +118,7 @@ class ServersRun(Replication):
             queues,
             initial.iqueue if initial is not None else _NO_INT,
             initial.services if initial is not None else _NO_FLOAT,
+            general,
         )
         self.ctl[R.C_BUDGET] = 0
         self._step()  # compile

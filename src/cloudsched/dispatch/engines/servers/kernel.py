@@ -350,12 +350,14 @@ def build(
     inlined, so their indexing is checked too): an index outside an array raises
     ``IndexError`` instead of reading or writing memory it does not own.
 
-    ``init(st, mt, par, rng, init_q, init_iq, init_svc)`` sets up time 0: an empty system,
-    then ``init_q[s]`` tasks at server ``s`` (int64, ``(N,)`` or empty; they arrived before
-    time 0 and are not measured, sizes ``init_svc`` in server order for the event-list
-    engine), then the I-queue of each server from ``init_iq`` (int64, ``(N,)``, -1: not
+    ``init(st, mt, par, rng, init_q, init_iq, init_svc, event_list)`` sets up time 0: an
+    empty system, then ``init_q[s]`` tasks at server ``s`` (int64, ``(N,)`` or empty; they
+    arrived before time 0 and are not measured, sizes ``init_svc`` in server order when
+    ``event_list``), then the I-queue of each server from ``init_iq`` (int64, ``(N,)``, -1: not
     listed, members joining in server order) when it is given, and then the policy's
-    ``on_start(st, par, rng, given)`` (``given``: whether ``init_iq`` was).
+    ``on_start(st, par, rng, given)`` (``given``: whether ``init_iq`` was).  It runs once a
+    replication, so the engine is an argument: one ``init`` a policy serves both engines
+    (compiled once, not once per engine).
 
     ``run(st, mt, tasks, par, ctl, rng)`` advances until done or until the caller must act
     (a status code of :mod:`cloudsched.dispatch.engines.records`).  Measurement: the k-th measured
@@ -373,10 +375,10 @@ def build(
     in the on-disk cache.
     """
 
-    def init(st, mt, par, rng, init_q, init_iq, init_svc):
+    def init(st, mt, par, rng, init_q, init_iq, init_svc, event_list):
         _reset(st, mt)
         if init_q.shape[0] == par.n:
-            _place_initial(st, par, init_q, init_svc, general)
+            _place_initial(st, par, init_q, init_svc, event_list)
         given = init_iq.shape[0] == par.n
         if iqueues and given:
             for s in range(par.n):
@@ -488,8 +490,9 @@ def build(
         ist[R.I_EVENTS] += done
         return status
 
-    key = f"{fingerprint}:{'general' if general else 'markov'}:{'checked' if checked else ''}"
+    check = "checked" if checked else ""
+    key = f"{fingerprint}:{'general' if general else 'markov'}:{check}"
     return (
-        specialised(init, key, boundscheck=checked),
+        specialised(init, f"{fingerprint}:init:{check}", boundscheck=checked),
         specialised(run, key, _nrt=False, boundscheck=checked),
     )
