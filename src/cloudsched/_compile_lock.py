@@ -7,7 +7,7 @@ import fcntl
 import hashlib
 import os
 from collections.abc import Callable, Iterator
-from typing import Any, cast
+from typing import Any
 
 from numba.core.compiler_lock import global_compiler_lock
 
@@ -45,8 +45,10 @@ def lock_path(dispatcher: Any, sig: Any) -> str | None:
 @contextlib.contextmanager
 def _file_lock(path: str | None) -> Iterator[None]:
     try:
-        fd = os.open(cast(str, path), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
-    except (TypeError, OSError):
+        fd = -1 if path is None else os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    except OSError:
+        fd = -1
+    if fd < 0:
         yield
         return
     try:
