@@ -97,10 +97,6 @@ print(run(20), sum(run.stats.cache_hits.values()), sum(run.stats.cache_misses.va
 
 
 def _twice(tmp_path, child: str) -> list[list[str]]:
-    import os
-    import subprocess
-    import sys
-
     env = {
         **os.environ,
         "NUMBA_CACHE_DIR": str(tmp_path / "cache"),
@@ -466,8 +462,6 @@ def test_two_processes_that_start_together_compile_a_kernel_once(tmp_path):
     old = os.environ.get("NUMBA_CACHE_DIR")
     try:
         os.environ["NUMBA_CACHE_DIR"] = env["NUMBA_CACHE_DIR"]
-        import numba
-
         numba.config.reload_config()
         import tiny_kernel
         from numba import types
