@@ -13,7 +13,7 @@ from cloudsched.data import flux_path
 from cloudsched.errors import ParameterError
 from cloudsched.placement.cluster import parse_cluster
 from cloudsched.placement.flux import load_flux
-from cloudsched.placement.static import place_baseline, place_static, storm_assignment
+from cloudsched.placement.static import place_baseline, place_static
 from cloudsched.placement.topology import Topology, chain, star
 from cloudsched.testing.placement_oracles import brute_force_static
 
@@ -52,27 +52,6 @@ def test_the_shipped_topologies_beat_storms_schedulers_with_a_valid_bound():
         assert cluster.fits_on_machines(t, m)
     used = np.bincount(np.concatenate(res.machines), minlength=cluster.machines)
     assert np.all(used <= cluster.slots)
-
-
-def test_the_storm_assignment_lists_every_executor_once():
-    cluster = parse_cluster("6x8")
-    tops = [load_flux(flux_path(n)) for n in ("wordcount", "exclamation")]
-    res = place_static(cluster, tops, time_limit=20)
-    doc = storm_assignment(cluster, tops, res)
-    ports: dict[str, set[int]] = {}
-    for t in tops:
-        entry = doc["topologies"][t.name]
-        seen = []
-        for w in entry["workers"]:
-            assert w["port"] not in ports.setdefault(w["host"], set())  # one worker per slot
-            ports[w["host"]].add(w["port"])
-            seen += [(c, i) for c, ids in w["executors"].items() for i in ids]
-        want = [(d["component"], d["index"]) for _, d in t.graph.nodes(data=True)]
-        assert sorted(seen) == sorted(want)
-        assert set(entry["ras"]) == {d["component"] for _, d in t.graph.nodes(data=True)}
-        assert entry["traffic_cost"] == pytest.approx(cluster.cost(t, res.machines[tops.index(t)]))
-    for host, taken in ports.items():
-        assert len(taken) <= doc["supervisors"][host]["slots"]
 
 
 def test_topologies_that_cannot_all_fit_are_refused():

@@ -336,10 +336,11 @@ def register(app: typer.Typer) -> None:
         no_args_is_help=True,
     )
     from cloudsched.cli.place_compare import place_compare
-    from cloudsched.cli.place_static import place_static
+    from cloudsched.cli.place_static import place_static, place_storm_scheduler
 
     group.command("simulate")(place_simulate)
     group.command("bound")(place_bound)
     group.command("compare")(place_compare)
     group.command("static")(place_static)
+    group.command("storm-scheduler")(place_storm_scheduler)
     app.add_typer(group, name="place")

@@ -6,6 +6,8 @@ import warnings
 from pathlib import Path
 from typing import Annotated, Any
 
+import typer
+
 from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, wrote
 from cloudsched.cli.console import warn
 from cloudsched.cli.options import (
@@ -20,7 +22,7 @@ from cloudsched.cli.options import (
 from cloudsched.cli.place_model import check_not_read
 from cloudsched.errors import ParameterError, check_choice, check_int, check_real
 
-__all__ = ["place_static"]
+__all__ = ["place_static", "place_storm_scheduler"]
 
 _SHIPPED = ("wordcount", "exclamation", "rolling-top-words")
 
@@ -87,8 +89,16 @@ def place_static(
         Path | None,
         opt(
             "--assignment",
-            help="Write the placement per worker (.yaml or "
-            ".json): workers, their executors, the RAS settings.",
+            help="Write the placement per worker (.json for cloudsched's Storm scheduler, "
+            "or .yaml): host, port and executors' tasks.",
+        ),
+    ] = None,
+    hosts: Annotated[
+        str | None,
+        opt(
+            "--hosts",
+            help="Host names of the machines, in order, comma-separated (as Storm's "
+            "supervisors report them); or 'hosts' in the cluster file.",
         ),
     ] = None,
     properties: FluxProperties = None,
@@ -122,8 +132,9 @@ def place_static(
         check_not_input("--assignment", assignment, inputs)
     from cloudsched.placement.cluster import cluster_from_text
     from cloudsched.placement.configuration import SOLVERS
-    from cloudsched.placement.static import BASELINES, place_baseline, storm_assignment
+    from cloudsched.placement.static import BASELINES, place_baseline
     from cloudsched.placement.static import place_static as solve
+    from cloudsched.placement.storm_assignment import storm_assignment
 
     fmt = resolve_format(fmt, out, ("table", "json"))
     solver = check_choice("--solver", solver, SOLVERS)
@@ -132,6 +143,11 @@ def place_static(
         cluster, None if racks is None else check_int("--racks", racks, low=1), cross_rack_cost
     )
     ports = check_int("--worker-ports", worker_ports, low=1, high=10_000)
+    names = _hosts(hosts, cl, assignment)
+    if assignment is not None and _ackers(ackers) != "storm":
+        raise ParameterError(
+            "--ackers", ackers, "storm with --assignment (Storm's task ids count its ackers)"
+        )
     tops = _topologies(topology, flux_traffic, properties, _ackers(ackers))
     check_not_read({"--out": out, "--assignment": assignment}, tops)  # includes too
     for top in tops:  # what a Flux include brought in is said, once
@@ -140,7 +156,7 @@ def place_static(
     best = solve(cl, tops, solver=solver, time_limit=time_limit)
     runs = [best, *(place_baseline(cl, tops, b, ports) for b in BASELINES)]
     if assignment is not None:
-        _write_assignment(assignment, storm_assignment(cl, tops, best))
+        _write_assignment(assignment, storm_assignment(cl, tops, best, names, ports))
     rows = [_row(p, tops, best) for p in runs]
     title = (
         f"{len(tops)} running topologies on {cluster} ({cl.total_slots} slots): traffic "
@@ -153,6 +169,23 @@ def place_static(
     emit(text, out)
     if assignment is not None:
         wrote(assignment)
+
+
+def _hosts(text: str | None, cl: Any, assignment: Path | None) -> list[str] | None:
+    """Return the machines' host names: ``--hosts``, else the cluster file's (or None)."""
+    from cloudsched.placement.hosts import check_hosts
+
+    if text is None:
+        if assignment is not None and cl.hosts is None:
+            warn(
+                "the assignment names the machines machine-0, machine-1, ...: give --hosts "
+                "(or 'hosts' in the cluster file) for the scheduler to find the supervisors",
+                "note",
+            )
+        return None
+    if cl.hosts is not None:
+        raise ParameterError("--hosts", text, "not given with a cluster file that names hosts")
+    return check_hosts(text.split(","), cl.machines)
 
 
 def _ackers(text: str) -> int | str:
@@ -228,16 +261,71 @@ def _summary(best: Any, baselines: list[Any]) -> str:
 
 def _write_assignment(path: Path, doc: dict[str, Any]) -> None:
     import json
+    import re
 
     import yaml
 
     from cloudsched.io import atomic_write_text
 
     if path.suffix.lower() == ".json":
-        atomic_write_text(path, json.dumps(doc, indent=2) + "\n")
+        text = json.dumps(doc, indent=2)
+        # one line per executor: {"component": "split", "tasks": [21, 21]}
+        text = re.sub(r"\[\s+(\d+),\s+(\d+)\s+\]", r"[\1, \2]", text)
+        text = re.sub(
+            r'\{\s+("component": "(?:[^"\\]|\\.)*"),\s+("tasks": \[\d+, \d+\])\s+\}',
+            r"{\1, \2}",
+            text,
+        )
+        atomic_write_text(path, text + "\n")
         return
     atomic_write_text(
         path,
         "# cloudsched place static: Storm assignment\n"
         + yaml.safe_dump(doc, sort_keys=False, default_flow_style=None),
     )
+
+
+def place_storm_scheduler(
+    folder: Annotated[
+        Path, typer.Argument(help="Folder for the Java sources (created; existing files are kept).")
+    ],
+) -> None:
+    """Write cloudsched's Storm scheduler (Java) that applies a place static assignment."""
+    from importlib import resources
+
+    from cloudsched.io import atomic_write_text
+
+    source = resources.files("cloudsched") / "data" / "storm" / "cloudsched" / "storm"
+    files = sorted(
+        (p.name, p.read_text(encoding="utf-8"))
+        for p in source.iterdir()
+        if p.name.endswith(".java")
+    )
+    target = folder / "cloudsched" / "storm"
+    for name, text in files:
+        path = target / name
+        if path.exists() and path.read_text(encoding="utf-8", errors="replace") != text:
+            raise ParameterError("FOLDER", str(folder), f"a folder without another {path}")
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ParameterError(
+            "FOLDER", str(folder), f"a folder that can be made ({exc.strerror})"
+        ) from None
+    for name, text in files:
+        atomic_write_text(target / name, text)
+        wrote(target / name)
+    emit(_BUILD.format(folder=folder), None)
+
+
+_BUILD = """\
+Build (JDK 8 or later, against the Storm 2.x release nimbus runs):
+  cd {folder} && mkdir -p classes
+  javac --release 8 -cp "$STORM_HOME/lib/*" -d classes cloudsched/storm/*.java
+  jar cf cloudsched-storm-scheduler.jar -C classes .
+Deploy on the nimbus host, then restart nimbus:
+  cp cloudsched-storm-scheduler.jar "$STORM_HOME/extlib-daemon/"
+  # storm.yaml
+  storm.scheduler: "cloudsched.storm.AssignmentScheduler"
+  cloudsched.assignment.file: "/path/to/placement.json"
+"""

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from cloudsched.errors import InputError, ParameterError, check_int, check_real
+from cloudsched.placement.hosts import group_hosts
 from cloudsched.placement.topology import Topology
 
 __all__ = ["RESOURCES", "Cluster", "cluster_from_text", "load_cluster", "parse_cluster"]
@@ -70,6 +71,8 @@ class Cluster:
         not given (it is always an array once the cluster is built).
     cpu, memory : numpy.ndarray, optional
         Capacity of each machine (inf: unlimited); None: no machine has a limit.
+    hosts : tuple of str, optional
+        Each machine's host name (a Storm supervisor's ``getHost()``), from a cluster file.
     """
 
     slots: np.ndarray
@@ -78,6 +81,7 @@ class Cluster:
     rack: Any = field(default=None, repr=False, compare=False)  # given: None or ids; then array
     cpu: np.ndarray | None = field(default=None, repr=False, compare=False)
     memory: np.ndarray | None = field(default=None, repr=False, compare=False)
+    hosts: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     distance: np.ndarray = field(init=False, repr=False, compare=False)
     capacity: np.ndarray = field(init=False, repr=False, compare=False)
 
@@ -258,7 +262,7 @@ def parse_cluster(spec: str, racks: int = 1, cross_rack_cost: float = 2.0) -> Cl
     return Cluster(slots, racks, cross_rack_cost)
 
 
-_GROUP_KEYS = {"count", "slots", "cpu", "memory", "rack"}
+_GROUP_KEYS = {"count", "slots", "cpu", "memory", "rack", "hosts"}
 
 
 def load_cluster(path: str | Path) -> Cluster:
@@ -274,7 +278,8 @@ def load_cluster(path: str | Path) -> Cluster:
 
     ``cpu`` (percent of a core, as Storm's ``supervisor.cpu.capacity``) and ``memory`` (MB,
     ``supervisor.memory.capacity.mb``) are optional: a group without one has no limit on it.
-    ``rack`` is given for every group or for none.
+    ``rack`` is given for every group or for none; so is ``hosts`` (a list of ``count``
+    host names, what Storm's supervisors report, for ``place static --assignment``).
     """
     from cloudsched.io import read_yaml
 
@@ -288,14 +293,14 @@ def load_cluster(path: str | Path) -> Cluster:
         raise InputError(
             where,
             "a cluster file needs a non-empty list 'machines' of groups "
-            "{count, slots, [cpu], [memory], [rack]}",
+            "{count, slots, [cpu], [memory], [rack], [hosts]}",
         )
     unknown = set(doc) - {"machines", "racks", "cross_rack_cost"}
     if unknown:
         raise InputError(
             where, f"unknown keys {sorted(unknown)} (allowed: machines, racks, cross_rack_cost)"
         )
-    cols: dict[str, list[Any]] = {k: [] for k in ("slots", "cpu", "memory", "rack")}
+    cols: dict[str, list[Any]] = {k: [] for k in ("slots", "cpu", "memory", "rack", "hosts")}
     racked = [isinstance(g, Mapping) and "rack" in g for g in doc["machines"]]
     if any(racked) and not all(racked):
         raise InputError(where, "give 'rack' for every group of machines or for none")
@@ -323,6 +328,7 @@ def load_cluster(path: str | Path) -> Cluster:
                     check_int(f"machines[{k}].rack", g["rack"], low=0, high=10**6)
                 ] * count
         _check_size(where, len(cols["slots"]), max(cols["slots"]))
+        hosts = group_hosts(doc["machines"], where)
         return Cluster(
             np.asarray(cols["slots"], dtype=np.int64),
             racks=check_int("racks", doc.get("racks", 1), low=1, high=len(cols["slots"])),
@@ -330,6 +336,7 @@ def load_cluster(path: str | Path) -> Cluster:
             rack=np.asarray(cols["rack"]) if any(racked) else None,
             cpu=np.asarray(cols["cpu"], dtype=float),
             memory=np.asarray(cols["memory"], dtype=float),
+            hosts=hosts,
         )
     except InputError:
         raise

@@ -62,7 +62,15 @@ import networkx as nx
 
 from cloudsched.errors import InputError, ParameterError, check_int
 from cloudsched.placement.flux_read import apply_includes, read_flux, read_properties, scrubbed
-from cloudsched.placement.storm import acker_count, add_ackers, conf_int, ras_config, task_order
+from cloudsched.placement.storm import (
+    acker_count,
+    add_ackers,
+    component_tasks,
+    conf_int,
+    ras_config,
+    system_components,
+    task_order,
+)
 from cloudsched.placement.topology import Topology, check_size
 
 __all__ = ["GROUPINGS", "STORM_DEFAULT_DEMAND", "TRAFFIC_MODELS", "load_flux", "read_properties"]
@@ -277,6 +285,10 @@ def _load_flux(
         )
     _add_streams(g, doc.get("streams") or [], comps, first, traffic, where)
     g.graph["storm_ras"] = ras_config(config, where)  # read by placement.storm_ras
+    # read by placement.storm_assignment (Storm's task ids)
+    g.graph["storm_tasks"] = component_tasks(items, config, where)
+    g.graph["storm_system"] = system_components(config)
+    g.graph["storm_ackers"] = ackers == "storm"  # the ackers Storm adds are in the graph
     if ackers is not None:
         count = (
             acker_count(config, where)

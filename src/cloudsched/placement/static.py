@@ -18,10 +18,8 @@ from below by the largest of
 so the gap it reports holds for every placement.  :func:`place_baseline` places the same
 topologies, in the order given, the way Storm's EvenScheduler (``storm-default``) and
 ResourceAwareScheduler (``resource-aware``) would on the empty cluster.
-:func:`storm_assignment` writes a placement to a file (nothing in Storm reads it yet): per
-topology, each worker (host and port) with the executors of each component it runs, and
-the resource settings ResourceAwareScheduler takes (per component, and each supervisor's
-capacity).
+:func:`cloudsched.placement.storm_assignment.storm_assignment` writes a placement as
+Storm's scheduler API sees it, for the scheduler shipped in ``cloudsched/data/storm``.
 """
 
 from __future__ import annotations
@@ -36,17 +34,10 @@ import numpy as np
 
 from cloudsched.errors import ParameterError
 from cloudsched.placement.cluster import Cluster
-from cloudsched.placement.storm import ACKER, FIRST_PORT, STORM_PORTS
+from cloudsched.placement.storm import ACKER, STORM_PORTS
 from cloudsched.placement.topology import Topology
 
-__all__ = [
-    "BASELINES",
-    "StaticPlacement",
-    "over_capacity",
-    "place_baseline",
-    "place_static",
-    "storm_assignment",
-]
+__all__ = ["BASELINES", "StaticPlacement", "over_capacity", "place_baseline", "place_static"]
 
 #: Storm's schedulers :func:`place_baseline` imitates.
 BASELINES = ("storm-default", "resource-aware")
@@ -308,74 +299,3 @@ def over_capacity(
 
 def _machines(n: int) -> str:
     return "1 machine" if n == 1 else f"{n} machines"
-
-
-def storm_assignment(
-    cluster: Cluster,
-    topologies: Sequence[Topology],
-    placement: StaticPlacement,
-    hosts: Sequence[str] | None = None,
-) -> dict[str, Any]:
-    """Write ``placement`` as per-worker assignments: workers (host, port) and executors.
-
-    A topology runs one worker on each machine it uses (executors in one worker talk
-    in-process); ports are taken from :data:`FIRST_PORT` up on each machine, topology by
-    topology.  ``ras`` holds the per-component settings of Storm's ResourceAwareScheduler
-    (``topology.component.cpu.pcore.percent`` and ``...onheap.memory.mb``, the demands the
-    placement respected) and ``supervisors`` each host's capacity.
-    """
-    names = list(hosts) if hosts is not None else [f"machine-{m}" for m in range(cluster.machines)]
-    next_port = dict.fromkeys(range(cluster.machines), FIRST_PORT)
-    out: dict[str, Any] = {"topologies": {}}
-    for t, where in zip(topologies, placement.machines, strict=True):
-        if where is None:
-            out["topologies"][t.name] = {"placed": False}
-            continue
-        workers = []
-        for m in np.unique(where):
-            execs: dict[str, list[int]] = {}
-            for v in np.flatnonzero(where == m):
-                node = t.graph.nodes[int(v)]
-                execs.setdefault(str(node.get("component", t.name)), []).append(
-                    int(node.get("index", v))
-                )
-            workers.append({"host": names[int(m)], "port": next_port[int(m)], "executors": execs})
-            next_port[int(m)] += 1
-        out["topologies"][t.name] = {
-            "placed": True,
-            "traffic_cost": cluster.cost(t, where),
-            "workers": workers,
-            "ras": _ras_settings(t),
-        }
-    out["supervisors"] = _supervisors(cluster, names)
-    return out
-
-
-def _ras_settings(t: Topology) -> dict[str, dict[str, float]]:
-    comps: dict[str, dict[str, float]] = {}
-    for _, d in t.graph.nodes(data=True):
-        if "component" in d:
-            comps[str(d["component"])] = {
-                "topology.component.cpu.pcore.percent": float(d.get("cpu", 0.0)),
-                "topology.component.resources.onheap.memory.mb": float(
-                    d.get("onheap", d.get("memory", 0.0))
-                ),
-                "topology.component.resources.offheap.memory.mb": float(d.get("offheap", 0.0)),
-            }
-    return comps
-
-
-def _supervisors(cluster: Cluster, names: Sequence[str]) -> dict[str, dict[str, Any]]:
-    out = {}
-    for m, name in enumerate(names):
-        cpu, mem = (float(x) for x in cluster.capacity[m])
-        entry: dict[str, Any] = {
-            "slots": int(cluster.slots[m]),
-            "supervisor.slots.ports": [FIRST_PORT + k for k in range(int(cluster.slots[m]))],
-        }
-        if math.isfinite(cpu):
-            entry["supervisor.cpu.capacity"] = cpu
-        if math.isfinite(mem):
-            entry["supervisor.memory.capacity.mb"] = mem
-        out[name] = entry
-    return out

@@ -49,11 +49,13 @@ __all__ = [
     "EvenPlacement",
     "acker_count",
     "add_ackers",
+    "component_tasks",
     "conf_int",
     "even_scheduler",
     "java_key",
     "ras_config",
     "sort_slots",
+    "system_components",
     "task_order",
 ]
 
@@ -107,6 +109,41 @@ def conf_int(config: Mapping[str, Any], key: str, default: int, where: str, low:
             where, f"config {key} must be an integer in [{low}, 1000000], got {value!r}"
         )
     return value
+
+
+def component_tasks(
+    items: Mapping[str, Mapping[str, Any]], config: Mapping[str, Any], where: str
+) -> dict[str, int]:
+    """Each Flux component's task count as nimbus sets it (``topology.tasks``).
+
+    ``ServerUtils.getComponentParallelism``: the topology config merged with the
+    component's (Flux's ``numTasks`` sets the component's ``topology.tasks``), the
+    parallelism when unset, at most ``topology.max.task.parallelism``.
+    """
+    out = {}
+    for cid, item in items.items():
+        own = item.get("config")
+        merged = {**config, **(own if isinstance(own, Mapping) else {})}
+        if item.get("numTasks") is not None and item["numTasks"] != -1:  # Flux's unset: -1
+            merged["topology.tasks"] = item["numTasks"]
+        par = item.get("parallelism", 1)
+        tasks = conf_int(merged, "topology.tasks", par, f"{where}: {cid}", low=0)
+        cap = merged.get("topology.max.task.parallelism")
+        if cap is not None:
+            tasks = min(tasks, conf_int(merged, "topology.max.task.parallelism", 0, where))
+        out[cid] = tasks
+    return out
+
+
+def system_components(config: Mapping[str, Any]) -> list[str]:
+    """Config keys that add components with task ids besides ackers (``systemTopologyImpl``)."""
+    out = []
+    loggers = config.get("topology.eventlogger.executors", 0)  # conf/defaults.yaml: 0
+    if loggers is None or (not isinstance(loggers, bool) and loggers != 0):
+        out.append("topology.eventlogger.executors")
+    if config.get("topology.metrics.consumer.register"):
+        out.append("topology.metrics.consumer.register")
+    return out
 
 
 def acker_count(config: Mapping[str, Any], where: str) -> int:
