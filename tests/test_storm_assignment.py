@@ -247,3 +247,57 @@ def test_the_scheduler_sources_are_written_and_kept(tmp_path, capsys):
     err = capsys.readouterr().err
     assert exc.value.code == 2 and "Json.java" in err and err.count("\n") == 1, err
     assert mine.read_text() == "// my own\n"
+
+
+@pytest.mark.parametrize(
+    "hosts", ["", ",,,", "a,b,c,", "a\x00,b,c", "é,b,c", "a" * 300 + ",b,c", "-a,b,c", "a b,c,d"]
+)
+def test_hostile_hosts_are_one_line_errors(tmp_path, capfd, hosts):
+    argv = ["place", "static", "--cluster", "3x16", "--topology", "exclamation"]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--assignment", str(tmp_path / "p.json"), "--hosts", hosts])
+    err = capfd.readouterr().err
+    assert exc.value.code == 2 and err.startswith("error: --hosts") and err.count("\n") == 1, err
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize(
+    "group",
+    [
+        "{count: 2, slots: 16, hosts: a}",
+        "{count: 2, slots: 16, hosts: [a, null]}",
+        "{count: 2, slots: 16, hosts: [a, [b]]}",
+        "{count: 2, slots: 16, hosts: [a, a]}",
+        "{count: 2, slots: 16, hosts: {a: 1}}",
+        "{count: 2, slots: 16, hosts: []}",
+    ],
+)
+def test_hostile_cluster_file_hosts_are_one_line_errors(tmp_path, capfd, group):
+    path = tmp_path / "c.yaml"
+    path.write_text(f"machines:\n  - {group}\n")
+    with pytest.raises(SystemExit) as exc:
+        main(["place", "static", "--cluster", str(path), "--topology", "exclamation"])
+    err = capfd.readouterr().err
+    assert exc.value.code == 2 and err.startswith("error:") and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("value", ["x", -5, 0.5, True, "[1]", 10**7])
+def test_hostile_num_tasks_are_one_line_errors(tmp_path, capfd, value):
+    path = flux(tmp_path, f", numTasks: {value}")
+    with pytest.raises(SystemExit) as exc:
+        main(
+            [
+                "place",
+                "static",
+                "--cluster",
+                "3x16",
+                "--topology",
+                str(path),
+                "--assignment",
+                str(tmp_path / "p.json"),
+                "--hosts",
+                "a,b,c",
+            ]
+        )
+    err = capfd.readouterr().err
+    assert exc.value.code == 2 and err.startswith("error:") and err.count("\n") == 1, err

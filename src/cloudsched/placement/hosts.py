@@ -39,7 +39,11 @@ def group_hosts(groups: list[Any], where: str) -> tuple[str, ...] | None:
     names: list[str] = []
     for k, g in enumerate(groups):
         hosts, count = g["hosts"], g.get("count", 1)
-        if not isinstance(hosts, list) or len(hosts) != count:
+        if (
+            not isinstance(hosts, list)
+            or len(hosts) != count
+            or not all(isinstance(h, str) for h in hosts)
+        ):
             raise InputError(where, f"machines[{k}].hosts must be a list of {count} host names")
-        names += [str(h) for h in hosts]
+        names += hosts
     return tuple(check_hosts(names, len(names), f"{where}: hosts"))
