@@ -32,6 +32,8 @@ shuffle of ``st.perm`` unless ``replace``.
 
 from __future__ import annotations
 
+import numpy as np
+
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
 from cloudsched.dispatch.engines.servers import records as S
@@ -327,7 +329,7 @@ def iqueue_join(st, m, s):
     dsp = st.dsp
     size = dsp[m, S.D_SIZE]
     if size == dsp[m, S.D_CAP]:
-        _double_block(st, m)
+        _double_block(st, np.int64(m))  # not a literal m: one compiled copy
     if size == 0:
         _touch_p0(st)
         st.ist[R.I_NEMPTY] -= 1

@@ -378,7 +378,9 @@ def _decide_local(st, mo, mt, tid, rng, measuring):
 @kernel(nrt=False, inline=True)
 def next_head(st, mo, blocked):
     """Return the type whose queue head entered first, not ``blocked`` (-1: none)."""
-    best = -1
+    # an int64, not the literal -1: a literal's type reaches the callers' calls while numba
+    # types them, and each slot function was compiled twice (for Literal[int](-1) too)
+    best = mo.knodes.size - mo.knodes.size - 1
     for j in range(mo.knodes.size):
         if (
             st.qlen[j] > 0

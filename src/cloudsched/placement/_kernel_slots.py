@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from cloudsched._jit import kernel
 from cloudsched.placement import state as S
 
@@ -69,7 +71,7 @@ def sort_by_key(order, key, n):
         top = order[0]
         order[0] = order[end]
         order[end] = top
-        _sift(order, key, 0, end)
+        _sift(order, key, np.int64(0), end)
 
 
 @kernel(nrt=False)
@@ -263,7 +265,7 @@ def machine_order(st, mo, order):
     for q in range(nrack):
         _set_key(keys, nm + q, av[nm + q], tot, nres)
         rorder[q] = nm + q
-    _lex_sort(rorder, keys, 0, nrack)
+    _lex_sort(rorder, keys, np.int64(0), nrack)  # not a literal 0: one compiled copy
     n = 0
     for a in range(nrack):
         q = rorder[a] - nm

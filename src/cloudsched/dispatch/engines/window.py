@@ -15,6 +15,8 @@ the number of empty I-queues at the event.
 
 from __future__ import annotations
 
+import numpy as np
+
 from cloudsched._jit import kernel
 from cloudsched.dispatch.engines import records as R
 
@@ -54,7 +56,7 @@ def open_window(st, mt, ctl, arrivals, empty, tw):
         mt.last[i] = tw
     for k in range(4):
         st.msg[k] = 0
-    snapshot(st, mt, empty, 0, tw)
+    snapshot(st, mt, empty, np.int64(0), tw)  # an int64: a literal 0 compiles apart
     ctl[R.C_ARR_WARM] = arrivals
 
 
