@@ -117,15 +117,21 @@ def component_tasks(
     """Each Flux component's task count as nimbus sets it (``topology.tasks``).
 
     ``ServerUtils.getComponentParallelism``: the topology config merged with the
-    component's (Flux's ``numTasks`` sets the component's ``topology.tasks``), the
-    parallelism when unset, at most ``topology.max.task.parallelism``.
+    component's, the parallelism when unset, at most ``topology.max.task.parallelism``.
+    Flux's ``FluxBuilder`` sets the component's ``topology.tasks`` from ``numTasks`` when it
+    is above -1 (its unset value), then applies the component's own ``config`` over it.
     """
     out = {}
     for cid, item in items.items():
+        merged = dict(config)
+        num = item.get("numTasks")
+        if num is not None:
+            if isinstance(num, bool) or not isinstance(num, int):
+                raise InputError(where, f"numTasks of {cid!r} must be an integer, got {num!r}")
+            if num > -1:
+                merged["topology.tasks"] = num
         own = item.get("config")
-        merged = {**config, **(own if isinstance(own, Mapping) else {})}
-        if item.get("numTasks") is not None and item["numTasks"] != -1:  # Flux's unset: -1
-            merged["topology.tasks"] = item["numTasks"]
+        merged.update(own if isinstance(own, Mapping) else {})
         par = item.get("parallelism", 1)
         tasks = conf_int(merged, "topology.tasks", par, f"{where}: {cid}", low=0)
         cap = merged.get("topology.max.task.parallelism")
