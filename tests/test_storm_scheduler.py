@@ -193,3 +193,33 @@ def test_a_second_round_leaves_a_placed_topology_alone(classes, tmp_path, writte
     assert even == [] and sum(len(p) for p in placed.values()) == sum(
         t.graph.number_of_nodes() for t in tops
     )
+
+
+def test_executors_of_several_tasks_are_placed_whole(classes, tmp_path):
+    """numTasks 10 on 4 executors: ranges [6, 8], [9, 11], [12, 13], [14, 15] (with 'Alpha'
+    first and two ackers), each placed as one executor where the file says."""
+    flux = tmp_path / "t.yaml"
+    flux.write_text(
+        "name: t\nconfig:\n  topology.workers: 2\n"
+        "spouts:\n  - {id: zeta, className: S, parallelism: 4, numTasks: 10}\n"
+        "bolts:\n  - {id: Alpha, className: B, parallelism: 3}\n"
+        "streams:\n  - {from: zeta, to: Alpha, grouping: {type: SHUFFLE}}\n"
+    )
+    path = tmp_path / "placement.json"
+    argv = ["place", "static", "--cluster", "2x8", "--hosts", "n0.example,n1.example"]
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--topology", str(flux), "--assignment", str(path)])
+    assert exc.value.code in (0, None)
+    doc = json.loads(path.read_text())
+    t = load_flux(flux, ackers="storm")
+    sc = scenario([t], path)
+    sc["supervisors"] = sc["supervisors"][:2]
+    placed, even, _ = run(classes, tmp_path, sc)
+    assert even == []
+    want = {
+        tuple(e["tasks"]): (f"sup-{HOSTS.index(w['host'])}-uuid", w["port"])
+        for w in doc["topologies"]["t"]["workers"]
+        for e in w["executors"]
+    }
+    assert {(6, 8), (9, 11), (12, 13), (14, 15)} <= set(want)
+    assert placed["t"] == want
