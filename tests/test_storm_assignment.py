@@ -208,6 +208,10 @@ def test_the_cli_takes_hosts_and_says_when_it_has_none(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*argv, "--assignment", str(out)])
     assert "give --hosts" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:  # never silently unused
+        main([*argv, "--hosts", "h1,h2,h3"])
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "given with --assignment" in err, err
     for hosts_arg, fragment in (
         ("h1,h2", "3 host names"),
         ("h1,h1,h2", "distinct"),

@@ -183,6 +183,8 @@ def _hosts(text: str | None, cl: Any, assignment: Path | None) -> list[str] | No
                 "note",
             )
         return None
+    if assignment is None:
+        raise ParameterError("--hosts", text, "given with --assignment (the file they name)")
     if cl.hosts is not None:
         raise ParameterError("--hosts", text, "not given with a cluster file that names hosts")
     return check_hosts(text.split(","), cl.machines)
