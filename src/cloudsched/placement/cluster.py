@@ -300,7 +300,7 @@ def load_cluster(path: str | Path) -> Cluster:
         raise InputError(
             where, f"unknown keys {sorted(unknown)} (allowed: machines, racks, cross_rack_cost)"
         )
-    cols: dict[str, list[Any]] = {k: [] for k in ("slots", "cpu", "memory", "rack", "hosts")}
+    cols: dict[str, list[Any]] = {k: [] for k in ("slots", "cpu", "memory", "rack")}
     racked = [isinstance(g, Mapping) and "rack" in g for g in doc["machines"]]
     if any(racked) and not all(racked):
         raise InputError(where, "give 'rack' for every group of machines or for none")
