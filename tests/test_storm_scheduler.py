@@ -10,13 +10,16 @@ import shutil
 import subprocess
 from importlib import resources
 from pathlib import Path
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from cloudsched.cli import main
 from cloudsched.data import flux_path
+from cloudsched.placement.cluster import parse_cluster
 from cloudsched.placement.flux import load_flux
-from cloudsched.placement.storm_assignment import executor_tasks
+from cloudsched.placement.storm_assignment import executor_tasks, storm_assignment
 
 JAVAC = shutil.which("javac")
 JAVA = shutil.which("java")
@@ -154,22 +157,66 @@ def test_what_the_file_does_not_place_goes_to_even_scheduler(classes, tmp_path, 
     assert set(placed) == {"word-count", "rolling-top-words"}
 
 
-def test_a_taken_slot_or_a_missing_supervisor_leaves_those_executors_to_even(
-    classes, tmp_path, written
-):
+def test_a_worker_whose_slot_is_taken_moves_whole_to_a_free_slot(classes, tmp_path, written):
+    """Its executors stay together (the point of the placement), on the same host when it
+    has a free port; nothing goes to EvenScheduler."""
     tops, doc, path = written
     first = doc["topologies"]["word-count"]["workers"][0]
     k = HOSTS.index(first["host"])
     sc = scenario(tops, path, occupied=[{"id": f"sup-{k}-uuid", "port": first["port"]}])
     placed, even, log = run(classes, tmp_path, sc)
-    assert "word-count" in even and "no free slot" in log
-    assert len(placed["word-count"]) == sum(
-        len(w["executors"]) for w in doc["topologies"]["word-count"]["workers"][1:]
+    assert even == [] and "is taken or gone" in log
+    moved = {tuple(e["tasks"]) for e in first["executors"]}
+    slots = {placed["word-count"][r] for r in moved}
+    assert len(slots) == 1  # one worker still
+    ((sup, port),) = slots
+    assert sup == f"sup-{k}-uuid" and port != first["port"]  # the same host, another port
+
+
+def test_with_no_free_slot_the_executors_wait(classes, tmp_path, written):
+    tops, _, path = written
+    taken = [{"id": f"sup-{k}-uuid", "port": p} for k in range(5) for p in range(6700, 6704)]
+    placed, even, log = run(classes, tmp_path, scenario(tops, path, occupied=taken))
+    assert placed == {} and even == [] and "no slot is free" in log
+
+
+def test_a_dead_supervisors_worker_moves_and_a_stale_topology_is_freed_for_even(
+    classes, tmp_path, written
+):
+    """A placement written by hand: word-count on n0 and n1, exclamation on n0, n2 and n3.
+    Round 1 places it; then n0's supervisor dies and exclamation leaves the file. Round 2:
+    word-count's lost worker moves whole to a free slot; exclamation, on two live workers for
+    its topology.workers of 1 (set here), is freed and handed to EvenScheduler, which would
+    fail on more live workers than it may use."""
+    tops, _, _ = written
+    by_name = {t.name: t for t in tops}
+    wc, ex = by_name["word-count"], by_name["exclamation"]
+    machines = []
+    for t in tops:
+        n = t.graph.number_of_nodes()
+        if t is wc:
+            machines.append(np.array([0 if v < n // 2 else 1 for v in range(n)]))
+        elif t is ex:
+            machines.append(np.array([(0, 2, 3)[v % 3] for v in range(n)]))
+        else:
+            machines.append(np.full(n, 4))
+    doc = storm_assignment(
+        parse_cluster("5x16"), tops, SimpleNamespace(machines=machines), HOSTS, worker_ports=4
     )
-    sc = scenario(tops, path)
-    sc["supervisors"] = [s for s in sc["supervisors"] if s["host"] != first["host"]]
-    placed, even, _ = run(classes, tmp_path, sc)
-    assert "word-count" in even
+    path = tmp_path / "placement.json"
+    path.write_text(json.dumps(doc))
+    stale = {**doc, "topologies": {k: v for k, v in doc["topologies"].items() if k != ex.name}}
+    sc = scenario(tops, path, rounds=2, kill="sup-0-uuid", then_file=json.dumps(stale))
+    for t in sc["topologies"]:
+        if t["name"] == ex.name:
+            t["workers"] = 1
+    placed, even, log = run(classes, tmp_path, sc)
+    lost = next(w for w in doc["topologies"][wc.name]["workers"] if w["host"] == HOSTS[0])
+    slots = {placed[wc.name][tuple(e["tasks"])] for e in lost["executors"]}
+    assert len(slots) == 1 and next(iter(slots))[0] != "sup-0-uuid"
+    assert len(placed[wc.name]) == wc.graph.number_of_nodes()
+    assert even == [ex.name] and "2 workers for topology.workers 1: freed" in log
+    assert ex.name not in placed  # all of it freed, for EvenScheduler to place
 
 
 def test_a_bad_file_is_logged_and_even_scheduler_places_everything(classes, tmp_path, written):

@@ -25,6 +25,16 @@ import org.apache.storm.scheduler.WorkerSlot;
  */
 public final class Harness {
     @SuppressWarnings("unchecked")
+    private static Object findSupervisor(Map<String, Object> doc, String id) {
+        for (Object o : (List<Object>) doc.get("supervisors")) {
+            if (id.equals(((Map<String, Object>) o).get("id"))) {
+                return o;
+            }
+        }
+        throw new IllegalArgumentException("no supervisor " + id);
+    }
+
+    @SuppressWarnings("unchecked")
     public static void main(String[] args) throws Exception {
         Map<String, Object> doc = (Map<String, Object>) Json.parse(
             new String(Files.readAllBytes(Paths.get(args[0])), StandardCharsets.UTF_8));
@@ -68,6 +78,20 @@ public final class Harness {
         scheduler.prepare(conf, null);
         long rounds = (Long) doc.getOrDefault("rounds", 1L);
         for (long r = 0; r < rounds; r++) {
+            if (r == 1 && doc.get("kill") != null) {
+                // a supervisor dies between rounds: nimbus drops it and what ran there
+                String dead = (String) doc.get("kill");
+                List<WorkerSlot> gone = new ArrayList<>();
+                for (Object p : (List<Object>) ((Map<String, Object>) findSupervisor(doc, dead)).get("ports")) {
+                    gone.add(new WorkerSlot(dead, (Number) p));
+                }
+                cluster.freeSlots(gone);
+                sups.remove(dead);
+            }
+            if (r == 1 && doc.get("then_file") != null) {
+                Files.write(Paths.get((String) doc.get("file")),
+                    ((String) doc.get("then_file")).getBytes(StandardCharsets.UTF_8));
+            }
             scheduler.schedule(new Topologies(tops), cluster);
         }
         for (Map.Entry<String, Map<ExecutorDetails, WorkerSlot>> t : cluster.assignments().entrySet()) {

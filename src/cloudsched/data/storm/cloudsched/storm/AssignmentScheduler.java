@@ -12,11 +12,15 @@
  * if the file places a topology of that name and names exactly the topology's executors
  * (the same [startTask, endTask] ranges and components, as nimbus computed them), each of
  * the file's workers gets its executors on the supervisor whose host (or id) the file
- * names, at the named port, when that slot is free; whatever is still unassigned after
- * that (a topology the file does not name or names otherwise, a supervisor that is gone,
- * a slot taken) is left to EvenScheduler, as Storm's own default would place it.  The file
- * is read again when its modification time or size changes; a file that cannot be read
- * or does not parse is logged and the last good one (or none) is kept.
+ * names, at the named port, when that slot is free.  A worker whose slot is taken or gone
+ * (its supervisor died) moves whole to another free slot: on the same host if it has one,
+ * else on the supervisor with most free slots; with no free slot at all its executors wait
+ * for the next round.  A topology the file does not name, or names with other executors,
+ * is left to EvenScheduler, as Storm's own default would place it; if it runs on more
+ * workers than its topology.workers (a placement from the file that no longer applies),
+ * its workers are freed first, since EvenScheduler expects at most that many.  The file is
+ * read again when its modification time or size changes; a file that cannot be read or
+ * does not parse is logged and the last good one (or none) is kept.
  *
  * Written against the Storm 2.x scheduler API (apache/storm, storm-server's
  * org.apache.storm.scheduler: IScheduler, Cluster, TopologyDetails, Topologies,
@@ -31,6 +35,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -100,12 +105,17 @@ public class AssignmentScheduler implements IScheduler {
             String why = plan == null ? "not in the assignment file" : mismatch(plan, td);
             if (why == null) {
                 place(plan, td, cluster);
-            } else {
-                LOG.info("{}: {}: left to EvenScheduler", td.getName(), why);
+                continue;
             }
-            if (!cluster.getUnassignedExecutors(td).isEmpty()) {
-                rest.put(td.getId(), td);
+            LOG.info("{}: {}: left to EvenScheduler", td.getName(), why);
+            Collection<WorkerSlot> used = cluster.getUsedSlotsByTopologyId(td.getId());
+            if (used.size() > td.getNumWorkers()) {
+                // EvenScheduler.scheduleTopology fails on more live workers than it may use
+                LOG.info("{}: {} workers for topology.workers {}: freed for EvenScheduler",
+                    td.getName(), used.size(), td.getNumWorkers());
+                cluster.freeSlots(new ArrayList<>(used));
             }
+            rest.put(td.getId(), td);
         }
         if (!rest.isEmpty()) {
             even.schedule(new Topologies(rest), cluster);
@@ -151,13 +161,55 @@ public class AssignmentScheduler implements IScheduler {
             }
             WorkerSlot slot = freeSlot(cluster, w.host, w.port);
             if (slot == null) {
-                LOG.info("{}: no free slot {}:{} (no such supervisor, port, or taken): {} "
-                    + "executors left to EvenScheduler", td.getName(), w.host, w.port, want.size());
-                continue;
+                slot = substitute(cluster, w.host);
+                if (slot == null) {
+                    LOG.warn("{}: {}:{} is taken or gone and no slot is free: {} executors "
+                        + "wait", td.getName(), w.host, w.port, want.size());
+                    continue;
+                }
+                LOG.info("{}: {}:{} is taken or gone: its {} executors on {} instead",
+                    td.getName(), w.host, w.port, want.size(), slot);
+            } else {
+                LOG.info("{}: {} executors on {}:{}", td.getName(), want.size(), w.host, w.port);
             }
             cluster.assign(slot, td.getId(), want);
-            LOG.info("{}: {} executors on {}:{}", td.getName(), want.size(), w.host, w.port);
         }
+    }
+
+    /** A free slot on `host` (lowest port), else on the supervisor with most free slots. */
+    static WorkerSlot substitute(Cluster cluster, String host) {
+        WorkerSlot best = null;
+        int bestFree = 0;
+        boolean bestOnHost = false;
+        List<String> ids = new ArrayList<>(cluster.getSupervisors().keySet());
+        Collections.sort(ids);
+        for (String id : ids) {
+            SupervisorDetails s = cluster.getSupervisors().get(id);
+            if (cluster.isBlackListed(id)) {
+                continue;
+            }
+            List<Integer> ports = new ArrayList<>(s.getAllPorts());
+            Collections.sort(ports);
+            WorkerSlot first = null;
+            int free = 0;
+            for (int port : ports) {
+                WorkerSlot slot = new WorkerSlot(id, port);
+                if (!cluster.isSlotOccupied(slot)) {
+                    free++;
+                    if (first == null) {
+                        first = slot;
+                    }
+                }
+            }
+            boolean onHost = host.equals(s.getHost()) || host.equals(id);
+            if (first != null && (best == null || (onHost && !bestOnHost)
+                    || (onHost == bestOnHost && free > bestFree))) {
+                best = first;
+                bestFree = free;
+                bestOnHost = onHost;
+            }
+        }
+        return best;
     }
 
     /** The free slot at `port` of the supervisor whose host (or id) is `host`, or null. */

@@ -61,6 +61,24 @@ public class Cluster {
         occupied.put(slot, topologyId);
     }
 
+    public Collection<WorkerSlot> getUsedSlotsByTopologyId(String topologyId) {
+        Set<WorkerSlot> ret = new HashSet<>();
+        Map<ExecutorDetails, WorkerSlot> done = assignments.get(topologyId);
+        if (done != null) {
+            ret.addAll(done.values());
+        }
+        return ret;
+    }
+
+    public void freeSlots(Collection<WorkerSlot> slots) {
+        for (WorkerSlot slot : slots) {
+            occupied.remove(slot);
+            for (Map<ExecutorDetails, WorkerSlot> done : assignments.values()) {
+                done.values().removeIf(slot::equals);
+            }
+        }
+    }
+
     /** Test access: every executor's slot, per topology id. */
     public Map<String, Map<ExecutorDetails, WorkerSlot>> assignments() {
         return assignments;
