@@ -289,7 +289,11 @@ def _write_assignment(path: Path, doc: dict[str, Any]) -> None:
 
 def place_storm_scheduler(
     folder: Annotated[
-        Path, typer.Argument(help="Folder for the Java sources (created; existing files are kept).")
+        Path,
+        typer.Argument(
+            help="Folder for the Java sources (created; a different file of the same name "
+            "there stops the command)."
+        ),
     ],
 ) -> None:
     """Write cloudsched's Storm scheduler (Java) that applies a place static assignment."""
