@@ -330,12 +330,14 @@ def place_bound(
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``place`` group (``simulate``, ``bound``, ``compare``, ``static``) to ``app``."""
+    """Add the ``place`` group (``simulate``, ``bound``, ``compare``, ``static``, ``flink``)."""
     group = typer.Typer(
-        help="Graph-job placement (Storm topologies): simulate policies, solve the optimum.",
+        help="Graph-job placement (Storm topologies, Flink jobs): simulate policies, solve the "
+        "optimum.",
         no_args_is_help=True,
     )
     from cloudsched.cli.place_compare import place_compare
+    from cloudsched.cli.place_flink import place_flink
     from cloudsched.cli.place_static import place_static, place_storm_scheduler
 
     group.command("simulate")(place_simulate)
@@ -343,4 +345,5 @@ def register(app: typer.Typer) -> None:
     group.command("compare")(place_compare)
     group.command("static")(place_static)
     group.command("storm-scheduler")(place_storm_scheduler)
+    group.command("flink")(place_flink)
     app.add_typer(group, name="place")

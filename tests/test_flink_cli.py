@@ -1,0 +1,155 @@
+"""``cloudsched place flink`` on the shipped run, and the REST documents it reads."""
+
+from __future__ import annotations
+
+import copy
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from cloudsched.cli import main
+from cloudsched.errors import InputError
+from cloudsched.placement.flink import measured_crossing
+from cloudsched.placement.flink_rest import (
+    cluster_from_bundle,
+    job_from_bundle,
+    placement_from_bundle,
+    read_job,
+)
+
+EXAMPLE = Path(str(resources.files("cloudsched") / "data" / "flink" / "placement-job.json"))
+
+
+def _run(argv, capsys):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    captured = capsys.readouterr()
+    return exc.value.code or 0, captured.out, captured.err
+
+
+def test_the_shipped_run_reads_as_flink_ran_it():
+    bundle = read_job(EXAMPLE)
+    job = job_from_bundle(bundle)
+    assert job.names == ("Source: source", "parse", "count", "enrich", "filter", "sink: Writer")
+    assert job.parallelism == (3, 3, 3, 1, 1, 1)
+    assert [e.ship for e in job.edges] == ["FORWARD", "HASH", "REBALANCE", "FORWARD", "FORWARD"]
+    # 300,000 records through each edge but the last (a filter keeps two in three)
+    assert [e.records for e in job.edges][:4] == [300_000.0] * 4
+    assert job.edges[4].records == pytest.approx(200_000, rel=0.01)
+    assert cluster_from_bundle(bundle) == (3, 2)
+    where = placement_from_bundle(bundle, job)
+    # one slot-sharing group: subtask i of every vertex in one slot, so on one TaskManager
+    for v in range(1, 6):
+        assert where[v] == where[0][: job.parallelism[v]]
+    # what crossed, counted by hand from the subtasks' TaskManagers and record counts
+    assert measured_crossing(job, where) == pytest.approx(_by_hand(job, where))
+
+
+def _by_hand(job, where):
+    total = 0.0
+    for e in job.edges:
+        for i, a in enumerate(where[e.source]):
+            for j, b in enumerate(where[e.target]):
+                if a == b:
+                    continue
+                if e.ship == "FORWARD":
+                    total += e.records * job.in_share[e.target][j] * (i == j)
+                else:
+                    total += e.records * job.out_share[e.source][i] * job.in_share[e.target][j]
+    return total
+
+
+def test_place_flink_on_the_example_writes_the_groups(tmp_path, capsys):
+    out = tmp_path / "groups.json"
+    code, text, err = _run(
+        ["place", "flink", "example", "--cpu", "1.5", "--cpu-of", "*=0.2", "--write", str(out)],
+        capsys,
+    )
+    assert code == 0, err
+    assert "best: Source: source, parse, count | enrich, filter, sink: Writer" in text
+    doc = json.loads(out.read_text())
+    assert doc["flink_config"] == {"taskmanager.load-balance.mode": "NONE"}
+    assert set(doc["slot_sharing_groups"].values()) == {"g0", "g1"}
+    code, text, _ = _run(["place", "flink", "example", "--format", "json"], capsys)
+    payload = json.loads(text)
+    rows = {r["configuration"]: r for r in payload["rows"]}
+    # no CPU limit: Flink's default (all three slots on one or two TaskManagers) is best
+    assert rows["best (= default)"]["groups"] == "one group"
+    assert payload["lower_bound"] <= rows["best (= default)"]["across_mean"] + 1e-6
+
+
+def test_the_same_seed_gives_the_same_ranges(capsys):
+    argv = ["place", "flink", "example", "--format", "json", "--seed", "7", "--samples", "300"]
+    assert _run(argv, capsys)[1] == _run(argv, capsys)[1]
+
+
+@pytest.mark.parametrize(
+    "argv,fragment",
+    [
+        (["--modes", "TASKS"], "--modes must be"),
+        (["--cpu-of", "nope=1"], "--cpu-of must be"),
+        (["--cpu-of", "parse=fast"], "--cpu-of must be"),
+        (["--cpu", "0"], "--cpu must be"),
+        (["--samples", "5"], "--samples must be"),
+        (["--taskmanagers", "0"], "--taskmanagers must be"),
+    ],
+)
+def test_bad_options_are_one_line(argv, fragment, capsys):
+    code, _, err = _run(["place", "flink", "example", *argv], capsys)
+    assert code == 2 and fragment in err and err.count("\n") == 1, err
+
+
+def test_a_configuration_that_fits_none_is_shown_and_nothing_written(tmp_path, capsys):
+    out = tmp_path / "groups.json"
+    code, text, err = _run(
+        ["place", "flink", "example", "--cpu", "0.01", "--write", str(out)], capsys
+    )
+    assert code == 2 and "used when a configuration fits" in err
+    assert "no configuration fits" in text and not out.exists()
+
+
+def _bundle():
+    return json.loads(EXAMPLE.read_text())
+
+
+@pytest.mark.parametrize(
+    "mutate,fragment",
+    [
+        (
+            lambda b: b["plan"]["plan"]["nodes"][0]["inputs"][0].update(ship_strategy="RESCALE"),
+            "RESCALE",
+        ),
+        (lambda b: b["plan"]["plan"]["nodes"].pop(), "differ"),
+        (lambda b: b["plan"]["plan"].pop("nodes"), "no plan nodes"),
+        (lambda b: next(iter(b["vertices"].values()))["subtasks"].pop(), "subtasks"),
+    ],
+)
+def test_malformed_documents_are_refused(mutate, fragment):
+    b = _bundle()
+    mutate(b)
+    with pytest.raises(InputError, match=fragment):
+        job_from_bundle(b)
+
+
+def test_a_cycle_is_refused():
+    b = _bundle()
+    nodes = b["plan"]["plan"]["nodes"]
+    first = nodes[-1]  # the source: give it an input from the sink
+    first["inputs"] = [{"id": nodes[0]["id"], "num": 0, "ship_strategy": "HASH"}]
+    with pytest.raises(InputError, match="cycle"):
+        job_from_bundle(b)
+
+
+def test_other_files_are_refused(tmp_path):
+    path = tmp_path / "x.json"
+    doc = copy.deepcopy(_bundle())
+    doc["format"] = "something-else"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(InputError, match="not a cloudsched-flink-job/1"):
+        read_job(path)
+    path.write_text("{")
+    with pytest.raises(InputError, match="not JSON"):
+        read_job(path)
