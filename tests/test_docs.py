@@ -38,6 +38,11 @@ NOT_RUN = {
         "tested with a process pool executor, a multiprocessing pool and a map "
         "(tests/test_sweep.py)"
     ),
+    "cloudsched place flink http://127.0.0.1:8081/jobs/8b4a2ae318ce63bc5942f83978c72b9e "
+    "--save job.json": (
+        "a running Flink cluster's REST address; tests/test_flink_cluster.py runs place "
+        "flink on a live one (slow tier, the flink extra)"
+    ),
     "dask scheduler --tls-ca-file ca.pem --tls-cert head.pem --tls-key head.key   # port 8786": (
         "a cluster of several machines with their certificates; tests/test_sweep_dask.py "
         "runs a TLS scheduler on loopback"

@@ -243,3 +243,33 @@ def test_job_refuses_rescale_and_unequal_forward():
         _job([2, 4], [(0, 1, "RESCALE", 1.0)])
     with pytest.raises(InputError, match="unequal"):
         _job([2, 4], [(0, 1, "FORWARD", 1.0)])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.integers(1, 4), min_size=2, max_size=6),
+    st.lists(
+        st.tuples(st.integers(0, 5), st.sampled_from(["FORWARD", "HASH", "REBALANCE"])),
+        min_size=5,
+        max_size=5,
+    ),
+    st.integers(2, 4),
+    st.integers(1, 3),
+    st.lists(st.floats(0.5, 2.0), min_size=24, max_size=24),
+)
+def test_without_a_cpu_limit_nothing_beats_flinks_default(par, links, tms, per, weights):
+    """What docs/howto/flink.md says: groups only take subtasks apart."""
+    par, edges = _random_dag(par, links[: len(par) - 1])
+    w = iter(weights)
+    shares = [np.array([next(w) for _ in range(p)]) for p in par]
+    job = _job(
+        par, edges, out=[s / s.sum() for s in shares], inn=[s[::-1] / s.sum() for s in shares]
+    )
+    default = evaluate(job, (0,) * len(par), "NONE", tms, per)
+    if not default.placed:
+        return
+    for word in partitions(len(par)):
+        for mode in ("NONE", "SLOTS"):
+            conf = evaluate(job, word, mode, tms, per)
+            if conf.placed:
+                assert conf.crossing_mean >= default.crossing_mean - 1e-9
