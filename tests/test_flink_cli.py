@@ -8,6 +8,8 @@ from importlib import resources
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cloudsched.cli import main
 from cloudsched.errors import InputError
@@ -153,3 +155,35 @@ def test_other_files_are_refused(tmp_path):
     path.write_text("{")
     with pytest.raises(InputError, match="not JSON"):
         read_job(path)
+
+
+def _paths(doc, prefix=()):
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            yield from _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for k, v in enumerate(doc):
+            yield from _paths(v, (*prefix, k))
+    yield prefix
+
+
+BUNDLE_PATHS = [p for p in _paths(json.loads(EXAMPLE.read_text())) if p]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.sampled_from(BUNDLE_PATHS),
+    st.one_of(st.none(), st.integers(-3, 10**12), st.text(max_size=5), st.floats(), st.just([])),
+)
+def test_a_mangled_document_is_read_or_refused_in_one_line(path, value):
+    doc = _bundle()
+    node = doc
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = value
+    try:
+        job = job_from_bundle(doc)
+    except InputError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert len(job.names) == 6

@@ -82,15 +82,15 @@ def _run(cluster, jar_id: str, groups: dict[str, str]) -> str:
     return f"{cluster.url}/jobs/{job_id}"
 
 
-def _crossed(url: str) -> tuple[float, float]:
+def _crossed(cluster, url: str) -> tuple[float, float]:
     from cloudsched.placement.flink_rest import fetch_job, job_from_bundle, placement_from_bundle
 
-    bundle = fetch_job(url)
+    bundle = fetch_job(url, cluster.ssl_context)
     job = job_from_bundle(bundle)
     return measured_crossing(job, placement_from_bundle(bundle, job)), job.total_records
 
 
-def _advise(url: str, tmp_path: Path, capsys) -> dict:
+def _advise(cluster, url: str, tmp_path: Path, capsys) -> dict:
     capsys.readouterr()
     config = tmp_path / "groups.json"
     with pytest.raises(SystemExit) as exc:
@@ -109,12 +109,35 @@ def _advise(url: str, tmp_path: Path, capsys) -> dict:
                 str(config),
                 "--save",
                 str(tmp_path / "job.json"),
+                "--rest-ca",
+                str(cluster.cert),
+                "--rest-cert",
+                str(cluster.cert),
+                "--rest-key",
+                str(cluster.key),
             ]
         )
     assert exc.value.code in (0, None)
     payload = json.loads(capsys.readouterr().out)
     payload["written"] = json.loads(config.read_text())
     return payload
+
+
+def _check_authenticated(cluster, url: str) -> None:
+    """A client without the cluster's certificate is refused, trusted or not."""
+    import ssl
+    import urllib.request
+
+    from cloudsched.errors import InputError
+    from cloudsched.placement.flink_rest import fetch_job
+
+    with pytest.raises(InputError, match="cannot be read"):
+        fetch_job(url)  # the self-signed certificate is not trusted
+    trusting = ssl.create_default_context(cafile=str(cluster.cert))
+    with pytest.raises(InputError, match="cannot be read"):
+        fetch_job(url, trusting)  # trusted, but no client certificate
+    with pytest.raises(OSError):
+        urllib.request.urlopen(url.replace("https://", "http://"), timeout=10)
 
 
 def _check(measured: float, row: dict, total: float) -> None:
@@ -133,21 +156,22 @@ def test_place_flink_predicts_what_a_real_cluster_sends_across(job_jar, tmp_path
     with LocalFlinkCluster(taskmanagers=3, slots=2) as cluster:
         jar_id = cluster.upload_jar(job_jar)
         first = _run(cluster, jar_id, one)
-        payload = _advise(first, tmp_path, capsys)
+        payload = _advise(cluster, first, tmp_path, capsys)
         rows = {r["configuration"].split(" (")[0]: r for r in payload["rows"]}
         best = rows["best"]
         groups = {OPERATOR[v]: g for v, g in best["groups_by_vertex"].items()}
         assert payload["written"]["slot_sharing_groups"] == best["groups_by_vertex"]
-        results["default"] = _crossed(first)
+        results["default"] = _crossed(cluster, first)
         if best["mode"] == "NONE":
-            results["best"] = _crossed(_run(cluster, jar_id, groups))
+            results["best"] = _crossed(cluster, _run(cluster, jar_id, groups))
+        _check_authenticated(cluster, first)
     with LocalFlinkCluster(
         taskmanagers=3, slots=2, config={"taskmanager.load-balance.mode": "SLOTS"}
     ) as cluster:
         jar_id = cluster.upload_jar(job_jar)
-        results["evenly spread"] = _crossed(_run(cluster, jar_id, one))
+        results["evenly spread"] = _crossed(cluster, _run(cluster, jar_id, one))
         if best["mode"] == "SLOTS":
-            results["best"] = _crossed(_run(cluster, jar_id, groups))
+            results["best"] = _crossed(cluster, _run(cluster, jar_id, groups))
     for name, (measured, total) in results.items():
         _check(measured, rows[name], total)
     # Flink's default puts two of its three slots, 1.2 and 0.6 cores, on one TaskManager:

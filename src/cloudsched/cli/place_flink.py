@@ -62,6 +62,16 @@ def place_flink(
         Path | None,
         opt("--write", help="Write the chosen slot-sharing groups and Flink settings (JSON)."),
     ] = None,
+    rest_ca: Annotated[
+        Path | None, opt("--rest-ca", help="PEM certificates to trust for an https address.")
+    ] = None,
+    rest_cert: Annotated[
+        Path | None,
+        opt("--rest-cert", help="PEM client certificate, for a REST endpoint that asks for one."),
+    ] = None,
+    rest_key: Annotated[
+        Path | None, opt("--rest-key", help="PEM key of --rest-cert (if not in that file).")
+    ] = None,
     samples: Annotated[
         int, opt("--samples", help="Random slot orders sampled for the range (10..100000).")
     ] = 2000,
@@ -80,6 +90,7 @@ def place_flink(
         job_from_bundle,
         placement_from_bundle,
         read_job,
+        rest_context,
     )
     from cloudsched.placement.flink_search import advise
 
@@ -94,7 +105,14 @@ def place_flink(
     if cpu is not None:
         cpu = check_real("--cpu", cpu, low=0.0, high=1e6, low_open=True)
     remote = job.startswith(("http://", "https://"))
-    bundle = fetch_job(job) if remote else read_job(_job_path(job))
+    if not remote and (rest_ca or rest_cert or rest_key):
+        raise ParameterError(
+            "--rest-cert", str(rest_cert or rest_ca or rest_key), "used with an address"
+        )
+    if rest_key is not None and rest_cert is None:
+        raise ParameterError("--rest-key", str(rest_key), "given with --rest-cert")
+    context = rest_context(rest_ca, rest_cert, rest_key) if remote else None
+    bundle = fetch_job(job, context) if remote else read_job(_job_path(job))
     flink_job = _override_cpu(job_from_bundle(bundle, job), cpu_of or [])
     known = cluster_from_bundle(bundle)
     tms = _size("--taskmanagers", taskmanagers, known[0] if known else None)
@@ -106,6 +124,9 @@ def place_flink(
         wrote(save)
     advice = advise(flink_job, tms, per, cpu, mode_list, time_limit)
     rng = np.random.default_rng(seed)
+    # each sample shuffles the slots and walks the subtasks: keep a run to seconds
+    work = max(1, sum(flink_job.parallelism) + per * tms)
+    samples = max(10, min(samples, 20_000_000 // work))
     rows = []
     for label, conf in _labelled(advice):
         spread = (

@@ -107,10 +107,23 @@ class FlinkJob:
                 )
 
     def flows(self, edge: FlinkEdge) -> np.ndarray:
-        """Return the records from each producer subtask (rows) to each consumer subtask."""
+        """Return the records from each producer subtask (rows) to each consumer subtask.
+
+        A dense matrix: for small jobs (the MILP, the tests); :meth:`kept` needs none.
+        """
         if edge.ship == "FORWARD":
             return np.diag(self.in_share[edge.target] * edge.records)
         return edge.records * np.outer(self.out_share[edge.source], self.in_share[edge.target])
+
+    def kept(self, edge: FlinkEdge, tm_source: np.ndarray, tm_target: np.ndarray) -> float:
+        """Return the edge's records that stay on one TaskManager (integer TaskManager ids)."""
+        if edge.ship == "FORWARD":
+            same = tm_source == tm_target
+            return float(self.in_share[edge.target][same].sum() * edge.records)
+        size = int(max(tm_source.max(), tm_target.max())) + 1
+        a = np.bincount(tm_source, weights=self.out_share[edge.source], minlength=size)
+        b = np.bincount(tm_target, weights=self.in_share[edge.target], minlength=size)
+        return float(edge.records * (a * b).sum())
 
     @property
     def total_records(self) -> float:
@@ -198,9 +211,12 @@ def evaluate(
     counts = slot_counts(n, taskmanagers, per_tm, mode)
     apart = 0.0  # records between subtasks in different execution groups
     for edge in job.edges:
-        flows = job.flows(edge)
-        same = ess[edge.source][:, None] == ess[edge.target][None, :]
-        apart += float(flows[~same].sum())
+        if groups[edge.source] != groups[edge.target]:
+            apart += edge.records
+        elif edge.ship != "FORWARD":  # subtask i of both in execution group i
+            k = min(job.parallelism[edge.source], job.parallelism[edge.target])
+            a, b = job.out_share[edge.source][:k], job.in_share[edge.target][:k]
+            apart += edge.records * (1.0 - float(a @ b))
     loads = np.zeros(n)
     for v in range(len(job.names)):
         np.add.at(loads, ess[v], job.cpu[v])
@@ -238,25 +254,20 @@ def crossing_samples(
     if counts is None:
         raise ParameterError("taskmanagers", taskmanagers, f"enough for {n} slots")
     slot_tm = np.repeat(np.arange(taskmanagers), counts)
-    flows = [job.flows(edge) for edge in job.edges]
     out = np.empty(samples)
     for k in range(samples):
         tm_of = slot_tm[rng.permutation(n)]
-        out[k] = sum(
-            float(f[tm_of[ess[e.source]][:, None] != tm_of[ess[e.target]][None, :]].sum())
-            for e, f in zip(job.edges, flows, strict=False)
-        )
+        kept = sum(job.kept(e, tm_of[ess[e.source]], tm_of[ess[e.target]]) for e in job.edges)
+        out[k] = max(0.0, job.total_records - kept)
     return out
 
 
 def measured_crossing(job: FlinkJob, tm_of: Sequence[Sequence[str]]) -> float:
     """Return the records that crossed TaskManagers in a run, given where subtasks ran."""
-    total = 0.0
-    for edge in job.edges:
-        a = np.asarray(tm_of[edge.source], dtype=object)
-        b = np.asarray(tm_of[edge.target], dtype=object)
-        total += float(job.flows(edge)[a[:, None] != b[None, :]].sum())
-    return total
+    ids: dict[str, int] = {}
+    where = [np.array([ids.setdefault(str(t), len(ids)) for t in row]) for row in tm_of]
+    kept = sum(job.kept(e, where[e.source], where[e.target]) for e in job.edges)
+    return max(0.0, job.total_records - kept)
 
 
 def partitions(n: int) -> Iterator[tuple[int, ...]]:

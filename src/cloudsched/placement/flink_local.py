@@ -11,8 +11,15 @@ the JobManager bound from its log, asks ``BashJavaUtils`` for each
 TaskManager's memory options (as ``taskmanager.sh`` does) and starts the
 TaskManagers.  Everything it starts is stopped when the ``with`` block ends.
 
-The REST endpoint has no authentication: it listens on 127.0.0.1 only, on a
-port the kernel chooses, for the life of the block.
+Every listener binds 127.0.0.1 on a port the kernel chooses, and every connection is
+TLS with both ends authenticated: a key and self-signed certificate made for this
+cluster alone (``cryptography``, part of the ``flink`` extra) sit in the private folder
+as Flink's key store and trust store, for its RPC, data and blob traffic
+(``security.ssl.internal.*``) and its REST endpoint (``security.ssl.rest.*`` with
+``authentication-enabled``): a client without the certificate, another local user's
+say, can neither submit a job nor read one.  :attr:`LocalFlinkCluster.ssl_context` is
+the client side, for this module's requests; ``place flink --rest-cert/--rest-key
+--rest-ca`` take the same files (:attr:`LocalFlinkCluster.cert`, ``.key``).
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ import json
 import os
 import re
 import shutil
+import ssl
 import subprocess
 import tempfile
 import time
@@ -30,6 +38,8 @@ import urllib.request
 import zipfile
 from pathlib import Path
 from typing import Any
+
+from cloudsched.placement.flink_tls import make_keys, tls_config
 
 __all__ = ["FlinkNotFound", "LocalFlinkCluster", "flink_lib_dir"]
 
@@ -87,8 +97,8 @@ def _java_opts(lib: Path) -> list[str]:
     return match.group(1).split() if match else []
 
 
-def _get(url: str, timeout: float = 10.0) -> Any:
-    with urllib.request.urlopen(url, timeout=timeout) as response:
+def _get(url: str, context: ssl.SSLContext | None, timeout: float = 10.0) -> Any:
+    with urllib.request.urlopen(url, timeout=timeout, context=context) as response:
         return json.loads(response.read())
 
 
@@ -117,6 +127,11 @@ class LocalFlinkCluster:
         self.startup_timeout = startup_timeout
         self.url = ""
         self.folder: Path | None = None
+        #: the client side of the cluster's TLS (its certificate, as key and as trust)
+        self.ssl_context: ssl.SSLContext | None = None
+        self.cert: Path | None = None
+        self.key: Path | None = None
+        self._tls: dict[str, str] = {}
         self._procs: list[subprocess.Popen[bytes]] = []
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
 
@@ -141,6 +156,7 @@ class LocalFlinkCluster:
             "parallelism.default": "1",
         }
         base.update(self.config)
+        base.update(self._tls)
         base.update(extra)
         return "".join(f"{key}: {json.dumps(value)}\n" for key, value in base.items())
 
@@ -233,11 +249,19 @@ class LocalFlinkCluster:
         return self
 
     def _start_all(self) -> None:
+        assert self.folder is not None
+        password, self.cert, self.key = make_keys(self.folder)
+        self._tls = tls_config(self.folder / "cluster.p12", password)
+        context = ssl.create_default_context(ssl.Purpose.SERVER_AUTH, cafile=str(self.cert))
+        context.load_cert_chain(str(self.cert), str(self.key))
+        self.ssl_context = context
         conf = self._conf_dir("jobmanager", {})
         log = self._start("jobmanager", _ENTRY, conf, ["-Xmx512m"])
         rest = self._wait_for(log, r"Rest endpoint listening at 127\.0\.0\.1:(\d+)")
-        rpc = self._wait_for(log, r"Actor system started at pekko\.tcp://flink@127\.0\.0\.1:(\d+)")
-        self.url = f"http://127.0.0.1:{rest.group(1)}"
+        rpc = self._wait_for(
+            log, r"Actor system started at pekko(?:\.ssl)?\.tcp://flink@127\.0\.0\.1:(\d+)"
+        )
+        self.url = f"https://127.0.0.1:{rest.group(1)}"
         for index in range(self.taskmanagers):
             tm_conf = self._conf_dir(
                 f"taskmanager-{index}",
@@ -251,11 +275,13 @@ class LocalFlinkCluster:
         deadline = time.monotonic() + self.startup_timeout
         while time.monotonic() < deadline:
             try:
-                tms = _get(f"{self.url}/taskmanagers")["taskmanagers"]
+                tms = _get(f"{self.url}/taskmanagers", self.ssl_context)["taskmanagers"]
             except OSError:
                 tms = []
             if len(tms) >= self.taskmanagers:
                 return
+            if any(proc.poll() is not None for proc in self._procs):
+                raise RuntimeError(f"a Flink process exited early; see {self.folder}")
             time.sleep(0.3)
         raise TimeoutError("the TaskManagers did not register in time")
 
@@ -282,14 +308,14 @@ class LocalFlinkCluster:
     # -- REST ------------------------------------------------------------------
     def get(self, path: str) -> Any:
         """GET a REST path (``/jobs/overview``) and decode its JSON."""
-        return _get(f"{self.url}{path}")
+        return _get(f"{self.url}{path}", self.ssl_context)
 
     def post(self, path: str, body: bytes, content_type: str = "application/json") -> Any:
         """POST to a REST path and decode the JSON answer."""
         request = urllib.request.Request(
             f"{self.url}{path}", data=body, method="POST", headers={"Content-Type": content_type}
         )
-        with urllib.request.urlopen(request, timeout=120) as response:
+        with urllib.request.urlopen(request, timeout=120, context=self.ssl_context) as response:
             return json.loads(response.read())
 
     def upload_jar(self, jar: Path) -> str:

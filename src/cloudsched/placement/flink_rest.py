@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import re
+import ssl
 import urllib.parse
 import urllib.request
 from pathlib import Path
@@ -37,6 +38,7 @@ __all__ = [
     "job_from_bundle",
     "placement_from_bundle",
     "read_job",
+    "rest_context",
 ]
 
 FORMAT = "cloudsched-flink-job/1"
@@ -44,9 +46,9 @@ _MAX_BYTES = 64 << 20
 _JOB_URL = re.compile(r"^(https?://[^/?#]+(?:/[^?#]*?)?)/jobs/([0-9a-f]{32})/?$")
 
 
-def _get(url: str) -> Any:
+def _get(url: str, context: ssl.SSLContext | None = None) -> Any:
     try:
-        with urllib.request.urlopen(url, timeout=15) as response:
+        with urllib.request.urlopen(url, timeout=15, context=context) as response:
             data = response.read(_MAX_BYTES + 1)
     except OSError as exc:
         raise InputError(url, f"cannot be read ({exc})") from None
@@ -58,21 +60,40 @@ def _get(url: str) -> Any:
         raise InputError(url, "answer is not JSON") from None
 
 
-def fetch_job(url: str) -> dict[str, Any]:
+def rest_context(
+    ca: Path | None = None, cert: Path | None = None, key: Path | None = None
+) -> ssl.SSLContext | None:
+    """Return the TLS client side for a REST endpoint (None: Python's defaults).
+
+    ``ca``: the certificates to trust (PEM); ``cert`` and ``key``: the client's own, for an
+    endpoint that authenticates its clients (``security.ssl.rest.authentication-enabled``).
+    """
+    if ca is None and cert is None:
+        return None
+    try:
+        context = ssl.create_default_context(cafile=None if ca is None else str(ca))
+        if cert is not None:
+            context.load_cert_chain(str(cert), None if key is None else str(key))
+    except (OSError, ssl.SSLError) as exc:
+        raise InputError(str(cert or ca), f"not a usable PEM certificate or key ({exc})") from None
+    return context
+
+
+def fetch_job(url: str, context: ssl.SSLContext | None = None) -> dict[str, Any]:
     """Read the REST answers about one job, from ``http(s)://host:port/jobs/<job id>``."""
     match = _JOB_URL.match(url.strip())
     if not match:
         raise InputError(url, "not a job's address (http://host:port/jobs/<32 hex digits>)")
     base = f"{match.group(1)}/jobs/{match.group(2)}"
-    job = _get(base)
-    plan = _get(f"{base}/plan")
+    job = _get(base, context)
+    plan = _get(f"{base}/plan", context)
     vertices = {}
     for vertex in job.get("vertices", []):
         vid = str(vertex.get("id", ""))
         if not re.fullmatch(r"[0-9a-f]{32}", vid):
             raise InputError(url, f"vertex id {vid!r} is not 32 hex digits")
-        vertices[vid] = _get(f"{base}/vertices/{urllib.parse.quote(vid)}")
-    taskmanagers = _get(f"{match.group(1)}/taskmanagers")
+        vertices[vid] = _get(f"{base}/vertices/{urllib.parse.quote(vid)}", context)
+    taskmanagers = _get(f"{match.group(1)}/taskmanagers", context)
     return {
         "format": FORMAT,
         "source": base,
@@ -113,7 +134,8 @@ def read_job(path: Path) -> dict[str, Any]:
 
 def _metric(subtask: dict[str, Any], key: str) -> float:
     value = subtask.get("metrics", {}).get(key, 0)
-    return float(value) if isinstance(value, int | float) and value >= 0 else 0.0
+    ok = isinstance(value, int | float) and not isinstance(value, bool)
+    return float(value) if ok and 0 <= value < 1e18 else 0.0
 
 
 def _shares(values: np.ndarray) -> np.ndarray:
@@ -145,6 +167,15 @@ def _subtasks(bundle: dict[str, Any], vid: str, parallelism: int, where: str) ->
 def job_from_bundle(bundle: dict[str, Any], where: str = "job") -> FlinkJob:
     """Build the job's graph with each subtask's shares and cores (see the module)."""
     try:
+        return _job_from_bundle(bundle, where)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        if isinstance(exc, InputError):
+            raise
+        raise InputError(where, f"is not a Flink job as its REST API gives it ({exc!r})") from None
+
+
+def _job_from_bundle(bundle: dict[str, Any], where: str) -> FlinkJob:
+    try:
         nodes = bundle["plan"]["plan"]["nodes"]
         vertices = {str(v["id"]): v for v in bundle["job"]["vertices"]}
         inputs = {
@@ -157,6 +188,9 @@ def job_from_bundle(bundle: dict[str, Any], where: str = "job") -> FlinkJob:
         raise InputError(where, "has no plan nodes and job vertices") from None
     if set(inputs) != set(vertices) or not inputs:
         raise InputError(where, "the plan's nodes and the job's vertices differ")
+    names = [str(v["name"]) for v in vertices.values()]
+    if len(set(names)) != len(names):
+        raise InputError(where, "two job vertices have one name")
     order = _order(list(inputs), inputs, where)
     index = {vid: k for k, vid in enumerate(order)}
     par = [int(vertices[vid]["parallelism"]) for vid in order]
