@@ -7,6 +7,7 @@ import json
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -150,7 +151,9 @@ def test_other_files_are_refused(tmp_path):
     doc = copy.deepcopy(_bundle())
     doc["format"] = "something-else"
     path.write_text(json.dumps(doc))
-    with pytest.raises(InputError, match="not a cloudsched-flink-job/1"):
+    with pytest.raises(
+        InputError, match="neither a cloudsched-flink-job/1 document nor a Flink job plan"
+    ):
         read_job(path)
     path.write_text("{")
     with pytest.raises(InputError, match="not JSON"):
@@ -187,3 +190,48 @@ def test_a_mangled_document_is_read_or_refused_in_one_line(path, value):
         assert "\n" not in str(exc)
     else:
         assert len(job.names) == 6
+
+
+def _plan_file(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(_bundle()["plan"]))  # what /jobs/:id/plan answers
+    return path
+
+
+GIVEN = {
+    "Source: source=>parse": 300,
+    "parse=>count": 300,
+    "count=>enrich": 300,
+    "enrich=>filter": 300,
+    "filter=>sink: Writer": 200,
+}
+
+
+def test_a_plan_alone_takes_the_records_given(tmp_path, capsys):
+    doc = read_job(_plan_file(tmp_path))
+    with pytest.raises(InputError, match="plan without counts: give the records of"):
+        job_from_bundle(doc)
+    records = {tuple(k.split("=>")): float(v) for k, v in GIVEN.items()}
+    job = job_from_bundle(doc, records=records)
+    assert job.names == ("Source: source", "parse", "count", "enrich", "filter", "sink: Writer")
+    assert [e.records for e in job.edges] == [300, 300, 300, 300, 200]
+    assert all(np.allclose(s, 1 / s.size) for s in job.in_share)  # no counts: equal shares
+    argv = ["place", "flink", str(_plan_file(tmp_path)), "--format", "json"]
+    argv += [a for k, v in GIVEN.items() for a in ("--records", f"{k}={v}")]
+    code, _, err = _run(argv, capsys)
+    assert code == 2 and "--taskmanagers must be given" in err  # a plan names no cluster
+    code, text, err = _run([*argv, "--taskmanagers", "3", "--slots", "2"], capsys)
+    payload = json.loads(text)
+    assert code == 0 and payload["measured_as_ran"] is None, err
+    # one group, equal shares: three slots on two TaskManagers (2 + 1), so a third of
+    # the HASH edge's records and of the REBALANCE edge's (into the one enrich) cross
+    # when the lone slot holds subtask 0, two thirds otherwise: a mean of 266.67
+    default = payload["rows"][0]
+    assert default["across_mean"] == pytest.approx(800 / 3)
+
+
+def test_records_name_edges_of_the_job(capsys):
+    code, _, err = _run(["place", "flink", "example", "--records", "a=>b=3"], capsys)
+    assert code == 2 and "has no edge a=>b" in err and err.count("\n") == 1
+    code, _, err = _run(["place", "flink", "example", "--records", "parse=>count"], capsys)
+    assert code == 2 and "--records must be" in err

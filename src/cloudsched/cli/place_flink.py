@@ -51,6 +51,14 @@ def place_flink(
             "measured busy time; repeatable, later ones win.",
         ),
     ] = None,
+    records: Annotated[
+        list[str] | None,
+        opt(
+            "--records",
+            help="FROM=>TO=N: records on the edge between two vertices, instead of the "
+            "measured counts; needed for every edge of a plan alone; repeatable.",
+        ),
+    ] = None,
     modes: Annotated[
         str,
         opt("--modes", help="taskmanager.load-balance.mode values to try: NONE, SLOTS or both."),
@@ -113,7 +121,8 @@ def place_flink(
         raise ParameterError("--rest-key", str(rest_key), "given with --rest-cert")
     context = rest_context(rest_ca, rest_cert, rest_key) if remote else None
     bundle = fetch_job(job, context) if remote else read_job(_job_path(job))
-    flink_job = _override_cpu(job_from_bundle(bundle, job), cpu_of or [])
+    given = _records(records or [])
+    flink_job = _override_cpu(job_from_bundle(bundle, job, given), cpu_of or [])
     known = cluster_from_bundle(bundle)
     tms = _size("--taskmanagers", taskmanagers, known[0] if known else None)
     per = _size("--slots", slots, known[1] if known else None)
@@ -186,11 +195,24 @@ def _override_cpu(job: Any, items: list[str]) -> Any:
     return dataclasses.replace(job, cpu=tuple(cpu))
 
 
-def _float(item: str, value: str) -> float:
+def _float(item: str, value: str, option: str = "--cpu-of") -> float:
     try:
         return float(value)
     except ValueError:
-        raise ParameterError("--cpu-of", item, "VERTEX=CORES (a number)") from None
+        form = "VERTEX=CORES" if option == "--cpu-of" else "FROM=>TO=N"
+        raise ParameterError(option, item, f"{form} (a number)") from None
+
+
+def _records(items: list[str]) -> dict[tuple[str, str], float]:
+    out = {}
+    for item in items:
+        pair, _, value = item.rpartition("=")
+        source, arrow, target = pair.partition("=>")
+        if not arrow or not source or not target:
+            raise ParameterError("--records", item, "FROM=>TO=N with two vertices of the job")
+        count = check_real("--records", _float(item, value, "--records"), low=0.0, high=1e18)
+        out[(source.strip(), target.strip())] = count
+    return out
 
 
 def _labelled(advice: Any) -> list[tuple[str, Any]]:

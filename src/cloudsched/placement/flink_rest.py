@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import html
 import json
 import re
 import ssl
@@ -118,7 +120,12 @@ def cluster_from_bundle(bundle: dict[str, Any]) -> tuple[int, int] | None:
 
 
 def read_job(path: Path) -> dict[str, Any]:
-    """Read a document written by ``place flink --save`` (or :func:`fetch_job`)."""
+    """Read a document written by ``place flink --save``, or a plan alone.
+
+    A plan is what ``/jobs/:id/plan`` or ``/jars/:id/plan`` answers (``{"plan": {"nodes":
+    ...}}``); read as ``{"format": "plan", "plan": ...}``, with no counts: the records on
+    its edges have to be given.
+    """
     try:
         if path.stat().st_size > _MAX_BYTES:
             raise InputError(str(path), f"larger than {_MAX_BYTES >> 20} MiB")
@@ -127,9 +134,11 @@ def read_job(path: Path) -> dict[str, Any]:
         raise InputError(str(path), f"cannot be read ({exc.strerror})") from None
     except ValueError:
         raise InputError(str(path), "is not JSON") from None
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise InputError(str(path), f"is not a {FORMAT} document")
-    return doc
+    if isinstance(doc, dict) and doc.get("format") == FORMAT:
+        return doc
+    if isinstance(doc, dict) and isinstance(doc.get("plan"), dict) and "nodes" in doc["plan"]:
+        return {"format": "plan", "plan": doc}
+    raise InputError(str(path), f"is neither a {FORMAT} document nor a Flink job plan")
 
 
 def _metric(subtask: dict[str, Any], key: str) -> float:
@@ -164,17 +173,28 @@ def _subtasks(bundle: dict[str, Any], vid: str, parallelism: int, where: str) ->
     return sorted(subtasks, key=lambda s: int(s.get("subtask", 0)))
 
 
-def job_from_bundle(bundle: dict[str, Any], where: str = "job") -> FlinkJob:
-    """Build the job's graph with each subtask's shares and cores (see the module)."""
+def job_from_bundle(
+    bundle: dict[str, Any], where: str = "job", records: dict[tuple[str, str], float] | None = None
+) -> FlinkJob:
+    """Build the job's graph with each subtask's shares and cores (see the module).
+
+    ``records[(producer, consumer)]`` replaces an edge's measured records; a plan alone
+    (``format: plan``) needs it for every edge, and its subtasks get equal shares and no
+    cores.
+    """
     try:
-        return _job_from_bundle(bundle, where)
+        measured = bundle.get("format") != "plan"
+        if not measured:
+            bundle = _as_bundle(bundle["plan"], where)
+        job = _job_from_bundle(bundle, where, measured)
+        return _with_records(job, records or {}, where, measured)
     except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
         if isinstance(exc, InputError):
             raise
         raise InputError(where, f"is not a Flink job as its REST API gives it ({exc!r})") from None
 
 
-def _job_from_bundle(bundle: dict[str, Any], where: str) -> FlinkJob:
+def _job_from_bundle(bundle: dict[str, Any], where: str, measured: bool = True) -> FlinkJob:
     try:
         nodes = bundle["plan"]["plan"]["nodes"]
         vertices = {str(v["id"]): v for v in bundle["job"]["vertices"]}
@@ -216,7 +236,9 @@ def _job_from_bundle(bundle: dict[str, Any], where: str) -> FlinkJob:
     edges = []
     for vid in order:
         for uid, ship in inputs[vid]:
-            if len(inputs[vid]) == 1:
+            if not measured:
+                records = 0.0  # given by the caller
+            elif len(inputs[vid]) == 1:
                 records = float(read[index[vid]].sum())
             elif outputs[uid] == 1:
                 records = float(wrote[index[uid]].sum())
@@ -233,6 +255,49 @@ def _job_from_bundle(bundle: dict[str, Any], where: str) -> FlinkJob:
         cpu=tuple(cpu),
         seconds=float(bundle["job"].get("duration", 0) or 0) / 1000.0,
     )
+
+
+def _name(node: dict[str, Any]) -> str:
+    text = html.unescape(re.sub(r"<[^>]*>", " ", str(node.get("description", ""))))
+    return " ".join(text.split()) or str(node["id"])
+
+
+def _as_bundle(plan: dict[str, Any], where: str) -> dict[str, Any]:
+    """Dress a plan as a bundle whose subtasks read and wrote nothing (counts given)."""
+    nodes = plan["plan"]["nodes"]
+    widths = [int(n["parallelism"]) for n in nodes]
+    vertices: list[dict[str, Any]] = [
+        {"id": str(n["id"]), "name": _name(n), "parallelism": p}
+        for n, p in zip(nodes, widths, strict=True)
+    ]
+    if any(not 1 <= p <= 32768 for p in widths):
+        raise InputError(where, "a vertex parallelism is outside 1..32768")
+    subtasks = {
+        v["id"]: {"subtasks": [{"subtask": i} for i in range(p)]}
+        for v, p in zip(vertices, widths, strict=True)
+    }
+    job = {"name": str(plan["plan"].get("name", "")), "vertices": vertices}
+    return {"format": FORMAT, "job": job, "plan": plan, "vertices": subtasks}
+
+
+def _with_records(
+    job: FlinkJob, records: dict[tuple[str, str], float], where: str, measured: bool
+) -> FlinkJob:
+    pairs = {(job.names[e.source], job.names[e.target]): k for k, e in enumerate(job.edges)}
+    for pair in records:
+        if pair not in pairs:
+            names = "; ".join(f"{a}=>{b}" for a, b in pairs)
+            raise InputError(where, f"has no edge {pair[0]}=>{pair[1]} (its edges: {names})")
+    missing = [f"{a}=>{b}" for a, b in pairs if (a, b) not in records]
+    if not measured and missing:
+        raise InputError(
+            where, f"is a plan without counts: give the records of {'; '.join(missing)}"
+        )
+    edges = list(job.edges)
+    for pair, k in pairs.items():
+        if pair in records:
+            edges[k] = dataclasses.replace(edges[k], records=float(records[pair]))
+    return dataclasses.replace(job, edges=tuple(edges))
 
 
 def placement_from_bundle(bundle: dict[str, Any], job: FlinkJob) -> list[list[str]]:
