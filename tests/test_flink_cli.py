@@ -98,6 +98,8 @@ def test_the_same_seed_gives_the_same_ranges(capsys):
         (["--cpu", "0"], "--cpu must be"),
         (["--samples", "5"], "--samples must be"),
         (["--taskmanagers", "0"], "--taskmanagers must be"),
+        (["--save", "copy.json"], "--save must be used with an address"),
+        (["--rest-ca", "ca.pem"], "--rest-cert must be used with an address"),
     ],
 )
 def test_bad_options_are_one_line(argv, fragment, capsys):
@@ -235,3 +237,11 @@ def test_records_name_edges_of_the_job(capsys):
     assert code == 2 and "has no edge a=>b" in err and err.count("\n") == 1
     code, _, err = _run(["place", "flink", "example", "--records", "parse=>count"], capsys)
     assert code == 2 and "--records must be" in err
+
+
+def test_a_subtask_on_no_taskmanager_leaves_the_run_unmeasured():
+    b = _bundle()
+    next(iter(b["vertices"].values()))["subtasks"][0]["taskmanager-id"] = "(unassigned)"
+    job = job_from_bundle(b)
+    with pytest.raises(ValueError, match="ran on no TaskManager"):
+        placement_from_bundle(b, job)

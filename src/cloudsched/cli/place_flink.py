@@ -117,6 +117,8 @@ def place_flink(
         raise ParameterError(
             "--rest-cert", str(rest_cert or rest_ca or rest_key), "used with an address"
         )
+    if save is not None and not remote:
+        raise ParameterError("--save", str(save), "used with an address (it keeps what was read)")
     if rest_key is not None and rest_cert is None:
         raise ParameterError("--rest-key", str(rest_key), "given with --rest-cert")
     context = rest_context(rest_ca, rest_cert, rest_key) if remote else None

@@ -306,5 +306,8 @@ def placement_from_bundle(bundle: dict[str, Any], job: FlinkJob) -> list[list[st
     out = []
     for name, p in zip(job.names, job.parallelism, strict=False):
         subs = _subtasks(bundle, by_name[name], p, "job")
-        out.append([str(s.get("taskmanager-id", "")) for s in subs])
+        where = [str(s.get("taskmanager-id", "") or "") for s in subs]
+        if not all(where) or "(unassigned)" in where:
+            raise ValueError(f"a subtask of {name} ran on no TaskManager")
+        out.append(where)
     return out
