@@ -92,16 +92,17 @@ def _random_dag(draw_par, draw_edges):
     return par, edges
 
 
-@settings(max_examples=150, deadline=None)
-@given(
-    st.lists(st.integers(1, 4), min_size=2, max_size=6),
-    st.lists(
-        st.tuples(st.integers(0, 5), st.sampled_from(["FORWARD", "HASH", "REBALANCE"])),
-        min_size=5,
-        max_size=5,
-    ),
-    st.lists(st.integers(0, 2), min_size=6, max_size=6),
+#: a random job: parallelisms, then each vertex's input (a vertex before it) and strategy
+PARALLELISMS = st.lists(st.integers(1, 4), min_size=2, max_size=6)
+LINKS = st.lists(
+    st.tuples(st.integers(0, 5), st.sampled_from(["FORWARD", "HASH", "REBALANCE"])),
+    min_size=5,
+    max_size=5,
 )
+
+
+@settings(max_examples=150, deadline=None)
+@given(PARALLELISMS, LINKS, st.lists(st.integers(0, 2), min_size=6, max_size=6))
 def test_execution_groups_match_flinks_builder(par, links, words):
     par, edges = _random_dag(par, links[: len(par) - 1])
     job = _job(par, edges)
@@ -247,12 +248,8 @@ def test_job_refuses_rescale_and_unequal_forward():
 
 @settings(max_examples=60, deadline=None)
 @given(
-    st.lists(st.integers(1, 4), min_size=2, max_size=6),
-    st.lists(
-        st.tuples(st.integers(0, 5), st.sampled_from(["FORWARD", "HASH", "REBALANCE"])),
-        min_size=5,
-        max_size=5,
-    ),
+    PARALLELISMS,
+    LINKS,
     st.integers(2, 4),
     st.integers(1, 3),
     st.lists(st.floats(0.5, 2.0), min_size=24, max_size=24),
