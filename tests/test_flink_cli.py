@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from importlib import resources
 from pathlib import Path
 
@@ -245,3 +246,30 @@ def test_a_subtask_on_no_taskmanager_leaves_the_run_unmeasured():
     job = job_from_bundle(b)
     with pytest.raises(ValueError, match="ran on no TaskManager"):
         placement_from_bundle(b, job)
+
+
+def test_several_sizes_choose_the_best_of_each(tmp_path, capsys):
+    common = ["place", "flink", "example", "--cpu", "1.5", "--cpu-of", "*=0.2"]
+    common += ["--format", "json", "--samples", "50"]
+    alone = {}
+    for t in (3, 4):
+        for p in (1, 2, 3):
+            code, text, err = _run([*common, "--taskmanagers", str(t), "--slots", str(p)], capsys)
+            assert code == 0, err
+            rows = json.loads(text)["rows"]
+            alone[(t, p)] = min(
+                (r["across_mean"] for r in rows if r["configuration"].startswith("best")),
+                default=math.inf,
+            )
+    out = tmp_path / "g.json"
+    code, text, err = _run(
+        [*common, "--taskmanagers", "3,4", "--slots", "1,2,3", "--write", str(out)], capsys
+    )
+    assert code == 0, err
+    best = next(r for r in json.loads(text)["rows"] if r["configuration"].startswith("best"))
+    assert best["across_mean"] == pytest.approx(min(alone.values()))
+    doc = json.loads(out.read_text())
+    assert alone[(doc["taskmanagers"], doc["slots_per_taskmanager"])] == pytest.approx(
+        best["across_mean"]
+    )
+    assert best["size"] == f"{doc['taskmanagers']}x{doc['slots_per_taskmanager']}"

@@ -29,11 +29,20 @@ def place_flink(
     ],
     *,
     taskmanagers: Annotated[
-        int | None,
-        opt("--taskmanagers", help="TaskManagers to place on (default: the job's cluster)."),
+        str | None,
+        opt(
+            "--taskmanagers",
+            help="TaskManagers to place on, or several to choose from (2,3,4) (default: the "
+            "job's cluster).",
+        ),
     ] = None,
     slots: Annotated[
-        int | None, opt("--slots", help="Slots per TaskManager (default: the job's cluster).")
+        str | None,
+        opt(
+            "--slots",
+            help="Slots per TaskManager, or several to choose from (1,2) (default: the job's "
+            "cluster).",
+        ),
     ] = None,
     cpu: Annotated[
         float | None,
@@ -126,22 +135,25 @@ def place_flink(
     given = _records(records or [])
     flink_job = _override_cpu(job_from_bundle(bundle, job, given), cpu_of or [])
     known = cluster_from_bundle(bundle)
-    tms = _size("--taskmanagers", taskmanagers, known[0] if known else None)
-    per = _size("--slots", slots, known[1] if known else None)
+    tms_all = _sizes("--taskmanagers", taskmanagers, known[0] if known else None)
+    per_all = _sizes("--slots", slots, known[1] if known else None)
+    tms, per = tms_all[0], per_all[0]
+    sizes = [(t, p) for t in tms_all for p in per_all]
     if save is not None:
         from cloudsched.io import atomic_write_text
 
         atomic_write_text(save, json.dumps(bundle, indent=1) + "\n")
         wrote(save)
-    advice = advise(flink_job, tms, per, cpu, mode_list, time_limit)
+    advice = advise(flink_job, tms, per, cpu, mode_list, time_limit, sizes)
     rng = np.random.default_rng(seed)
     # each sample shuffles the slots and walks the subtasks: keep a run to seconds
-    work = max(1, sum(flink_job.parallelism) + per * tms)
+    work = max(1, sum(flink_job.parallelism) + max(t * p for t, p in sizes))
     samples = max(10, min(samples, 20_000_000 // work))
     rows = []
     for label, conf in _labelled(advice):
+        t, p = conf.taskmanagers, conf.per_tm
         spread = (
-            crossing_samples(flink_job, conf.groups, conf.mode, tms, per, rng, samples)
+            crossing_samples(flink_job, conf.groups, conf.mode, t, p, rng, samples)
             if conf.placed
             else np.array([np.nan])
         )
@@ -154,11 +166,15 @@ def place_flink(
     import pandas as pd
 
     frame = pd.DataFrame([_table_row(r) for r in rows])
+    where = (
+        f"{tms} TaskManagers x {per} slots"
+        if len(sizes) == 1
+        else "TaskManagers x slots of " + ", ".join(f"{t}x{p}" for t, p in sizes)
+    )
     title = (
         f"{flink_job.name or 'job'} ({len(flink_job.names)} vertices, "
-        f"{flink_job.total_records:,.0f} records between them) on {tms} TaskManagers x "
-        f"{per} slots: records across TaskManagers (mean, 5-95% over Flink's slot order) "
-        "and the busiest TaskManager's cores"
+        f"{flink_job.total_records:,.0f} records between them) on {where}: records across "
+        "TaskManagers (mean, 5-95% over Flink's slot order) and the busiest TaskManager's cores"
     )
     text = format_frame(frame, fmt, title, payload)
     if fmt == "table":
@@ -177,10 +193,18 @@ def _job_path(job: str) -> Path:
     return Path(job)
 
 
-def _size(name: str, given: int | None, known: int | None) -> int:
-    if given is None and known is None:
-        raise ParameterError(name, None, "given (the saved job has no cluster)")
-    return check_int(name, given if given is not None else known, low=1, high=4096)
+def _sizes(name: str, given: str | None, known: int | None) -> list[int]:
+    if given is None:
+        if known is None:
+            raise ParameterError(name, None, "given (the saved job has no cluster)")
+        return [known]
+    try:
+        values = [int(v) for v in given.split(",")]
+    except ValueError:
+        raise ParameterError(name, given, "a count or counts separated by commas") from None
+    if not 1 <= len(values) <= 16:
+        raise ParameterError(name, given, "1 to 16 counts")
+    return list(dict.fromkeys(check_int(name, v, low=1, high=4096) for v in values))
 
 
 def _override_cpu(job: Any, items: list[str]) -> Any:
@@ -221,7 +245,8 @@ def _labelled(advice: Any) -> list[tuple[str, Any]]:
     out = [("default", advice.default), ("evenly spread", advice.spread)]
     best = advice.best
     if best is not None:
-        same = [label for label, c in out if (c.groups, c.mode) == (best.groups, best.mode)]
+        key = (best.groups, best.mode, best.taskmanagers, best.per_tm)
+        same = [label for label, c in out if (c.groups, c.mode, c.taskmanagers, c.per_tm) == key]
         out.append((f"best (= {same[0]})" if same else "best", best))
     return out
 
@@ -243,6 +268,7 @@ def _row(label: str, conf: Any, spread: np.ndarray, job: Any) -> dict[str, Any]:
         "groups": _groups_text(conf.groups, job.names),
         "groups_by_vertex": dict(zip(job.names, (f"g{g}" for g in conf.groups), strict=False)),
         "mode": conf.mode,
+        "size": f"{conf.taskmanagers}x{conf.per_tm}",
         "slots": conf.slots,
         "across_mean": conf.crossing_mean,
         "across_p5": float(lo),
@@ -263,6 +289,7 @@ def _table_row(row: dict[str, Any]) -> dict[str, Any]:
 
     return {
         "configuration": row["configuration"],
+        "size": row["size"],
         "mode": row["mode"],
         "slots": row["slots"],
         "across": n(row["across_mean"]),
@@ -327,8 +354,8 @@ def _write_config(path: Path, advice: Any) -> None:
         "job": job.name,
         "slot_sharing_groups": {n: f"g{g}" for n, g in zip(job.names, best.groups, strict=False)},
         "flink_config": {"taskmanager.load-balance.mode": best.mode},
-        "taskmanagers": advice.taskmanagers,
-        "slots_per_taskmanager": advice.slots,
+        "taskmanagers": best.taskmanagers,
+        "slots_per_taskmanager": best.per_tm,
         "slots_needed": best.slots,
         "records_across_taskmanagers": best.crossing_mean,
     }

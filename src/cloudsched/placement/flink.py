@@ -183,6 +183,8 @@ class Configuration:
     busiest_cpu: float
     fits: bool
     may_vary: bool
+    taskmanagers: int = 0
+    per_tm: int = 0
 
     @property
     def placed(self) -> bool:
@@ -221,7 +223,18 @@ def evaluate(
     for v in range(len(job.names)):
         np.add.at(loads, ess[v], job.cpu[v])
     if counts is None:
-        return Configuration(tuple(groups), mode, n, None, float("nan"), float("inf"), False, False)
+        return Configuration(
+            tuple(groups),
+            mode,
+            n,
+            None,
+            float("nan"),
+            float("inf"),
+            False,
+            False,
+            taskmanagers,
+            per_tm,
+        )
     q = _same_tm_probability(counts)
     busiest = float(np.sort(loads)[::-1][: int(counts.max())].sum())
     fits = cpu_per_tm is None or busiest <= cpu_per_tm * (1 + 1e-9)
@@ -236,6 +249,8 @@ def evaluate(
         busiest,
         fits,
         may_vary,
+        taskmanagers,
+        per_tm,
     )
 
 

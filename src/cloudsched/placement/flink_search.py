@@ -17,6 +17,7 @@ TaskManager) and HiGHS's dual bound on the placement MILP (within ``time_limit``
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,6 +76,7 @@ def _key(c: Configuration) -> tuple[float, ...]:
         0.0 if c.fits else 1.0,
         round(c.crossing_mean, 9) if c.placed else float("inf"),
         float(c.slots),
+        float(c.taskmanagers),
         float(max(c.groups) + 1),
         float(MODES.index(c.mode)),
     )
@@ -87,8 +89,14 @@ def advise(
     cpu_per_tm: float | None = None,
     modes: tuple[str, ...] = MODES,
     time_limit: float = 20.0,
+    sizes: Sequence[tuple[int, int]] = (),
 ) -> FlinkAdvice:
-    """Rank slot-sharing configurations of ``job`` on ``taskmanagers`` x ``slots``."""
+    """Rank slot-sharing configurations of ``job`` on ``taskmanagers`` x ``slots``.
+
+    ``sizes``: other clusters (TaskManagers, slots each) to try too, each TaskManager with
+    ``cpu_per_tm`` cores; Flink's default and evenly spread slots are scored on the first,
+    and the bound is the least over all (it holds for a placement on any of them).
+    """
     n = len(job.names)
     if n > _MAX_VERTICES:
         raise ParameterError("job", f"{n} vertices", f"at most {_MAX_VERTICES} vertices")
@@ -96,15 +104,20 @@ def advise(
         words, searched = list(partitions(n)), "every partition"
     else:
         words, searched = list(contiguous(n)), "every split of the topological order"
+    every = list(dict.fromkeys([(taskmanagers, slots), *sizes]))
     searched = f"{searched} of the {n} vertices ({len(words)}) x modes {', '.join(modes)}"
+    if len(every) > 1:
+        searched += " x sizes " + ", ".join(f"{t}x{s}" for t, s in every)
     tried = [
-        evaluate(job, w, mode, taskmanagers, slots, cpu_per_tm) for w in words for mode in modes
+        evaluate(job, w, mode, t, s, cpu_per_tm) for t, s in every for w in words for mode in modes
     ]
     tried.sort(key=_key)
     one = tuple([0] * n)
     default = evaluate(job, one, "NONE", taskmanagers, slots, cpu_per_tm)
     spread = evaluate(job, one, "SLOTS", taskmanagers, slots, cpu_per_tm)
-    bound, exact = lower_bound(job, taskmanagers, slots, cpu_per_tm, time_limit)
+    bounds = [lower_bound(job, t, s, cpu_per_tm, time_limit / len(every)) for t, s in every]
+    bound = min(b for b, _ in bounds)
+    exact = all(e for _, e in bounds)
     advice = FlinkAdvice(
         job, taskmanagers, slots, cpu_per_tm, tried, default, spread, bound, exact, searched
     )
