@@ -100,6 +100,8 @@ def test_the_same_seed_gives_the_same_ranges(capsys):
         (["--samples", "5"], "--samples must be"),
         (["--taskmanagers", "0"], "--taskmanagers must be"),
         (["--save", "copy.json"], "--save must be used with an address"),
+        (["--taskmanagers", "1,2,3,4,5", "--slots", "1,2,3,4"], "at most 16 sizes"),
+        (["--slots", "1,x"], "--slots must be a count or counts"),
         (["--rest-ca", "ca.pem"], "--rest-cert must be used with an address"),
     ],
 )

@@ -139,6 +139,8 @@ def place_flink(
     per_all = _sizes("--slots", slots, known[1] if known else None)
     tms, per = tms_all[0], per_all[0]
     sizes = [(t, p) for t in tms_all for p in per_all]
+    if len(sizes) > 16:
+        raise ParameterError("--slots", slots, "with --taskmanagers, at most 16 sizes in all")
     if save is not None:
         from cloudsched.io import atomic_write_text
 
@@ -203,7 +205,7 @@ def _sizes(name: str, given: str | None, known: int | None) -> list[int]:
     except ValueError:
         raise ParameterError(name, given, "a count or counts separated by commas") from None
     if not 1 <= len(values) <= 16:
-        raise ParameterError(name, given, "1 to 16 counts")
+        raise ParameterError(name, given, "1 to 16 counts")  # and 16 sizes in all
     return list(dict.fromkeys(check_int(name, v, low=1, high=4096) for v in values))
 
 

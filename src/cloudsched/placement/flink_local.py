@@ -36,6 +36,7 @@ import tempfile
 import time
 import urllib.request
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -169,12 +170,7 @@ class LocalFlinkCluster:
         return conf
 
     def _start(
-        self,
-        name: str,
-        main: str,
-        conf: Path,
-        jvm: list[str],
-        args: list[str] = (),  # type: ignore[assignment]
+        self, name: str, main: str, conf: Path, jvm: list[str], args: Sequence[str] = ()
     ) -> Path:
         assert self.folder is not None
         lib = flink_lib_dir()
@@ -207,9 +203,11 @@ class LocalFlinkCluster:
                 return match
             for proc in self._procs:
                 if proc.poll() is not None:
-                    raise RuntimeError(f"a Flink process exited early; see {log}")
+                    raise RuntimeError(f"a Flink process exited early: {self._tail()}")
             time.sleep(0.2)
-        raise TimeoutError(f"Flink did not log {pattern!r} within {self.startup_timeout} s")
+        raise TimeoutError(
+            f"Flink did not log {pattern!r} within {self.startup_timeout} s: {self._tail()}"
+        )
 
     def _tm_options(self, conf: Path) -> tuple[list[str], list[str]]:
         """JVM options and ``-D`` properties, as ``taskmanager.sh`` gets them."""
@@ -281,9 +279,23 @@ class LocalFlinkCluster:
             if len(tms) >= self.taskmanagers:
                 return
             if any(proc.poll() is not None for proc in self._procs):
-                raise RuntimeError(f"a Flink process exited early; see {self.folder}")
+                raise RuntimeError(f"a Flink process exited early: {self._tail()}")
             time.sleep(0.3)
-        raise TimeoutError("the TaskManagers did not register in time")
+        raise TimeoutError(f"the TaskManagers did not register in time: {self._tail()}")
+
+    def _tail(self) -> str:
+        """Return the last warnings and errors of each log (the folder is removed after)."""
+        assert self.folder is not None
+        lines = []
+        for log in sorted(self.folder.glob("*.log")) + sorted(self.folder.glob("*.out")):
+            text = log.read_text(errors="replace").splitlines()
+            bad = [
+                line
+                for line in text
+                if " ERROR " in line or " WARN " in line or "Exception" in line
+            ]
+            lines += [f"{log.name}: {line[:300]}" for line in bad[-3:]]
+        return " | ".join(lines) or "no warnings logged"
 
     def stop(self) -> None:
         """Stop every process started, then remove the folder."""
@@ -298,7 +310,7 @@ class LocalFlinkCluster:
                 os.killpg(proc.pid, 9)
                 proc.wait()
         self._procs.clear()
-        if self._tmp is not None and not os.environ.get("CLOUDSCHED_KEEP_FLINK"):
+        if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
 
