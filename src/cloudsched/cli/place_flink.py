@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Any
 
-import numpy as np
 import typer
 
 from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, wrote
@@ -100,6 +100,8 @@ def place_flink(
     out: Out = None,
 ) -> None:
     """Choose slot-sharing groups that send the fewest records across TaskManagers."""
+    import numpy as np
+
     from cloudsched.placement.flink import MODES, crossing_samples, measured_crossing
     from cloudsched.placement.flink_rest import (
         cluster_from_bundle,
@@ -212,6 +214,8 @@ def _sizes(name: str, given: str | None, known: int | None) -> list[int]:
 def _override_cpu(job: Any, items: list[str]) -> Any:
     import dataclasses
 
+    import numpy as np
+
     cpu = list(job.cpu)
     for item in items:
         name, _, value = item.rpartition("=")
@@ -262,7 +266,9 @@ def _groups_text(groups: tuple[int, ...], names: tuple[str, ...]) -> str:
     return " | ".join(", ".join(v) for v in parts.values())
 
 
-def _row(label: str, conf: Any, spread: np.ndarray, job: Any) -> dict[str, Any]:
+def _row(label: str, conf: Any, spread: Any, job: Any) -> dict[str, Any]:
+    import numpy as np
+
     total = job.total_records
     lo, hi = np.nanpercentile(spread, [5, 95]) if conf.placed else (np.nan, np.nan)
     return {
@@ -284,7 +290,7 @@ def _row(label: str, conf: Any, spread: np.ndarray, job: Any) -> dict[str, Any]:
 
 
 def _table_row(row: dict[str, Any]) -> dict[str, Any]:
-    placed = np.isfinite(row["across_mean"])
+    placed = math.isfinite(row["across_mean"])
 
     def n(x: float) -> str:
         return f"{x:,.0f}" if placed else "-"
