@@ -5,7 +5,8 @@ partitions up to :data:`EXHAUSTIVE` vertices, else splits of the topological ord
 runs) under each load-balance mode, by :func:`cloudsched.placement.flink.evaluate`, and
 keeps the configurations whose busiest TaskManager, whatever order Flink picks, stays
 within ``cpu_per_tm`` cores.  The best is the one with the fewest records across
-TaskManagers on average (ties: fewer slots, fewer groups, Flink's default mode).
+TaskManagers on average (ties: fewer slots, fewer TaskManagers, fewer groups,
+``NONE``); with ``sizes`` every cluster size is tried.
 
 :func:`lower_bound` bounds the records across TaskManagers of *every* placement of the
 subtasks on the TaskManagers that keeps at most ``slots`` subtasks of a vertex on one
