@@ -105,11 +105,8 @@ def place_flink(
     from cloudsched.placement.flink import MODES, crossing_samples, measured_crossing
     from cloudsched.placement.flink_rest import (
         cluster_from_bundle,
-        fetch_job,
         job_from_bundle,
         placement_from_bundle,
-        read_job,
-        rest_context,
     )
     from cloudsched.placement.flink_search import advise
 
@@ -123,17 +120,7 @@ def place_flink(
     time_limit = check_real("--time-limit", time_limit, low=0.0, high=1e5, low_open=True)
     if cpu is not None:
         cpu = check_real("--cpu", cpu, low=0.0, high=1e6, low_open=True)
-    remote = job.startswith(("http://", "https://"))
-    if not remote and (rest_ca or rest_cert or rest_key):
-        raise ParameterError(
-            "--rest-cert", str(rest_cert or rest_ca or rest_key), "used with an address"
-        )
-    if save is not None and not remote:
-        raise ParameterError("--save", str(save), "used with an address (it keeps what was read)")
-    if rest_key is not None and rest_cert is None:
-        raise ParameterError("--rest-key", str(rest_key), "given with --rest-cert")
-    context = rest_context(rest_ca, rest_cert, rest_key) if remote else None
-    bundle = fetch_job(job, context) if remote else read_job(_job_path(job))
+    bundle = _read(job, save, rest_ca, rest_cert, rest_key)
     given = _records(records or [])
     flink_job = _override_cpu(job_from_bundle(bundle, job, given), cpu_of or [])
     known = cluster_from_bundle(bundle)
@@ -187,6 +174,24 @@ def place_flink(
     if write is not None:  # after the table: a configuration that fits none is still shown
         _write_config(write, advice)
         wrote(write)
+
+
+def _read(
+    job: str, save: Path | None, ca: Path | None, cert: Path | None, key: Path | None
+) -> dict[str, Any]:
+    """Read the job: from its address (with TLS files) or a file; check the options."""
+    from cloudsched.placement.flink_rest import fetch_job, read_job, rest_context
+
+    remote = job.startswith(("http://", "https://"))
+    if not remote and (ca or cert or key):
+        raise ParameterError("--rest-cert", str(cert or ca or key), "used with an address")
+    if save is not None and not remote:
+        raise ParameterError("--save", str(save), "used with an address (it keeps what was read)")
+    if key is not None and cert is None:
+        raise ParameterError("--rest-key", str(key), "given with --rest-cert")
+    if not remote:
+        return read_job(_job_path(job))
+    return fetch_job(job, rest_context(ca, cert, key))
 
 
 def _job_path(job: str) -> Path:
