@@ -5,8 +5,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-from importlib import resources
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cloudsched.cli import main
+from cloudsched.data import flink_path
 from cloudsched.errors import InputError
 from cloudsched.placement.flink import measured_crossing
 from cloudsched.placement.flink_rest import (
@@ -23,7 +22,7 @@ from cloudsched.placement.flink_rest import (
     read_job,
 )
 
-EXAMPLE = Path(str(resources.files("cloudsched") / "data" / "flink" / "placement-job.json"))
+EXAMPLE = flink_path()
 
 
 def _run(argv, capsys):

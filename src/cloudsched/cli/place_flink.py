@@ -196,9 +196,9 @@ def _read(
 
 def _job_path(job: str) -> Path:
     if job == "example":
-        from importlib import resources
+        from cloudsched.data import flink_path
 
-        return Path(str(resources.files("cloudsched") / "data" / "flink" / "placement-job.json"))
+        return flink_path()
     return Path(job)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-__all__ = ["DATASETS", "dataset_path", "example_files", "flux_path"]
+__all__ = ["DATASETS", "dataset_path", "example_files", "flink_path", "flux_path"]
 
 #: name -> (file in this package, format, sha256 of the file, what it is)
 DATASETS: dict[str, tuple[str, str, str, str]] = {
@@ -73,6 +73,11 @@ def flux_path(name: str) -> Path:
     ``name`` is ``wordcount``, ``exclamation`` or ``rolling-top-words``.
     """
     return Path(str(files("cloudsched.data").joinpath("examples", f"{name}.yaml")))
+
+
+def flink_path() -> Path:
+    """Return the installed run of the Flink test job (``place flink example``)."""
+    return Path(str(files("cloudsched.data").joinpath("flink", "placement-job.json")))
 
 
 def example_files() -> dict[str, bytes]:
