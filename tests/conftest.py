@@ -9,6 +9,11 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
+# The line a long compile writes (cloudsched._jit.notice) depends on what the kernel cache
+# already holds: off here, so that what a test reads of a command's standard error is the
+# same cold or warm; tests/test_compile_notice.py turns it on where it is the subject.
+os.environ["CLOUDSCHED_COMPILE_NOTICE"] = "off"
+
 # The Ctrl-C tests send SIGINT to the commands they start.  A shell without job control that
 # starts this run in the background ignores SIGINT, and its children inherit that: give them
 # the terminal's disposition (a Python handler here becomes the default one across exec).

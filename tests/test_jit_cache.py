@@ -15,11 +15,15 @@ import pytest
 
 @pytest.fixture
 def fresh_jit(monkeypatch):
+    """The kernel module with its cache state as at the start (no warning given yet)."""
     import cloudsched._jit as jit
+    import cloudsched._jit.cache as cache
 
+    importlib.reload(cache)
     jit = importlib.reload(jit)
     yield jit
     monkeypatch.undo()
+    importlib.reload(cache)
     importlib.reload(jit)
 
 
@@ -47,8 +51,8 @@ def test_kernel_compiles_when_no_cache_can_be_written(fresh_jit, monkeypatch, re
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        f = fresh_jit.kernel(add_one)
-        g = fresh_jit.kernel(add_one)
+        f = fresh_jit.kernel(add_one, entry=True)
+        g = fresh_jit.kernel(add_one, entry=True)
     assert f(1) == 2 and g(41) == 42
     messages = [str(w.message) for w in caught]
     assert len(messages) == 1  # one warning, however many kernels
@@ -82,7 +86,7 @@ from cloudsched._jit import kernel, specialised
 def build(hook, fingerprint):
     def run(x):
         return hook(x) + 1
-    return specialised(run, fingerprint)
+    return specialised(run, fingerprint, "tiny")
 
 @kernel(nrt=False, inline=True, cache=False)
 def double(x):
@@ -135,15 +139,15 @@ def test_a_policy_kernel_is_compiled_once_then_loaded_from_disk(tmp_path):
 
 
 def test_the_fingerprint_is_part_of_the_cache_key():
-    import cloudsched._jit as jit
+    import cloudsched._jit.cache as jit
 
     def f(x):
         return x
 
-    a, b = jit._SourceCache(f, "one"), jit._SourceCache(f, "two")
+    a, b = jit.SourceCache(f, "one"), jit.SourceCache(f, "two")
     codegen = type("Codegen", (), {"magic_tuple": lambda self: ("x",)})()
     assert a._index_key((), codegen) != b._index_key((), codegen)
-    assert a._index_key((), codegen) == jit._SourceCache(f, "one")._index_key((), codegen)
+    assert a._index_key((), codegen) == jit.SourceCache(f, "one")._index_key((), codegen)
 
 
 # --- nothing stale runs: the key covers every source a kernel is compiled from ------------
@@ -161,7 +165,7 @@ PACKAGE = {
     "main.py": (
         "from cloudsched._jit import kernel\n"
         "from tinypkg.helper import bump\n\n"
-        "@kernel\n"
+        "@kernel(entry=True)\n"
         "def run(x):\n"
         "    return bump(x) * 10\n"
     ),
@@ -264,7 +268,7 @@ def test_the_statement_walk_finds_every_import_a_full_walk_finds(tmp_path):
     import cloudsched.cli
     import cloudsched.dispatch
     import cloudsched.placement  # noqa: F401
-    from cloudsched import _jit
+    from cloudsched._jit import sources
 
     nested = tmp_path / "nested_imports.py"
     nested.write_text(
@@ -280,7 +284,7 @@ def test_the_statement_walk_finds_every_import_a_full_walk_finds(tmp_path):
     )
     fake = type(sys)("nested_imports")  # parsed only, never run
     fake.__file__ = str(nested)
-    found = _jit._import_pairs(fake)
+    found = sources.import_pairs(fake)
     assert {name for name, _ in found} == set("abcefghijklnopq"), found
     assert found == _imports_by_full_walk(fake)
     mods = [
@@ -290,11 +294,11 @@ def test_the_statement_walk_finds_every_import_a_full_walk_finds(tmp_path):
     ]
     assert len(mods) > 50
     for module in mods:
-        assert _jit._import_pairs(module) == _imports_by_full_walk(module), module.__name__
+        assert sources.import_pairs(module) == _imports_by_full_walk(module), module.__name__
 
 
 def test_the_package_version_is_part_of_the_key(monkeypatch):
-    import cloudsched._jit as jit
+    import cloudsched._jit.sources as jit
 
     jit._FINGERPRINTS.clear()
     a = jit.source_fingerprint("cloudsched.placement._kernel_slots")
@@ -375,7 +379,7 @@ def test_a_cache_folder_others_can_write_is_not_used(fresh_jit, tmp_path, monkey
 
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        f = fresh_jit.kernel(add_two)
+        f = fresh_jit.kernel(add_two, entry=True)
     assert f(1) == 3
     assert "is not private to this user" in str(caught[0].message)
     private = tmp_path / "tmp" / f"cloudsched-numba-{os.getuid()}"
@@ -466,7 +470,7 @@ def test_two_processes_that_start_together_compile_a_kernel_once(tmp_path):
         import tiny_kernel
         from numba import types
 
-        from cloudsched._compile_lock import lock_path
+        from cloudsched._jit.lock import lock_path
 
         path = lock_path(tiny_kernel.run, (types.int64,))
         other = lock_path(tiny_kernel.run, (types.float64,))

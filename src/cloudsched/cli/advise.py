@@ -8,8 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
+from cloudsched.cli.bars import LazyProgress
 from cloudsched.cli.common import (
-    LazyProgress,
     check_outputs,
     emit,
     format_frame,

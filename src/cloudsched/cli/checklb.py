@@ -7,7 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, emit, format_frame, resolve_format
+from cloudsched.cli.bars import LazyProgress
+from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format
 from cloudsched.cli.options import BalancerOptions, FormatJson, Out, opt
 from cloudsched.errors import check_choice, check_real
 

@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
-import math
 import os
 import sys
-import threading
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -26,10 +22,8 @@ if TYPE_CHECKING:
 
     # pandas takes 0.3 s to import: commands import it when they use it
     import pandas as pd
-    from rich.progress import Progress, TaskID
 
 __all__ = [
-    "LazyProgress",
     "check_distinct",
     "check_not_input",
     "check_outputs",
@@ -228,118 +222,6 @@ def format_frame(df: pd.DataFrame, fmt: str, title: str, payload: dict[str, Any]
     if fmt == "csv":
         return df.to_csv(index=False)
     return render_table(df, title)
-
-
-class LazyProgress:
-    """A rich progress bar that appears only once a run has taken more than ``delay`` seconds.
-
-    Called as ``bar(fraction)`` or ``bar(fraction, status)``: a negative fraction keeps the
-    last one (the run is alive but has no new estimate), and ``status`` is shown after the
-    description (for example the precision an open-ended simulation has reached).  When
-    standard error is not a terminal (a log file, CI), a helper thread writes a plain line
-    with the share done and the time left every ``every`` seconds instead (default 60, or
-    ``CLOUDSCHED_PROGRESS_SECONDS``), also while a solver holds the main thread; it writes
-    to a copy of descriptor 2 taken at the start, which solver-output capture leaves alone.
-    """
-
-    def __init__(self, description: str, delay: float = 2.0, every: float | None = None) -> None:
-        self.description = description
-        self.delay = delay
-        self.every = every if every is not None else _progress_seconds()
-        self.console = Console(stderr=True)
-        self.start = time.perf_counter()
-        self.bar: Progress | None = None
-        self.task: TaskID | None = None
-        self.fraction = -1.0  # unknown until the run gives an estimate
-        self.status = ""
-        self.stop = threading.Event()
-        self.fd = -1
-        if not self.console.is_terminal:
-            with contextlib.suppress(OSError):
-                self.fd = os.dup(2)
-                threading.Thread(target=self._beat, name="cloudsched progress", daemon=True).start()
-
-    def __call__(self, fraction: float, status: str = "") -> None:
-        """Record progress (``fraction`` done, or < 0 for unknown) and a status text."""
-        if fraction >= 0:
-            self.fraction = fraction
-        if status:
-            self.status = status
-        if not self.console.is_terminal:
-            return  # the helper thread writes the lines
-        if self.bar is None:
-            if time.perf_counter() - self.start < self.delay:
-                return
-            from rich.progress import (  # 10 ms: only a run long enough for a bar loads it
-                BarColumn,
-                Progress,
-                TaskProgressColumn,
-                TimeRemainingColumn,
-            )
-
-            from cloudsched.cli.console import description_column
-
-            self.bar = Progress(
-                description_column(),
-                BarColumn(),
-                TaskProgressColumn(),
-                TimeRemainingColumn(),
-                console=self.console,
-                transient=True,
-            )
-            self.bar.start()
-            self.task = self.bar.add_task(self.description, total=1.0)
-        assert self.task is not None
-        text = f"{self.description} {self.status}".strip()
-        self.bar.update(self.task, completed=max(self.fraction, 0.0), description=text)
-
-    def _beat(self) -> None:
-        try:
-            while not self.stop.wait(self.every):
-                with contextlib.suppress(OSError):
-                    os.write(self.fd, self.line().encode())
-        finally:  # closed here, never under a write (the number could be reused meanwhile)
-            with contextlib.suppress(OSError):
-                os.close(self.fd)
-
-    def line(self) -> str:
-        """Return the plain progress line (what a log shows)."""
-        elapsed = time.perf_counter() - self.start
-        text = f"{self.description} {self.status}".strip()
-        if self.fraction < 0:  # no estimate of the share done (e.g. column generation)
-            done = f"running for {_duration(elapsed)}, time left unknown"
-        else:
-            left = "unknown"
-            if 0 < self.fraction < 1:
-                left = "about " + _duration(elapsed * (1 - self.fraction) / self.fraction)
-            done = f"{100 * self.fraction:.1f}% after {_duration(elapsed)}, {left} left"
-        return f"progress: {text}: {done} (Ctrl-C stops)\n"
-
-    def close(self) -> None:
-        """Stop the bar (a run that ended before it was shown leaves no trace)."""
-        if self.bar is not None:
-            self.bar.stop()
-        self.stop.set()
-
-
-def _duration(seconds: float) -> str:
-    """``95 s``, ``12 min``, ``3.4 h`` or ``127 days``: a rough duration for progress lines."""
-    if seconds < 120:
-        return f"{seconds:.0f} s"
-    if seconds < 7200:
-        return f"{seconds / 60:.0f} min"
-    if seconds < 172800:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.0f} days"
-
-
-def _progress_seconds() -> float:
-    """Seconds between plain progress lines: ``CLOUDSCHED_PROGRESS_SECONDS`` or 60."""
-    try:
-        value = float(os.environ.get("CLOUDSCHED_PROGRESS_SECONDS", "60"))
-    except ValueError:
-        return 60.0
-    return value if math.isfinite(value) and value > 0 else 60.0
 
 
 #: Most loads one ``predict`` call solves (each is a fixed-point solve, ~1 ms).

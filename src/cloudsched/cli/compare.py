@@ -12,7 +12,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, parse_loads, render_table, wrote
+from cloudsched.cli.bars import LazyProgress
+from cloudsched.cli.common import check_outputs, parse_loads, render_table, wrote
 from cloudsched.cli.console import warn
 from cloudsched.cli.options import (
     Arrivals,

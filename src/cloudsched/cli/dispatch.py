@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, resolve_format
+from cloudsched.cli.bars import LazyProgress
+from cloudsched.cli.common import check_outputs, resolve_format
 from cloudsched.cli.console import print_warnings
 from cloudsched.cli.options import (
     Arrivals,

@@ -18,7 +18,8 @@ from rich.progress import (
 )
 
 from cloudsched.cli._sigint import stopped_by
-from cloudsched.cli.common import LazyProgress, check_outputs
+from cloudsched.cli.bars import LazyProgress
+from cloudsched.cli.common import check_outputs
 from cloudsched.cli.console import description_column, warn
 from cloudsched.cli.options import Seed, opt
 

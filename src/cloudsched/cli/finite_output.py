@@ -27,7 +27,7 @@ def finite_predict(
     """Print (or write) mean field, refined and exact values at ``servers`` servers."""
     import pandas as pd
 
-    from cloudsched.cli.common import LazyProgress
+    from cloudsched.cli.bars import LazyProgress
     from cloudsched.dispatch.theory.finite import as_arrays
     from cloudsched.dispatch.theory.prediction import predict
     from cloudsched.policy_table import get_row

@@ -10,7 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, render_table, to_json, wrote
+from cloudsched.cli.bars import LazyProgress
+from cloudsched.cli.common import check_outputs, render_table, to_json, wrote
 from cloudsched.cli.options import opt
 
 __all__ = ["register"]

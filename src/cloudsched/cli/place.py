@@ -9,8 +9,8 @@ from typing import Annotated
 
 import typer
 
+from cloudsched.cli.bars import LazyProgress
 from cloudsched.cli.common import (
-    LazyProgress,
     check_outputs,
     emit,
     policies_given,

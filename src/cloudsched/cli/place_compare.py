@@ -7,14 +7,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli.common import (
-    LazyProgress,
-    check_outputs,
-    emit,
-    format_frame,
-    policies_given,
-    resolve_format,
-)
+from cloudsched.cli.bars import LazyProgress
+from cloudsched.cli.common import check_outputs, emit, format_frame, policies_given, resolve_format
 from cloudsched.cli.console import warn
 from cloudsched.cli.options import (
     CrossRackCost,

@@ -8,14 +8,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cloudsched.cli.common import (
-    LazyProgress,
-    check_outputs,
-    emit,
-    format_frame,
-    resolve_format,
-    wrote,
-)
+from cloudsched.cli.bars import LazyProgress
+from cloudsched.cli.common import check_outputs, emit, format_frame, resolve_format, wrote
 from cloudsched.cli.options import FormatCsv, Out, Precision, Seed, opt
 from cloudsched.errors import ParameterError
 

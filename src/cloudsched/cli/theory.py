@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from cloudsched.cli.bars import LazyProgress
 from cloudsched.cli.common import (
-    LazyProgress,
     check_outputs,
     emit,
     format_frame,

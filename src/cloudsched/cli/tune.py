@@ -7,7 +7,8 @@ from typing import Annotated
 
 import typer
 
-from cloudsched.cli.common import LazyProgress, check_outputs, policies_given, trace_laws
+from cloudsched.cli.bars import LazyProgress
+from cloudsched.cli.common import check_outputs, policies_given, trace_laws
 from cloudsched.cli.options import (
     Arrivals,
     BalancerOptions,

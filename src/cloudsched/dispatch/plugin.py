@@ -182,6 +182,7 @@ class Policy:
                 per_dispatcher=self.per_dispatcher,
                 general=bool(general),
                 fingerprint=fingerprint,
+                name=self.name,
                 checked=checked,
             )
         return _COMPILED[key]

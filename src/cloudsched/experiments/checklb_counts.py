@@ -80,7 +80,7 @@ def stop_times(sent: np.ndarray, end: np.ndarray, end_slack: float) -> np.ndarra
     return np.maximum(np.asarray(end, dtype=np.float64) + end_slack, np.nextafter(sent, np.inf))
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, entry=True, label="check-lb's in-flight counts")
 def _levels(sent, order, ends, end_up, upstream, counts, out):
     """Fill ``out`` (see :func:`levels_at_arrivals`): arrivals in send order, ends in order."""
     n = sent.size

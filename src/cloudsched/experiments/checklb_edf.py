@@ -236,7 +236,7 @@ def edf_violations(
     return int(counts[0]), int(counts[1]), bad
 
 
-@kernel
+@kernel(entry=True, label="check-lb's Envoy EDF check")
 def _zone(up, lo, hi, step, fresh, k, bad):
     """Keep the difference-bound matrix of the hosts' deadlines, pick by pick (units)."""
     inf = _INF

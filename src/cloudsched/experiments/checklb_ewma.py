@@ -96,7 +96,7 @@ def ewma_levels(
     return ranked, settled
 
 
-@kernel
+@kernel(entry=True, label="check-lb's peak EWMA costs")
 def _costs(run, decay, default_rtt, start, cost, rng):
     """Fill ``cost`` (arrivals x upstreams): each estimate decayed to the arrival x (c + 1)."""
     n, k = cost.shape

@@ -154,7 +154,7 @@ def check_least_time(
     return Sequence(int(out[0]), int(out[1]), int(edges.sum()), law.schedule, notes)
 
 
-@kernel(nrt=False, inline=True)
+@kernel(nrt=False, inline=True, entry=True, label="check-lb's least_time bounds")
 def _bounds(low, high):
     """Least and largest cluster of an average between ``low`` and ``high`` (ms)."""
     if high <= 5000.0:
@@ -164,7 +164,7 @@ def _bounds(low, high):
     return min(ngx_cluster(low), 5000.0), max(ngx_cluster(min(high, 5000.0)), 5000.0)
 
 
-@kernel
+@kernel(entry=True, label="check-lb's least_time scan")
 def _scan(run, k, fail, low_start, high_start):
     """Follow the averages' bounds through the log; count the inconsistent choices."""
     n = run.sent.size

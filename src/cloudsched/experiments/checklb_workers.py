@@ -123,7 +123,7 @@ def worker_loglik(
     return float(total), int(min(cut.size, SCORED))
 
 
-@kernel
+@kernel(entry=True, label="check-lb's worker count filter")
 def _filter(events, model, slots, rng):
     """Run the particle filter; return the total log-likelihood of the scored arrivals."""
     order, up, sent, scored = events.order, events.upstream, events.sent, events.scored

@@ -72,7 +72,7 @@ def check(st, mo, j, k, where):
     return 0
 
 
-def loop(place: Any, key: str) -> Callable[..., Any]:
+def loop(place: Any, key: str, name: str = "a plug-in") -> Callable[..., Any]:
     """Compile ``run(st, mo, mt, lg, budget, rng)`` around the hook ``place``."""
 
     @kernel(nrt=False, inline=True, cache=False)
@@ -114,7 +114,7 @@ def loop(place: Any, key: str) -> Callable[..., Any]:
         st.fst[S.F_NOW] = now
         return S.CHUNK
 
-    return specialised(run, key, _nrt=False, boundscheck=True)
+    return specialised(run, key, f"{name}'s placement loop", _nrt=False, boundscheck=True)
 
 
 def _compiled(plugin: PlacementPlugin) -> Callable[..., Any]:
@@ -124,7 +124,7 @@ def _compiled(plugin: PlacementPlugin) -> Callable[..., Any]:
         key = hashlib.sha256(
             f"{plugin.fingerprint}:{source_fingerprint(module)}".encode()
         ).hexdigest()
-        plugin.compiled = loop(plugin.hook, key)
+        plugin.compiled = loop(plugin.hook, key, plugin.name)
     return plugin.compiled
 
 

@@ -16,7 +16,7 @@ from cloudsched._jit import kernel
 __all__ = ["jiq_rhs"]
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, entry=True, label="the delayed JIQ mean field")
 def jiq_rhs(x, then, dx, lam, r, d, levels, jl):
     """Write the derivative of ``x`` into ``dx`` (``then``: ``q1`` and ``H`` a delay ago)."""
     q1_then, h_then = then

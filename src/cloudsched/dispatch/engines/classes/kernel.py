@@ -86,7 +86,7 @@ def _arrival_class(ccnt, cnt, k, rng):
     return c
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, entry=True, label="the speed-class engine's simulator")
 def run_classes(st, mt, ctl, par, rng):
     """Advance the chain until done or until the caller must act (a status of ``records``).
 

@@ -72,7 +72,7 @@ __all__ = [
 ]
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, entry=True, label="the count engine's start")
 def uniform_sizes(balls, bins, out, rng):
     """Add to ``out[j]`` the bins holding j of ``balls`` thrown uniformly into ``bins``.
 
@@ -160,7 +160,7 @@ def shortest_class(iq, m, d, v):
         c += 1
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, entry=True, label="the count engine's start (shortest I-queues)")
 def shortest_sizes(servers, m, d, out, rng):
     """List ``servers`` idle servers one by one, each in the shortest of d sampled I-queues.
 
@@ -211,7 +211,7 @@ def erlang_time(rng, j):
     return rt
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, entry=True, label="the count engine's simulator")
 def run_counts(st, mt, ctl, par, rng):
     """Advance the chain until done or until the caller must act (a status of ``records``).
 

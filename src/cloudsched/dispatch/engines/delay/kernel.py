@@ -175,7 +175,7 @@ def _own_departure(st, s):
     view_down(own_view(st.own, kd), s)
 
 
-@kernel(nrt=False)
+@kernel(nrt=False, entry=True, label="the delay engine's simulator")
 def run_delay(st, mt, ctl, par, rng):
     """Advance the farm until done or until the caller must act (a status of ``records``).
 

@@ -341,6 +341,7 @@ def build(
     per_dispatcher: bool,
     general: bool,
     fingerprint: str,
+    name: str = "a policy",
     checked: bool = False,
 ) -> tuple[Callable[..., None], Callable[..., int]]:
     """Compile ``init`` and ``run`` for a policy's hooks and one engine.
@@ -372,7 +373,7 @@ def build(
     R.BAD_SERVER (the value in ``ist[R.I_BAD]``).  Event-list engine: ``tasks`` holds a chunk
     consumed from ``ist[R.I_TASK_PTR]``; ``ctl[R.C_LAST_CHUNK] = 1`` marks the last one
     (otherwise ``run`` returns R.NEED_TASKS at its end).  ``fingerprint`` identifies the hooks
-    in the on-disk cache.
+    in the on-disk cache; ``name``, the policy in the line a long compile writes.
     """
 
     def init(st, mt, par, rng, init_q, init_iq, init_svc, event_list):
@@ -492,7 +493,13 @@ def build(
 
     check = "checked" if checked else ""
     key = f"{fingerprint}:{'general' if general else 'markov'}:{check}"
+    clock = "event list" if general else "Markov clock"
+    checks = ", bounds-checked" if checked else ""
     return (
-        specialised(init, f"{fingerprint}:init:{check}", boundscheck=checked),
-        specialised(run, key, _nrt=False, boundscheck=checked),
+        specialised(
+            init, f"{fingerprint}:init:{check}", f"{name}'s start{checks}", boundscheck=checked
+        ),
+        specialised(
+            run, key, f"{name}'s simulator ({clock}{checks})", _nrt=False, boundscheck=checked
+        ),
     )
