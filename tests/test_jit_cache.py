@@ -219,7 +219,7 @@ def test_the_placement_and_dispatch_kernels_are_keyed_on_their_helpers():
     from cloudsched._jit import source_modules
 
     def names(root):
-        return {m.__name__ for m in source_modules(root)}
+        return {name for name, _ in source_modules(root)}
 
     placement = names("cloudsched.placement._kernel")
     assert {
@@ -236,6 +236,46 @@ def test_the_placement_and_dispatch_kernels_are_keyed_on_their_helpers():
     assert "cloudsched.dispatch.builtin_policies" in names("cloudsched.dispatch.builtin_policies")
     # installed libraries are versioned, not hashed
     assert not any(n.startswith(("numpy", "numba")) for n in placement)
+
+
+KEYS = """
+import sys
+if sys.argv[1] == "all":  # everything the package has, imported first
+    import cloudsched.cli, cloudsched.dispatch, cloudsched.placement, cloudsched.experiments
+    import cloudsched.dispatch.engines.servers.kernel, cloudsched.experiments.checklb
+    import cloudsched.warmup, cloudsched.lab.run
+import importlib
+from cloudsched._jit.sources import source_fingerprint
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+    print(name, source_fingerprint(name))
+"""
+
+
+def test_a_kernels_key_does_not_depend_on_what_else_was_imported():
+    """Once a kernel's key followed only the modules already imported (and the submodules a
+    package had gained), so one kernel got two keys in two processes and compiled twice."""
+    roots = [
+        "cloudsched.dispatch.engines.delay.kernel",
+        "cloudsched.dispatch.engines.counts.kernel",
+        "cloudsched.dispatch.engines.servers.kernel",
+        "cloudsched.placement._kernel",
+        "cloudsched.experiments.checklb_ewma",
+    ]
+
+    def keys(first):
+        out = subprocess.run(
+            [sys.executable, "-c", KEYS, first, *roots],
+            capture_output=True,
+            text=True,
+            check=True,
+            timeout=300,
+        )
+        return out.stdout
+
+    alone = keys("alone")
+    assert alone.count("\n") == len(roots)
+    assert keys("all") == alone
 
 
 def _imports_by_full_walk(module):
@@ -284,7 +324,7 @@ def test_the_statement_walk_finds_every_import_a_full_walk_finds(tmp_path):
     )
     fake = type(sys)("nested_imports")  # parsed only, never run
     fake.__file__ = str(nested)
-    found = sources.import_pairs(fake)
+    found = sources.import_pairs(fake.__name__, fake.__file__)
     assert {name for name, _ in found} == set("abcefghijklnopq"), found
     assert found == _imports_by_full_walk(fake)
     mods = [
@@ -294,7 +334,8 @@ def test_the_statement_walk_finds_every_import_a_full_walk_finds(tmp_path):
     ]
     assert len(mods) > 50
     for module in mods:
-        assert sources.import_pairs(module) == _imports_by_full_walk(module), module.__name__
+        found = sources.import_pairs(module.__name__, module.__file__)
+        assert found == _imports_by_full_walk(module), module.__name__
 
 
 def test_the_package_version_is_part_of_the_key(monkeypatch):
@@ -503,3 +544,46 @@ def test_two_processes_that_start_together_compile_a_kernel_once(tmp_path):
     outs = [c.communicate(timeout=600)[0].split() for c in children]
     assert all(c.returncode == 0 for c in children)
     assert sorted(outs) == [["41", "0", "1"], ["41", "1", "0"]]  # one compiled, one loaded
+
+
+def test_an_overload_is_saved_under_the_index_lock_data_first(tmp_path, monkeypatch):
+    """Two processes saving two overloads of one helper at once must not lose one, nor
+    leave a key naming the other's code: the index is read and written under its lock,
+    and the data file exists before the index names it."""
+    import pickle
+
+    from cloudsched._jit.cache import SourceCache
+
+    monkeypatch.setattr(numba.config, "CACHE_DIR", str(tmp_path))
+
+    def helper(x):
+        return x
+
+    cache = SourceCache(helper)
+    index = cache._cache_file
+    lock = f"{index._index_path}.lock"
+    real_save_index = type(index)._save_index
+    seen = []
+
+    def checked_save_index(self, overloads):
+        fd = os.open(lock, os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):  # another process could not take it now
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
+        for name in overloads.values():  # every entry's data is already written
+            assert os.path.exists(os.path.join(self._cache_path, name))
+        seen.append(dict(overloads))
+        real_save_index(self, overloads)
+
+    monkeypatch.setattr(type(index), "_save_index", checked_save_index)
+    index.save("key-a", ("code a",))
+    other = SourceCache(helper)._cache_file  # a second process: its own view of the index
+    other.save("key-b", ("code b",))
+    assert len(seen) == 2
+    assert index.load("key-a") == ("code a",) and index.load("key-b") == ("code b",)
+    with open(index._index_path, "rb") as fh:
+        pickle.load(fh)
+        _, overloads = pickle.loads(fh.read())
+    assert sorted(overloads) == ["key-a", "key-b"] and len(set(overloads.values())) == 2

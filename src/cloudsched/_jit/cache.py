@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import os
 import stat
 import tempfile
@@ -21,8 +22,9 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numba
-from numba.core.caching import FunctionCache
+from numba.core.caching import FunctionCache, IndexDataCacheFile
 
+from cloudsched._jit.lock import file_lock
 from cloudsched._jit.sources import source_fingerprint
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -86,12 +88,35 @@ def private_folder(base: str | None = None) -> str:
     return folder
 
 
+class _LockedIndex(IndexDataCacheFile):
+    """numba's index of a function's cached overloads, saved under a lock, data first.
+
+    numba saves an entry by reading the function's index, adding the key and writing it
+    back, then writing the data file: two processes that save two overloads of one
+    function at once (a helper called with the records of two engines) could each keep
+    only their own key, or leave a key naming the other's code.  Here one process saves
+    at a time, and the data is on disk before the index names it.
+    """
+
+    def save(self, key: Any, data: Any) -> None:
+        with file_lock(f"{self._index_path}.lock"):
+            overloads = self._load_index()
+            name = overloads.get(key)
+            if name is None:
+                taken = set(overloads.values())
+                name = next(n for i in itertools.count(1) if (n := self._data_name(i)) not in taken)
+            self._save_data(name, data)
+            overloads[key] = name
+            self._save_index(overloads)
+
+
 class SourceCache(FunctionCache):
     """numba's function cache whose key also holds the fingerprint of every source used."""
 
     def __init__(self, py_func: Callable[..., Any], fingerprint: str | None = None) -> None:
         super().__init__(py_func)
         self._fingerprint = fingerprint
+        self._cache_file.__class__ = _LockedIndex
 
     def _index_key(self, sig: Any, codegen: Any) -> tuple[Any, ...]:
         # numba's key leaves out NUMBA_OPT: code compiled at -O0 would run at every level

@@ -11,7 +11,7 @@ from typing import Any
 
 from numba.core.compiler_lock import global_compiler_lock
 
-__all__ = ["lock_path", "one_at_a_time"]
+__all__ = ["file_lock", "lock_path", "one_at_a_time"]
 
 
 def one_at_a_time(dispatcher: Any) -> Callable[[Any], Any]:
@@ -26,7 +26,7 @@ def one_at_a_time(dispatcher: Any) -> Callable[[Any], Any]:
     compile_ = dispatcher.compile
 
     def compile(sig: Any) -> Any:
-        with global_compiler_lock, _file_lock(lock_path(dispatcher, sig)):
+        with global_compiler_lock, file_lock(lock_path(dispatcher, sig)):
             return compile_(sig)
 
     return compile
@@ -43,7 +43,12 @@ def lock_path(dispatcher: Any, sig: Any) -> str | None:
 
 
 @contextlib.contextmanager
-def _file_lock(path: str | None) -> Iterator[None]:
+def file_lock(path: str | None) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created 0600) while the block runs.
+
+    Across processes and threads (``flock`` on a descriptor of its own); no file (None, or
+    one that cannot be opened): no lock.
+    """
     try:
         fd = -1 if path is None else os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
     except OSError:

@@ -13,7 +13,8 @@ silence:
   the line itself.
 
 Only the outermost compile of a thread is announced (a kernel's helpers compile inside it).
-``CLOUDSCHED_COMPILE_NOTICE``: ``off`` for no line, or the seconds to wait before it.
+``CLOUDSCHED_COMPILE_NOTICE``: ``off`` for no line, or the seconds to wait before it (0:
+at the compile's start).
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ _LOCAL = threading.local()  # per thread: how deep in compiles, and the outermos
 def delay() -> float | None:
     """Seconds before a compile's line (``CLOUDSCHED_COMPILE_NOTICE``), None for no line."""
     raw = os.environ.get("CLOUDSCHED_COMPILE_NOTICE", "").strip().lower()
-    if raw in ("off", "0", "no", "false"):
+    if raw in ("off", "no", "false"):
         return None
     try:
         value = float(raw) if raw else DEFAULT_DELAY
@@ -141,15 +142,17 @@ class _Listener(event.Listener):
         if before is None:
             expected, basis = typical(label), "typical"
         c = Compile(label, time.perf_counter(), expected, basis)
+        for w in compile_watchers():  # first, so that a bar is showing for the line
+            w.compiling(c)
         wait = delay()
         timer = None
-        if wait is not None:
+        if wait == 0:
+            _say(notice_line(c))
+        elif wait is not None:
             timer = threading.Timer(wait, _say, (notice_line(c),))
             timer.daemon = True
             timer.start()
         _LOCAL.current = (c, path, timer)
-        for w in compile_watchers():
-            w.compiling(c)
 
     def on_end(self, ev: event.Event) -> None:
         _LOCAL.depth = max(0, getattr(_LOCAL, "depth", 1) - 1)
