@@ -35,6 +35,7 @@ from cloudsched.cli import (
     trace,
     tune,
     verdict,
+    warmup,
 )
 from cloudsched.cli._sigint import interruptible, stopped_by
 from cloudsched.cli.console import one_line
@@ -98,6 +99,7 @@ for _group in (
     trace,
     place,
     lab,
+    warmup,
 ):
     _group.register(app)
 
