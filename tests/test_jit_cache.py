@@ -587,3 +587,38 @@ def test_an_overload_is_saved_under_the_index_lock_data_first(tmp_path, monkeypa
         pickle.load(fh)
         _, overloads = pickle.loads(fh.read())
     assert sorted(overloads) == ["key-a", "key-b"] and len(set(overloads.values())) == 2
+
+
+TWIN = """
+from cloudsched._jit import kernel
+
+@kernel(inline=True)
+def step(x):
+    return x + 1
+
+@kernel(entry=True)
+def run(x):
+    return step(x) * 2
+"""
+TWIN_CHILD = """
+from twin_kernel import run, step
+print(run(20), step(20), step(2.5))
+"""
+
+
+def test_a_helper_called_from_python_runs_its_twin_both_compiled_and_cached(tmp_path):
+    """A helper has no Python wrapper (numba would crash the interpreter calling it from
+    Python): a call from Python runs a twin compiled with one.  The two never share a
+    cache entry, so neither loads the other's code."""
+    (tmp_path / "twin_kernel.py").write_text(TWIN)
+    first, second = _twice(tmp_path, TWIN_CHILD)
+    assert first == second == ["42", "21", "3.5"]
+    from cloudsched._jit.cache import SourceCache
+
+    def f(x):
+        return x
+
+    codegen = type("Codegen", (), {"magic_tuple": lambda self: ("x",)})()
+    helper = SourceCache(f, None, {"no_cpython_wrapper": True, "forceinline": True})
+    twin = SourceCache(f, None, {"forceinline": True})
+    assert helper._index_key((), codegen) != twin._index_key((), codegen)

@@ -13,13 +13,11 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import tempfile
 import time
 import warnings
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass
-from pathlib import Path
 
 from cloudsched.errors import ParameterError
 from cloudsched.progress import Compile, Progress, counted, watch_compiles
@@ -35,8 +33,6 @@ PLACEMENT = {
     "dgp-clock": "dgp",
     "maxweight": "dgp",
 }
-#: check-lb's laws whose kernels are their own, each with the policy that writes its log.
-CHECK_LB = {"least-time": "least-time", "ewma": "ewma", "wlr": "wlr", "workers": "pod:2"}
 
 
 @dataclass(frozen=True)
@@ -100,6 +96,7 @@ def targets(names: Sequence[str] | None = None) -> list[Target]:
     clocks) and the count, speed-class and delay engines where it runs on them; a placement
     policy: the placement simulator it runs; everything adds check-lb's kernels.
     """
+    from cloudsched.experiments.checklb_laws import KERNEL_CHECKS
     from cloudsched.policy_table import TABLE
 
     if not names:
@@ -109,7 +106,7 @@ def targets(names: Sequence[str] | None = None) -> list[Target]:
             Target("dispatch", "pod", e) for e in sorted(shared)
         ]
         out += [Target("placement", p) for p in ("storm-default", "dgp")]
-        out += [Target("check-lb", law) for law in CHECK_LB]
+        out += [Target("check-lb", check) for check in KERNEL_CHECKS]
         return _longest_first(out)
     found: list[Target] = []
     for name in names:
@@ -128,9 +125,20 @@ def targets(names: Sequence[str] | None = None) -> list[Target]:
 
 
 def _longest_first(found: list[Target]) -> list[Target]:
-    """Sort ``found`` with the slowest compiles first (a pool then ends together)."""
-    slow = ("least-time", "wlr", "storm-default", "dgp", "ewma", "prequal", "wrr")
-    return sorted(found, key=lambda t: (t.name not in slow, t.kind != "dispatch"))
+    """Sort ``found`` with the slowest compiles first (a pool then ends together).
+
+    Placement's simulators, then check-lb's, then the production balancers (the rows with
+    memory per slot: the largest hooks), then the rest.
+    """
+    from cloudsched.policy_table import TABLE
+
+    def rank(t: Target) -> int:
+        if t.kind != "dispatch":
+            return 0 if t.kind == "placement" else 1
+        row = TABLE.get(t.name)
+        return 2 if row is not None and row.memory == "slots" else 3
+
+    return sorted(found, key=rank)
 
 
 def _run_dispatch(t: Target) -> None:
@@ -163,24 +171,9 @@ def _run_placement(t: Target) -> None:
 
 
 def _run_check_lb(t: Target) -> None:
-    from cloudsched.dispatch.workload.upstreams import read_upstream_log
-    from cloudsched.experiments.checklb import check_lb
-    from cloudsched.experiments.checklb_workers import worker_loglik
-    from cloudsched.testing.balancer_logs import balancer_log
+    from cloudsched.experiments.checklb_laws import compile_check
 
-    policy = CHECK_LB[t.name]
-    weights = [1.0, 2.0, 1.0] if policy == "wlr" else None
-    lines = balancer_log(policy, k=3, load=0.5, requests=300, seed=0, weights=weights)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "access.log"
-        path.write_text("\n".join(lines) + "\n")
-        log = read_upstream_log(path, "nginx")
-        if t.name == "workers":
-            worker_loglik(log, policy, 2, whole_run=True)
-        elif t.name == "wlr":
-            check_lb(log, "wlr", weights="a=1,b=2,c=1")
-        else:
-            check_lb(log, t.name)
+    compile_check(t.name)
 
 
 _RUN: dict[str, Callable[[Target], None]] = {

@@ -45,7 +45,7 @@ def _njit(*args: Any, **options: Any) -> Any:
 
 def _cached(fn: Callable[..., Any], fingerprint: str | None, **options: Any) -> Any:
     dispatcher = _njit(cache=True, **options)(fn)
-    dispatcher._cache = SourceCache(dispatcher.py_func, fingerprint)
+    dispatcher._cache = SourceCache(dispatcher.py_func, fingerprint, options)
     dispatcher.compile = one_at_a_time(dispatcher)
     return dispatcher
 
@@ -70,9 +70,10 @@ def kernel(
 
     Kernels hold no Python objects, do no I/O and keep no global state: they read and
     write the arrays they are given and advance the ``np.random.Generator`` passed in.
-    ``entry=True``: Python calls it (it gets numba's Python wrapper; any other kernel runs
-    inside compiled kernels only and refuses a call from Python); ``label`` names an entry
-    in the line a long compile writes (default: its module and name).  ``inline=True``:
+    ``entry=True``: Python calls it (it gets numba's Python wrapper; any other kernel is
+    compiled without it, and a call from Python runs a twin compiled with it, made at the
+    first such call); ``label`` names it in the line a long compile writes (default: its
+    module and name).  ``inline=True``:
     LLVM inlines it where it is called (compiled once, :mod:`cloudsched._jit.helpers`).
     ``nrt=False`` compiles without numba's reference counting (the kernel allocates no
     array, and records of arrays pass through it at no cost); ``cache=False`` keeps it off
@@ -86,9 +87,15 @@ def kernel(
             options["_nrt"] = False
         if inline:
             options["forceinline"] = True
-        if not entry:
-            options.update(_NO_WRAPPER)
-        compiled = as_helper(_compiled(f, None, cache, **options), python=entry, inline=inline)
+        helper = {} if entry else _NO_WRAPPER
+
+        def twin() -> Any:  # what Python's calls of a helper run (compiled at the first)
+            compiled = _compiled(f, None, cache, **options)
+            compiled._cloudsched_label = label or f"{f.__module__}.{f.__qualname__}"
+            return as_helper(compiled, python=True, inline=False)
+
+        compiled = _compiled(f, None, cache, **options, **helper)
+        compiled = as_helper(compiled, python=entry, inline=inline, twin=twin)
         if entry:
             compiled._cloudsched_label = label or f"{f.__module__}.{f.__qualname__}"
         return cast(F, compiled)

@@ -113,15 +113,24 @@ class _LockedIndex(IndexDataCacheFile):
 class SourceCache(FunctionCache):
     """numba's function cache whose key also holds the fingerprint of every source used."""
 
-    def __init__(self, py_func: Callable[..., Any], fingerprint: str | None = None) -> None:
+    def __init__(
+        self,
+        py_func: Callable[..., Any],
+        fingerprint: str | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
         super().__init__(py_func)
         self._fingerprint = fingerprint
+        # numba's key leaves out the options: a helper compiled without the Python wrapper
+        # and its twin with it, from one function, would share a key
+        self._options = repr(sorted((options or {}).items()))
         self._cache_file.__class__ = _LockedIndex
 
     def _index_key(self, sig: Any, codegen: Any) -> tuple[Any, ...]:
         # numba's key leaves out NUMBA_OPT: code compiled at -O0 would run at every level
         level = int(numba.config.OPT)  # type: ignore[attr-defined]
-        sources = f"{source_fingerprint(self._py_func.__module__)} O{level}"
+        module = self._py_func.__module__
+        sources = f"{source_fingerprint(module)} O{level} {self._options}"
         if self._fingerprint is None:
             sig_key, magic, own = super()._index_key(sig, codegen)
             return (sig_key, magic, (*own, sources))

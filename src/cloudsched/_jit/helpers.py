@@ -13,8 +13,8 @@ Three rules keep that safe and cheap (:func:`as_helper`):
 
 * arguments that numba types as literals (a constant, ``True``) are typed as their plain
   types, so a helper called with the constants 3 and 5 compiles once, not twice;
-* a helper without the Python wrapper refuses a call from Python with a TypeError (numba
-  would crash the interpreter);
+* a helper is compiled without the Python wrapper; a call from Python (which would crash
+  the interpreter) goes to a twin compiled with it, made at the first such call;
 * a kernel compiled with bounds checking (a plug-in's, :func:`inlined_by_numba`) gets every
   helper inlined into its own IR, as before, so their indexing is checked too.
 """
@@ -22,7 +22,7 @@ Three rules keep that safe and cheap (:func:`as_helper`):
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from numba.core import types
@@ -42,7 +42,7 @@ def _helper_class(base: type, python: bool) -> type:
     """Return the dispatcher class of a helper.
 
     It types calls without literals and, unless ``python`` (the helper has numba's Python
-    wrapper), refuses a call from Python.
+    wrapper), sends a call from Python to the helper's twin (module notes).
     """
     key = (base, python)
     if key not in _CLASSES:
@@ -53,27 +53,30 @@ def _helper_class(base: type, python: bool) -> type:
 
         if not python:
 
-            def refuse(self: Any, *args: Any, **kws: Any) -> Any:
-                fn = self.py_func
-                raise TypeError(
-                    f"{fn.__module__}.{fn.__qualname__} runs inside compiled kernels only "
-                    "(declare it with @kernel(entry=True) to call it from Python)"
-                )
+            def from_python(self: Any, *args: Any, **kws: Any) -> Any:
+                twin = self.__dict__.get("_python_twin")
+                if twin is None:
+                    twin = self.__dict__["_python_twin"] = self._make_twin()
+                return twin(*args, **kws)
 
-            Helper.__call__ = refuse
+            Helper.__call__ = from_python
         Helper.__name__ = Helper.__qualname__ = f"{base.__name__}Helper"
         _CLASSES[key] = Helper
     return _CLASSES[key]
 
 
-def as_helper(dispatcher: Any, *, python: bool, inline: bool) -> Any:
+def as_helper(
+    dispatcher: Any, *, python: bool, inline: bool, twin: Callable[[], Any] | None = None
+) -> Any:
     """Give ``dispatcher`` the helper rules (module notes) and return it.
 
-    ``python``: it has numba's Python wrapper (an entry point Python calls); ``inline``: it
-    is compiled with ``forceinline`` (a kernel compiled with bounds checking inlines it into
-    its IR instead).
+    ``python``: it has numba's Python wrapper (an entry point Python calls); else ``twin``
+    makes the dispatcher that Python's calls go to.  ``inline``: it is compiled with
+    ``forceinline`` (a kernel compiled with bounds checking inlines it into its IR instead).
     """
     dispatcher.__class__ = _helper_class(type(dispatcher), python)
+    if not python:
+        dispatcher._make_twin = twin
     if inline:
         _INLINED.append(dispatcher)
     return dispatcher

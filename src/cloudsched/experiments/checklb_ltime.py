@@ -154,7 +154,7 @@ def check_least_time(
     return Sequence(int(out[0]), int(out[1]), int(edges.sum()), law.schedule, notes)
 
 
-@kernel(nrt=False, inline=True, entry=True, label="check-lb's least_time bounds")
+@kernel(nrt=False, inline=True)
 def _bounds(low, high):
     """Least and largest cluster of an average between ``low`` and ``high`` (ms)."""
     if high <= 5000.0:

@@ -57,7 +57,7 @@ def _sigmoid(z):
     return e / (1.0 + e)
 
 
-@kernel(nrt=False, inline=True, entry=True, label="the placement simulator's weights")
+@kernel(nrt=False, inline=True)
 def queue_weight(j, qlen, par, wpar):
     """``f_j(Q) = alpha * max(f(Q_j + h_j), eps / (4 |J|) * f(max_k Q_k + h_j))`` (or frozen).
 
@@ -126,7 +126,7 @@ def template_cost(mo, j, slots):
     return b
 
 
-@kernel(nrt=False, inline=True, entry=True, label="the placement simulator's templates")
+@kernel(nrt=False, inline=True)
 def add_template(st, mo, j, state, slots, k, cost):
     """Create a type-``j`` template (``state`` VIRTUAL or ACTUAL) on ``slots[:k]``; its id."""
     st.ist[S.I_TFREE] -= 1
@@ -161,7 +161,7 @@ def _unlist(st, tid):
     st.ntl[j, c] = n
 
 
-@kernel(nrt=False, inline=True, entry=True, label="the placement simulator's templates (removal)")
+@kernel(nrt=False, inline=True)
 def remove_template(st, mo, tid):
     """Delete a template (virtual, or emptied by the caller) and free its slots."""
     j = st.t_type[tid]
@@ -191,7 +191,7 @@ def _set_state(st, tid, state):
     st.ntl[j, c] += 1
 
 
-@kernel(nrt=False, inline=True, entry=True, label="the placement simulator's log")
+@kernel(nrt=False, inline=True)
 def log_event(st, mo, lg, kind, tid, now):
     """Record that the job in template ``tid`` starts there or ends (if logging is on)."""
     if mo.par[S.P_LOG] == 0.0:
@@ -209,7 +209,7 @@ def log_event(st, mo, lg, kind, tid, now):
     st.ist[S.I_LOG] = i + 1
 
 
-@kernel(nrt=False, inline=True, entry=True, label="the placement simulator's start of a job")
+@kernel(nrt=False, inline=True)
 def fill(st, mo, mt, lg, j, now, measuring):
     """Move queued type-j jobs (FIFO) into empty type-j templates (the last listed first)."""
     cap = st.qbuf.shape[1]

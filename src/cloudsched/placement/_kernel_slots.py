@@ -228,7 +228,7 @@ def _set_key(keys, i, avail, total, nres):
     keys[i, 2] = i
 
 
-@kernel(nrt=False, entry=True, label="Storm's machine order")
+@kernel(nrt=False, label="Storm's machine order")
 def machine_order(st, mo, order):
     """Storm RAS's machine order into ``order[:L]`` (see :func:`.baselines.machine_order`).
 

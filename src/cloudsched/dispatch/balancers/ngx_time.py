@@ -72,7 +72,7 @@ def ngx_halvings(elapsed, fail_s):
     return math.floor(elapsed / (fail_s + 1.0)) if elapsed > fail_s else 0.0
 
 
-@kernel(nrt=False, inline=True, entry=True, label="NGINX's time clusters")
+@kernel(nrt=False, inline=True)
 def ngx_cluster(rt):
     """ngx_http_upstream_least_time_eta's rounding: the next 20 ms, 5000 ms at most."""
     return 5000.0 if rt > 5000.0 else rt + 20.0 - rt % 20.0
