@@ -19,11 +19,9 @@ import numpy as np
 from cloudsched.errors import ParameterError
 
 __all__ = [
-    "KERNEL_CHECKS",
     "SLIP",
     "candidates",
     "choice_probabilities",
-    "compile_check",
     "level_probs",
     "loglik",
     "parse_law",
@@ -138,37 +136,3 @@ def candidates(k: int) -> list[tuple[str, str, int, bool]]:
         out += [(f"pod:{d}", "pod", d, False)] if d < k else []
         out += [(f"pod:{d}r", "pod", d, True)]
     return [*out, ("least-request", "least-request", 1, False), ("jiq", "jiq", 1, False)]
-
-
-#: The checks that run a kernel of their own (least_time's scan, peak EWMA's costs, Envoy's
-#: EDF, the worker-count filter), each with the law of the log it is compiled on.
-KERNEL_CHECKS = {"least-time": "least-time", "ewma": "ewma", "wlr": "wlr", "workers": "pod:2"}
-
-
-def compile_check(check: str) -> None:
-    """Run ``check`` (a key of :data:`KERNEL_CHECKS`) once on a small generated log.
-
-    What ``cloudsched warmup`` calls: the run compiles the check's kernels (or loads them).
-    """
-    import tempfile
-    from pathlib import Path
-
-    from cloudsched.dispatch.workload.upstreams import read_upstream_log
-    from cloudsched.experiments.checklb import check_lb
-    from cloudsched.experiments.checklb_workers import worker_loglik
-    from cloudsched.testing.balancer_logs import balancer_log
-
-    law = KERNEL_CHECKS[check]
-    weights = [1.0, 2.0, 1.0] if law == "wlr" else None
-    lines = balancer_log(law, k=3, load=0.5, requests=300, seed=0, weights=weights)
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / "access.log"
-        path.write_text("\n".join(lines) + "\n")
-        log = read_upstream_log(path, "nginx")
-        if check == "workers":
-            worker_loglik(log, law, 2, whole_run=True)
-            return
-        given = None
-        if weights is not None:
-            given = ",".join(f"{h}={w:g}" for h, w in zip(log.names, weights, strict=True))
-        check_lb(log, law, weights=given, whole_run=True)
