@@ -34,9 +34,31 @@ def test_the_route_applies_only_where_its_argument_holds():
     # filled 24 GB): the usual rule, which refuses the run under the default budget
     assert short_run(_spec("jiq", 10**6, r=1e6)) is None
     assert short_run(_spec("jiq-pod", 10**6, r=1000.0, load=0.5)) is None
-    # a span of 0.05 at N = 10^6 cannot hold what a precision of 0.1% needs
-    assert short_run(_spec("pod", 10**6, precision=0.001)) is None
-    assert short_run(_spec("pod", 10**9, precision=0.001)) is not None
+    # a span holds twice the arrivals the precision needs: longer than 0.05 where N or the
+    # precision asks for it (at N = 10^6, 0.1%), never shorter
+    longer = short_run(_spec("pod", 10**6, precision=0.001))
+    assert longer is not None and longer.span > 0.05
+    assert short_run(_spec("pod", 10**9, precision=0.001)).span == 0.05
+    # where the usual rule costs fewer events it runs instead: pod at N = 10^5 costs about
+    # 6.6e4 events short (the arrivals 1% needs, 20 times) against 5e8 by the usual rule.
+    # On the per-server engine each replication's start draws every server (2e6 events in
+    # all): with a relaxation time ten thousand times shorter the usual rule's floor would
+    # be the cheaper
+    from cloudsched.dispatch.short_run import short_events, usual_events
+    from cloudsched.dispatch.theory.relaxation import relaxation_time
+
+    spec = _spec("pod", 10**5)
+    relax = relaxation_time("pod", 0.9, servers=10**5, d=2)
+    route = short_run(spec, relax)
+    assert route is not None
+    assert short_events(spec, route) < usual_events(spec, relax, route.tasks) / 1000
+    assert short_run(spec, relax / 10**4) is not None  # counts: starts cost no events
+    per_server = _spec("pod", 10**5, engine="servers")
+    assert short_run(per_server, relax) is not None
+    assert short_run(per_server, relax / 10**4) is None
+    # at 0.01% the 1/N allowance at 10^5 is more than a quarter of the half-width: the
+    # usual rule
+    assert short_run(_spec("pod", 10**5, precision=0.0001)) is None
 
 
 def test_response_moments_against_closed_forms():
@@ -70,29 +92,37 @@ def test_a_run_the_route_does_not_cover_is_still_refused_with_the_reason():
     for policy in ("jiq-sq", "jsq"):  # no 1/N model; no bound on the gap
         with pytest.raises(ParameterError, match="short replications, whose cost"):
             simulate(policy, servers=10**9, load=0.9, r=10.0)
+    # jsq from 10^6: the floor costs more than a default run spends (its precision needs
+    # ten thousand times fewer events); 10^5 still runs (4e7 events)
+    with pytest.raises(ParameterError, match=r"needs about .* events .* beyond a default run"):
+        simulate("jsq", servers=10**6, load=0.9)
 
 
-@pytest.mark.slow  # 200 runs at N = 10^6: about 45 s cold, the default tier's longest
+@pytest.mark.slow  # 200 runs at N = 10^5 and 10^6: about 45 s cold
 def test_short_replications_cover_the_steady_state_mean():
-    """Pooled coverage of the 95% intervals over 4 policies x 50 seeds at N = 10^6, where
-    the start's randomness and the 1/N gap are largest for the route.  Truth:
-    the refined mean field at N (random: exact).  Under 95% coverage, 200 runs
-    cover at least 181 with probability 0.999; intervals 30% too narrow (about 86%
-    coverage) would fail almost always."""
-    n, load, runs = 10**6, 0.9, 50
-    truths = {
-        "pod": refined_mean("pod", n, load, 1.0, 2, replace=False),
-        "jiq": refined_mean("jiq", n, load, 10.0, 2, replace=False),
-        "random": predict("random", [load]).mean_response_time[0],
-        "jiq-pod": refined_mean("jiq-pod", n, load, 10.0, 2, replace=False),
-    }
+    """Pooled coverage of the 95% intervals over 4 policies x 50 seeds, half at N = 10^5
+    (the smallest farm on the route, where its 1/N allowance is widest; pod there on the
+    per-server engine, whose starts draw every server) and half at 10^6.  Truth: the
+    refined mean field at N (random: exact).  Under 95% coverage, 200 runs cover at least
+    181 with probability 0.999; intervals 30% too narrow (about 86% coverage) would fail
+    almost always."""
+    load, runs = 0.9, 50
     covered, total = 0, 0
-    for policy, truth in truths.items():
-        extra = {"r": 10.0} if policy.startswith("jiq") else {}
-        for seed in range(runs):
-            res = simulate(policy, servers=n, load=load, rng=500 + seed, **extra)
-            assert res.ci_method.startswith("short replications"), res.ci_method
-            lo, hi = res.ci95
-            covered += lo <= truth <= hi
-            total += 1
+    for n in (10**5, 10**6):
+        truths = {
+            "pod": refined_mean("pod", n, load, 1.0, 2, replace=False),
+            "jiq": refined_mean("jiq", n, load, 10.0, 2, replace=False),
+            "random": predict("random", [load]).mean_response_time[0],
+            "jiq-pod": refined_mean("jiq-pod", n, load, 10.0, 2, replace=False),
+        }
+        for policy, truth in truths.items():
+            extra: dict = {"r": 10.0} if policy.startswith("jiq") else {}
+            if policy == "pod" and n == 10**5:
+                extra["engine"] = "servers"
+            for seed in range(runs // 2):
+                res = simulate(policy, servers=n, load=load, rng=500 + seed + n, **extra)
+                assert res.ci_method.startswith("short replications"), res.ci_method
+                lo, hi = res.ci95
+                covered += lo <= truth <= hi
+                total += 1
     assert covered >= binom.ppf(0.001, total, 0.95), (covered, total)

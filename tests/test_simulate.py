@@ -493,12 +493,16 @@ def test_max_tasks_stops_an_open_ended_run_and_says_so():
 
 
 def test_the_default_budget_refuses_a_run_it_cannot_certify_before_it_starts():
-    """random at N = 5 x 10^5, load 0.9 needs ~2e10 arrivals (relaxation time ~380): with
-    the default max_tasks (5e9) the run is refused at once; a fixed length runs.  (From
-    10^6 on short replications run instead: tests/test_short_run.py.)"""
-    with pytest.raises(ParameterError, match=r"tasks must be given .*1\.7e\+10 arrivals"):
-        simulate("random", servers=500_000, load=0.9, rng=1)
-    assert simulate("random", servers=500_000, load=0.9, tasks=10_000, rng=1).measured_tasks > 0
+    """jiq-sq (no 1/N model: no short replications) at N = 10^7, load 0.9 needs ~1.2e10
+    arrivals for a certified interval (100 relaxation times of ~13): with the default
+    max_tasks (5e9) the run is refused at once; a fixed length runs.  random at 5 x 10^5
+    (refused here before short replications reached 10^4 servers) runs short
+    replications: tests/test_short_run.py."""
+    with pytest.raises(ParameterError, match=r"tasks must be given .*1\.2e\+10 arrivals"):
+        simulate("jiq-sq", servers=10**7, load=0.9, r=10.0, rng=1)
+    fixed = simulate("jiq-sq", servers=10**6, load=0.9, r=10.0, tasks=10_000, rng=1)
+    assert fixed.measured_tasks > 0
+    assert simulate("random", servers=500_000, load=0.9, rng=1).ci_method.startswith("short")
 
 
 def test_replications_are_each_warmed_up_and_give_the_interval():

@@ -169,7 +169,7 @@ def summarise(
     steady, notes = _verdict(spec, ests, wins, relax)
     fresh = all(raw.measure_from is not None for raw in runs)
     centre, ci, reached, method = _interval(spec, ests, steady, notes, short, fresh)
-    if reason == "span" and short is not None:
+    if reason == "span" and short is not None and (reached is None or reached > spec.precision):
         notes.append(
             f"the {len(runs)} short replications reached their span of {short.span:g} time "
             f"units before the precision target: precision reached "

@@ -57,15 +57,24 @@ __all__ = [
     "check_run_length",
     "join_tail",
     "response_moments",
+    "short_events",
     "short_run",
+    "usual_events",
 ]
 
 #: Longest span of a short replication, in mean service times.
 SHORT_SPAN = 0.05
 #: Replications of the short route.
 SHORT_REPLICATIONS = 20
-#: Smallest farm for the short route.
-SHORT_MIN_SERVERS = 10**6
+#: Smallest farm for the short route (its coverage is measured from here up; below it the
+#: usual rule takes seconds).
+SHORT_MIN_SERVERS = 100_000
+#: Most events a default open-ended run spends on the certified interval's floor beyond
+#: four times what its precision needs (about 10 s): more is refused up front, with why.
+DEFAULT_EVENT_CAP = 2.5e8
+#: A replication's span holds this many times the arrivals its precision needs (the
+#: replications at moderate N run to their span: their tasks outlast it)
+SPAN_TASKS = 2
 #: The allowance is this many times the 1/N correction.
 BIAS_FACTOR = 3.0
 #: Largest I-queue population model solved for the allowance, so that it costs seconds at
@@ -135,13 +144,20 @@ def _gap(spec: SimulationSpec, mf_mean: float) -> float | None:
     return abs(refined - mf_mean)
 
 
-def short_run(spec: SimulationSpec) -> ShortRun | None:
-    """Return the short route for ``spec``, or None where it does not apply (module notes)."""
+def short_run(spec: SimulationSpec, relax: float | None = None) -> ShortRun | None:
+    """Return the short route for ``spec``, or None where it does not apply (module notes).
+
+    ``relax``: the run's relaxation time; given, the route is taken only where it costs
+    fewer events than the usual rule (:func:`usual_events`).
+    """
     model, work, n = spec.model, spec.work, spec.servers
+    markov = spec.choice.engine == "counts" or (
+        spec.choice.engine == "servers" and spec.choice.clock == "markov"
+    )
     if not (
         spec.open_ended
         and spec.replications == 1
-        and spec.choice.engine == "counts"
+        and markov
         and spec.start == "meanfield"
         and n >= SHORT_MIN_SERVERS
         and model.source is None
@@ -162,38 +178,84 @@ def short_run(spec: SimulationSpec) -> ShortRun | None:
     target = spec.precision * mean
     t = float(t_quantile(0.975, SHORT_REPLICATIONS - 1))
     per_replication = SHORT_REPLICATIONS * (target / t) ** 2  # variance budget of one mean
-    tasks = work.rate_per_server * n * SHORT_SPAN * unit  # arrivals in one span
-    if bias > target / 4 or var / tasks > per_replication / 4:
+    if bias > target / 4:
         return None
     need = math.ceil(var / per_replication)
-    return ShortRun(span=SHORT_SPAN * unit, bias=bias * unit, tasks=need)
+    # a span that holds SPAN_TASKS times the arrivals the precision needs (at least
+    # SHORT_SPAN): the replications stop when precise, long before its end
+    per_time = work.rate_per_server * n
+    span = max(SHORT_SPAN, SPAN_TASKS * need / per_time)
+    route = ShortRun(span=span * unit, bias=bias * unit, tasks=need)
+    if relax is not None and short_events(spec, route) >= usual_events(spec, relax, need):
+        return None
+    return route
+
+
+def short_events(spec: SimulationSpec, route: ShortRun) -> float:
+    """Return the events the short route is expected to take.
+
+    Each replication's start, and the arrivals its span holds (two events each).
+    """
+    start = spec.servers if spec.choice.engine == "servers" else 0  # every server drawn
+    per_time = spec.work.rate_per_server * spec.servers
+    return route.replications * (start + 2 * min(route.span * per_time, 4 / 3 * route.tasks))
+
+
+def usual_events(spec: SimulationSpec, relax: float, need: int) -> float:
+    """Return the events the usual rule (:mod:`cloudsched.dispatch.stopping`) is expected to take.
+
+    Its pilot and fresh stretch each span the certified interval's floor (``batches``
+    batches of five relaxation times) or the arrivals the precision needs, whichever is
+    more: about 2.25 times that, at two events per task.
+    """
+    per_time = spec.work.rate_per_server * spec.servers
+    floor = per_time * spec.batches * MIN_BATCH_RELAXATIONS * relax
+    return 2.25 * 2 * max(floor, SHORT_REPLICATIONS * need)
 
 
 def check_run_length(spec: SimulationSpec, relax: float) -> None:
-    """Refuse or warn when ``max_tasks`` would stop an open-ended run before it can certify.
+    """Refuse or warn when an open-ended run cannot certify, or only at a needless cost.
 
     A certified interval needs ``batches`` batches of at least five relaxation times: at
     least that span of arrivals, whatever the engine (at N = 10^8 that is ~10^11).  With
-    the default ``max_tasks`` the run is refused before it starts (it would spend its whole
-    budget and still print no interval); a ``max_tasks`` the caller chose is a budget they
-    accept, so the run goes ahead with a warning.
+    the default ``max_tasks`` the run is refused before it starts when that floor is more
+    than ``max_tasks`` (it would spend its whole budget and still print no interval), and
+    when the floor costs more than :data:`DEFAULT_EVENT_CAP` events and four times what the
+    precision needs (jsq at N = 10^6: the floor is 4 x 10^8 events, the precision ten
+    thousand times fewer): no such default run spends minutes on a length its precision
+    does not need.  A ``max_tasks`` the caller chose is a budget they accept, so the run
+    goes ahead with a warning.
     """
     per_time = spec.work.rate_per_server * spec.servers
     need = per_time * spec.batches * MIN_BATCH_RELAXATIONS * relax
+    default = spec.max_tasks == DEFAULT_MAX_TASKS
+    events = 2.25 * 2 * need  # the pilot and the fresh stretch (module notes)
+    precise = _precision_events(spec)
+    short = (
+        " (short replications, whose cost does not grow with N, need random, pod, or "
+        "jiq or jiq-pod with r small enough for their 1/N model (up to about 100), "
+        "Poisson arrivals and exponential service, one replication and a mean-field start)"
+        if spec.servers >= SHORT_MIN_SERVERS
+        else ""
+    )
+    if default and math.isfinite(need) and events > max(DEFAULT_EVENT_CAP, 4 * precise):
+        raise ParameterError(
+            "tasks",
+            None,
+            "given (or horizon, for a run of a chosen length, or max_tasks, to accept the "
+            f"cost): a certified interval needs about {events:.2g} events here ({spec.batches} "
+            f"batches of {MIN_BATCH_RELAXATIONS:g} relaxation times of {relax:.3g}), "
+            f"{events / max(precise, 1.0):.2g} times what {100 * spec.precision:g}% precision "
+            f"needs, beyond a default run's {DEFAULT_EVENT_CAP:.2g}{short}",
+        )
     if not (math.isfinite(need) and need > spec.max_tasks):
         return
     why = (
         f"a certified interval needs about {need:.2g} arrivals here ({spec.batches} batches "
         f"of {MIN_BATCH_RELAXATIONS:g} relaxation times), more than max_tasks = "
-        f"{spec.max_tasks:.2g}"
+        f"{spec.max_tasks:.2g}{short}"
     )
-    if spec.servers >= SHORT_MIN_SERVERS:
-        why += (
-            " (short replications, whose cost does not grow with N, need random, pod, or "
-            "jiq or jiq-pod with r small enough for their 1/N model (up to about 100), on the "
-            "counts engine, with one replication and a mean-field start)"
-        )
-    if spec.max_tasks == DEFAULT_MAX_TASKS:
+    if default:
         raise ParameterError(
             "tasks",
             None,
@@ -202,3 +264,22 @@ def check_run_length(spec: SimulationSpec, relax: float) -> None:
     warnings.warn(
         f"{why}: give tasks or horizon for a run of a chosen length", RuntimeWarning, stacklevel=4
     )
+
+
+def _precision_events(spec: SimulationSpec) -> float:
+    """Return the events the asked precision needs of independent tasks.
+
+    From the mean field's response-time moments; inf where there is no mean field to say
+    (no cap then).
+    """
+    model, work = spec.model, spec.work
+    if model.meanfield is None or not 0.0 < work.load < 1.0 or work.trace is not None:
+        return math.inf
+    try:
+        mean, var = response_moments(
+            model.name, work.load, r=spec.servers / spec.m if model.iqueues else 1.0, d=spec.d
+        )
+    except (ParameterError, ValueError):
+        return math.inf
+    target = spec.precision * mean / 1.96
+    return 2 * var / target**2

@@ -253,7 +253,7 @@ def run_simulation(
     # CHOICE: late information makes the farm remember for longer (a herd builds and drains
     # over a few delays); five times the longest mean delay is added to the relaxation time
     relax += 5.0 * max(spec.delays.info.mean, spec.delays.join.mean, spec.delays.delete.mean)
-    short = short_run(spec)  # None unless N is large enough for short replications
+    short = short_run(spec, relax)  # None unless short replications apply and cost less
     seed, gens = streams(rng, short.replications if short is not None else spec.replications)
     if spec.open_ended and short is None:
         check_run_length(spec, relax)
@@ -267,6 +267,12 @@ def run_simulation(
     def engine(g: np.random.Generator) -> Replication:
         return chosen.replication(spec, run, g, spec.choice.clock)
 
+    if short is not None and spec.choice.engine == "servers":
+        # the per-server engine measures a task when it leaves, after the span at this N:
+        # each replication measures the arrivals of its span and follows them out
+        run = replace(run, open_end=False, t_warm=0.0, t_end=short.span)
+        runs = _fixed_runs([partial(engine, g) for g in gens], progress)
+        return summarise(runs, spec, seed, relax, "span", short)
     if spec.open_ended:
         engines = [engine(g) for g in gens]
         runs, reason = run_until_precise(
