@@ -1,10 +1,10 @@
 """Long statistical checks of the simulator (run with -m slow).
 
-Coverage: with the default settings, at least 93% of the 95% intervals of 60 independent
-runs must cover the reference.  A procedure that covers exactly 95% passes this for about
-four sets of seeds in five (ours measured 97-98% at N = 10,000, load 0.9); one whose
-intervals are a fifth too narrow (88% coverage) fails for about six in seven.  The seeds are
-fixed, so the test is deterministic.
+Coverage: with the default settings, the standardised errors of 40 independent runs must
+spread no wider than an honest procedure's would for about four sets of seeds in five, and
+their intervals cover the reference at a binomial floor (tests/interval_checks.py; one whose
+intervals are a fifth too narrow fails for about six in seven).  The seeds are fixed, so
+the test is deterministic.
 """
 
 import json
@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from cloudsched.dispatch import predict, simulate, tail_probabilities
+from interval_checks import check_intervals
 from parallel_runs import run_seeds
 
 pytestmark = pytest.mark.slow
@@ -25,29 +26,26 @@ POD_099_REFERENCE = (5.4708, 0.0063)  # mean and 95% half-width
 
 @pytest.mark.parametrize("policy", ["jiq", "jiq-pod"])
 def test_interval_coverage_at_n_10000_load_0_9(policy):
-    """Reference: the mean field, whose error at N = 10,000 (about 0.04%) is a sixth of a
-    standard error of one run.  On the occupancy-count engine (the same law as the
-    per-server one, which tests/test_counts_engine.py checks, at 2.5 times its speed
-    here), so that the three coverage tests cover three engines: counts here, per-server
-    for pod at load 0.99, delay for the stale study."""
+    """40 runs (tests/interval_checks.py: the power of 60 covered-or-not).  Reference: the
+    mean field, whose error at N = 10,000 (about 0.04%) is a sixth of a standard error of
+    one run.  On the occupancy-count engine (the same law as the per-server one, which
+    tests/test_counts_engine.py checks, at 2.5 times its speed here), so that the three
+    coverage tests cover three engines: counts here, per-server for pod at load 0.99,
+    delay for the stale study."""
     truth = float(predict(policy, 0.9, r=10, d=2).mean_response_time[0])
-    runs = run_seeds(policy, 60, 20261201, servers=10_000, r=10, load=0.9, d=2, engine="counts")
-    assert all(ci is not None for _, ci in runs)
-    covered = sum(ci[0] <= truth <= ci[1] for _, ci in runs)
-    assert covered >= 56, covered
+    runs = run_seeds(policy, 40, 20261201, servers=10_000, r=10, load=0.9, d=2, engine="counts")
+    check_intervals(runs, truth)
 
 
 def test_interval_coverage_of_pod_at_load_0_99():
-    """N = 1000.  Reference: the mean of the other 59 runs (its error is a seventh of one
-    run's standard error), which must itself agree with the long independent reference."""
-    runs = run_seeds("pod", 60, 20261202, servers=1000, load=0.99, d=2)
-    means = np.array([m for m, _ in runs])
-    assert all(ci is not None for _, ci in runs)
-    others = (means.sum() - means) / (means.size - 1)
-    covered = sum(ci[0] <= ref <= ci[1] for (_, ci), ref in zip(runs, others, strict=True))
-    assert covered >= 56, covered
-    pooled_se = means.std(ddof=1) / np.sqrt(means.size)
+    """N = 1000, 40 runs (tests/interval_checks.py).  Reference: the long independent run
+    (its standard error, a ninth of one run's, is added), which the runs' pooled mean must
+    also agree with."""
+    runs = run_seeds("pod", 40, 20261202, servers=1000, load=0.99, d=2)
     ref, ref_half = POD_099_REFERENCE
+    check_intervals(runs, ref, truth_se=ref_half / 1.96)
+    means = np.array([m for m, _ in runs])
+    pooled_se = means.std(ddof=1) / np.sqrt(means.size)
     assert abs(means.mean() - ref) <= 3.3 * np.hypot(pooled_se, ref_half / 1.96)
 
 
