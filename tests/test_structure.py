@@ -389,3 +389,30 @@ def test_simulate_takes_exactly_the_fields_of_its_spec():
     ):
         fields = {f.name for f in dataclasses.fields(spec) if f.init}
         assert set(inspect.signature(fn).parameters) == fields | extra, fn.__name__
+
+
+def test_the_quick_tier_reaches_every_package():
+    """``pytest -m quick`` (tests/conftest.py QUICK) is a contributor's loop: its files,
+    through what they import (function-level imports too), reach a module of every package."""
+    from conftest import QUICK
+
+    graph = _graph()
+    known = set(graph)
+    tests = Path(__file__).resolve().parent
+    reached: set[str] = set()
+    todo = []
+    for name in QUICK:
+        for module, names in _imports(tests / name):
+            targets = [f"{module}.{n}" for n in names if f"{module}.{n}" in known]
+            todo += [t for t in [*targets, module] if t in known]
+    while todo:
+        u = todo.pop()
+        if u not in reached:
+            reached.add(u)
+            todo += graph.get(u, ())
+    packages = {_name(p.parent) if p.name != "__init__.py" else _name(p) for p in _modules()}
+    packages = {p for p in packages if p in known}
+    missed = sorted(
+        p for p in packages if not any(m == p or m.startswith(p + ".") for m in reached)
+    )
+    assert not missed, f"no quick test reaches {missed}: add a file of theirs to QUICK"
