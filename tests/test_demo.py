@@ -1,3 +1,4 @@
+import json
 import shutil
 import subprocess
 import sys
@@ -69,3 +70,49 @@ def test_demo_writes_report(tmp_path):
     ]
     assert every.loc[every.policy == "storm-default", "gap"].iloc[0] > 1  # far above optimum
     assert not list(out.glob(".*.tmp"))
+    # the report opens with the README's three questions, each answered with this run's
+    # numbers and the command for one's own; the papers' figures follow; next steps end it
+    heads = [line[3:] for line in report.splitlines() if line.startswith("## ")]
+    assert heads[:3] == [
+        "Which policy for my farm?",
+        "Which choice count does my power-of-d balancer need?",
+        "Where should my running Storm topologies go?",
+    ]
+    assert heads[-2:] == ["Next steps", "Reproducibility"]  # then what made it
+    policy = pd.read_csv(out / "question-policy.csv")
+    assert list(policy["policy"]) == ["jiq", "jiq-pod", "pod"]
+    low, high = policy["simulated T_ci95_low"], policy["simulated T_ci95_high"]
+    assert ((low <= policy["simulated T"]) & (policy["simulated T"] <= high)).all()
+    assert "cloudsched compare jiq jiq-pod pod --servers N" in report
+    choices = pd.read_csv(out / "question-choices.csv")
+    assert "full scan" in set(choices["d"].astype(str))
+    assert "cloudsched advise --servers N --load L" in report
+    place_q = pd.read_csv(out / "question-placement.csv")
+    assert place_q["scheduler"].iloc[0] == "optimised"
+    assert (place_q["traffic cost"] >= place_q["lower bound"] - 1e-9).all()
+    assert "cloudsched place static" in report
+    assert "<ul><li>" in html  # next steps, a list in both files
+    # a rerun into the folder reuses the report, says so, and leaves it as it was
+    before = (out / "report.md").stat().st_mtime_ns
+    again = subprocess.run(
+        [*cmd, "demo", "--out", str(out)], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "reusing it" in again.stderr
+    assert (out / "report.md").stat().st_mtime_ns == before
+
+
+def test_a_report_is_reused_only_whole_and_of_the_same_code_and_seed(tmp_path):
+    from cloudsched.experiments.demo import STAMP, code_stamp, reusable
+
+    for name in ("report.md", "report.html"):
+        (tmp_path / name).write_text("x")
+    assert not reusable(tmp_path, 1)  # no stamp: an older demo's, or one cut short
+    (tmp_path / STAMP).write_text(json.dumps(code_stamp(1)))
+    assert reusable(tmp_path, 1)
+    assert not reusable(tmp_path, 2)  # another seed
+    (tmp_path / STAMP).write_text(json.dumps({**code_stamp(1), "code": "0" * 64}))
+    assert not reusable(tmp_path, 1)  # other code
+    (tmp_path / STAMP).write_text(json.dumps(code_stamp(1)))
+    (tmp_path / "report.html").unlink()
+    assert not reusable(tmp_path, 1)  # half a report

@@ -622,3 +622,43 @@ def test_a_helper_called_from_python_runs_its_twin_both_compiled_and_cached(tmp_
     helper = SourceCache(f, None, {"no_cpython_wrapper": True, "forceinline": True})
     twin = SourceCache(f, None, {"forceinline": True})
     assert helper._index_key((), codegen) != twin._index_key((), codegen)
+
+
+_LITERALS = r"""
+import gc, json
+from numba.core import types
+from numba.core.dispatcher import Dispatcher
+from cloudsched.dispatch import simulate
+from cloudsched.placement import JobType, chain, parse_cluster, simulate_placement
+
+jobs = [JobType("chain", 1.0, 1.0, chain(3))]
+simulate_placement("dgp", parse_cluster("3x3"), jobs, horizon=5.0, rng=0, compare_bound=False)
+simulate("pod", servers=20, load=0.5, tasks=500, rng=0)
+seen, literal = 0, []
+for obj in gc.get_objects():
+    if isinstance(obj, Dispatcher) and obj.py_func.__module__.startswith("cloudsched"):
+        for sig in obj.signatures:
+            seen += 1
+            if any(isinstance(a, types.Literal) for a in sig):
+                literal.append(f"{obj.py_func.__qualname__}{sig}")
+print(json.dumps([seen, literal]))
+"""
+
+
+@pytest.mark.slow  # a cold compile of dgp's and pod's kernels: about 25 s
+def test_no_kernel_or_helper_is_compiled_for_a_literal_argument(tmp_path):
+    """numba types a constant argument (``0``, ``True``) as a literal type of its own, so a
+    helper called with ``True`` in one place and ``False`` in another compiled twice
+    (placement's ``log_q``: about a second of every cold run).  Helpers type their
+    arguments plainly (cloudsched._jit.helpers): compiled from an empty cache (a helper
+    loaded with its kernel is never typed on its own), a placement run and a dispatch run
+    leave no signature of any of cloudsched's kernels or helpers with a literal type."""
+    import json
+
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", _LITERALS], env=env, capture_output=True, text=True, check=True
+    )
+    seen, literal = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen > 50  # the helpers were compiled here, each typed (69 when written)
+    assert not literal, literal

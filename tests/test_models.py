@@ -156,6 +156,7 @@ NAMING_ALLOWED = {
     "dispatch/engines/counts/mirror.py": "the count kernels' independent mirror",
     "dispatch/engines/delay/mirror.py": "the delay kernel's independent mirror",
     "experiments/jiq_figures.py": "the JIQ paper's figures: the curves each one shows",
+    "experiments/demo_questions.py": "the README's first question: the policies it compares",
     "experiments/jiq_data.py": "the data behind those figures, curve by curve",
     "experiments/jiq_captions.py": "the captions of those figures, read off their curves",
     "experiments/trace_replay.py": "the paper's trace figure: the policies it replays",
@@ -167,6 +168,7 @@ NAMING_ALLOWED = {
         "--expect: what a log is tested against, not rows of the table"
     ),
     "experiments/checklb_laws.py": "check-lb's own laws (as experiments/checklb.py)",
+    "warmup.py": "check-lb's laws whose checks run kernels of their own, compiled ahead",
     "experiments/checklb_identify.py": "check-lb's own laws (as experiments/checklb.py)",
     "experiments/checklb_panels.py": "check-lb's own laws (as experiments/checklb.py)",
     "experiments/checklb_edf.py": "check-lb's own laws: Envoy's wlr (as experiments/checklb.py)",

@@ -273,6 +273,8 @@ def _precision_events(spec: SimulationSpec) -> float:
     (no cap then).
     """
     model, work = spec.model, spec.work
+    if model.source is not None or model.name not in TABLE:  # a plug-in: no moments here
+        return math.inf
     if model.meanfield is None or not 0.0 < work.load < 1.0 or work.trace is not None:
         return math.inf
     try:

@@ -148,6 +148,12 @@ class Report:
         """Append a paragraph (Markdown with inline code and links)."""
         self.parts.append((markdown.strip(), f"<p>{_inline_html(markdown.strip())}</p>"))
 
+    def bullets(self, items: list[str]) -> None:
+        """Append a bulleted list (each item Markdown with inline code and links)."""
+        md = "\n".join(f"- {item.strip()}" for item in items)
+        li = "".join(f"<li>{_inline_html(item.strip())}</li>" for item in items)
+        self.parts.append((md, f"<ul>{li}</ul>"))
+
     def step(self, text: str) -> None:
         """Tell ``log`` that a piece of work starts, without a heading in the report."""
         self._close_section()
