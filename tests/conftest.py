@@ -26,19 +26,18 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 #: processes, for a contributor's loop; the default tier runs them too.
 QUICK = (
     "test_structure.py",
-    "test_jit_cache.py",
     "test_cli.py",
     "test_io.py",
     "test_simulate.py",
     "test_meanfield.py",
     "test_balancers.py",
     "test_counts_engine.py",
-    "test_delays.py",
+    "test_engine_choice.py",
     "test_general_engine.py",
     "test_distributions.py",
     "test_checklb.py",
     "test_lab_security.py",
-    "test_placement_simulation.py",
+    "test_placement_model.py",
     "test_report_tables.py",
 )
 

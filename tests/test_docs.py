@@ -33,6 +33,9 @@ NOT_RUN = {
     "ruff check . && ruff format --check . && mypy   # lint, format, type-check": (
         "the developer's tools, run by CI on the checkout (benchmarks/ is not installed)"
     ),
+    "python -m pytest -m quick        # the quick tier: every package, 1.5 min warm": (
+        "the test tiers themselves, which CI runs (.ci/run)"
+    ),
     "from dask.distributed import Client": (
         "a Slurm or PBS cluster with dask-jobqueue; the same run_sweep(executor=...) path is "
         "tested with a process pool executor, a multiprocessing pool and a map "

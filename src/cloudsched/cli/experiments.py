@@ -208,8 +208,8 @@ def reproduce(
 
 #: What the demo's first line says it takes (benchmarks/bench_docs_times.py, 2 cores).
 DEMO_TIMES = (
-    "measured on 2 cores: about 2 minutes the first time, most of it compiling the "
-    "simulator; about a minute after that"
+    "measured on 2 cores: about 2.5 minutes the first time, half of it compiling the "
+    "simulator; about 75 s after that"
 )
 
 
