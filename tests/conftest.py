@@ -60,6 +60,8 @@ def pytest_collection_modifyitems(config, items):
     expr = config.option.markexpr or ""
     if "slow" not in expr or "not slow" in expr:
         return
+    if "live" in expr and "not live" not in expr:  # serial: keep each file's lab together
+        return
     path = Path(__file__).parents[1] / ".ci" / "durations.json"
     if not path.exists():
         return
