@@ -227,7 +227,7 @@ def demo(
 
     console = Console(stderr=True)
     if not fresh and reusable(out, SEED):
-        path = run_demo(out)
+        path = out / "report.md"
         console.print(
             f"cloudsched demo: {out}/ already holds the report of this version of cloudsched "
             f"and seed: reusing it (--fresh recomputes): {path} and {path.with_suffix('.html')}"

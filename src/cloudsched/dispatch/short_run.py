@@ -75,6 +75,9 @@ DEFAULT_EVENT_CAP = 2.5e8
 #: A replication's span holds this many times the arrivals its precision needs (the
 #: replications at moderate N run to their span: their tasks outlast it)
 SPAN_TASKS = 2
+#: Events the usual rule spends per arrival of the floor it must span: its pilot and fresh
+#: stretch take about 2.25 times the floor, at two events per task.
+USUAL_EVENTS_PER_ARRIVAL = 2.25 * 2
 #: The allowance is this many times the 1/N correction.
 BIAS_FACTOR = 3.0
 #: Largest I-queue population model solved for the allowance, so that it costs seconds at
@@ -210,7 +213,7 @@ def usual_events(spec: SimulationSpec, relax: float, need: int) -> float:
     """
     per_time = spec.work.rate_per_server * spec.servers
     floor = per_time * spec.batches * MIN_BATCH_RELAXATIONS * relax
-    return 2.25 * 2 * max(floor, SHORT_REPLICATIONS * need)
+    return USUAL_EVENTS_PER_ARRIVAL * max(floor, SHORT_REPLICATIONS * need)
 
 
 def check_run_length(spec: SimulationSpec, relax: float) -> None:
@@ -229,7 +232,7 @@ def check_run_length(spec: SimulationSpec, relax: float) -> None:
     per_time = spec.work.rate_per_server * spec.servers
     need = per_time * spec.batches * MIN_BATCH_RELAXATIONS * relax
     default = spec.max_tasks == DEFAULT_MAX_TASKS
-    events = 2.25 * 2 * need  # the pilot and the fresh stretch (module notes)
+    events = USUAL_EVENTS_PER_ARRIVAL * need  # the pilot and the fresh stretch
     precise = _precision_events(spec)
     short = (
         " (short replications, whose cost does not grow with N, need random, pod, or "
